@@ -1,0 +1,1 @@
+"""The shipped hardware and model catalogs (installed as ``pddplan.catalogs``)."""

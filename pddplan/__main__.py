@@ -1,0 +1,5 @@
+"""``python -m pddplan``."""
+
+from pddplan.cli import app
+
+app(prog_name="pddplan")

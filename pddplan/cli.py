@@ -1,0 +1,308 @@
+"""The ``pddplan`` command line: a thin typer layer over the library.
+
+Each command parses options, calls the library, and prints a rich report or JSON. User
+errors (``PddplanError``) become one ``Error:`` line per problem on stderr and a non-zero
+exit code (2 for invalid files or arguments); anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from pddplan import report, views
+from pddplan.calibration import resolve_calibration
+from pddplan.errors import InputError, PddplanError
+from pddplan.loaders import import_hf_config, load_hardware, load_models, load_scenario, unknown_id
+from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
+from pddplan.scenario import scenario_json_schema
+
+app = typer.Typer(
+    name="pddplan",
+    help="Capacity planning for cross-datacenter PDD (Prefill - RelayDecode - MainDecode) LLM serving.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+catalog_app = typer.Typer(
+    help="The hardware catalog: accelerators and their sourced figures.", no_args_is_help=True
+)
+model_app = typer.Typer(
+    help="The model catalog: architectures and their KV and weight sizes.", no_args_is_help=True
+)
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(model_app, name="model")
+
+out = Console()
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")
+]
+HardwareOpt = Annotated[
+    Path | None,
+    typer.Option("--hardware", help="Hardware catalog to use instead of the shipped one."),
+]
+ModelsOpt = Annotated[
+    Path | None, typer.Option("--models", help="Model catalog to use instead of the shipped one.")
+]
+KvDtypeOpt = Annotated[
+    str | None,
+    typer.Option("--kv-dtype", help="KV cache dtype: bf16 or fp8 (default: the model's)."),
+]
+
+
+def user_errors(fn: F) -> F:
+    """Turn library user errors into ``Error:`` lines on stderr and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PddplanError as e:
+            problems = e.problems if isinstance(e, InputError) else [str(e)]
+            for line in problems:
+                err.print(
+                    f"[bold red]Error:[/bold red] {line}",
+                    highlight=False,
+                    markup=True,
+                    soft_wrap=True,
+                )
+            raise typer.Exit(code=e.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2))
+
+
+def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise InputError(f"{name}: '{value}' is not allowed; choose one of {', '.join(allowed)}")
+
+
+# --- catalog ---------------------------------------------------------------------------------
+@catalog_app.command("list")
+@user_errors
+def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> None:
+    """List every accelerator in the catalog.
+
+    Example: [bold]pddplan catalog list --json[/bold]
+    """
+    hw = load_hardware(hardware)
+    if json_out:
+        _print_json([views.chip_view(c, hw) for c in hw.chips.values()])
+    else:
+        out.print(report.chips_table(hw))
+
+
+@catalog_app.command("show")
+@user_errors
+def catalog_show(
+    chip_id: Annotated[str, typer.Argument(metavar="ID", help="Chip id, e.g. h100-sxm.")],
+    json_out: JsonOpt = False,
+    hardware: HardwareOpt = None,
+) -> None:
+    """Show one accelerator with the source of each figure.
+
+    Example: [bold]pddplan catalog show h200-sxm[/bold]
+    """
+    hw = load_hardware(hardware)
+    if chip_id not in hw.chips:
+        raise InputError(f"ID: {unknown_id('chip', chip_id, hw.chips)}")
+    view = views.chip_view(hw.chips[chip_id], hw)
+    if json_out:
+        _print_json(view)
+    else:
+        out.print(report.chip_detail(view))
+
+
+# --- model -----------------------------------------------------------------------------------
+@model_app.command("list")
+@user_errors
+def model_list(
+    json_out: JsonOpt = False, kv_dtype: KvDtypeOpt = None, models: ModelsOpt = None
+) -> None:
+    """List every model with its KV bytes per token and weight size.
+
+    Example: [bold]pddplan model list --kv-dtype fp8[/bold]
+    """
+    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    found = [views.model_view(m, kv_dtype) for m in load_models(models).values()]
+    if json_out:
+        _print_json(found)
+    else:
+        out.print(report.models_table(found))
+
+
+@model_app.command("show")
+@user_errors
+def model_show(
+    model_id: Annotated[str, typer.Argument(metavar="ID", help="Model id, e.g. deepseek-v3.")],
+    json_out: JsonOpt = False,
+    kv_dtype: KvDtypeOpt = None,
+    models: ModelsOpt = None,
+) -> None:
+    """Show one model's config and derived KV and weight figures.
+
+    Example: [bold]pddplan model show deepseek-v4-pro --json --kv-dtype bf16[/bold]
+    """
+    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    catalog = load_models(models)
+    if model_id not in catalog:
+        raise InputError(f"ID: {unknown_id('model', model_id, catalog)}")
+    view = views.model_view(catalog[model_id], kv_dtype)
+    if json_out:
+        _print_json(view)
+    else:
+        out.print(report.model_detail(view))
+
+
+@model_app.command("import")
+@user_errors
+def model_import(
+    config: Annotated[Path, typer.Argument(help="A Hugging Face config.json.")],
+    model_id: Annotated[str, typer.Option("--id", help="Catalog id for the new entry.")],
+    total_params_b: Annotated[
+        float | None,
+        typer.Option(
+            help="Total parameters (billions) from the model card; computed from shapes if omitted."
+        ),
+    ] = None,
+    active_params_b: Annotated[
+        float | None,
+        typer.Option(help="Active parameters per token (billions); computed if omitted."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--out", help="Write the entry to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Turn a Hugging Face config.json into a models.yaml entry.
+
+    Example: [bold]pddplan model import config.json --id my-model --out my-models.yaml[/bold]
+    """
+    text = import_hf_config(
+        config, model_id, total_params_b=total_params_b, active_params_b=active_params_b
+    )
+    if output:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"wrote {output}")
+    else:
+        typer.echo(text, nl=False)
+
+
+# --- perf ------------------------------------------------------------------------------------
+@app.command()
+@user_errors
+def perf(
+    model_id: Annotated[str, typer.Argument(metavar="MODEL", help="Model id.")],
+    chip_id: Annotated[str, typer.Argument(metavar="CHIP", help="Chip id.")],
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="GPUs per instance (default: the smallest power of two that holds the weights).",
+        ),
+    ] = None,
+    input_tokens: Annotated[int, typer.Option(min=1, help="Input (prompt) tokens.")] = 8192,
+    hit_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Prefix-cache hit rate of the input at prefill.")
+    ] = 0.0,
+    output_tokens: Annotated[int, typer.Option(min=1, help="Output tokens.")] = 512,
+    tpot_ms: Annotated[
+        float | None, typer.Option(min=0.001, help="TPOT bound (ms) for the largest batch.")
+    ] = None,
+    batch: Annotated[
+        int | None, typer.Option(min=1, help="Decode at this batch instead of the largest.")
+    ] = None,
+    dest_hit_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Share of the context the KV destination already holds."
+        ),
+    ] = 0.0,
+    kv_dtype: KvDtypeOpt = None,
+    weight_dtype: Annotated[
+        str | None, typer.Option(help="Weight dtype: bf16, fp8 or fp4 (default: the model's).")
+    ] = None,
+    scenario: Annotated[
+        Path | None, typer.Option(help="Take calibration overrides and dtypes from this scenario.")
+    ] = None,
+    json_out: JsonOpt = False,
+    hardware: HardwareOpt = None,
+    models: ModelsOpt = None,
+) -> None:
+    """Per-instance analytic figures: prefill, decode, largest batch, KV shipped.
+
+    Example: [bold]pddplan perf deepseek-v3 h800 --gpus 16 --input-tokens 4096 --hit-rate 0.5 --tpot-ms 50[/bold]
+    """
+    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    _check_choice("--weight-dtype", weight_dtype, ("bf16", "fp8", "fp4"))
+    cal_spec = None
+    if scenario is not None:
+        s, hw, catalog = load_scenario(scenario)
+        cal_spec, kv_dtype, weight_dtype = (
+            s.calibration,
+            kv_dtype or s.kv_dtype,
+            weight_dtype or s.weight_dtype,
+        )
+    else:
+        hw, catalog = load_hardware(hardware), load_models(models)
+    if model_id not in catalog:
+        raise InputError(f"MODEL: {unknown_id('model', model_id, catalog)}")
+    if chip_id not in hw.chips:
+        raise InputError(f"CHIP: {unknown_id('chip', chip_id, hw.chips)}")
+    model, chip = catalog[model_id], hw.chips[chip_id]
+    cal = resolve_calibration(hw, chip_id, cal_spec)
+    if gpus is None:
+        gpus = smallest_fitting_gpus(model, chip, cal, weight_dtype=weight_dtype)  # type: ignore[arg-type]
+        if gpus is None:
+            raise InputError(f"{model_id} does not fit any instance of up to 1024 x {chip_id}")
+    inst = make_instance(model, chip, gpus, cal, kv_dtype=kv_dtype, weight_dtype=weight_dtype)  # type: ignore[arg-type]
+    result = analyze_instance(
+        inst,
+        input_tokens=input_tokens,
+        hit_rate=hit_rate,
+        output_tokens=output_tokens,
+        tpot_ms=tpot_ms,
+        batch=batch,
+        dest_hit_rate=dest_hit_rate,
+    )
+    if json_out:
+        _print_json(views.perf_view(result))
+    else:
+        out.print(report.perf_table(result))
+
+
+# --- scenarios -------------------------------------------------------------------------------
+@app.command()
+@user_errors
+def validate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")], json_out: JsonOpt = False
+) -> None:
+    """Check a scenario file and the catalog ids it references; list every problem.
+
+    Example: [bold]pddplan validate scenarios/pdd-h100-h200.yaml[/bold]
+    """
+    s, _, _ = load_scenario(scenario)
+    if json_out:
+        _print_json({"valid": True, "scenario": s.model_dump(mode="json")})
+    else:
+        out.print(report.scenario_summary(s, str(scenario)))
+
+
+@app.command()
+def schema() -> None:
+    """Print the scenario format as JSON Schema (for editor completion and checks).
+
+    Example: [bold]pddplan schema > scenario.schema.json[/bold]
+    """
+    _print_json(scenario_json_schema())

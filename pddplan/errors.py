@@ -1,0 +1,26 @@
+"""Exceptions. ``PddplanError`` and its subclasses are user errors: the CLI prints their
+message as one line and exits non-zero, with no traceback. Anything else is a bug."""
+
+from __future__ import annotations
+
+
+class PddplanError(Exception):
+    """A user-facing error: bad input, or a question the model cannot answer."""
+
+    exit_code = 1
+
+
+class InputError(PddplanError):
+    """An input file or argument is invalid. ``problems`` holds one located line each."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class WeightsDoNotFitError(PddplanError):
+    """An instance of the requested size cannot hold the model's weights."""
+
+    exit_code = 2

@@ -1,0 +1,378 @@
+"""Loading and validating catalog and scenario files. The only module that knows YAML.
+
+Every problem becomes one line ``FILE:LINE: KEY.PATH: what is wrong (what is allowed)``;
+all problems of a file are collected and raised together as one ``InputError``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from pddplan.calibration import resolve_calibration
+from pddplan.errors import InputError
+from pddplan.hardware import HardwareCatalog
+from pddplan.llm import ModelSpec, hf_config_to_entry
+from pddplan.perf import smallest_fitting_gpus
+from pddplan.scenario import ROLES, Scenario
+
+T = TypeVar("T", bound=BaseModel)
+Loc = tuple[str | int, ...]
+
+
+# --- YAML with line numbers ------------------------------------------------------------------
+def read_yaml(path: Path) -> tuple[Any, dict[Loc, int]]:
+    """Parse ``path``; return the data and the 1-based line of every key path."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(e, "problem", None) or str(e)
+        raise InputError(f"{where}: malformed YAML: {problem}") from None
+    if node is None:
+        raise InputError(f"{path}: the file is empty")
+    lines: dict[Loc, int] = {}
+    duplicates: list[str] = []
+    _index_lines(node, (), lines, duplicates, path)
+    if duplicates:
+        raise InputError(duplicates)
+    return yaml.load(text, Loader=yaml.SafeLoader), lines
+
+
+def _index_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], dups: list[str], path: Path
+) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                dups.append(
+                    f"{path}:{key_node.start_mark.line + 1}: {_fmt((*loc, key))}: "
+                    f"duplicate key (a key may appear once per mapping)"
+                )
+            seen.add(key)
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+            _index_lines(value_node, (*loc, key), lines, dups, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index_lines(item, (*loc, i), lines, dups, path)
+
+
+# --- validation with located messages -------------------------------------------------------
+def _fmt(loc: Iterable[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _line(lines: Mapping[Loc, int], loc: Loc) -> int | None:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+def _where(path: Path, lines: Mapping[Loc, int], loc: Loc) -> str:
+    line = _line(lines, loc)
+    return f"{path}:{line}" if line else str(path)
+
+
+def validate(cls: type[T], data: Any, path: Path, lines: Mapping[Loc, int], prefix: Loc = ()) -> T:
+    """Validate ``data`` as ``cls``; on failure raise one ``InputError`` with every problem."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise InputError(_messages(cls, e, path, lines, prefix)) from None
+
+
+def _messages(
+    cls: type[BaseModel], err: ValidationError, path: Path, lines: Mapping[Loc, int], prefix: Loc
+) -> list[str]:
+    out = []
+    for item in err.errors(include_url=False):
+        loc: Loc = prefix + tuple(p for p in item["loc"] if not _is_union_tag(p))
+        kind, msg = item["type"], item["msg"]
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(cls, loc[len(prefix) : -1])
+            msg = f"unknown key '{loc[-1]}'"
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
+            if close:
+                msg += f"; did you mean '{close[0]}'?"
+            if allowed:
+                msg += f" Allowed: {', '.join(allowed)}"
+        elif kind == "missing":
+            msg = f"missing required key '{loc[-1]}'"
+        elif kind in ("value_error", "assertion_error"):
+            msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        else:
+            msg = f"{msg[0].lower()}{msg[1:]}, got {item['input']!r}"
+        out.append(f"{_where(path, lines, loc)}: {_fmt(loc)}: {msg}")
+    return out
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic adds the union member's type name to the location (e.g. "int", "literal[...]").
+    return isinstance(part, str) and (
+        part in ("int", "float", "str", "bool") or part.startswith(("literal[", "constrained-"))
+    )
+
+
+def _allowed_keys(cls: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys the model class at ``loc`` (under ``cls``) accepts."""
+    target: Any = cls
+    for part in loc:
+        target = _step(target, part)
+        if target is None:
+            return []
+    return list(target.model_fields) if _is_model(target) else []
+
+
+def _step(tp: Any, part: str | int) -> Any:
+    if _is_model(tp):
+        field = tp.model_fields.get(part) if isinstance(part, str) else None
+        return _unwrap(field.annotation) if field else None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (dict, Mapping):
+        return _unwrap(args[1])
+    if origin in (list, tuple) and args:
+        return _unwrap(args[0])
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional / Annotated down to the model or container type."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in members if _is_model(a) or typing.get_origin(a)]
+            tp = (models or members)[0]
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+# --- catalogs -------------------------------------------------------------------------------
+def _shipped(name: str) -> Path:
+    return Path(str(resources.files("pddplan.catalogs") / name))
+
+
+def _with_ids(data: Any, section: str, path: Path, lines: Mapping[Loc, int]) -> Any:
+    """Copy each entry's mapping key into its ``id`` field."""
+    if not isinstance(data, dict) or not isinstance(data.get(section), dict):
+        raise InputError(f"{path}:1: {section}: expected a mapping of id -> entry")
+    entries = {}
+    for key, entry in data[section].items():
+        if isinstance(entry, dict):
+            if "id" in entry and entry["id"] != key:
+                raise InputError(
+                    f"{_where(path, lines, (section, key, 'id'))}: {section}.{key}.id: "
+                    f"'{entry['id']}' differs from its key '{key}'"
+                )
+            entry = {"id": str(key), **entry}
+        entries[str(key)] = entry
+    return {**data, section: entries}
+
+
+@cache
+def _load_hardware(path: Path) -> HardwareCatalog:
+    data, lines = read_yaml(path)
+    return validate(HardwareCatalog, _with_ids(data, "chips", path, lines), path, lines)
+
+
+@cache
+def _load_models(path: Path) -> dict[str, ModelSpec]:
+    data, lines = read_yaml(path)
+    data = _with_ids(data, "models", path, lines)
+    extra = sorted(set(data) - {"models"})
+    if extra:
+        loc = (extra[0],)
+        raise InputError(f"{_where(path, lines, loc)}: {extra[0]}: unknown key. Allowed: models")
+    problems, out = [], {}
+    for key, entry in data["models"].items():
+        try:
+            out[key] = validate(ModelSpec, entry, path, lines, ("models", key))
+        except InputError as e:
+            problems += e.problems
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def load_hardware(path: Path | None = None) -> HardwareCatalog:
+    """The hardware catalog at ``path`` (default: the shipped ``catalogs/hardware.yaml``)."""
+    return _load_hardware((path or _shipped("hardware.yaml")).resolve())
+
+
+def load_models(path: Path | None = None) -> dict[str, ModelSpec]:
+    """The model catalog at ``path`` (default: the shipped ``catalogs/models.yaml``)."""
+    return _load_models((path or _shipped("models.yaml")).resolve())
+
+
+def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
+    """'unknown chip 'h100' (close: h100-sxm, h100-pcie)' or the full list when none is close."""
+    known = sorted(known)
+    close = difflib.get_close_matches(value, known, n=4, cutoff=0.4)
+    return f"unknown {kind} '{value}'" + (
+        f"; close matches: {', '.join(close)}" if close else f"; known: {', '.join(known)}"
+    )
+
+
+# --- scenarios ------------------------------------------------------------------------------
+def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec]]:
+    """Load ``path`` and the catalogs it uses; check every cross-reference.
+
+    Raises ``InputError`` listing every problem: unknown keys and ids, bad values, and a
+    model that fits no allowed chip configuration for a role.
+    """
+    data, lines = read_yaml(path)
+    try:
+        scenario = validate(Scenario, data, path, lines)
+    except InputError as e:
+        # Report the unknown ids too, so that one run lists every problem of the file.
+        raise InputError(e.problems + _raw_id_checks(data, path, lines)) from None
+    base = path.parent
+    hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
+    model_path = scenario.catalogs.models and base / scenario.catalogs.models
+    hardware, models = load_hardware(hw_path), load_models(model_path)
+    problems = _cross_check(scenario, hardware, models, path, lines)
+    if problems:
+        raise InputError(problems)
+    return scenario, hardware, models
+
+
+def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]:
+    """Unknown model, chip and datacenter ids in a scenario that failed validation (the
+    shipped catalogs are used: a file this broken is not trusted to name its own)."""
+    if not isinstance(data, dict):
+        return []
+    out = []
+    models, chips = load_models(), load_hardware().chips
+    if isinstance(data.get("model"), str) and data["model"] not in models:
+        out.append(
+            f"{_where(path, lines, ('model',))}: model: {unknown_id('model', data['model'], models)}"
+        )
+    dcs = data.get("datacenters") if isinstance(data.get("datacenters"), dict) else {}
+    for dc_id, dc in dcs.items():
+        for i, chip in enumerate(dc.get("chips") or [] if isinstance(dc, dict) else []):
+            if isinstance(chip, str) and chip not in chips:
+                loc = ("datacenters", dc_id, "chips", i)
+                out.append(
+                    f"{_where(path, lines, loc)}: {_fmt(loc)}: {unknown_id('chip', chip, chips)}"
+                )
+    for i, link in enumerate(
+        data.get("links") or [] if isinstance(data.get("links"), list) else []
+    ):
+        ends = link.get("between") if isinstance(link, dict) else None
+        for end in ends if isinstance(ends, list) else []:
+            if isinstance(end, str) and end not in dcs:
+                loc = ("links", i, "between")
+                out.append(
+                    f"{_where(path, lines, loc)}: {_fmt(loc)}: unknown datacenter '{end}' "
+                    f"(datacenters: {', '.join(map(str, dcs))})"
+                )
+    return out
+
+
+def _cross_check(
+    s: Scenario,
+    hw: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    path: Path,
+    lines: Mapping[Loc, int],
+) -> list[str]:
+    problems = []
+
+    def bad(loc: Loc, msg: str) -> None:
+        problems.append(f"{_where(path, lines, loc)}: {_fmt(loc)}: {msg}")
+
+    if s.model not in models:
+        bad(("model",), unknown_id("model", s.model, models))
+    for dc_id, dc in s.datacenters.items():
+        for i, chip in enumerate(dc.chips):
+            if chip not in hw.chips:
+                bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, hw.chips))
+    for chip in s.calibration.per_chip:
+        if chip not in hw.chips:
+            bad(("calibration", "per_chip", chip), unknown_id("chip", chip, hw.chips))
+    if s.workload.trace is not None:
+        trace = path.parent / s.workload.trace.file
+        if not trace.is_file():
+            bad(("workload", "trace", "file"), f"trace file not found: {trace}")
+    if problems or s.model not in models:
+        return problems
+    model = models[s.model]
+    largest = max(s.search.sizes())
+    for role in ROLES:
+        placed = s.chips_for(role)
+        if not placed:
+            continue
+        fits = False
+        for _, chip in placed:
+            cal = resolve_calibration(hw, chip, s.calibration)
+            smallest = smallest_fitting_gpus(
+                model, hw.chips[chip], cal, weight_dtype=s.weight_dtype, max_gpus=largest
+            )
+            fits = fits or (smallest is not None and smallest <= largest)
+        if not fits:
+            chips = ", ".join(sorted({c for _, c in placed}))
+            bad(
+                ("datacenters",),
+                f"{model.id} fits no allowed configuration for role '{role}': "
+                f"chips {chips} at up to {largest} GPUs per instance "
+                f"(raise search.max_gpus_per_instance or allow a larger-memory chip)",
+            )
+    return problems
+
+
+# --- Hugging Face config import -------------------------------------------------------------
+def import_hf_config(
+    path: Path,
+    model_id: str,
+    *,
+    total_params_b: float | None = None,
+    active_params_b: float | None = None,
+) -> str:
+    """A models.yaml entry (YAML text) from a Hugging Face ``config.json``."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from None
+    if not isinstance(config, dict):
+        raise InputError(f"{path}:1: expected a JSON object (a config.json)")
+    entry = hf_config_to_entry(
+        config,
+        model_id,
+        source=f"imported from {path.name}",
+        total_params_b=total_params_b,
+        active_params_b=active_params_b,
+    )
+    validate(ModelSpec, {"id": model_id, **entry}, path, {}, ())
+    return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)

@@ -1,0 +1,459 @@
+"""Per-instance analytic performance: parallel layout, prefill passes, decode steps, the
+largest batch, and KV transfer sizes.
+
+An *instance* is ``g`` GPUs of one chip that together hold the weights. Every time is a
+roofline ``max(compute, memory)`` plus collectives plus a fixed overhead:
+
+- compute = FLOPs on the busiest GPU / (peak x mfu)
+- memory  = bytes the busiest GPU reads / (HBM bandwidth x efficiency)
+- collectives = ring all-reduce / all-to-all volume / (link x efficiency) + latency, on the
+  scale-up link when the group fits one scale-up domain, otherwise on the (slower) NIC.
+
+All quantities are SI (bytes, seconds, FLOP/s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pddplan import units
+from pddplan.calibration import Calibration
+from pddplan.errors import WeightsDoNotFitError
+from pddplan.hardware import ChipSpec
+from pddplan.kv import KvModel
+from pddplan.llm import Dtype, ModelSpec, param_breakdown
+
+ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
+"""Activations exchanged by collectives are BF16."""
+MAX_BATCH_SEARCH = 1 << 20
+"""Upper end of the batch-size search (sequences per instance)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How an instance's ``gpus`` split the model.
+
+    Dense models use tensor parallelism over all GPUs. MoE models spread routed experts over
+    all GPUs (expert parallelism, ``ep``) and keep the dense parts tensor-parallel inside one
+    scale-up domain; MLA / compressed-attention models run attention data-parallel
+    (``attn_tp`` = 1, attention weights replicated) because one latent per token cannot be
+    split by head.
+    """
+
+    gpus: int
+    attn_tp: int
+    dense_tp: int
+    ep: int
+
+    @property
+    def label(self) -> str:
+        if self.ep == 1:
+            return f"TP{self.dense_tp}"
+        attn = f"DP{self.gpus // self.attn_tp}" if self.attn_tp == 1 else f"TP{self.attn_tp}"
+        return f"{attn}+EP{self.ep}"
+
+
+def layout_for(model: ModelSpec, chip: ChipSpec, gpus: int) -> Layout:
+    """The parallel layout of ``gpus`` GPUs of ``chip`` for ``model`` (see ``Layout``)."""
+    if gpus < 1:
+        raise ValueError(f"gpus must be >= 1, got {gpus}")
+    if not model.is_moe:
+        return Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
+    inside = min(gpus, chip.scaleup_domain_gpus)
+    attn_tp = 1 if model.attention in ("mla", "compressed") else inside
+    return Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A model on ``layout.gpus`` GPUs of one chip, with its calibration. Build with
+    ``make_instance``, which refuses sizes that cannot hold the weights."""
+
+    model: ModelSpec
+    chip: ChipSpec
+    layout: Layout
+    cal: Calibration
+    kv: KvModel
+    weight_dtype: Dtype
+
+    # --- memory -----------------------------------------------------------------------------
+    def _bytes(self, params: float, *, expert: bool = False) -> float:
+        m = self.model
+        dtype = (m.expert_weight_dtype or self.weight_dtype) if expert else self.weight_dtype
+        return params * units.DTYPE_BYTES[dtype]
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        """Weights one GPU stores (the largest share, where parts are replicated)."""
+        p, lay = param_breakdown(self.model), self.layout
+        return (
+            self._bytes(p.attention) / lay.attn_tp
+            + self._bytes(p.dense_mlp) / lay.dense_tp
+            + self._bytes(p.embeddings + p.read_other + p.stored_other) / lay.gpus
+            + self._bytes(p.routed_experts, expert=True) / lay.ep
+        )
+
+    @property
+    def usable_hbm_per_gpu(self) -> float:
+        return self.chip.hbm_bytes * self.cal.knobs.hbm_usable_fraction
+
+    @property
+    def kv_replication(self) -> float:
+        """Copies of each KV entry: tensor parallelism wider than the KV heads replicates."""
+        return self.layout.attn_tp / min(self.layout.attn_tp, self.kv.splittable_heads)
+
+    def kv_capacity_bytes(self, reserved_bytes: float = 0.0) -> float:
+        """Instance-wide HBM left for (unreplicated) KV after weights and a reservation."""
+        free = self.layout.gpus * (self.usable_hbm_per_gpu - self.weight_bytes_per_gpu)
+        return max(0.0, free - reserved_bytes) / self.kv_replication
+
+    # --- the roofline pieces ----------------------------------------------------------------
+    @property
+    def _peak(self) -> float:
+        dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
+        return self.chip.peak_flops(dtype)
+
+    def _link(self, group: int) -> tuple[float, float]:
+        """(bytes/s, latency s) of the slowest link a group of ``group`` GPUs spans."""
+        eff = self.cal.efficiency
+        if group <= self.chip.scaleup_domain_gpus:
+            bw, lat = self.chip.scaleup_bytes_per_s, eff.scaleup_latency_us * units.US
+        else:
+            bw, lat = self.chip.nic_bytes_per_s, eff.scaleout_latency_us * units.US
+        return bw * eff.collective_efficiency, lat
+
+    def _experts_touched_per_gpu(self, tokens: float) -> float:
+        """Routed experts the busiest GPU reads per MoE layer when ``tokens`` tokens route.
+
+        Expected distinct experts hit by ``tokens`` tokens with top-k of E is
+        ``E x (1 - (1 - k/E)^tokens)``; the busiest of ``ep`` GPUs sees ``ep_imbalance``
+        times its even share, capped at the experts it hosts.
+        """
+        m = self.model
+        e, k = m.n_routed_experts, m.num_experts_per_tok
+        hosted = e / self.layout.ep  # type: ignore[operator]
+        share = hosted * (1.0 - (1.0 - k / e) ** tokens)  # type: ignore[operator]
+        return min(hosted, share * self.cal.knobs.ep_imbalance)
+
+    def _weights_read_per_gpu(self, tokens: float) -> float:
+        p, lay, m = param_breakdown(self.model), self.layout, self.model
+        read = (
+            self._bytes(p.attention) / lay.attn_tp
+            + self._bytes(p.dense_mlp) / lay.dense_tp
+            + self._bytes(m.vocab_size * m.hidden_size + p.read_other) / lay.gpus  # LM head;
+        )  # the input embedding is a row gather, negligible next to the matrices
+        if m.is_moe:
+            expert = 3 * m.hidden_size * m.moe_intermediate_size  # type: ignore[operator]
+            touched = self._experts_touched_per_gpu(tokens)
+            read += m.moe_layers * touched * self._bytes(expert, expert=True)
+        return read
+
+    def _compute_s(self, tokens: float, attn_flops: float, mfu: float) -> float:
+        """Seconds of math on the busiest GPU for ``tokens`` tokens (linear layers) plus
+        ``attn_flops`` of attention spread evenly."""
+        p = param_breakdown(self.model)
+        active = self.model.active_params_b * 1e9
+        dense_flops = 2 * tokens * (active - p.routed_active) + attn_flops
+        expert_flops = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
+        return (dense_flops + expert_flops) / self.layout.gpus / (self._peak * mfu)
+
+    def _collectives_s(self, tokens: float) -> tuple[float, float]:
+        """(volume seconds, latency seconds) of collectives in one pass over ``tokens``."""
+        m, lay = self.model, self.layout
+        volume = latency = 0.0
+        if lay.attn_tp > 1:  # one all-reduce after attention per layer
+            v, lat = self._allreduce_s(tokens, lay.attn_tp)
+            volume, latency = volume + m.num_hidden_layers * v, latency + m.num_hidden_layers * lat
+        dense_layers = m.first_k_dense_replace if m.is_moe else m.num_hidden_layers
+        if lay.dense_tp > 1 and dense_layers:  # one all-reduce after each dense MLP
+            v, lat = self._allreduce_s(tokens, lay.dense_tp)
+            volume, latency = volume + dense_layers * v, latency + dense_layers * lat
+        if lay.ep > 1:  # dispatch + combine per MoE layer
+            v, lat = self._all_to_all_s(tokens)
+            volume, latency = volume + m.moe_layers * v, latency + m.moe_layers * 2 * lat
+        keep = 1.0 - self.cal.knobs.comm_overlap
+        return volume * keep, latency * keep
+
+    def _all_to_all_s(self, tokens: float) -> tuple[float, float]:
+        """(volume seconds, latency of one collective) of one MoE layer's dispatch + combine.
+
+        Each token goes to ``k`` experts: dispatch in the weights' dtype (FP8 for FP8 models,
+        as DeepSeek-V3 does), combine in BF16. Inside one scale-up domain every remote expert
+        costs a copy. Across nodes the NIC carries one copy per remote *node* holding any of
+        the token's experts, forwarded inside the node over the scale-up link (DeepEP's
+        hierarchical kernels); the two links work in parallel, so the slower one sets the time.
+        """
+        m, lay, chip = self.model, self.layout, self.chip
+        k, ep, h = m.num_experts_per_tok, lay.ep, m.hidden_size
+        per_copy = h * (
+            min(units.DTYPE_BYTES[self.weight_dtype], ACTIVATION_BYTES) + ACTIVATION_BYTES
+        )
+        tokens_per_gpu = tokens / lay.gpus * self.cal.knobs.ep_imbalance
+        eff = self.cal.efficiency.collective_efficiency
+        scaleup_bw = chip.scaleup_bytes_per_s * eff
+        inside = min(ep, chip.scaleup_domain_gpus)
+        local_copies = k * (inside - 1) / ep  # type: ignore[operator]
+        if ep <= chip.scaleup_domain_gpus:
+            lat = self.cal.efficiency.scaleup_latency_us * units.US
+            return tokens_per_gpu * local_copies * per_copy / scaleup_bw, lat
+        nodes = ep / chip.scaleup_domain_gpus
+        remote_nodes = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)  # type: ignore[operator]
+        nic_s = tokens_per_gpu * remote_nodes * per_copy / (chip.nic_bytes_per_s * eff)
+        forward_s = tokens_per_gpu * k * per_copy / scaleup_bw  # type: ignore[operator]
+        return max(nic_s, forward_s), self.cal.efficiency.scaleout_latency_us * units.US
+
+    def _allreduce_s(self, tokens: float, group: int) -> tuple[float, float]:
+        """Ring all-reduce of the activations of ``tokens`` tokens in a TP group."""
+        bw, lat = self._link(group)
+        tokens_per_group = tokens * group / self.layout.gpus
+        msg = tokens_per_group * self.model.hidden_size * ACTIVATION_BYTES
+        return 2 * (group - 1) / group * msg / bw, lat
+
+    # --- decode -----------------------------------------------------------------------------
+    def decode_step_s(self, batch: float, context_tokens: float) -> float:
+        """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
+        eff, lay = self.cal.efficiency, self.layout
+        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self.kv_replication
+        mem_bytes = self._weights_read_per_gpu(batch) + kv_read / lay.gpus
+        memory = mem_bytes / (self.chip.hbm_bytes_per_s * eff.decode_hbm_efficiency)
+        attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
+        compute = self._compute_s(batch, attn, eff.decode_mfu)
+        return (
+            max(memory, compute) + sum(self._collectives_s(batch)) + eff.step_overhead_ms * units.MS
+        )
+
+    def max_batch(
+        self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0
+    ) -> int:
+        """Largest batch whose KV fits HBM (after weights and ``reserved_bytes``) and, when
+        ``tpot_s`` is given, whose decode step takes at most ``tpot_s``. 0 if none."""
+        per_seq = self.kv.resident_bytes(context_tokens)
+        by_memory = int(min(self.kv_capacity_bytes(reserved_bytes) // per_seq, MAX_BATCH_SEARCH))
+        if tpot_s is None or by_memory == 0:
+            return by_memory
+        if self.decode_step_s(1, context_tokens) > tpot_s:
+            return 0
+        lo, hi = 1, by_memory  # step time is non-decreasing in batch: bisect
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.decode_step_s(mid, context_tokens) <= tpot_s:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    # --- prefill ----------------------------------------------------------------------------
+    def _pass_cost(self, new_tokens: float, prefix_tokens: float, share: float) -> _Cost:
+        """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` cached ones, carrying
+        ``share`` of one pass's fixed costs (weight read, collective latency, overhead)."""
+        eff = self.cal.efficiency
+        ctx_mean = prefix_tokens + new_tokens / 2
+        attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
+        kv_bytes = self.kv.resident_bytes(prefix_tokens) * self.kv_replication / self.layout.gpus
+        volume, latency = self._collectives_s(new_tokens)
+        return _Cost(
+            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu),
+            hbm_bytes=kv_bytes + share * self._weights_read_per_gpu(new_tokens / share),
+            host_bytes=kv_bytes if self.cal.knobs.prefix_cache == "host" else 0.0,
+            serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
+        )
+
+    def _seconds(self, cost: _Cost) -> float:
+        hbm = self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency
+        host = cost.host_bytes / self.chip.host_link_bytes_per_s
+        return max(cost.compute_s, cost.hbm_bytes / hbm, host) + cost.serial_s
+
+    def prefill_pass_s(self, new_tokens: float, prefix_tokens: float) -> float:
+        """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
+        ``prefix_tokens``. Weights are read once per pass; so is the prefix's KV."""
+        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0))
+
+    def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
+        """The (new tokens, cached prefix) of each pass that prefills one request."""
+        hit = math.floor(input_tokens * hit_rate)
+        new = input_tokens - hit
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        out, done = [], 0.0
+        while done < new:
+            t = min(chunk, new - done)
+            out.append((t, hit + done))
+            done += t
+        return out
+
+    def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:
+        """Seconds to prefill one request alone (its own passes, nothing batched with it)."""
+        chunks = self.prefill_chunks(input_tokens, hit_rate)
+        return sum(self.prefill_pass_s(t, p) for t, p in chunks)
+
+    def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
+        """Instance-seconds one request costs when every pass is filled to
+        ``prefill_chunk_tokens`` with requests like it: its own math and KV reads, plus its
+        token share of each pass's weight read, collective latency and overhead."""
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        total = _Cost(0.0, 0.0, 0.0, 0.0)
+        for t, p in self.prefill_chunks(input_tokens, hit_rate):
+            total = total + self._pass_cost(t, p, t / chunk)
+        return self._seconds(total)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    """Additive pieces of prefill work on the busiest GPU."""
+
+    compute_s: float
+    hbm_bytes: float
+    host_bytes: float
+    serial_s: float
+    """Collectives and overhead: not overlapped with the roofline terms."""
+
+    def __add__(self, other: _Cost) -> _Cost:
+        return _Cost(
+            self.compute_s + other.compute_s,
+            self.hbm_bytes + other.hbm_bytes,
+            self.host_bytes + other.host_bytes,
+            self.serial_s + other.serial_s,
+        )
+
+
+def make_instance(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    *,
+    kv_dtype: str | None = None,
+    weight_dtype: Dtype | None = None,
+) -> Instance:
+    """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
+    that does fit."""
+    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    inst = Instance(
+        model, chip, layout_for(model, chip, gpus), cal, kv, weight_dtype or model.weight_dtype
+    )
+    if inst.weight_bytes_per_gpu > inst.usable_hbm_per_gpu:
+        smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=inst.weight_dtype)
+        hint = (
+            f"the smallest power-of-two size that fits is {smallest} GPUs"
+            if smallest
+            else "no size fits (replicated parts alone exceed one GPU)"
+        )
+        raise WeightsDoNotFitError(
+            f"{model.id} ({inst.weight_dtype} weights) does not fit {gpus} x {chip.id} "
+            f"({inst.layout.label}): {inst.weight_bytes_per_gpu / units.GB:.1f} GB of weights "
+            f"per GPU > {inst.usable_hbm_per_gpu / units.GB:.1f} GB usable "
+            f"({chip.hbm_gb:g} GB x {cal.knobs.hbm_usable_fraction:g}); {hint}"
+        )
+    return inst
+
+
+def smallest_fitting_gpus(
+    model: ModelSpec,
+    chip: ChipSpec,
+    cal: Calibration,
+    *,
+    weight_dtype: Dtype | None = None,
+    max_gpus: int = 1024,
+) -> int | None:
+    """The smallest power-of-two instance size whose per-GPU weights fit, or None."""
+    g = 1
+    while g <= max_gpus:
+        kv = KvModel(model, model.kv_dtype)
+        inst = Instance(
+            model, chip, layout_for(model, chip, g), cal, kv, weight_dtype or model.weight_dtype
+        )
+        if inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu:
+            return g
+        g *= 2
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePerf:
+    """The per-instance figures ``pddplan perf`` prints and the planner uses."""
+
+    model: str
+    chip: str
+    gpus: int
+    layout: str
+    weight_dtype: str
+    kv_dtype: str
+    weight_gb_per_gpu: float
+    kv_capacity_gb: float
+    input_tokens: int
+    hit_rate: float
+    output_tokens: int
+    prefill_seconds: float
+    """Prefill latency of this request alone."""
+    prefill_tokens_per_s_per_gpu: float
+    """Uncached (computed) tokens per second per GPU with passes full of such requests."""
+    prefill_input_tokens_per_s_per_gpu: float
+    """The same throughput counted in input tokens (cached ones included)."""
+    decode_context_tokens: float
+    tpot_ms: float | None
+    max_batch_by_memory: int
+    max_batch: int
+    decode_batch: int
+    decode_step_ms: float
+    decode_tokens_per_s_per_gpu: float
+    kv_bytes_per_token: float
+    kv_fixed_bytes_per_request: float
+    kv_transfer_bytes: float
+    """KV a destination lacking ``dest_hit_rate`` of the context must receive."""
+    dest_hit_rate: float
+
+
+def analyze_instance(
+    inst: Instance,
+    *,
+    input_tokens: int,
+    hit_rate: float,
+    output_tokens: int,
+    tpot_ms: float | None = None,
+    batch: int | None = None,
+    dest_hit_rate: float = 0.0,
+    reserved_bytes: float = 0.0,
+) -> InstancePerf:
+    """Every per-instance figure for one request shape.
+
+    Decode runs at the mean context over the output (input + output / 2), at ``batch`` if
+    given, else at the largest batch that fits memory and meets ``tpot_ms``.
+    """
+    g = inst.layout.gpus
+    prefill_s = inst.prefill_latency_s(input_tokens, hit_rate)
+    service_s = inst.prefill_service_s(input_tokens, hit_rate)
+    new_tokens = sum(t for t, _ in inst.prefill_chunks(input_tokens, hit_rate))
+    ctx = input_tokens + output_tokens / 2
+    tpot_s = tpot_ms * units.MS if tpot_ms is not None else None
+    by_memory = inst.max_batch(ctx, reserved_bytes=reserved_bytes)
+    best = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserved_bytes)
+    run = batch if batch is not None else max(best, 1)
+    step_s = inst.decode_step_s(run, ctx)
+    serving = batch is not None or best > 0
+    return InstancePerf(
+        model=inst.model.id,
+        chip=inst.chip.id,
+        gpus=g,
+        layout=inst.layout.label,
+        weight_dtype=inst.weight_dtype,
+        kv_dtype=inst.kv.dtype,
+        weight_gb_per_gpu=inst.weight_bytes_per_gpu / units.GB,
+        kv_capacity_gb=inst.kv_capacity_bytes(reserved_bytes) / units.GB,
+        input_tokens=input_tokens,
+        hit_rate=hit_rate,
+        output_tokens=output_tokens,
+        prefill_seconds=prefill_s,
+        prefill_tokens_per_s_per_gpu=new_tokens / service_s / g if service_s else 0.0,
+        prefill_input_tokens_per_s_per_gpu=input_tokens / service_s / g if service_s else 0.0,
+        decode_context_tokens=ctx,
+        tpot_ms=tpot_ms,
+        max_batch_by_memory=by_memory,
+        max_batch=best,
+        decode_batch=run,
+        decode_step_ms=step_s / units.MS,
+        decode_tokens_per_s_per_gpu=run / step_s / g if serving else 0.0,
+        kv_bytes_per_token=inst.kv.bytes_per_token,
+        kv_fixed_bytes_per_request=inst.kv.fixed_bytes,
+        kv_transfer_bytes=inst.kv.transfer_bytes(input_tokens, dest_hit_rate),
+        dest_hit_rate=dest_hit_rate,
+    )

@@ -1,0 +1,213 @@
+"""The scenario: what to plan for. Loaded from YAML by ``pddplan.loaders``; these classes
+validate each field on its own, and ``loaders.load_scenario`` checks the cross-references
+(model and chip ids, link endpoints, roles, fit) against the catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from pddplan._base import Frozen
+from pddplan.calibration import CalibrationSpec
+from pddplan.llm import Dtype, KvDtype
+from pddplan.workload import HitDist, LengthDist
+
+Role = Literal["prefill", "relay_decode", "main_decode"]
+ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
+Positive = Annotated[float, Field(gt=0)]
+Id = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+
+
+class Datacenter(Frozen):
+    """One datacenter: which chips may be placed there, in which roles, within which limits."""
+
+    chips: tuple[str, ...] = Field(min_length=1)
+    roles: tuple[Role, ...] = Field(min_length=1)
+    max_gpus: Annotated[int, Field(ge=1)] | None = None
+    max_power_kw: Positive | None = None
+    pue: Annotated[float, Field(ge=1)] = 1.0
+    """Power usage effectiveness: facility power / IT power, for ``max_power_kw``."""
+    inventory: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    """GPUs already owned here, by chip id."""
+
+    @model_validator(mode="after")
+    def _inventory_is_allowed(self) -> Datacenter:
+        extra = sorted(set(self.inventory) - set(self.chips))
+        if extra:
+            raise ValueError(
+                f"inventory names chips not in this datacenter's chips: {', '.join(extra)} "
+                f"(chips: {', '.join(self.chips)})"
+            )
+        if len(set(self.roles)) != len(self.roles):
+            raise ValueError("roles lists a role twice")
+        return self
+
+
+class LinkTier(Frozen):
+    """One purchasable bandwidth tier of a WAN link."""
+
+    gbps: Positive
+    usd_per_month: Annotated[float, Field(ge=0)]
+
+
+class Link(Frozen):
+    """A WAN link between two datacenters (TCP over Ethernet)."""
+
+    between: tuple[str, str]
+    rtt_ms: Positive
+    tcp_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.9
+    """Goodput / line rate for long TCP flows (headers, congestion control)."""
+    tiers: tuple[LinkTier, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Link:
+        if self.between[0] == self.between[1]:
+            raise ValueError(f"a link joins two different datacenters, got {self.between[0]} twice")
+        speeds = [t.gbps for t in self.tiers]
+        if speeds != sorted(set(speeds)):
+            raise ValueError(
+                f"tiers must be in increasing gbps order without repeats, got {speeds}"
+            )
+        return self
+
+
+class TraceRef(Frozen):
+    """A request trace (Mooncake JSONL) the workload is fitted from."""
+
+    file: Path
+    cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] = "unbounded"
+    md_cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] | None = None
+    block_size: Annotated[int, Field(ge=1)] = 512
+
+
+class Workload(Frozen):
+    """Arrivals, lengths and prefix-cache hit rates; or a trace to fit them from."""
+
+    arrival_rps: Positive | None = None
+    input_tokens: LengthDist | None = None
+    output_tokens: LengthDist | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    """The requests' max_tokens (or a predicted output bound), for the singular-path filter."""
+    prefix_hit: HitDist | None = None
+    """Prefill-side (P) prefix-cache hit rate."""
+    md_prefix_hit: HitDist | None = None
+    """Decode-side (MD) cache hit rate; defaults to ``prefix_hit``."""
+    trace: TraceRef | None = None
+
+    @model_validator(mode="after")
+    def _parametric_or_trace(self) -> Workload:
+        parametric = ("arrival_rps", "input_tokens", "output_tokens", "prefix_hit")
+        if self.trace is None:
+            missing = [k for k in parametric if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"give {', '.join(missing)} (or a trace to fit them from)")
+        return self
+
+    @property
+    def md_hit(self) -> HitDist | None:
+        return self.md_prefix_hit or self.prefix_hit
+
+
+class Sla(Frozen):
+    """Latency targets."""
+
+    ttft_p90_s: Positive
+    ttft_p99_s: Positive
+    tpot_ms: Positive
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Sla:
+        if self.ttft_p99_s < self.ttft_p90_s:
+            raise ValueError(
+                f"ttft_p99_s ({self.ttft_p99_s:g}) must be >= ttft_p90_s ({self.ttft_p90_s:g})"
+            )
+        return self
+
+
+class Search(Frozen):
+    """Which instance sizes the planner may choose from."""
+
+    gpus_per_instance: tuple[Annotated[int, Field(ge=1)], ...] | None = None
+    """Explicit instance sizes; default: powers of two up to ``max_gpus_per_instance``."""
+    max_gpus_per_instance: Annotated[int, Field(ge=1)] = 64
+
+    def sizes(self) -> tuple[int, ...]:
+        if self.gpus_per_instance:
+            return tuple(sorted(set(self.gpus_per_instance)))
+        out, g = [], 1
+        while g <= self.max_gpus_per_instance:
+            out.append(g)
+            g *= 2
+        return tuple(out)
+
+
+class SolverOptions(Frozen):
+    name: Literal["cbc", "highs"] = "cbc"
+    time_limit_s: Positive = 60.0
+    mip_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-4
+
+
+class CatalogPaths(Frozen):
+    """Catalog files to use instead of the shipped ones (relative to the scenario file)."""
+
+    hardware: Path | None = None
+    models: Path | None = None
+
+
+class Scenario(Frozen):
+    """A planning scenario (one YAML file)."""
+
+    name: str
+    description: str | None = None
+    model: str
+    kv_dtype: KvDtype | None = None
+    weight_dtype: Dtype | None = None
+    catalogs: CatalogPaths = CatalogPaths()
+    datacenters: dict[Id, Datacenter] = Field(min_length=1)
+    links: tuple[Link, ...] = ()
+    workload: Workload
+    sla: Sla
+    search: Search = Search()
+    objective: Literal["max-bcr", "min-cost", "max-capacity"] = "max-bcr"
+    budget_usd_per_hour: Positive | None = None
+    solver: SolverOptions = SolverOptions()
+    calibration: CalibrationSpec = CalibrationSpec()
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        problems = []
+        for i, link in enumerate(self.links):
+            for dc in link.between:
+                if dc not in self.datacenters:
+                    problems.append(
+                        f"links[{i}].between names unknown datacenter '{dc}' "
+                        f"(datacenters: {', '.join(self.datacenters)})"
+                    )
+        roles = {r for dc in self.datacenters.values() for r in dc.roles}
+        for needed in ("prefill", "main_decode"):
+            if needed not in roles:
+                problems.append(f"no datacenter allows role '{needed}'")
+        if self.objective == "max-capacity" and self.budget_usd_per_hour is None:
+            problems.append("objective 'max-capacity' needs budget_usd_per_hour")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def chips_for(self, role: Role) -> list[tuple[str, str]]:
+        """(datacenter, chip) pairs where ``role`` may run."""
+        return [
+            (dc_id, chip)
+            for dc_id, dc in self.datacenters.items()
+            if role in dc.roles
+            for chip in dc.chips
+        ]
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """JSON Schema of the scenario format, for editors (``pddplan schema``)."""
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pddplan scenario"
+    return schema

@@ -1,0 +1,64 @@
+"""Plain-dict views of catalog entries and results: what ``--json`` prints and what the
+report tables show. No formatting here, only numbers and names."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pddplan import units
+from pddplan.hardware import ChipSpec, HardwareCatalog
+from pddplan.kv import KvModel
+from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
+from pddplan.perf import InstancePerf
+
+CHIP_FIGURES: tuple[tuple[str, str], ...] = (
+    ("bf16_tflops", "TFLOPS (dense)"),
+    ("fp8_tflops", "TFLOPS (dense)"),
+    ("hbm_gb", "GB"),
+    ("hbm_bandwidth_tb_s", "TB/s"),
+    ("scaleup_bandwidth_gb_s", "GB/s per direction"),
+    ("scaleup_domain_gpus", "GPUs"),
+    ("nic_gbps", "Gbit/s per direction"),
+    ("host_link_gb_s", "GB/s per direction"),
+    ("tdp_w", "W"),
+    ("purchase_unit_gpus", "GPUs"),
+    ("price_usd_per_hour", "USD per GPU-hour"),
+)
+"""The chip's figures in display order, with their units."""
+
+
+def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
+    """A chip with its figures, sources, and its family's efficiency defaults."""
+    out = chip.model_dump(mode="json")
+    out["efficiency"] = catalog.efficiency(chip.id).model_dump(mode="json")
+    return out
+
+
+def model_view(model: ModelSpec, kv_dtype: str | None = None) -> dict[str, Any]:
+    """A model with its derived KV and weight figures at ``kv_dtype`` (default: its own)."""
+    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    p = param_breakdown(model)
+    out = model.model_dump(mode="json", exclude_none=True)
+    out.update(
+        kv_dtype=kv.dtype,
+        kv_bytes_per_token=kv.bytes_per_token,
+        kv_fixed_bytes_per_request=kv.fixed_bytes,
+        weight_bytes=weight_bytes(model),
+        params_b={
+            "attention": p.attention / 1e9,
+            "dense_mlp_and_shared_experts": p.dense_mlp / 1e9,
+            "routed_experts": p.routed_experts / 1e9,
+            "routed_active": p.routed_active / 1e9,
+            "embeddings": p.embeddings / 1e9,
+            "read_other": p.read_other / 1e9,
+            "stored_other": p.stored_other / 1e9,
+        },
+    )
+    return out
+
+
+def perf_view(perf: InstancePerf) -> dict[str, Any]:
+    out = dataclasses.asdict(perf)
+    out["kv_transfer_gb"] = perf.kv_transfer_bytes / units.GB
+    return out
