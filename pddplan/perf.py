@@ -244,18 +244,28 @@ class Instance:
         return lo
 
     # --- prefill ----------------------------------------------------------------------------
-    def _pass_cost(self, new_tokens: float, prefix_tokens: float, share: float) -> _Cost:
-        """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` cached ones, carrying
-        ``share`` of one pass's fixed costs (weight read, collective latency, overhead)."""
-        eff = self.cal.efficiency
+    def _pass_cost(
+        self, new_tokens: float, prefix_tokens: float, share: float, host_tokens: float = 0.0
+    ) -> _Cost:
+        """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
+
+        Attention reads the KV of the whole context up to the chunk's end (the prefix's, and
+        the chunk's own, written then read). ``share`` is the fraction of one pass's fixed
+        costs (weight read, collective latency, overhead) the chunk carries; ``host_tokens``
+        cached tokens are first loaded from host memory (``prefix_cache: host``).
+        """
+        eff, gpus = self.cal.efficiency, self.layout.gpus
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
-        kv_bytes = self.kv.resident_bytes(prefix_tokens) * self.kv_replication / self.layout.gpus
+        kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self.kv_replication / gpus
+        host = (
+            self.kv.resident_bytes(host_tokens) * self.kv_replication / gpus if host_tokens else 0.0
+        )
         volume, latency = self._collectives_s(new_tokens)
         return _Cost(
             compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu),
-            hbm_bytes=kv_bytes + share * self._weights_read_per_gpu(new_tokens / share),
-            host_bytes=kv_bytes if self.cal.knobs.prefix_cache == "host" else 0.0,
+            hbm_bytes=kv_read + share * self._weights_read_per_gpu(new_tokens / share),
+            host_bytes=host,
             serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
         )
 
@@ -266,35 +276,50 @@ class Instance:
 
     def prefill_pass_s(self, new_tokens: float, prefix_tokens: float) -> float:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
-        ``prefix_tokens``. Weights are read once per pass; so is the prefix's KV."""
+        ``prefix_tokens``. Weights are read once per pass; so is the context's KV."""
         return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0))
 
     def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
-        """The (new tokens, cached prefix) of each pass that prefills one request."""
+        """The (new tokens, tokens before it) of each pass that prefills one request.
+
+        Chunks of ``prefill_chunk_tokens`` are cut back from the end of the input, so the
+        partial chunk comes first: the same number of passes as cutting from the front, and
+        a higher hit rate only ever shrinks or removes the first chunk.
+        """
         hit = math.floor(input_tokens * hit_rate)
-        new = input_tokens - hit
         chunk = self.cal.knobs.prefill_chunk_tokens
-        out, done = [], 0.0
-        while done < new:
-            t = min(chunk, new - done)
-            out.append((t, hit + done))
-            done += t
-        return out
+        out, end = [], float(input_tokens)
+        while end > hit:
+            start = max(float(hit), end - chunk)
+            out.append((end - start, start))
+            end = start
+        return out[::-1]
+
+    def _request_costs(
+        self, input_tokens: float, hit_rate: float, *, full_passes: bool
+    ) -> list[_Cost]:
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        host_hit = (
+            math.floor(input_tokens * hit_rate) if self.cal.knobs.prefix_cache == "host" else 0
+        )
+        costs = []
+        for i, (t, p) in enumerate(self.prefill_chunks(input_tokens, hit_rate)):
+            share = t / chunk if full_passes else 1.0
+            costs.append(self._pass_cost(t, p, share, host_hit if i == 0 else 0.0))
+        return costs
 
     def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:
         """Seconds to prefill one request alone (its own passes, nothing batched with it)."""
-        chunks = self.prefill_chunks(input_tokens, hit_rate)
-        return sum(self.prefill_pass_s(t, p) for t, p in chunks)
+        return sum(
+            self._seconds(c) for c in self._request_costs(input_tokens, hit_rate, full_passes=False)
+        )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
         """Instance-seconds one request costs when every pass is filled to
         ``prefill_chunk_tokens`` with requests like it: its own math and KV reads, plus its
         token share of each pass's weight read, collective latency and overhead."""
-        chunk = self.cal.knobs.prefill_chunk_tokens
-        total = _Cost(0.0, 0.0, 0.0, 0.0)
-        for t, p in self.prefill_chunks(input_tokens, hit_rate):
-            total = total + self._pass_cost(t, p, t / chunk)
-        return self._seconds(total)
+        costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
+        return self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,41 +21,48 @@ def _num(value: float | None, fmt: str = ",.4g") -> str:
     return "—" if value is None else format(value, fmt)
 
 
+def _grid(title: str, headers: tuple[str, ...]) -> Table:
+    """A compact table: numbers never wrap; a narrow terminal folds the id column instead."""
+    t = Table(
+        title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True
+    )
+    for i, col in enumerate(headers):
+        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+    return t
+
+
 def chips_table(catalog: HardwareCatalog) -> Table:
     """Every accelerator, one row each."""
-    t = Table(
-        title="Accelerators (compute dense; bandwidths per GPU, per direction)", box=box.SIMPLE_HEAD
+    t = _grid(
+        "Accelerators (TFLOPS dense; bandwidths per GPU, per direction)",
+        (
+            "id",
+            "BF16\nTFLOPS",
+            "FP8\nTFLOPS",
+            "HBM\nGB",
+            "HBM\nTB/s",
+            "scale-up\nGB/s",
+            "dom-\nain",
+            "NIC\nGb/s",
+            "USD/\nGPU-h",
+        ),
     )
-    for col in (
-        "id",
-        "BF16 TF",
-        "FP8 TF",
-        "HBM GB",
-        "HBM TB/s",
-        "scale-up GB/s",
-        "domain",
-        "NIC Gb/s",
-        "TDP W",
-        "$/GPU-h",
-        "price date",
-    ):
-        t.add_column(col, justify="left" if col == "id" else "right", no_wrap=True)
     for chip in catalog.chips.values():
         mark = "*" if chip.uncertain else ""
         t.add_row(
             chip.id + mark,
-            _num(chip.bf16_tflops),
-            _num(chip.fp8_tflops),
+            _num(chip.bf16_tflops, ",.0f"),
+            _num(chip.fp8_tflops, ",.0f"),
             _num(chip.hbm_gb),
-            _num(chip.hbm_bandwidth_tb_s),
-            _num(chip.scaleup_bandwidth_gb_s),
+            _num(chip.hbm_bandwidth_tb_s, ".3g"),
+            _num(chip.scaleup_bandwidth_gb_s, ",.0f"),
             str(chip.scaleup_domain_gpus),
-            _num(chip.nic_gbps),
-            _num(chip.tdp_w),
+            _num(chip.nic_gbps, ",.0f"),
             _num(chip.price_usd_per_hour, ".2f"),
-            chip.price_date or "—",
         )
-    t.caption = "* some figures are uncertain: see `pddplan catalog show ID`"
+    t.caption = (
+        "* some figures are uncertain; sources, price dates and TDP: `pddplan catalog show ID`"
+    )
     return t
 
 
@@ -89,29 +96,30 @@ def chip_detail(view: dict[str, Any]) -> Group:
 
 
 def models_table(views: list[dict[str, Any]]) -> Table:
-    t = Table(title="Models", box=box.SIMPLE_HEAD)
-    for col in (
-        "id",
-        "attention",
-        "layers",
-        "total B",
-        "active B",
-        "weights",
-        "weight GB",
-        "KV dtype",
-        "KV B/token",
-        "KV fixed MB/req",
-    ):
-        t.add_column(col, justify="left" if col in ("id", "attention") else "right", no_wrap=True)
+    t = _grid(
+        "Models",
+        (
+            "id",
+            "attention",
+            "total\nB",
+            "active\nB",
+            "weights",
+            "weight\nGB",
+            "KV",
+            "KV B/\ntoken",
+            "fixed\nMB",
+        ),
+    )
     for v in views:
+        dtype = v["weight_dtype"] + (
+            f"/{v['expert_weight_dtype']}" if v.get("expert_weight_dtype") else ""
+        )
         t.add_row(
             v["id"],
             v["attention"],
-            str(v["num_hidden_layers"]),
-            _num(v["total_params_b"]),
-            _num(v["active_params_b"]),
-            v["weight_dtype"]
-            + (f"/{v['expert_weight_dtype']}" if v.get("expert_weight_dtype") else ""),
+            _num(v["total_params_b"], ",.0f"),
+            _num(v["active_params_b"], ",.3g"),
+            dtype,
             _num(v["weight_bytes"] / units.GB, ",.0f"),
             v["kv_dtype"],
             _num(v["kv_bytes_per_token"], ",.0f"),

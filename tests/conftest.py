@@ -1,0 +1,124 @@
+"""Shared fixtures: a toy chip and model whose roofline numbers are easy to work by hand,
+the shipped catalogs, and one hypothesis profile for the suite."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from pddplan.calibration import Calibration, Knobs
+from pddplan.hardware import ChipSpec, Efficiency, HardwareCatalog
+from pddplan.llm import ModelSpec
+from pddplan.loaders import load_hardware, load_models
+
+settings.register_profile(
+    "pddplan",
+    settings(
+        max_examples=60,
+        deadline=timedelta(milliseconds=500),
+        suppress_health_check=[HealthCheck.too_slow],
+    ),
+)
+settings.load_profile("pddplan")
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+
+def _sources(*keys: str) -> dict[str, str]:
+    return {k: "test fixture" for k in keys}
+
+
+TOY_EFFICIENCY = Efficiency(
+    prefill_mfu=0.5,
+    decode_mfu=0.5,
+    decode_hbm_efficiency=0.5,
+    collective_efficiency=1.0,
+    scaleup_latency_us=0,
+    scaleout_latency_us=0,
+    step_overhead_ms=0,
+    sources=_sources(
+        "prefill_mfu",
+        "decode_mfu",
+        "decode_hbm_efficiency",
+        "collective_efficiency",
+        "scaleup_latency_us",
+        "scaleout_latency_us",
+        "step_overhead_ms",
+    ),
+)
+
+
+@pytest.fixture
+def toy_chip() -> ChipSpec:
+    """100 TFLOPS BF16, 100 GB of HBM at 1 TB/s, 8 per node."""
+    return ChipSpec(
+        id="toy",
+        name="Toy",
+        vendor="test",
+        family="toy",
+        bf16_tflops=100,
+        fp8_tflops=None,
+        hbm_gb=100,
+        hbm_bandwidth_tb_s=1.0,
+        scaleup_bandwidth_gb_s=100,
+        scaleup_domain_gpus=8,
+        nic_gbps=100,
+        host_link_gb_s=50,
+        tdp_w=500,
+        purchase_unit_gpus=8,
+        price_usd_per_hour=None,
+        sources=_sources(
+            "bf16_tflops",
+            "hbm_gb",
+            "hbm_bandwidth_tb_s",
+            "scaleup_bandwidth_gb_s",
+            "scaleup_domain_gpus",
+            "nic_gbps",
+            "host_link_gb_s",
+            "tdp_w",
+            "purchase_unit_gpus",
+        ),
+    )
+
+
+@pytest.fixture
+def toy_model() -> ModelSpec:
+    """A 2-layer dense GQA model: per layer attention 2,621,440 + MLP 12,582,912 params;
+    embeddings 2 x 1000 x 1024 = 2,048,000; total 32,456,704 params (so nothing is 'other')."""
+    return ModelSpec(
+        id="toy",
+        hf_id="test/toy",
+        source="test",
+        attention="gqa",
+        num_hidden_layers=2,
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        head_dim=128,
+        vocab_size=1000,
+        total_params_b=0.032456704,
+        active_params_b=0.032456704,
+        weight_dtype="bf16",
+        kv_dtype="bf16",
+    )
+
+
+@pytest.fixture
+def toy_cal() -> Calibration:
+    return Calibration(efficiency=TOY_EFFICIENCY, knobs=Knobs(ep_imbalance=1.0))
+
+
+@pytest.fixture(scope="session")
+def hardware() -> HardwareCatalog:
+    return load_hardware()
+
+
+@pytest.fixture(scope="session")
+def models() -> dict[str, ModelSpec]:
+    return load_models()

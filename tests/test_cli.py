@@ -1,0 +1,226 @@
+"""The command line, as a user runs it: outputs, JSON keys, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import DATA, ROOT, SCENARIOS
+from typer.testing import CliRunner
+
+from pddplan.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    result = runner.invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def run_json(*args: str):
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_catalog_list_table_and_json():
+    result = run("catalog", "list")
+    assert result.exit_code == 0, result.output
+    assert "h100-sxm" in result.stdout
+    assert {c["id"] for c in run_json("catalog", "list")} >= {"h100-sxm", "ascend-910c"}
+
+
+def test_catalog_show_json_keys():
+    data = run_json("catalog", "show", "h200-sxm")
+    for key in (
+        "id",
+        "bf16_tflops",
+        "fp8_tflops",
+        "hbm_gb",
+        "hbm_bandwidth_tb_s",
+        "scaleup_bandwidth_gb_s",
+        "scaleup_domain_gpus",
+        "nic_gbps",
+        "tdp_w",
+        "price_usd_per_hour",
+        "sources",
+    ):
+        assert key in data, key
+    assert data["id"] == "h200-sxm"
+    assert run_json("catalog", "show", "a100-80g-sxm")["fp8_tflops"] is None
+
+
+def test_catalog_show_table_names_sources():
+    result = run("catalog", "show", "h800")
+    assert result.exit_code == 0, result.output
+    assert "source" in result.stdout and "DeepSeek" in result.stdout
+
+
+def test_unknown_chip_suggests_close_ids():
+    result = run("catalog", "show", "h100")
+    assert result.exit_code == 2
+    assert "unknown chip 'h100'; close matches:" in result.stderr
+    assert "h100-sxm" in result.stderr
+
+
+def test_model_show_json_keys():
+    data = run_json("model", "show", "deepseek-v4-pro", "--kv-dtype", "bf16")
+    for key in (
+        "kv_bytes_per_token",
+        "kv_fixed_bytes_per_request",
+        "total_params_b",
+        "active_params_b",
+        "weight_bytes",
+    ):
+        assert key in data, key
+    assert data["kv_bytes_per_token"] == pytest.approx(9848)
+    assert (
+        run_json("model", "show", "llama-3.1-70b", "--kv-dtype", "bf16")[
+            "kv_fixed_bytes_per_request"
+        ]
+        == 0
+    )
+
+
+def test_model_list():
+    result = run("model", "list")
+    assert result.exit_code == 0 and "deepseek-v3" in result.stdout
+
+
+def test_bad_kv_dtype_is_an_argument_error():
+    result = run("model", "show", "deepseek-v3", "--kv-dtype", "int4")
+    assert result.exit_code == 2
+    assert "--kv-dtype: 'int4' is not allowed; choose one of bf16, fp8" in result.stderr
+
+
+def test_model_import_round_trips_through_the_catalog(tmp_path):
+    out = tmp_path / "models.yaml"
+    result = run(
+        "model",
+        "import",
+        str(DATA / "hf" / "llama-3.1-8b.json"),
+        "--id",
+        "my-8b",
+        "--total-params-b",
+        "8.03",
+        "--active-params-b",
+        "8.03",
+        "--out",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    data = run_json("model", "show", "my-8b", "--models", str(out))
+    assert data["attention"] == "gqa" and data["kv_bytes_per_token"] == 131_072
+
+
+def test_model_import_moe_with_qwen_names(tmp_path):
+    result = run("model", "import", str(DATA / "hf" / "qwen3-30b-a3b.json"), "--id", "q")
+    assert result.exit_code == 0, result.output
+    entry = yaml.safe_load(result.stdout)["models"]["q"]
+    assert entry["n_routed_experts"] == 128 and entry["num_experts_per_tok"] == 8
+    # computed from shapes: Qwen3-30B-A3B's card says 30.5B total, 3.3B active
+    assert entry["total_params_b"] == pytest.approx(30.5, rel=0.03)
+    assert entry["active_params_b"] == pytest.approx(3.3, rel=0.06)
+
+
+def test_model_import_bad_json(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"hidden_size": 4096,')
+    result = run("model", "import", str(bad), "--id", "x")
+    assert result.exit_code == 2 and "malformed JSON" in result.stderr
+
+
+def test_perf_json_keys_and_values():
+    data = run_json(
+        "perf",
+        "llama-3.1-70b",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--input-tokens",
+        "4096",
+        "--hit-rate",
+        "0.5",
+        "--output-tokens",
+        "256",
+        "--tpot-ms",
+        "50",
+    )
+    for key in (
+        "prefill_tokens_per_s_per_gpu",
+        "decode_tokens_per_s_per_gpu",
+        "max_batch",
+        "decode_step_ms",
+        "kv_transfer_bytes",
+        "prefill_seconds",
+    ):
+        assert key in data, key
+    assert data["decode_step_ms"] <= 50
+    assert data["kv_transfer_bytes"] == 327_680 * 4096
+
+
+def test_perf_defaults_to_the_smallest_instance_that_fits():
+    assert run_json("perf", "deepseek-v3", "h100-sxm")["gpus"] == 16
+
+
+def test_perf_refuses_an_instance_that_cannot_hold_the_weights():
+    result = run("perf", "deepseek-v3", "h100-sxm", "--gpus", "4")
+    assert result.exit_code == 2
+    assert "does not fit 4 x h100-sxm" in result.stderr
+    assert "smallest power-of-two size that fits is 16 GPUs" in result.stderr
+
+
+def test_perf_takes_calibration_from_a_scenario(tmp_path):
+    base = run_json("perf", "llama-3.1-8b", "h100-sxm", "--tpot-ms", "30")
+    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    text += "calibration:\n  per_chip:\n    h100-sxm: {decode_hbm_efficiency: 0.4}\n"
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    slower = run_json(
+        "perf", "llama-3.1-8b", "h100-sxm", "--tpot-ms", "30", "--scenario", str(path)
+    )
+    assert slower["decode_step_ms"] > base["decode_step_ms"]
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_validate_shipped_scenarios(path):
+    result = run("validate", str(path))
+    assert result.exit_code == 0, result.output
+    assert "valid" in result.stdout
+
+
+def test_validate_reports_every_problem_one_line_each():
+    result = run("validate", str(DATA / "bad-many.yaml"))
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 10
+    assert all(line.startswith("Error: ") and "bad-many.yaml:" in line for line in lines)
+
+
+def test_schema_is_json():
+    result = run("schema")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["title"] == "pddplan scenario"
+
+
+def test_typer_argument_errors_exit_2():
+    result = run("perf", "llama-3.1-8b", "h100-sxm", "--hit-rate", "1.5")
+    assert result.exit_code == 2
+
+
+def test_python_m_json_stdout_parses():
+    """A real subprocess: nothing but JSON reaches stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", "perf", "deepseek-v4-pro", "h200-sxm", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["kv_fixed_bytes_per_request"] == 4_559_872

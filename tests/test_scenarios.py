@@ -1,0 +1,171 @@
+"""Scenario loading: the shipped files, and every kind of user mistake (issue #2)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import DATA, SCENARIOS
+
+from pddplan.errors import InputError
+from pddplan.loaders import load_scenario
+from pddplan.scenario import Scenario, scenario_json_schema
+from pddplan.workload import bucket_masses, mean, quantile
+
+GOOD = textwrap.dedent("""\
+    name: t
+    model: llama-3.1-8b
+    datacenters:
+      a: {chips: [h100-sxm], roles: [prefill, relay_decode]}
+      b: {chips: [l40s], roles: [main_decode]}
+    links:
+      - between: [a, b]
+        rtt_ms: 10
+        tiers: [{gbps: 10, usd_per_month: 100}]
+    workload:
+      arrival_rps: 1
+      input_tokens: {dist: fixed, value: 1000}
+      output_tokens: {dist: fixed, value: 100}
+      prefix_hit: {dist: beta, mean: 0.5, concentration: 2}
+    sla: {ttft_p90_s: 1, ttft_p99_s: 2, tpot_ms: 50}
+""")
+
+
+def _load(tmp_path: Path, text: str) -> Scenario:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return load_scenario(path)[0]
+
+
+def _problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, text)
+    return err.value.problems
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_shipped_scenarios_load(path):
+    scenario, hardware, models = load_scenario(path)
+    assert scenario.model in models
+    assert all(c in hardware.chips for dc in scenario.datacenters.values() for c in dc.chips)
+
+
+def test_at_least_two_scenarios_ship():
+    assert len(SCENARIOS) >= 2
+
+
+def test_scenarios_are_frozen(tmp_path):
+    s = _load(tmp_path, GOOD)
+    with pytest.raises(Exception, match="frozen"):
+        s.name = "other"  # type: ignore[misc]
+
+
+def test_every_problem_of_a_file_is_reported_together():
+    with pytest.raises(InputError) as err:
+        load_scenario(DATA / "bad-many.yaml")
+    problems = err.value.problems
+    expected = [
+        "bad-many.yaml:6: datacenters.a.roles[1]: input should be 'prefill', 'relay_decode' or 'main_decode', got 'relay'",
+        "bad-many.yaml:7: datacenters.a.max_gpus: input should be greater than or equal to 1, got -4",
+        "bad-many.yaml:13: links[0].rtt_ms: input should be greater than 0, got 0",
+        "bad-many.yaml:17: workload.input_tokens: dist 'lognormal' needs sigma",
+        "bad-many.yaml:19: workload.prefix_hit: bucket shares sum to 1.1; they must sum to 1; bucket hi 1.2 is above 1",
+        "bad-many.yaml:21: sla.ttft_p90: unknown key 'ttft_p90'; did you mean 'ttft_p90_s'?",
+        "bad-many.yaml:2: model: unknown model 'deepseek-v33'; close matches: deepseek-v3",
+        "bad-many.yaml:5: datacenters.a.chips[0]: unknown chip 'h100'; close matches: h800, h100-sxm",
+        "bad-many.yaml:12: links[0].between: unknown datacenter 'c' (datacenters: a, b)",
+    ]
+    for line in expected:
+        assert any(line in p for p in problems), f"{line!r} not in {problems}"
+
+
+def test_malformed_yaml_names_the_line():
+    with pytest.raises(InputError, match=r"malformed.yaml:3: malformed YAML"):
+        load_scenario(DATA / "malformed.yaml")
+
+
+def test_empty_file(tmp_path):
+    assert _problems(tmp_path, "") == [f"{tmp_path / 's.yaml'}: the file is empty"]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        load_scenario(tmp_path / "nope.yaml")
+
+
+def test_duplicate_keys_are_errors(tmp_path):
+    problems = _problems(tmp_path, GOOD + "name: again\n")
+    assert any(":16: name: duplicate key" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "mean: 0.5",
+            "mean: 1.5",
+            "workload.prefix_hit.mean: input should be less than 1, got 1.5",
+        ),
+        ("ttft_p99_s: 2", "ttft_p99_s: 0.5", "ttft_p99_s (0.5) must be >= ttft_p90_s (1)"),
+        (
+            "arrival_rps: 1",
+            "arrival_rps: -1",
+            "workload.arrival_rps: input should be greater than 0, got -1",
+        ),
+        (
+            "value: 1000",
+            "value: lots",
+            "workload.input_tokens.value: input should be a valid number",
+        ),
+        ("rtt_ms: 10", "rtt_ms: 10\n    rtt: 3", "unknown key 'rtt'; did you mean 'rtt_ms'?"),
+        (
+            "roles: [main_decode]",
+            "roles: [relay_decode]",
+            "no datacenter allows role 'main_decode'",
+        ),
+        ("concentration: 2}", "concentration: 2, value: 0.3}", "dist 'beta' does not take value"),
+    ],
+)
+def test_bad_values_are_located_and_explained(tmp_path, old, new, message):
+    assert old in GOOD
+    problems = _problems(tmp_path, GOOD.replace(old, new))
+    assert any(message in p for p in problems), problems
+    assert all(p.startswith(str(tmp_path / "s.yaml") + ":") for p in problems)
+
+
+def test_a_model_that_fits_no_allowed_configuration(tmp_path):
+    text = GOOD.replace("llama-3.1-8b", "deepseek-v3") + "search: {max_gpus_per_instance: 4}\n"
+    problems = _problems(tmp_path, text)
+    assert any(
+        "deepseek-v3 fits no allowed configuration for role 'prefill'" in p for p in problems
+    )
+
+
+def test_unknown_calibration_chip(tmp_path):
+    problems = _problems(tmp_path, GOOD + "calibration: {per_chip: {h100: {prefill_mfu: 0.3}}}\n")
+    assert any(
+        "calibration.per_chip.h100: unknown chip 'h100'; close matches" in p for p in problems
+    )
+
+
+def test_json_schema_describes_the_format():
+    schema = scenario_json_schema()
+    assert set(schema["required"]) >= {"name", "model", "datacenters", "workload", "sla"}
+    assert "Datacenter" in schema["$defs"]
+
+
+def test_distributions():
+    from pddplan.workload import HitDist, LengthDist
+
+    buckets = HitDist(
+        dist="buckets",
+        buckets=[{"lo": 0, "hi": 0.5, "share": 0.2}, {"lo": 0.9, "hi": 1.0, "share": 0.8}],
+    )
+    assert mean(buckets) == pytest.approx(0.2 * 0.25 + 0.8 * 0.95)
+    assert bucket_masses(buckets, [0, 0.5, 0.9, 1.0]) == pytest.approx([0.2, 0.0, 0.8])
+    logn = LengthDist(dist="lognormal", median=1000, sigma=0.5)
+    assert quantile(logn, 0.5) == pytest.approx(1000)
+    capped = LengthDist(dist="lognormal", median=1000, sigma=1.0, max=2000)
+    assert quantile(capped, 0.999) <= 2000 + 1e-9
+    assert mean(HitDist(dist="beta", mean=0.3, concentration=5)) == pytest.approx(0.3)
