@@ -8,7 +8,6 @@ Each distribution is one validated object with a ``dist`` kind and that kind's p
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Annotated, Literal
 
 import numpy as np
@@ -132,11 +131,6 @@ def _check_params(
     return problems
 
 
-class _Histogram(stats.rv_continuous):
-    """Piecewise-uniform distribution from buckets (scipy's ``rv_histogram`` needs
-    contiguous bins; buckets may leave gaps)."""
-
-
 def frozen_dist(d: LengthDist | HitDist) -> stats.rv_continuous | stats.rv_discrete:
     """A ``scipy.stats`` frozen distribution for ``d``."""
     if d.dist == "fixed":
@@ -212,4 +206,16 @@ def bucket_masses(d: LengthDist | HitDist, edges: list[float]) -> list[float]:
                 break
         return out
     cdf = np.asarray(frozen_dist(d).cdf(np.asarray(edges, dtype=float)))
-    return [float(max(0.0, x)) for x in math.prod([1]) * np.diff(cdf)]
+    return [float(max(0.0, x)) for x in np.diff(cdf)]
+
+
+QUANTILE_GRID = 64
+"""Quantile points per class used to average a distribution over a class's slice."""
+
+
+def slice_mean(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> float:
+    """Mean of ``d`` over its quantile slice [q_lo, q_hi] (the class representative)."""
+    if d.dist == "fixed":
+        return float(d.value)  # type: ignore[arg-type]
+    q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
+    return float(np.mean(frozen_dist(d).ppf(q)))

@@ -1,0 +1,96 @@
+"""Request classes: the workload discretized into weighted buckets of prefill-side hit,
+decode-side hit, input length and output length, which the planner reasons about one by one.
+
+Lengths and hits are taken as independent, except the two hit rates: a request that hits
+well in P's cache is assumed to hit well in MD's too (comonotone coupling: the MD hit of a
+P-hit quantile slice is MD's distribution over the same slice). Classes are finer where the
+mass is small (the tails), because P90/P99 live there.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from pddplan.workload import HitDist, LengthDist, frozen_dist, slice_mean
+
+HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
+"""Default P-hit bucket edges: fine near 1, where agentic traffic concentrates."""
+INPUT_QUANTILES = (0.0, 0.5, 0.8, 0.95, 0.99, 1.0)
+"""Input-length classes by quantile: the long tail gets its own classes."""
+OUTPUT_QUANTILES = (0.0, 0.5, 0.9, 0.99, 1.0)
+"""Output-length classes by quantile."""
+MIN_WEIGHT = 1e-9
+"""Classes lighter than this are dropped (their weight is renormalized away)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestClass:
+    """One bucket of requests and its representative shape."""
+
+    key: str
+    """Stable id, e.g. ``h5.l2.o1`` (hit bucket, input class, output class)."""
+    weight: float
+    """Share of requests (the weights of all classes sum to 1)."""
+    input_tokens: float
+    output_tokens: float
+    p_hit: float
+    """Prefix-cache hit rate at prefill."""
+    md_hit: float
+    """Share of the context MD's cache already holds."""
+
+
+def _hit_slices(d: HitDist, edges: tuple[float, ...]) -> list[tuple[float, float, int]]:
+    """(q_lo, q_hi, bucket index) of each hit bucket with mass, as quantile slices."""
+    if d.dist == "fixed":
+        index = max(i for i, e in enumerate(edges[:-1]) if e <= d.value)  # type: ignore[operator]
+        return [(0.0, 1.0, index)]
+    cdf = frozen_dist(d).cdf
+    out = []
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        q_lo, q_hi = float(cdf(lo)), float(cdf(hi))
+        if q_hi - q_lo > MIN_WEIGHT:
+            out.append((q_lo, q_hi, i))
+    return out
+
+
+def request_classes(
+    *,
+    input_tokens: LengthDist,
+    output_tokens: LengthDist,
+    prefix_hit: HitDist,
+    md_prefix_hit: HitDist | None = None,
+    hit_edges: tuple[float, ...] = HIT_EDGES,
+    input_quantiles: tuple[float, ...] = INPUT_QUANTILES,
+    output_quantiles: tuple[float, ...] = OUTPUT_QUANTILES,
+) -> list[RequestClass]:
+    """The weighted classes of a workload; weights sum to 1.
+
+    Each class's representative input/output length and hit rates are the means of the
+    distributions over the class's quantile slice.
+    """
+    md = md_prefix_hit or prefix_hit
+    lengths_in = _length_slices(input_tokens, input_quantiles)
+    lengths_out = _length_slices(output_tokens, output_quantiles)
+    out = []
+    for q_lo, q_hi, h in _hit_slices(prefix_hit, hit_edges):
+        p_hit, md_hit = slice_mean(prefix_hit, q_lo, q_hi), slice_mean(md, q_lo, q_hi)
+        for (wi, li, i), (wo, lo, o) in itertools.product(lengths_in, lengths_out):
+            weight = (q_hi - q_lo) * wi * wo
+            if weight > MIN_WEIGHT:
+                out.append(RequestClass(f"h{h}.l{i}.o{o}", weight, li, lo, p_hit, md_hit))
+    total = sum(c.weight for c in out)
+    return [
+        RequestClass(c.key, c.weight / total, c.input_tokens, c.output_tokens, c.p_hit, c.md_hit)
+        for c in out
+    ]
+
+
+def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, float, int]]:
+    """(weight, representative tokens, index) per quantile slice; one slice if fixed."""
+    if d.dist == "fixed":
+        return [(1.0, float(d.value), 0)]  # type: ignore[arg-type]
+    return [
+        (hi - lo, slice_mean(d, lo, hi), i)
+        for i, (lo, hi) in enumerate(itertools.pairwise(quantiles))
+    ]

@@ -1,0 +1,63 @@
+"""KV transfer times: RDMA inside a datacenter, TCP over the WAN between datacenters.
+
+WAN (TCP), one flow of ``B`` bytes with bandwidth share ``r`` (bytes/s) and round trip
+``RTT``, in the fluid slow-start model: the window starts at ``W0`` and doubles every RTT
+until it covers the bandwidth-delay product ``r x RTT``; after that the flow runs at ``r``.
+
+    rounds_ss = log2(r x RTT / W0 + 1)            # rounds to open the window
+    sent_ss   = W0 x (2^rounds_ss - 1) = r x RTT  # bytes sent meanwhile
+    T(B) = RTT x log2(B / W0 + 1) + RTT / 2                     if B <= sent_ss
+         = RTT x rounds_ss + (B - sent_ss) / r + RTT / 2        otherwise
+
+plus one RTT of connection set-up for a new connection. The last term is the one-way
+propagation of the last byte.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pddplan import units
+
+CALIBRATED_INITIAL_WINDOW_BYTES = 91_600.0
+"""W0 such that an idle 30 ms-RTT path moves DeepSeek-V4-Pro's 4.56 MB window state in the
+185 ms mean that the PDD paper measured for its WAN KV handoff (DESIGN.md section 2:
+"WAN KV send mean 185 ms / max 512.6 ms"). Calibration, not a datasheet figure: a
+persistent connection whose congestion window survives idle periods starts near this."""
+RDMA_LATENCY_S = 20 * units.US
+"""Assumption: fixed cost of one RDMA KV transfer inside a datacenter (verbs post and
+completion, tens of microseconds)."""
+
+
+def wan_transfer_s(
+    nbytes: float,
+    *,
+    rtt_s: float,
+    share_bytes_per_s: float,
+    initial_window_bytes: float = CALIBRATED_INITIAL_WINDOW_BYTES,
+    new_connection: bool = False,
+) -> float:
+    """Seconds for ``nbytes`` over a TCP flow with bandwidth ``share_bytes_per_s``."""
+    if nbytes <= 0:
+        return 0.0
+    if share_bytes_per_s <= 0:
+        return math.inf
+    setup = rtt_s if new_connection else 0.0
+    bdp = share_bytes_per_s * rtt_s
+    sent_in_slow_start = max(bdp, initial_window_bytes)
+    if nbytes <= sent_in_slow_start:
+        ramp = rtt_s * math.log2(nbytes / initial_window_bytes + 1)
+    else:
+        rounds = math.log2(sent_in_slow_start / initial_window_bytes + 1)
+        ramp = rtt_s * rounds + (nbytes - sent_in_slow_start) / share_bytes_per_s
+    return setup + ramp + rtt_s / 2
+
+
+def rdma_transfer_s(nbytes: float, *, nic_bytes_per_s: float) -> float:
+    """Seconds for ``nbytes`` over one RDMA NIC inside a datacenter."""
+    return RDMA_LATENCY_S + nbytes / nic_bytes_per_s
+
+
+def link_bytes_per_s(gbps: float, tcp_efficiency: float) -> float:
+    """Goodput of a WAN link tier: line rate x TCP efficiency, in bytes/s."""
+    return gbps * units.GBIT * tcp_efficiency

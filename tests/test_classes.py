@@ -1,0 +1,66 @@
+"""Request classes: weights, representatives, and the hit coupling."""
+
+from __future__ import annotations
+
+import pytest
+
+from pddplan.classes import request_classes
+from pddplan.workload import Bucket, HitDist, LengthDist
+
+EDGES = (0.0, 0.5, 0.95, 1.0)
+HITS = HitDist(
+    dist="buckets", buckets=[Bucket(lo=0.0, hi=0.5, share=0.2), Bucket(lo=0.95, hi=1.0, share=0.8)]
+)
+
+
+def test_fixed_lengths_and_bucketed_hits_by_hand():
+    """With edges at the buckets' bounds, two classes: 20% at hit 0.25 and 80% at 0.975
+    (the empty 0.5-0.95 bucket is dropped)."""
+    classes = request_classes(
+        input_tokens=LengthDist(dist="fixed", value=1000),
+        output_tokens=LengthDist(dist="fixed", value=100),
+        prefix_hit=HITS,
+        hit_edges=EDGES,
+    )
+    assert [(c.weight, c.p_hit, c.md_hit) for c in classes] == [
+        pytest.approx((0.2, 0.25, 0.25)),
+        pytest.approx((0.8, 0.975, 0.975)),
+    ]
+    assert all(c.input_tokens == 1000 and c.output_tokens == 100 for c in classes)
+
+
+def test_md_hit_is_coupled_by_quantile():
+    """MD's cache is uniformly 0.5-0.9: the 20% of requests with the lowest P hit get MD's
+    lowest 20% (0.5-0.58, mean 0.54); the other 80% get 0.58-0.9 (mean 0.74)."""
+    md = HitDist(dist="buckets", buckets=[Bucket(lo=0.5, hi=0.9, share=1.0)])
+    classes = request_classes(
+        input_tokens=LengthDist(dist="fixed", value=1000),
+        output_tokens=LengthDist(dist="fixed", value=100),
+        prefix_hit=HITS,
+        md_prefix_hit=md,
+        hit_edges=EDGES,
+    )
+    assert [c.md_hit for c in classes] == pytest.approx([0.54, 0.74], abs=1e-3)
+
+
+def test_weights_sum_to_one_and_preserve_means():
+    inp = LengthDist(dist="lognormal", median=4000, sigma=0.8)
+    out = LengthDist(dist="lognormal", median=300, sigma=0.6)
+    hit = HitDist(dist="beta", mean=0.6, concentration=3)
+    classes = request_classes(input_tokens=inp, output_tokens=out, prefix_hit=hit)
+    assert sum(c.weight for c in classes) == pytest.approx(1.0)
+    assert sum(c.weight * c.p_hit for c in classes) == pytest.approx(0.6, abs=0.002)
+    mean_in = 4000 * 2.718281828 ** (0.8**2 / 2)  # lognormal mean: median x exp(sigma^2 / 2)
+    assert sum(c.weight * c.input_tokens for c in classes) == pytest.approx(mean_in, rel=0.01)
+    assert len({c.key for c in classes}) == len(classes)
+
+
+def test_default_edges_split_the_tail_finely():
+    """The default edges cut 0-0.5 at 0.2 and 0.4 (three tail classes: 8%, 8%, 4%) and
+    0.95-1 at 0.99 (64% and 16%)."""
+    classes = request_classes(
+        input_tokens=LengthDist(dist="fixed", value=1000),
+        output_tokens=LengthDist(dist="fixed", value=100),
+        prefix_hit=HITS,
+    )
+    assert [c.weight for c in classes] == pytest.approx([0.08, 0.08, 0.04, 0.64, 0.16])
