@@ -1,0 +1,68 @@
+"""Queueing tails for pools of identical servers (M/G/c, Erlang C with the Allen-Cunneen
+correction) and the processor-sharing stretch of a shared link.
+
+A pool of ``c`` servers, each with mean service time ``s``, offered ``a = lambda x s``
+erlangs (utilization ``rho = a / c``):
+
+    P(wait > 0) = C(c, a)                                  (Erlang C)
+    P(wait > t) = C(c, a) x exp(-2 (1 - rho) c t / ((1 + cs2) s))
+
+where ``cs2`` is the squared coefficient of variation of the service time (0 for
+deterministic, 1 for exponential). The exponential form is exact for M/M/c; the factor
+``2 / (1 + cs2)`` is the Allen-Cunneen approximation for general service times.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def erlang_c(servers: int, offered_erlangs: float) -> float:
+    """Probability that an arrival waits, for ``servers`` servers and ``offered_erlangs``
+    of load; 1 when the pool is saturated (load >= servers)."""
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if offered_erlangs <= 0:
+        return 0.0
+    if offered_erlangs >= servers:
+        return 1.0
+    blocking = 1.0  # Erlang B by its stable recursion
+    for n in range(1, servers + 1):
+        blocking = offered_erlangs * blocking / (n + offered_erlangs * blocking)
+    rho = offered_erlangs / servers
+    return blocking / (1.0 - rho * (1.0 - blocking))
+
+
+def wait_tail(
+    t_s: float, *, servers: int, utilization: float, mean_service_s: float, service_cv2: float = 1.0
+) -> float:
+    """P(wait > ``t_s``) in an M/G/c queue at ``utilization`` (Allen-Cunneen)."""
+    if utilization >= 1.0:
+        return 1.0
+    if t_s < 0:
+        return 1.0
+    c = erlang_c(servers, utilization * servers)
+    rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
+    return c * math.exp(-rate * t_s)
+
+
+def wait_quantile(
+    q: float, *, servers: int, utilization: float, mean_service_s: float, service_cv2: float = 1.0
+) -> float:
+    """The ``q`` quantile of the wait (0 when at least ``q`` of arrivals do not wait)."""
+    if utilization >= 1.0:
+        return math.inf
+    c = erlang_c(servers, utilization * servers)
+    if c <= 1.0 - q:
+        return 0.0
+    rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
+    return math.log(c / (1.0 - q)) / rate
+
+
+def processor_sharing_stretch(utilization: float) -> float:
+    """Mean slowdown of a flow on an M/G/1 processor-sharing link: 1 / (1 - rho).
+    The expected time of a job is its time alone on the link times this stretch,
+    whatever the size distribution (the insensitivity of PS)."""
+    if utilization >= 1.0:
+        return math.inf
+    return 1.0 / (1.0 - utilization)
