@@ -1,5 +1,5 @@
 """``python -m pddplan``."""
 
-from pddplan.cli import app
+from pddplan.cli import main
 
-app(prog_name="pddplan")
+main()

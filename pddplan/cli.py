@@ -19,7 +19,14 @@ from rich.console import Console
 from pddplan import report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.errors import InputError, PddplanError
-from pddplan.loaders import import_hf_config, load_hardware, load_models, load_scenario, unknown_id
+from pddplan.loaders import (
+    add_model_entry,
+    import_hf_config,
+    load_hardware,
+    load_models,
+    load_scenario,
+    unknown_id,
+)
 from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
 from pddplan.scenario import scenario_json_schema
 
@@ -182,7 +189,11 @@ def model_import(
         typer.Option(help="Active parameters per token (billions); computed if omitted."),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--out", help="Write the entry to this file instead of stdout.")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Add the entry to this model catalog (created if missing; existing entries and comments are kept).",
+        ),
     ] = None,
 ) -> None:
     """Turn a Hugging Face config.json into a models.yaml entry.
@@ -193,8 +204,8 @@ def model_import(
         config, model_id, total_params_b=total_params_b, active_params_b=active_params_b
     )
     if output:
-        output.write_text(text, encoding="utf-8")
-        err.print(f"wrote {output}")
+        add_model_entry(output, text)
+        err.print(f"added {model_id} to {output}")
     else:
         typer.echo(text, nl=False)
 
@@ -248,6 +259,11 @@ def perf(
     _check_choice("--weight-dtype", weight_dtype, ("bf16", "fp8", "fp4"))
     cal_spec = None
     if scenario is not None:
+        if hardware or models:
+            raise InputError(
+                "--scenario takes its catalogs from the scenario's catalogs: section; "
+                "drop --hardware/--models or set them there"
+            )
         s, hw, catalog = load_scenario(scenario)
         cal_spec, kv_dtype, weight_dtype = (
             s.calibration,
@@ -306,3 +322,24 @@ def schema() -> None:
     Example: [bold]pddplan schema > scenario.schema.json[/bold]
     """
     _print_json(scenario_json_schema())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point: ``app`` with typer's usage errors (unknown option, value out
+    of range, missing argument) printed as one ``Error:`` line, exit code 2."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="pddplan", standalone_mode=False)
+    except Exception as e:
+        if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
+            raise  # not a click usage error: a bug, keep the traceback
+        ctx = getattr(e, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        err.print(
+            f"[bold red]Error:[/bold red] {where}{e.format_message()}{hint}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise SystemExit(e.exit_code) from None
+    raise SystemExit(code or 0)

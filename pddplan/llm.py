@@ -139,6 +139,18 @@ class ParamBreakdown:
     with MTP off)."""
 
     @property
+    def stored(self) -> float:
+        """Every parameter held in memory (the parts above, not the card's rounded total)."""
+        return (
+            self.attention
+            + self.dense_mlp
+            + self.routed_experts
+            + self.embeddings
+            + self.read_other
+            + self.stored_other
+        )
+
+    @property
     def always_read(self) -> float:
         """Parameters every decode step reads whatever the batch: all but routed experts."""
         return self.attention + self.dense_mlp + self.embeddings + self.read_other
@@ -191,11 +203,16 @@ def weight_bytes(m: ModelSpec, weight_dtype: Dtype | None = None) -> float:
     """Bytes of all weights: routed experts at ``expert_weight_dtype`` where set, the rest
     at ``weight_dtype`` (the argument overrides both)."""
     p = param_breakdown(m)
-    dense_bytes = units.DTYPE_BYTES[weight_dtype or m.weight_dtype]
-    expert_bytes = units.DTYPE_BYTES[weight_dtype or m.expert_weight_dtype or m.weight_dtype]
-    return (
-        m.total_params_b * 1e9 - p.routed_experts
-    ) * dense_bytes + p.routed_experts * expert_bytes
+    dense_dtype, expert_dtype = weight_dtypes(m, weight_dtype)
+    dense = (p.stored - p.routed_experts) * units.DTYPE_BYTES[dense_dtype]
+    return dense + p.routed_experts * units.DTYPE_BYTES[expert_dtype]
+
+
+def weight_dtypes(m: ModelSpec, override: Dtype | None = None) -> tuple[Dtype, Dtype]:
+    """(dtype of the non-expert weights, dtype of the routed experts); ``override`` sets both."""
+    if override is not None:
+        return override, override
+    return m.weight_dtype, m.expert_weight_dtype or m.weight_dtype
 
 
 _HF_ALIASES = {"num_experts": "n_routed_experts", "n_group_experts": "n_routed_experts"}
@@ -257,23 +274,29 @@ def hf_config_to_entry(
     entry.setdefault("intermediate_size", cfg.get("moe_intermediate_size") or 1)
     if "n_shared_experts" in entry and entry["n_shared_experts"] is None:
         entry["n_shared_experts"] = 0
-    entry.update(weight_dtype=weight_dtype, kv_dtype=weight_dtype)
+    entry.update(weight_dtype=weight_dtype, kv_dtype="bf16")  # BF16 KV: the safe default
     if total_params_b is None or active_params_b is None:
         probe = ModelSpec(
-            id=model_id, total_params_b=1.0, active_params_b=1.0, **_without_dtypes(entry)
+            id=model_id, total_params_b=1.0, active_params_b=1.0, **_without_notes(entry)
         )
         p = param_breakdown(probe)
         shapes = p.attention + p.dense_mlp + p.routed_experts + p.embeddings
+        computed = " and ".join(
+            name
+            for name, given in (("total", total_params_b), ("active", active_params_b))
+            if given is None
+        )
         total_params_b = total_params_b or round(shapes / 1e9, 2)
         active_params_b = active_params_b or round(
             (shapes - p.routed_experts + p.routed_active) / 1e9, 2
         )
         entry["notes"] = (
-            "total/active params computed from the config's shapes (norms, routers excluded)"
+            f"{computed} params computed from the config's shapes (norms and routers excluded); "
+            "replace with the model card's figures"
         )
     entry.update(total_params_b=total_params_b, active_params_b=active_params_b)
     return entry
 
 
-def _without_dtypes(entry: dict) -> dict:
-    return {k: v for k, v in entry.items() if k not in ("notes",)}
+def _without_notes(entry: dict) -> dict:
+    return {k: v for k, v in entry.items() if k != "notes"}

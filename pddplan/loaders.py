@@ -119,7 +119,7 @@ def _messages(
             if close:
                 msg += f"; did you mean '{close[0]}'?"
             if allowed:
-                msg += f" Allowed: {', '.join(allowed)}"
+                msg += f"; allowed: {', '.join(allowed)}"
         elif kind == "missing":
             msg = f"missing required key '{loc[-1]}'"
         elif kind in ("value_error", "assertion_error"):
@@ -267,35 +267,45 @@ def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, Mode
 
 
 def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]:
-    """Unknown model, chip and datacenter ids in a scenario that failed validation (the
-    shipped catalogs are used: a file this broken is not trusted to name its own)."""
+    """Unknown model, chip and datacenter ids in a scenario that failed validation, checked
+    against the catalogs it names (or the shipped ones). Skipped if those catalogs fail to
+    load: their own errors come first."""
     if not isinstance(data, dict):
         return []
+    paths = data.get("catalogs") if isinstance(data.get("catalogs"), dict) else {}
+    try:
+        hw_file, model_file = paths.get("hardware"), paths.get("models")
+        chips = load_hardware(path.parent / hw_file if isinstance(hw_file, str) else None).chips
+        models = load_models(path.parent / model_file if isinstance(model_file, str) else None)
+    except InputError:
+        return []
     out = []
-    models, chips = load_models(), load_hardware().chips
+
+    def bad(loc: Loc, msg: str) -> None:
+        out.append(f"{_where(path, lines, loc)}: {_fmt(loc)}: {msg}")
+
     if isinstance(data.get("model"), str) and data["model"] not in models:
-        out.append(
-            f"{_where(path, lines, ('model',))}: model: {unknown_id('model', data['model'], models)}"
-        )
+        bad(("model",), unknown_id("model", data["model"], models))
     dcs = data.get("datacenters") if isinstance(data.get("datacenters"), dict) else {}
     for dc_id, dc in dcs.items():
-        for i, chip in enumerate(dc.get("chips") or [] if isinstance(dc, dict) else []):
+        listed = dc.get("chips") if isinstance(dc, dict) else None
+        for i, chip in enumerate(listed if isinstance(listed, list) else []):
             if isinstance(chip, str) and chip not in chips:
-                loc = ("datacenters", dc_id, "chips", i)
-                out.append(
-                    f"{_where(path, lines, loc)}: {_fmt(loc)}: {unknown_id('chip', chip, chips)}"
-                )
-    for i, link in enumerate(
-        data.get("links") or [] if isinstance(data.get("links"), list) else []
-    ):
+                bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, chips))
+    links = data.get("links") if isinstance(data.get("links"), list) else []
+    for i, link in enumerate(links):
         ends = link.get("between") if isinstance(link, dict) else None
         for end in ends if isinstance(ends, list) else []:
             if isinstance(end, str) and end not in dcs:
-                loc = ("links", i, "between")
-                out.append(
-                    f"{_where(path, lines, loc)}: {_fmt(loc)}: unknown datacenter '{end}' "
-                    f"(datacenters: {', '.join(map(str, dcs))})"
+                bad(
+                    ("links", i, "between"),
+                    f"unknown datacenter '{end}' (datacenters: {', '.join(map(str, dcs))})",
                 )
+    calibration = data.get("calibration") if isinstance(data.get("calibration"), dict) else {}
+    per_chip = calibration.get("per_chip") if isinstance(calibration.get("per_chip"), dict) else {}
+    for chip in per_chip:
+        if chip not in chips:
+            bad(("calibration", "per_chip", chip), unknown_id("chip", str(chip), chips))
     return out
 
 
@@ -376,3 +386,29 @@ def import_hf_config(
     )
     validate(ModelSpec, {"id": model_id, **entry}, path, {}, ())
     return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)
+
+
+def add_model_entry(catalog: Path, entry_yaml: str) -> None:
+    """Add the entry in ``entry_yaml`` (as ``import_hf_config`` returns it) to a model
+    catalog file, creating the file if needed. An existing file keeps its text and comments:
+    the entry is appended under its ``models:`` mapping, and the result must load, or the
+    file is left untouched."""
+    new = yaml.safe_load(entry_yaml)["models"]
+    if not catalog.exists():
+        catalog.write_text(entry_yaml, encoding="utf-8")
+        return
+    old_text = catalog.read_text(encoding="utf-8")
+    data, _ = read_yaml(catalog)
+    if not isinstance(data, dict) or set(data) != {"models"}:
+        raise InputError(f"{catalog}: not a model catalog (expected one top-level key, models)")
+    clash = sorted(set(new) & set(data["models"] or {}))
+    if clash:
+        raise InputError(f"{catalog}: models.{clash[0]} already exists; choose another --id")
+    body = entry_yaml.split("\n", 1)[1]  # drop the "models:" line, keep the indented entry
+    catalog.write_text(old_text.rstrip("\n") + "\n" + body, encoding="utf-8")
+    try:
+        _load_models.cache_clear()
+        load_models(catalog)
+    except InputError:
+        catalog.write_text(old_text, encoding="utf-8")
+        raise

@@ -22,10 +22,13 @@ from pddplan.calibration import Calibration
 from pddplan.errors import WeightsDoNotFitError
 from pddplan.hardware import ChipSpec
 from pddplan.kv import KvModel
-from pddplan.llm import Dtype, ModelSpec, param_breakdown
+from pddplan.llm import Dtype, ModelSpec, param_breakdown, weight_dtypes
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
 """Activations exchanged by collectives are BF16."""
+DISPATCH_BYTES_LOW_PRECISION = units.DTYPE_BYTES["fp8"]
+"""FP8/FP4 models dispatch tokens to experts in FP8 and combine in BF16 (DeepSeek-V3
+technical report, arXiv 2412.19437, section 3.3; DeepEP)."""
 MAX_BATCH_SEARCH = 1 << 20
 """Upper end of the batch-size search (sequences per instance)."""
 
@@ -50,7 +53,11 @@ class Layout:
     def label(self) -> str:
         if self.ep == 1:
             return f"TP{self.dense_tp}"
-        attn = f"DP{self.gpus // self.attn_tp}" if self.attn_tp == 1 else f"TP{self.attn_tp}"
+        groups = self.gpus // self.attn_tp  # attention data-parallel groups
+        if self.attn_tp == 1:
+            attn = f"DP{groups}"
+        else:
+            attn = f"TP{self.attn_tp}" if groups == 1 else f"DP{groups}xTP{self.attn_tp}"
         return f"{attn}+EP{self.ep}"
 
 
@@ -61,7 +68,10 @@ def layout_for(model: ModelSpec, chip: ChipSpec, gpus: int) -> Layout:
     if not model.is_moe:
         return Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
     inside = min(gpus, chip.scaleup_domain_gpus)
-    attn_tp = 1 if model.attention in ("mla", "compressed") else inside
+    if model.attention in ("mla", "compressed"):
+        attn_tp = 1
+    else:  # no wider than the KV heads (wider only replicates KV); a power of two
+        attn_tp = 1 << (min(inside, model.num_key_value_heads).bit_length() - 1)
     return Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
 
 
@@ -76,11 +86,12 @@ class Instance:
     cal: Calibration
     kv: KvModel
     weight_dtype: Dtype
+    """Dtype of the non-expert weights."""
+    expert_weight_dtype: Dtype
 
     # --- memory -----------------------------------------------------------------------------
     def _bytes(self, params: float, *, expert: bool = False) -> float:
-        m = self.model
-        dtype = (m.expert_weight_dtype or self.weight_dtype) if expert else self.weight_dtype
+        dtype = self.expert_weight_dtype if expert else self.weight_dtype
         return params * units.DTYPE_BYTES[dtype]
 
     @property
@@ -186,8 +197,9 @@ class Instance:
         """
         m, lay, chip = self.model, self.layout, self.chip
         k, ep, h = m.num_experts_per_tok, lay.ep, m.hidden_size
+        low = self.weight_dtype in ("fp8", "fp4")
         per_copy = h * (
-            min(units.DTYPE_BYTES[self.weight_dtype], ACTIVATION_BYTES) + ACTIVATION_BYTES
+            (DISPATCH_BYTES_LOW_PRECISION if low else ACTIVATION_BYTES) + ACTIVATION_BYTES
         )
         tokens_per_gpu = tokens / lay.gpus * self.cal.knobs.ep_imbalance
         eff = self.cal.efficiency.collective_efficiency
@@ -351,20 +363,20 @@ def make_instance(
     weight_dtype: Dtype | None = None,
 ) -> Instance:
     """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
-    that does fit."""
-    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
-    inst = Instance(
-        model, chip, layout_for(model, chip, gpus), cal, kv, weight_dtype or model.weight_dtype
-    )
+    that does fit. ``weight_dtype`` overrides the model's dtypes (experts included)."""
+    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype)
     if inst.weight_bytes_per_gpu > inst.usable_hbm_per_gpu:
-        smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=inst.weight_dtype)
+        smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=weight_dtype)
         hint = (
             f"the smallest power-of-two size that fits is {smallest} GPUs"
             if smallest
-            else "no size fits (replicated parts alone exceed one GPU)"
+            else "no size up to 1024 GPUs fits (replicated parts alone exceed one GPU)"
         )
+        dtypes = inst.weight_dtype
+        if inst.expert_weight_dtype != inst.weight_dtype:
+            dtypes += f", {inst.expert_weight_dtype} experts"
         raise WeightsDoNotFitError(
-            f"{model.id} ({inst.weight_dtype} weights) does not fit {gpus} x {chip.id} "
+            f"{model.id} ({dtypes} weights) does not fit {gpus} x {chip.id} "
             f"({inst.layout.label}): {inst.weight_bytes_per_gpu / units.GB:.1f} GB of weights "
             f"per GPU > {inst.usable_hbm_per_gpu / units.GB:.1f} GB usable "
             f"({chip.hbm_gb:g} GB x {cal.knobs.hbm_usable_fraction:g}); {hint}"
@@ -383,14 +395,24 @@ def smallest_fitting_gpus(
     """The smallest power-of-two instance size whose per-GPU weights fit, or None."""
     g = 1
     while g <= max_gpus:
-        kv = KvModel(model, model.kv_dtype)
-        inst = Instance(
-            model, chip, layout_for(model, chip, g), cal, kv, weight_dtype or model.weight_dtype
-        )
+        inst = _build(model, chip, g, cal, None, weight_dtype)
         if inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu:
             return g
         g *= 2
     return None
+
+
+def _build(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    kv_dtype: str | None,
+    weight_dtype: Dtype | None,
+) -> Instance:
+    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
+    return Instance(model, chip, layout_for(model, chip, gpus), cal, kv, dense_dtype, expert_dtype)
 
 
 @dataclass(frozen=True, slots=True)

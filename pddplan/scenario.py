@@ -189,11 +189,22 @@ class Scenario(Frozen):
         for needed in ("prefill", "main_decode"):
             if needed not in roles:
                 problems.append(f"no datacenter allows role '{needed}'")
+        if not problems and not self._prefill_reaches_main_decode():
+            problems.append(
+                "no prefill datacenter is the same as, or linked to, a main_decode datacenter: "
+                "add a link between them"
+            )
         if self.objective == "max-capacity" and self.budget_usd_per_hour is None:
             problems.append("objective 'max-capacity' needs budget_usd_per_hour")
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _prefill_reaches_main_decode(self) -> bool:
+        linked = {frozenset(link.between) for link in self.links}
+        prefill = [d for d, dc in self.datacenters.items() if "prefill" in dc.roles]
+        decode = [d for d, dc in self.datacenters.items() if "main_decode" in dc.roles]
+        return any(p == d or frozenset((p, d)) in linked for p in prefill for d in decode)
 
     def chips_for(self, role: Role) -> list[tuple[str, str]]:
         """(datacenter, chip) pairs where ``role`` may run."""

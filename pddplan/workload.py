@@ -134,7 +134,7 @@ def _check_params(
 def frozen_dist(d: LengthDist | HitDist) -> stats.rv_continuous | stats.rv_discrete:
     """A ``scipy.stats`` frozen distribution for ``d``."""
     if d.dist == "fixed":
-        return stats.uniform(loc=d.value, scale=0.0)
+        return stats.rv_discrete(values=([d.value], [1.0]))
     if d.dist == "uniform":
         return stats.uniform(loc=d.min, scale=d.max - d.min)  # type: ignore[operator]
     if d.dist == "lognormal":

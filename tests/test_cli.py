@@ -224,3 +224,42 @@ def test_python_m_json_stdout_parses():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["kv_fixed_bytes_per_request"] == 4_559_872
+
+
+def test_usage_errors_are_one_line():
+    """typer's own errors (bad option value, missing argument) also print one Error: line."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", "perf", "llama-3.1-8b", "h100-sxm", "--hit-rate", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "Error: pddplan perf: Invalid value for '--hit-rate': Input should be less than or equal "
+        "to 1 (see 'pddplan perf --help')"
+    ]
+    assert proc.stdout == ""
+
+
+def test_model_import_adds_to_an_existing_catalog_and_keeps_it(tmp_path):
+    catalog = tmp_path / "mine.yaml"
+    hf = str(DATA / "hf" / "llama-3.1-8b.json")
+    assert run("model", "import", hf, "--id", "a", "--out", str(catalog)).exit_code == 0
+    catalog.write_text("# my models\n" + catalog.read_text())
+    assert run("model", "import", hf, "--id", "b", "--out", str(catalog)).exit_code == 0
+    assert catalog.read_text().startswith("# my models\n")
+    assert {m["id"] for m in run_json("model", "list", "--models", str(catalog))} == {"a", "b"}
+    before = catalog.read_text()
+    again = run("model", "import", hf, "--id", "a", "--out", str(catalog))
+    assert again.exit_code == 2 and "models.a already exists" in again.stderr
+    assert catalog.read_text() == before
+
+
+def test_perf_weight_dtype_overrides_the_experts_too():
+    """--weight-dtype bf16 turns V4's FP4 experts to BF16 as well (regression): the routed
+    experts (~1.55T params) then take 4x their FP4 bytes, so per-GPU weights grow ~3.5x."""
+    mixed = run_json("perf", "deepseek-v4-pro", "h200-sxm", "--gpus", "64")
+    bf16 = run_json("perf", "deepseek-v4-pro", "h200-sxm", "--gpus", "64", "--weight-dtype", "bf16")
+    experts_fp4_gb = 1.548e12 * 0.5 / 64 / 1e9
+    assert bf16["weight_gb_per_gpu"] - mixed["weight_gb_per_gpu"] > 3 * experts_fp4_gb

@@ -108,7 +108,9 @@ def test_layouts(models, hardware):
     h100 = hardware.chips["h100-sxm"]
     assert layout_for(models["llama-3.1-70b"], h100, 8).label == "TP8"
     assert layout_for(models["deepseek-v3"], h100, 32).label == "DP32+EP32"
-    assert layout_for(models["qwen3-235b-a22b"], h100, 16).label == "TP8+EP16"
+    # GQA attention is no wider than the KV heads (4), so 16 GPUs run 4 attention groups
+    assert layout_for(models["qwen3-235b-a22b"], h100, 16).label == "DP4xTP4+EP16"
+    assert layout_for(models["glm-4.5"], h100, 8).label == "TP8+EP8"
 
 
 def test_multi_node_instances_pay_for_the_slower_link(models, hardware):
@@ -198,3 +200,15 @@ def test_more_hbm_never_lowers_the_largest_batch(models, hardware, i, extra_gb, 
     bigger = make_instance(inst.model, bigger_chip, inst.layout.gpus, inst.cal)
     assert bigger.max_batch(ctx, tpot_s=0.05) >= inst.max_batch(ctx, tpot_s=0.05)
     assert bigger.max_batch(ctx) >= inst.max_batch(ctx)
+
+
+def test_weight_bytes_agree_with_the_per_gpu_parts(models, hardware):
+    """One GPU (no replication) stores exactly what `model show` calls weight_bytes, also
+    for Kimi-K2 whose config shapes exceed its rounded 1T card figure (regression)."""
+    from pddplan.llm import weight_bytes
+
+    big = hardware.chips["h200-sxm"].model_copy(update={"hbm_gb": 1e5})
+    for model_id in ("kimi-k2", "deepseek-v4-pro", "llama-3.1-70b"):
+        m = models[model_id]
+        inst = make_instance(m, big, 1, resolve_calibration(hardware, "h200-sxm"))
+        assert inst.weight_bytes_per_gpu == pytest.approx(weight_bytes(m))

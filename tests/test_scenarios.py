@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DATA, SCENARIOS
+from conftest import DATA, ROOT, SCENARIOS
 
 from pddplan.errors import InputError
 from pddplan.loaders import load_scenario
@@ -169,3 +169,25 @@ def test_distributions():
     capped = LengthDist(dist="lognormal", median=1000, sigma=1.0, max=2000)
     assert quantile(capped, 0.999) <= 2000 + 1e-9
     assert mean(HitDist(dist="beta", mean=0.3, concentration=5)) == pytest.approx(0.3)
+
+
+def test_custom_catalogs_are_used_for_id_checks(tmp_path):
+    """A scenario with its own hardware catalog gets no false 'unknown chip' errors next to
+    a real one (regression: ids were checked against the shipped catalog)."""
+    shipped = (ROOT / "catalogs" / "hardware.yaml").read_text()
+    (tmp_path / "hw.yaml").write_text(shipped.replace("  l40s:\n", "  my-l40s:\n", 1))
+    text = GOOD.replace("[l40s]", "[my-l40s]").replace("rtt_ms: 10", "rtt_ms: 0")
+    text += "catalogs: {hardware: hw.yaml}\n"
+    problems = _problems(tmp_path, text)
+    assert len(problems) == 1 and "links[0].rtt_ms" in problems[0], problems
+
+
+def test_prefill_must_reach_main_decode(tmp_path):
+    text = GOOD.replace(
+        "  - between: [a, b]\n    rtt_ms: 10\n    tiers: [{gbps: 10, usd_per_month: 100}]\n", ""
+    )
+    text = text.replace("links:\n", "links: []\n")
+    problems = _problems(tmp_path, text)
+    assert any("no prefill datacenter is the same as, or linked to" in p for p in problems), (
+        problems
+    )
