@@ -19,9 +19,11 @@ from rich.console import Console
 from pddplan import report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.errors import InputError, PddplanError
+from pddplan.evaluate import evaluate as run_evaluation
 from pddplan.loaders import (
     add_model_entry,
     import_hf_config,
+    load_fleet,
     load_hardware,
     load_models,
     load_scenario,
@@ -313,6 +315,32 @@ def validate(
         _print_json({"valid": True, "scenario": s.model_dump(mode="json")})
     else:
         out.print(report.scenario_summary(s, str(scenario)))
+
+
+@app.command()
+@user_errors
+def evaluate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    fleet: Annotated[Path, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")],
+    demand_rps: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, help="Evaluate at this demand instead of the scenario's arrival rate."
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
+
+    Example: [bold]pddplan evaluate scenarios/pdd-h100-h200.yaml --fleet fleets/pdd-h100-h200-example.yaml[/bold]
+    """
+    s, hw, catalog = load_scenario(scenario)
+    deployment = load_fleet(fleet, s, hw)
+    result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
+    if json_out:
+        _print_json(views.evaluation_view(result))
+    else:
+        out.print(report.evaluation_report(result, s))
 
 
 @app.command()

@@ -13,7 +13,9 @@ what a decode step reads, and attention FLOPs.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from pddplan import units
 from pddplan.llm import KvDtype, ModelSpec
@@ -22,7 +24,7 @@ FP8_SCALE_BYTES_PER_128 = 4
 """FP8 caches carry one fp32 scale per 128 elements (DeepGEMM / FlashMLA FP8 layouts)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class KvModel:
     """The KV-cache and attention cost model of one model at one KV dtype."""
 
@@ -57,9 +59,16 @@ class KvModel:
             raw += FP8_SCALE_BYTES_PER_128 * math.ceil(m.index_head_dim / 128)
         return raw
 
-    def _layer_ratios(self) -> tuple[int, ...]:
+    @cached_property
+    def _layers(self) -> tuple[tuple[int, int], ...]:
+        """(compression ratio, number of layers with it), in first-seen order."""
         m = self.model
-        return m.compress_ratios or (1,) * m.num_hidden_layers
+        return tuple(Counter(m.compress_ratios or (1,) * m.num_hidden_layers).items())
+
+    @cached_property
+    def _csa_ratio(self) -> int | None:
+        compressed = [r for r, _ in self._layers if r > 1]
+        return min(compressed) if compressed else None
 
     def _indexed(self, ratio: int) -> bool:
         """Whether a layer selects top-k entries through the indexer.
@@ -72,8 +81,7 @@ class KvModel:
             return False
         if m.attention != "compressed":
             return True
-        compressed = [r for r in self._layer_ratios() if r > 1]
-        return ratio > 1 and ratio == min(compressed)
+        return ratio > 1 and ratio == self._csa_ratio
 
     def _windowed(self, ratio: int) -> bool:
         """Whether a layer keeps a sliding window of raw entries (compressed layers do)."""
@@ -86,17 +94,17 @@ class KvModel:
         if m.kv_bytes_per_token_override and self.dtype in m.kv_bytes_per_token_override:
             return m.kv_bytes_per_token_override[self.dtype]
         total = 0.0
-        for r in self._layer_ratios():
+        for r, n in self._layers:
             if r == 0:  # window-only layer: nothing grows with context
                 continue
             per_entry = self.entry_bytes + (self.index_key_bytes if self._indexed(r) else 0.0)
-            total += per_entry / r
+            total += n * per_entry / r
         return total
 
     @property
     def fixed_bytes(self) -> float:
         """KV bytes per request that do not scale with context (sliding-window state)."""
-        windowed = sum(1 for r in self._layer_ratios() if self._windowed(r))
+        windowed = sum(n for r, n in self._layers if self._windowed(r))
         return windowed * (self.model.sliding_window or 0) * self.entry_bytes
 
     def resident_bytes(self, context_tokens: float) -> float:
@@ -119,9 +127,9 @@ class KvModel:
         if m.kv_bytes_per_token_override and self.dtype in m.kv_bytes_per_token_override:
             return self.resident_bytes(c)
         total = 0.0
-        for r in self._layer_ratios():
+        for r, n in self._layers:
             attended, candidates = self._attended(r, c)
-            total += self.entry_bytes * attended + self.index_key_bytes * candidates
+            total += n * (self.entry_bytes * attended + self.index_key_bytes * candidates)
         return total
 
     def _attended(self, ratio: int, context_tokens: float) -> tuple[float, float]:
@@ -154,9 +162,9 @@ class KvModel:
         per_entry = 2 * m.num_attention_heads * d
         per_index = 2 * (m.index_n_heads or 0) * (m.index_head_dim or 0)
         total = 0.0
-        for r in self._layer_ratios():
+        for r, n in self._layers:
             attended, candidates = self._attended(r, c)
-            total += per_entry * attended + per_index * candidates
+            total += n * (per_entry * attended + per_index * candidates)
         return total
 
     @property

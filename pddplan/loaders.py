@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from pddplan.calibration import resolve_calibration
 from pddplan.errors import InputError
+from pddplan.fleet import Fleet
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec, hf_config_to_entry
 from pddplan.perf import smallest_fitting_gpus
@@ -330,6 +331,9 @@ def _cross_check(
     for chip in s.calibration.per_chip:
         if chip not in hw.chips:
             bad(("calibration", "per_chip", chip), unknown_id("chip", chip, hw.chips))
+    for chip in s.prices_usd_per_gpu_hour:
+        if chip not in hw.chips:
+            bad(("prices_usd_per_gpu_hour", chip), unknown_id("chip", chip, hw.chips))
     if s.workload.trace is not None:
         trace = path.parent / s.workload.trace.file
         if not trace.is_file():
@@ -412,3 +416,58 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
     except InputError:
         catalog.write_text(old_text, encoding="utf-8")
         raise
+
+
+def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fleet:
+    """Load a fleet file and check it against the scenario: every pool's datacenter, role
+    and chip must be allowed there, every link must be one of the scenario's links and its
+    bandwidth one of that link's tiers."""
+    data, lines = read_yaml(path)
+    fleet = validate(Fleet, data, path, lines)
+    problems = []
+
+    def bad(loc: Loc, msg: str) -> None:
+        problems.append(f"{_where(path, lines, loc)}: {_fmt(loc)}: {msg}")
+
+    for i, pool in enumerate(fleet.pools):
+        dc = scenario.datacenters.get(pool.datacenter)
+        if dc is None:
+            bad(
+                ("pools", i, "datacenter"),
+                f"unknown datacenter '{pool.datacenter}' "
+                f"(scenario datacenters: {', '.join(scenario.datacenters)})",
+            )
+            continue
+        if pool.role not in dc.roles:
+            bad(
+                ("pools", i, "role"),
+                f"role '{pool.role}' is not allowed in {pool.datacenter} "
+                f"(allowed: {', '.join(dc.roles)})",
+            )
+        if pool.chip not in dc.chips:
+            close = (
+                unknown_id("chip", pool.chip, hardware.chips)
+                if pool.chip not in hardware.chips
+                else ""
+            )
+            bad(
+                ("pools", i, "chip"),
+                f"chip '{pool.chip}' is not allowed in {pool.datacenter} "
+                f"(allowed: {', '.join(dc.chips)})" + (f"; {close}" if close else ""),
+            )
+    for i, choice in enumerate(fleet.links):
+        link = next((x for x in scenario.links if set(x.between) == set(choice.between)), None)
+        if link is None:
+            bad(
+                ("links", i, "between"),
+                f"the scenario has no link between {choice.between[0]} and {choice.between[1]}",
+            )
+        elif choice.gbps not in {t.gbps for t in link.tiers}:
+            bad(
+                ("links", i, "gbps"),
+                f"{choice.gbps:g} Gbps is not a tier of that link "
+                f"(tiers: {', '.join(f'{t.gbps:g}' for t in link.tiers)})",
+            )
+    if problems:
+        raise InputError(problems)
+    return fleet

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pddplan import units
 
 CALIBRATED_INITIAL_WINDOW_BYTES = 91_600.0
@@ -61,3 +63,22 @@ def rdma_transfer_s(nbytes: float, *, nic_bytes_per_s: float) -> float:
 def link_bytes_per_s(gbps: float, tcp_efficiency: float) -> float:
     """Goodput of a WAN link tier: line rate x TCP efficiency, in bytes/s."""
     return gbps * units.GBIT * tcp_efficiency
+
+
+def wan_transfer_s_many(
+    nbytes: np.ndarray,
+    *,
+    rtt_s: float,
+    share_bytes_per_s: float,
+    initial_window_bytes: float = CALIBRATED_INITIAL_WINDOW_BYTES,
+) -> np.ndarray:
+    """``wan_transfer_s`` for an array of sizes (same link, reused connections)."""
+    nbytes = np.asarray(nbytes, dtype=float)
+    if share_bytes_per_s <= 0:
+        return np.where(nbytes > 0, np.inf, 0.0)
+    sent_ss = max(share_bytes_per_s * rtt_s, initial_window_bytes)
+    ramp_small = rtt_s * np.log2(nbytes / initial_window_bytes + 1)
+    rounds = math.log2(sent_ss / initial_window_bytes + 1)
+    ramp_big = rtt_s * rounds + (nbytes - sent_ss) / share_bytes_per_s
+    out = np.where(nbytes <= sent_ss, ramp_small, ramp_big) + rtt_s / 2
+    return np.where(nbytes > 0, out, 0.0)

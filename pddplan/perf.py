@@ -22,7 +22,7 @@ from pddplan.calibration import Calibration
 from pddplan.errors import WeightsDoNotFitError
 from pddplan.hardware import ChipSpec
 from pddplan.kv import KvModel
-from pddplan.llm import Dtype, ModelSpec, param_breakdown, weight_dtypes
+from pddplan.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
 """Activations exchanged by collectives are BF16."""
@@ -88,6 +88,7 @@ class Instance:
     weight_dtype: Dtype
     """Dtype of the non-expert weights."""
     expert_weight_dtype: Dtype
+    params: ParamBreakdown
 
     # --- memory -----------------------------------------------------------------------------
     def _bytes(self, params: float, *, expert: bool = False) -> float:
@@ -97,7 +98,7 @@ class Instance:
     @property
     def weight_bytes_per_gpu(self) -> float:
         """Weights one GPU stores (the largest share, where parts are replicated)."""
-        p, lay = param_breakdown(self.model), self.layout
+        p, lay = self.params, self.layout
         return (
             self._bytes(p.attention) / lay.attn_tp
             + self._bytes(p.dense_mlp) / lay.dense_tp
@@ -148,7 +149,7 @@ class Instance:
         return min(hosted, share * self.cal.knobs.ep_imbalance)
 
     def _weights_read_per_gpu(self, tokens: float) -> float:
-        p, lay, m = param_breakdown(self.model), self.layout, self.model
+        p, lay, m = self.params, self.layout, self.model
         read = (
             self._bytes(p.attention) / lay.attn_tp
             + self._bytes(p.dense_mlp) / lay.dense_tp
@@ -163,7 +164,7 @@ class Instance:
     def _compute_s(self, tokens: float, attn_flops: float, mfu: float) -> float:
         """Seconds of math on the busiest GPU for ``tokens`` tokens (linear layers) plus
         ``attn_flops`` of attention spread evenly."""
-        p = param_breakdown(self.model)
+        p = self.params
         active = self.model.active_params_b * 1e9
         dense_flops = 2 * tokens * (active - p.routed_active) + attn_flops
         expert_flops = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
@@ -412,7 +413,16 @@ def _build(
 ) -> Instance:
     kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
     dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
-    return Instance(model, chip, layout_for(model, chip, gpus), cal, kv, dense_dtype, expert_dtype)
+    return Instance(
+        model,
+        chip,
+        layout_for(model, chip, gpus),
+        cal,
+        kv,
+        dense_dtype,
+        expert_dtype,
+        param_breakdown(model),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def erlang_c(servers: int, offered_erlangs: float) -> float:
     """Probability that an arrival waits, for ``servers`` servers and ``offered_erlangs``
@@ -66,3 +68,20 @@ def processor_sharing_stretch(utilization: float) -> float:
     if utilization >= 1.0:
         return math.inf
     return 1.0 / (1.0 - utilization)
+
+
+def wait_tail_many(
+    t_s: np.ndarray,
+    *,
+    servers: int,
+    utilization: float,
+    mean_service_s: float,
+    service_cv2: float = 1.0,
+) -> np.ndarray:
+    """``wait_tail`` for an array of times (one pool)."""
+    t_s = np.asarray(t_s, dtype=float)
+    if utilization >= 1.0:
+        return np.ones_like(t_s)
+    c = erlang_c(servers, utilization * servers)
+    rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
+    return np.where(t_s < 0, 1.0, c * np.exp(-rate * np.maximum(t_s, 0.0)))

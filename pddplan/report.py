@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
+from pddplan.evaluate import Evaluation
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
 from pddplan.scenario import Scenario
@@ -212,3 +213,94 @@ def scenario_summary(s: Scenario, path: str) -> Table:
     )
     t.add_row("objective", s.objective)
     return t
+
+
+ROLE_LABELS = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None or x == float("inf") else f"{x:,.2f} s"
+
+
+def evaluation_report(e: Evaluation, s: Scenario) -> Group:
+    """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
+    fleet = _grid(
+        f"Fleet {e.fleet}",
+        (
+            "datacenter",
+            "role",
+            "chip",
+            "layout",
+            "GPUs/\ninstance",
+            "instances",
+            "GPUs",
+            "$/hour",
+            "busy",
+        ),
+    )
+    for p in e.pools:
+        fleet.add_row(
+            p.datacenter,
+            ROLE_LABELS[p.role],
+            p.chip,
+            p.layout,
+            str(p.gpus_per_instance),
+            str(p.instances),
+            str(p.gpus),
+            _num(p.cost_per_hour_usd, ",.2f"),
+            _pct(p.utilization),
+        )
+    fleet.caption = "P = prefill, RLD = relay decode, MD = main decode"
+    links = Table(title="WAN links", box=box.SIMPLE_HEAD)
+    for col in ("between", "Gbps", "utilization", "$/hour"):
+        links.add_column(col, justify="left" if col == "between" else "right")
+    for x in e.links:
+        links.add_row(
+            f"{x.between[0]} - {x.between[1]}",
+            f"{x.gbps:g}",
+            _pct(x.utilization),
+            _num(x.cost_per_hour_usd, ",.2f"),
+        )
+    routing = Table(title="Routing", box=box.SIMPLE_HEAD)
+    for col in ("pipeline", "requests", "output tokens"):
+        routing.add_column(col, justify="left" if col == "pipeline" else "right")
+    names = {"p_md": "P -> MD", "p_rld_md": "P -> RLD -> MD", "singular": "P -> RLD (singular)"}
+    for key, share in e.pipelines.items():
+        routing.add_row(names[key], _pct(share["requests"]), _pct(share["output_tokens"]))
+    threshold = e.routing["relay_above_mb"]
+    routing.caption = (
+        f"rule: relay when the WAN payload exceeds {threshold:,.1f} MB"
+        if threshold is not None
+        else "rule: relay nothing"
+    )
+    routing.caption += f"; RLD produces {e.rld_token_share:.2%} of output tokens"
+    latency = Table(title=f"Latency at the demand ({e.demand_rps:g} req/s)", box=box.SIMPLE_HEAD)
+    for col in ("metric", "predicted", "SLA"):
+        latency.add_column(col, justify="left" if col == "metric" else "right")
+    latency.add_row("TTFT P50", _s(e.ttft_s["p50"]), "")
+    latency.add_row("TTFT P90", _s(e.ttft_s["p90"]), f"{s.sla.ttft_p90_s:g} s")
+    latency.add_row("TTFT P99", _s(e.ttft_s["p99"]), f"{s.sla.ttft_p99_s:g} s")
+    latency.add_row("TPOT (decode step)", f"{e.tpot_ms['step']:.1f} ms", f"{s.sla.tpot_ms:g} ms")
+    latency.add_row(
+        "TPOT P99 gap (handoff stalls)", f"{e.tpot_ms['p99']:.1f} ms", f"{s.sla.tpot_ms:g} ms"
+    )
+    econ = Table(title="Economics", box=box.SIMPLE_HEAD)
+    econ.add_column("figure")
+    econ.add_column("value", justify="right")
+    cost = e.cost_per_hour_usd
+    econ.add_row("cost per hour", f"${cost:,.2f}" if cost is not None else "— (missing prices)")
+    econ.add_row(
+        "cost per month", f"${cost * units.HOURS_PER_MONTH:,.0f}" if cost is not None else "—"
+    )
+    econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
+    econ.add_row("BCR (capacity per $/hour)", _num(e.bcr, ",.4f"))
+    econ.add_row("$ per million output tokens", _num(e.usd_per_million_output_tokens, ",.2f"))
+    style = "green" if e.status == "ok" else "red"
+    lines = [Text(f"status: {e.status}", style=style)]
+    lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
+    lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
+    return Group(fleet, links, routing, latency, econ, *lines)

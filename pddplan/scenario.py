@@ -132,6 +132,10 @@ class Search(Frozen):
     gpus_per_instance: tuple[Annotated[int, Field(ge=1)], ...] | None = None
     """Explicit instance sizes; default: powers of two up to ``max_gpus_per_instance``."""
     max_gpus_per_instance: Annotated[int, Field(ge=1)] = 64
+    max_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    """Highest planned busy fraction of any pool (assumption: 10% headroom for bursts)."""
+    max_link_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    """Highest planned utilization of a WAN link (assumption)."""
 
     def sizes(self) -> tuple[int, ...]:
         if self.gpus_per_instance:
@@ -172,6 +176,8 @@ class Scenario(Frozen):
     search: Search = Search()
     objective: Literal["max-bcr", "min-cost", "max-capacity"] = "max-bcr"
     budget_usd_per_hour: Positive | None = None
+    prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
+    """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
     solver: SolverOptions = SolverOptions()
     calibration: CalibrationSpec = CalibrationSpec()
 

@@ -4,9 +4,11 @@ report tables show. No formatting here, only numbers and names."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from pddplan import units
+from pddplan.evaluate import Evaluation
 from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
@@ -62,3 +64,37 @@ def perf_view(perf: InstancePerf) -> dict[str, Any]:
     out = dataclasses.asdict(perf)
     out["kv_transfer_gb"] = perf.kv_transfer_bytes / units.GB
     return out
+
+
+def evaluation_view(e: Evaluation) -> dict[str, Any]:
+    """``pddplan evaluate --json``: plain numbers, the keys ``pddplan solve`` will share."""
+    out = dataclasses.asdict(e)
+    out["fleet"] = [
+        {k: p[k] for k in ("datacenter", "role", "chip", "gpus_per_instance", "instances")}
+        for p in out["pools"]
+    ]
+    out["name"] = e.fleet
+    out["total_gpus"] = sum(p.gpus for p in e.pools)
+    out["links"] = [
+        {
+            "between": list(x.between),
+            "gbps": x.gbps,
+            "utilization": x.utilization,
+            "cost_per_hour_usd": x.cost_per_hour_usd,
+        }
+        for x in e.links
+    ]
+    return _plain(out)
+
+
+def _plain(value: Any) -> Any:
+    """Numpy scalars to Python numbers; infinities to None (JSON has no infinity)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

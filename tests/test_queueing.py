@@ -51,3 +51,13 @@ def test_bigger_pools_wait_less_at_the_same_utilization(c, rho):
 def test_ps_stretch():
     assert processor_sharing_stretch(0.75) == pytest.approx(4.0)
     assert processor_sharing_stretch(1.0) == math.inf
+
+
+def test_vector_form_matches_the_scalar_one():
+    import numpy as np
+
+    from pddplan.queueing import wait_tail_many
+
+    kw = dict(servers=4, utilization=0.8, mean_service_s=0.5, service_cv2=0.3)
+    ts = np.array([-1.0, 0.0, 0.3, 2.0])
+    assert wait_tail_many(ts, **kw) == pytest.approx([wait_tail(t, **kw) for t in ts])

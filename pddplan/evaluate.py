@@ -1,0 +1,609 @@
+"""The evaluator: what a given deployment delivers, computed from the analytic model.
+
+It shares only the per-instance cost functions (``perf``), the transfer-time model
+(``network``) and the queueing formulas (``queueing``) with the planner; it never looks at
+the MILP. Given a fleet it finds, for the scenario's workload:
+
+- the SLA capacity: the largest arrival rate at which every pool and link stays within its
+  utilization cap, the TTFT tail masses meet the P90/P99 budgets, and the P99 inter-token
+  gap (handoff stalls included) meets the TPOT bound (bisection: every limit is monotone
+  in the rate);
+- at the scenario's demand: the TTFT percentiles of the whole class mixture, the TPOT,
+  the utilization of every pool and link, and the cost;
+- which limit binds at the SLA capacity.
+
+Semantics (``docs/model.md``, "Evaluating a deployment"): a request of class k waits at
+prefill (M/G/c wait of its P pool), is prefilled (its passes alone), then either crosses the
+WAN to MD (transfer at the link's share left by other flows, ``goodput x (1 - u)``), or goes
+by RDMA to RLD; its first token comes from MD's or RLD's first decode step. Prefill traffic
+splits across P pools in proportion to their capacity; decode traffic likewise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pddplan import units
+from pddplan.calibration import resolve_calibration
+from pddplan.classes import RequestClass, request_classes
+from pddplan.errors import InputError, PddplanError
+from pddplan.fleet import Fleet, Routing
+from pddplan.hardware import HardwareCatalog
+from pddplan.llm import ModelSpec
+from pddplan.network import RDMA_LATENCY_S, link_bytes_per_s, wan_transfer_s_many
+from pddplan.perf import Instance, make_instance
+from pddplan.queueing import wait_tail_many
+from pddplan.scenario import Scenario
+
+TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
+"""(percentile, tail-mass budget): P90 allows 10% of requests above the bound, P99 1%."""
+BISECT_STEPS = 60
+"""Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolResult:
+    datacenter: str
+    role: str
+    chip: str
+    layout: str
+    gpus_per_instance: int
+    instances: int
+    gpus: int
+    cost_per_hour_usd: float | None
+    utilization: float
+    decode_batch: int | None = None
+    decode_step_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkResult:
+    between: tuple[str, str]
+    gbps: float
+    utilization: float
+    cost_per_hour_usd: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a fleet delivers on a scenario."""
+
+    fleet: str
+    status: str
+    """``ok`` (demand within SLA capacity), ``below_demand`` or ``sla_infeasible``."""
+    demand_rps: float
+    sla_capacity_rps: float
+    cost_per_hour_usd: float | None
+    bcr: float | None
+    """SLA capacity (req/s) per dollar-hour."""
+    usd_per_million_output_tokens: float | None
+    ttft_s: dict[str, float]
+    tpot_ms: dict[str, float]
+    pools: list[PoolResult]
+    links: list[LinkResult]
+    routing: dict[str, float | int | None]
+    pipelines: dict[str, dict[str, float]]
+    rld_token_share: float
+    binding: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+# --- building the per-class model -------------------------------------------------------------
+class _Model:
+    """Everything about a fleet that does not depend on the arrival rate."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        hw: HardwareCatalog,
+        model: ModelSpec,
+        fleet: Fleet,
+        classes: list[RequestClass],
+    ) -> None:
+        self.s, self.hw, self.fleet = scenario, hw, fleet
+        self.tpot_s = scenario.sla.tpot_ms * units.MS
+        self.rho_max = scenario.search.max_utilization
+        self.link_max = scenario.search.max_link_utilization
+        self.w = np.array([c.weight for c in classes])
+        self.inp = np.array([c.input_tokens for c in classes])
+        self.out = np.array([c.output_tokens for c in classes])
+        self.hit = np.array([c.p_hit for c in classes])
+        self.md_hit = np.array([c.md_hit for c in classes])
+        self.roles: dict[str, list[tuple[object, Instance]]] = {
+            r: [] for r in ("prefill", "relay_decode", "main_decode")
+        }
+        for pool in fleet.pools:
+            cal = resolve_calibration(hw, pool.chip, scenario.calibration)
+            inst = make_instance(
+                model,
+                hw.chips[pool.chip],
+                pool.gpus_per_instance,
+                cal,
+                kv_dtype=scenario.kv_dtype,
+                weight_dtype=scenario.weight_dtype,
+            )
+            self.roles[pool.role].append((pool, inst))
+        for role in ("prefill", "main_decode"):
+            if not self.roles[role]:
+                raise InputError(f"fleet {fleet.name}: no {role} pool")
+        kv = self.roles["main_decode"][0][1].kv
+        self.payload = np.array(
+            [kv.transfer_bytes(L, h) for L, h in zip(self.inp, self.md_hit, strict=True)]
+        )
+        self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
+        # prefill: latency alone and service time, per P pool and class
+        self.p_lat, self.p_svc = [], []
+        for _, inst in self.roles["prefill"]:
+            self.p_lat.append(
+                np.array(
+                    [inst.prefill_latency_s(L, h) for L, h in zip(self.inp, self.hit, strict=True)]
+                )
+            )
+            self.p_svc.append(
+                np.array(
+                    [inst.prefill_service_s(L, h) for L, h in zip(self.inp, self.hit, strict=True)]
+                )
+            )
+        p_caps = np.array(
+            [
+                pool.instances / float(self.w @ svc)
+                for (pool, _), svc in zip(self.roles["prefill"], self.p_svc, strict=True)
+            ]
+        )
+        self.p_share = p_caps / p_caps.sum()
+
+        # MD's operating point: the largest batch meeting TPOT at MD's token-weighted context
+        ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
+        self.md_points = {}
+        for i, (_, inst) in enumerate(self.roles["main_decode"]):
+            batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
+            self.md_points[i] = (batch, inst.decode_step_s(max(batch, 1), ctx))
+        self._rld_cache: dict[bytes, list[tuple[int, float]]] = {}
+        self._stall_cache: dict[tuple[int, int, float], float] = {}
+
+    def rld_points(self, served: np.ndarray) -> list[tuple[int, float]]:
+        """(batch, step seconds) of each RLD pool at the mean context of the classes it serves."""
+        key = served.tobytes()
+        if key not in self._rld_cache:
+            ctx = float(self.w @ (served * self.inp) / max(self.w @ served, 1e-12))
+            points = []
+            for _, inst in self.roles["relay_decode"]:
+                batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
+                points.append((batch, inst.decode_step_s(max(batch, 1), ctx)))
+            self._rld_cache[key] = points
+        return self._rld_cache[key]
+
+    def stall_seconds(self, pool_index: int, eager: np.ndarray, chunk: int | None) -> np.ndarray:
+        """Per class: the MD extend step over its eager tokens (or one chunk of them)."""
+        inst = self.roles["main_decode"][pool_index][1]
+        out = np.zeros_like(eager)
+        for k in np.nonzero(eager > 0)[0]:
+            tokens = min(eager[k], chunk) if chunk else eager[k]
+            key = (pool_index, int(k), float(tokens))
+            if key not in self._stall_cache:
+                self._stall_cache[key] = inst.prefill_pass_s(tokens, float(self.inp[k]))
+            out[k] = self._stall_cache[key]
+        return out
+
+    # routing ------------------------------------------------------------------------------
+    def pipelines(self, routing: Routing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Boolean masks (direct, relay, singular) over classes."""
+        if routing.relay_above_mb is None:
+            relay = np.zeros_like(self.w, dtype=bool)
+        else:
+            relay = self.payload > routing.relay_above_mb * 1e6
+        singular = relay & (self.out <= routing.singular_max_output_tokens)
+        return ~relay, relay & ~singular, singular
+
+
+def _dc_of(pool) -> str:
+    return pool.datacenter
+
+
+# --- the state at one arrival rate ------------------------------------------------------------
+@dataclass
+class _State:
+    ok: bool
+    failures: list[str]
+    tail90: float
+    tail99: float
+    ttft_tail: Callable[[float], float]
+    tpot_p99_s: float
+    step_md_s: float
+    pool_util: list[float]
+    link_util: dict[tuple[str, str], float]
+    md_tokens: float
+    rld_tokens: float
+    decode_points: dict[int, tuple[int, float]]
+
+
+def _state(m: _Model, lam: float, routing: Routing) -> _State:
+    s, fleet, w = m.s, m.fleet, m.w
+    direct, relay, singular = m.pipelines(routing)
+    failures: list[str] = []
+    pools_p = m.roles["prefill"]
+    pools_r = m.roles["relay_decode"]
+    pools_m = m.roles["main_decode"]
+    # prefill pools
+    p_util = []
+    for (pool, _), svc, share in zip(pools_p, m.p_svc, m.p_share, strict=True):
+        p_util.append(lam * share * float(w @ svc) / pool.instances)
+    # decode-side shares by datacenter
+    md_dcs = sorted({_dc_of(p) for p, _ in pools_m})
+    p_dcs = sorted({_dc_of(p) for p, _ in pools_p})
+    md_points = m.md_points
+    md_caps = np.array(
+        [
+            pool.instances * b / t if b else 0.0
+            for (pool, _), (b, t) in zip(pools_m, md_points.values(), strict=True)
+        ]
+    )
+    if md_caps.sum() == 0:
+        failures.append("main decode cannot meet TPOT at any batch")
+        md_caps = np.ones(len(pools_m))
+    md_share = md_caps / md_caps.sum()
+    dc_share_md = {
+        dc: sum(sh for (p, _), sh in zip(pools_m, md_share, strict=True) if _dc_of(p) == dc)
+        for dc in md_dcs
+    }
+    dc_share_p = {
+        dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if _dc_of(p) == dc)
+        for dc in p_dcs
+    }
+    # WAN links: flows from every P datacenter to every MD datacenter
+    wan_classes = direct | relay
+    wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
+    link_util: dict[tuple[str, str], float] = {}
+    for pdc in p_dcs:
+        for mdc in md_dcs:
+            if pdc == mdc:
+                nic = pools_m[0][1].chip.nic_bytes_per_s
+                wan_time[(pdc, mdc)] = RDMA_LATENCY_S + m.payload / nic
+                continue
+            link, choice = _link(s, fleet, pdc, mdc)
+            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ (m.payload * wan_classes))
+            key = tuple(sorted((pdc, mdc)))
+            link_util[key] = link_util.get(key, 0.0) + flow / goodput
+    for pdc in p_dcs:
+        for mdc in md_dcs:
+            if pdc == mdc:
+                continue
+            link, choice = _link(s, fleet, pdc, mdc)
+            u = link_util[tuple(sorted((pdc, mdc)))]
+            share = link_bytes_per_s(choice.gbps, link.tcp_efficiency) * max(0.0, 1.0 - u)
+            rtt = link.rtt_ms * units.MS
+            # the transfer, then the first token's trip back to the user's side
+            wan = wan_transfer_s_many(m.payload, rtt_s=rtt, share_bytes_per_s=share)
+            wan_time[(pdc, mdc)] = wan + rtt / 2
+    for key, u in link_util.items():
+        if u > m.link_max:
+            failures.append(f"link {key[0]}-{key[1]} utilization {u:.0%} above {m.link_max:.0%}")
+    # RLD: eager tokens while the WAN transfer runs, or the whole output on the singular path
+    mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
+    rld_tokens_per_req = np.zeros_like(w)
+    rld_step = 0.0
+    r_util: list[float] = []
+    uses_rld = bool((relay | singular).any())
+    if uses_rld:
+        if not pools_r:
+            raise InputError(
+                f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
+            )
+        r_points = m.rld_points(relay | singular)
+        rld_step = max(t for _, t in r_points)
+        eager = np.minimum(m.out, np.ceil(mean_wan / rld_step))
+        rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
+        r_caps = np.array(
+            [
+                pool.instances * b / t if b else 0.0
+                for (pool, _), (b, t) in zip(pools_r, r_points, strict=True)
+            ]
+        )
+        if r_caps.sum() == 0:
+            failures.append("relay decode cannot meet TPOT at any batch")
+            r_caps = np.ones(len(pools_r))
+        load = lam * float(w @ rld_tokens_per_req)
+        r_util = [load * cap / r_caps.sum() / cap if cap else math.inf for cap in r_caps]
+    else:
+        r_util = [0.0 for _ in pools_r]
+    # MD load: its tokens plus the extend steps that stall it
+    md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
+    handoff = fleet.handoff
+    m_util, stall_rate_steps, stall_sizes = [], [], []
+    for i, (pool, _inst) in enumerate(pools_m):
+        batch, step = md_points[i]
+        lam_i = lam * md_share[i]
+        token_time = lam_i * float(w @ md_tokens_per_req) * step / max(batch, 1)
+        chunk = handoff.chunk_tokens if handoff.mode == "catch-up" else None
+        eager = rld_tokens_per_req * relay
+        stalls = np.where(eager > 0, np.ceil(eager / chunk) if chunk else 1.0, 0.0)
+        stall_s = m.stall_seconds(i, eager, chunk)
+        stall_time = lam_i * float(w @ (stalls * stall_s))
+        m_util.append((token_time + stall_time) / pool.instances)
+        # fraction of this pool's steps that carry a stall, by stall size
+        stall_rate_steps.append(lam_i / pool.instances * w * stalls * step)
+        stall_sizes.append(stall_s)
+    # TPOT: the P99 inter-token gap, stalls included
+    step_md = max(t for _, t in md_points.values())
+    tpot_p99 = _p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
+    if tpot_p99 > m.tpot_s * (1 + 1e-9):
+        failures.append(f"TPOT P99 {tpot_p99 / units.MS:.1f} ms above {s.sla.tpot_ms:g} ms")
+    for (pool, _), u in zip(pools_p + pools_r + pools_m, p_util + r_util + m_util, strict=True):
+        if u > m.rho_max:
+            failures.append(
+                f"{pool.role} {pool.chip} in {pool.datacenter} busy {u:.0%} above {m.rho_max:.0%}"
+            )
+    # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
+    first_md = step_md
+    first_rld = rld_step
+    rdma = RDMA_LATENCY_S + m.rdma_bytes / pools_p[0][1].chip.nic_bytes_per_s
+    rest = {}
+    for a in p_dcs:
+        for b in md_dcs:
+            rest[(a, b)] = np.where(direct, wan_time[(a, b)] + first_md, rdma + first_rld)
+    svc_mean = [float(w @ svc) for svc in m.p_svc]
+    svc_cv2 = [
+        float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
+    ]
+
+    def ttft_tail(T: float) -> float:
+        total = 0.0
+        for j, ((pool, _), lat, share) in enumerate(zip(pools_p, m.p_lat, m.p_share, strict=True)):
+            a = _dc_of(pool)
+            for b in md_dcs:
+                slack = T - lat - rest[(a, b)]
+                tail = wait_tail_many(
+                    slack,
+                    servers=pool.instances,
+                    utilization=min(p_util[j], 1.0),
+                    mean_service_s=svc_mean[j],
+                    service_cv2=svc_cv2[j],
+                )
+                total += share * dc_share_md[b] / sum(dc_share_md.values()) * float(w @ tail)
+        return total
+
+    tail90, tail99 = ttft_tail(s.sla.ttft_p90_s), ttft_tail(s.sla.ttft_p99_s)
+    if tail90 > 0.10 + 1e-12:
+        failures.append(
+            f"TTFT P90 above {s.sla.ttft_p90_s:g} s ({tail90:.1%} of requests, budget 10%)"
+        )
+    if tail99 > 0.01 + 1e-12:
+        failures.append(
+            f"TTFT P99 above {s.sla.ttft_p99_s:g} s ({tail99:.2%} of requests, budget 1%)"
+        )
+    return _State(
+        not failures,
+        failures,
+        tail90,
+        tail99,
+        ttft_tail,
+        tpot_p99,
+        step_md,
+        p_util + r_util + m_util,
+        link_util,
+        float(w @ md_tokens_per_req),
+        float(w @ rld_tokens_per_req),
+        md_points,
+    )
+
+
+def _p99_gap(
+    step: float, rates: list[np.ndarray], sizes: list[np.ndarray], shares: np.ndarray
+) -> float:
+    """The 99th percentile of the inter-token gap: ``step``, plus a stall on the steps that
+    carry one (each pool's stalled-step fractions weighted by its share of tokens)."""
+    pairs, stalled = [], 0.0
+    for r, sz, share in zip(rates, sizes, shares, strict=True):
+        for frac, size in zip(r * share, sz, strict=True):
+            if frac > 0:
+                pairs.append((size, float(frac)))
+                stalled += float(frac)
+    if stalled <= 0.01:
+        return step
+    scale = min(1.0, stalled) / stalled
+    pairs.sort(reverse=True)
+    above = 0.0
+    for size, frac in pairs:
+        above += frac * scale
+        if above > 0.01:
+            return step + size
+    return step
+
+
+def _link(s: Scenario, fleet: Fleet, a: str, b: str):
+    pair = {a, b}
+    link = next((x for x in s.links if set(x.between) == pair), None)
+    choice = next((x for x in fleet.links if set(x.between) == pair), None)
+    if link is None:
+        raise InputError(
+            f"fleet {fleet.name}: datacenters {a} and {b} have no link in the scenario"
+        )
+    if choice is None:
+        raise InputError(f"fleet {fleet.name}: links: no bandwidth chosen between {a} and {b}")
+    return link, choice
+
+
+# --- the public entry point -------------------------------------------------------------------
+def evaluate(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    demand_rps: float | None = None,
+) -> Evaluation:
+    """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring)."""
+    w = scenario.workload
+    if w.input_tokens is None or w.output_tokens is None or w.prefix_hit is None:
+        raise PddplanError(
+            "the workload has no fitted distributions (trace fitting comes with `pddplan workload fit`)"
+        )
+    classes = request_classes(
+        input_tokens=w.input_tokens,
+        output_tokens=w.output_tokens,
+        prefix_hit=w.prefix_hit,
+        md_prefix_hit=w.md_prefix_hit,
+    )
+    m = _Model(scenario, hardware, models[scenario.model], fleet, classes)
+    demand = demand_rps if demand_rps is not None else (w.arrival_rps or 0.0)
+    routing = fleet.routing or _best_routing(m)
+    capacity = _capacity(m, routing)
+    at_demand = _state(m, demand, routing)
+    notes: list[str] = []
+    if capacity == 0.0:
+        status = "sla_infeasible"
+        notes += _state(m, 1e-9, routing).failures
+    elif capacity + 1e-9 < demand:
+        status = "below_demand"
+    else:
+        status = "ok"
+    binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures if capacity > 0 else notes
+    return _report(m, fleet, routing, demand, capacity, at_demand, status, binding, notes)
+
+
+def _capacity(m: _Model, routing: Routing) -> float:
+    """The largest arrival rate whose state is within every limit (0 if none)."""
+    if not _state(m, 1e-9, routing).ok:
+        return 0.0
+    hi = 1.0
+    while _state(m, hi, routing).ok:
+        hi *= 2
+        if hi > 1e7:
+            return math.inf
+    lo = hi / 2 if hi > 1.0 else 0.0
+    for _ in range(BISECT_STEPS):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _state(m, mid, routing).ok else (lo, mid)
+        if hi - lo <= 1e-6 * max(hi, 1e-9):
+            break
+    return lo
+
+
+def _best_routing(m: _Model) -> Routing:
+    """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties go to
+    the threshold that relays the fewest requests."""
+    cuts = sorted(set(np.round(m.payload / 1e6, 6)))
+    best = (-1.0, Routing())
+    for cut in [None, *cuts[::-1]]:
+        routing = Routing(relay_above_mb=cut)
+        if cut is not None and not m.roles["relay_decode"]:
+            break
+        capacity = _capacity(m, routing)
+        if capacity > best[0] + 1e-9:
+            best = (capacity, routing)
+    return best[1]
+
+
+def _percentile(tail: Callable[[float], float], q: float, hi: float) -> float:
+    """The smallest T with P(TTFT > T) <= 1 - q (bisection)."""
+    lo = 0.0
+    while tail(hi) > 1 - q:
+        hi *= 2
+        if hi > 1e6:
+            return math.inf
+    for _ in range(BISECT_STEPS):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
+    return hi
+
+
+def _report(
+    m: _Model,
+    fleet: Fleet,
+    routing: Routing,
+    demand: float,
+    capacity: float,
+    st: _State,
+    status: str,
+    binding: list[str],
+    notes: list[str],
+) -> Evaluation:
+    s, hw = m.s, m.hw
+    pools: list[PoolResult] = []
+    cost = 0.0
+    missing_price = []
+    order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
+    for i, ((pool, inst), util) in enumerate(zip(order, st.pool_util, strict=True)):
+        price = s.prices_usd_per_gpu_hour.get(pool.chip, hw.chips[pool.chip].price_usd_per_hour)
+        gpus = pool.instances * pool.gpus_per_instance
+        pool_cost = price * gpus if price is not None else None
+        if pool_cost is None:
+            missing_price.append(pool.chip)
+        else:
+            cost += pool_cost
+        md_index = i - len(m.roles["prefill"]) - len(m.roles["relay_decode"])
+        batch, step = (
+            st.decode_points.get(md_index, (None, None)) if md_index >= 0 else (None, None)
+        )
+        pools.append(
+            PoolResult(
+                pool.datacenter,
+                pool.role,
+                pool.chip,
+                inst.layout.label,
+                pool.gpus_per_instance,
+                pool.instances,
+                gpus,
+                pool_cost,
+                util,
+                batch,
+                step / units.MS if step else None,
+            )
+        )
+    links = []
+    for key, util in sorted(st.link_util.items()):
+        link, choice = _link(s, fleet, *key)
+        tier = next((t for t in link.tiers if t.gbps == choice.gbps), None)
+        if tier is None:
+            raise InputError(
+                f"fleet {fleet.name}: {choice.gbps:g} Gbps is not a tier of link {key[0]}-{key[1]} "
+                f"(tiers: {', '.join(f'{t.gbps:g}' for t in link.tiers)})"
+            )
+        link_cost = tier.usd_per_month / units.HOURS_PER_MONTH
+        cost += link_cost
+        links.append(LinkResult(key, choice.gbps, util, link_cost))
+    if missing_price:
+        notes.append(
+            f"no price for {', '.join(sorted(set(missing_price)))}: set prices_usd_per_gpu_hour in the scenario"
+        )
+        cost_value = None
+    else:
+        cost_value = cost
+    direct, relay, singular = m.pipelines(routing)
+    w, out = m.w, m.out
+    out_tokens = float(w @ out)
+    pipelines = {
+        name: {"requests": float(w @ mask), "output_tokens": float(w @ (mask * out)) / out_tokens}
+        for name, mask in (("p_md", direct), ("p_rld_md", relay), ("singular", singular))
+    }
+    hi = s.sla.ttft_p99_s
+    ttft = {f"p{int(q * 100)}": _percentile(st.ttft_tail, q, hi) for q in (0.5, 0.9, 0.99)}
+    per_million = None
+    if cost_value is not None and demand > 0:
+        per_million = cost_value / (demand * out_tokens * 3600) * 1e6
+    return Evaluation(
+        fleet=fleet.name,
+        status=status,
+        demand_rps=demand,
+        sla_capacity_rps=capacity,
+        cost_per_hour_usd=cost_value,
+        bcr=capacity / cost_value if cost_value else None,
+        usd_per_million_output_tokens=per_million,
+        ttft_s=ttft,
+        tpot_ms={"step": st.step_md_s / units.MS, "p99": st.tpot_p99_s / units.MS},
+        pools=pools,
+        links=links,
+        routing={
+            "relay_above_mb": routing.relay_above_mb,
+            "singular_max_output_tokens": routing.singular_max_output_tokens,
+        },
+        pipelines=pipelines,
+        rld_token_share=st.rld_tokens / out_tokens,
+        binding=binding,
+        notes=notes,
+    )

@@ -1,0 +1,61 @@
+"""A deployment to evaluate: pools of instances, link tiers, and optionally the router's
+thresholds. Loaded from YAML (``--fleet``) by ``pddplan.loaders.load_fleet``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from pddplan._base import Frozen
+from pddplan.scenario import Role
+
+PosInt = Annotated[int, Field(ge=1)]
+
+
+class Pool(Frozen):
+    """``instances`` instances of ``gpus_per_instance`` GPUs of ``chip`` in one role."""
+
+    datacenter: str
+    role: Role
+    chip: str
+    gpus_per_instance: PosInt
+    instances: PosInt
+
+
+class LinkChoice(Frozen):
+    """The bandwidth bought on one WAN link."""
+
+    between: tuple[str, str]
+    gbps: Annotated[float, Field(gt=0)]
+
+
+class Routing(Frozen):
+    """The router's rule. Requests whose WAN payload (the KV MD lacks, plus the fixed state)
+    exceeds ``relay_above_mb`` go P -> RLD -> MD; the rest go P -> MD. Requests whose
+    (predicted) output is at most ``singular_max_output_tokens`` and that would be relayed
+    finish on RLD (the singular path)."""
+
+    relay_above_mb: Annotated[float, Field(ge=0)] | None = None
+    """None relays nothing."""
+    singular_max_output_tokens: Annotated[int, Field(ge=0)] = 0
+    """0 disables the singular path."""
+
+
+class Handoff(Frozen):
+    """How RLD hands a relayed request to MD (extend-decode)."""
+
+    mode: Literal["one-shot", "catch-up"] = "one-shot"
+    chunk_tokens: PosInt = 64
+    """Catch-up hands over this many eager tokens per chunk (one MD stall each)."""
+
+
+class Fleet(Frozen):
+    """A deployment: pools, link tiers, and optionally routing and handoff settings.
+    Without ``routing`` the evaluator chooses the relay threshold that serves the most."""
+
+    name: str
+    pools: tuple[Pool, ...] = Field(min_length=1)
+    links: tuple[LinkChoice, ...] = ()
+    routing: Routing | None = None
+    handoff: Handoff = Handoff()

@@ -1,0 +1,165 @@
+"""The evaluator (issue #3 item 5): capacity, latency, cost and binding limits of a fleet."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DATA, ROOT
+
+from pddplan.calibration import resolve_calibration
+from pddplan.classes import request_classes
+from pddplan.errors import InputError
+from pddplan.evaluate import evaluate
+from pddplan.fleet import Pool, Routing
+from pddplan.loaders import load_fleet, load_scenario
+from pddplan.perf import make_instance
+from pddplan.workload import HitDist
+
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+
+
+@pytest.fixture(scope="module")
+def small():
+    s, hw, models = load_scenario(SMALL)
+    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", s, hw)
+
+
+def _loose(s):
+    """The same scenario with TTFT bounds so loose that only capacity limits bind."""
+    return s.model_copy(
+        update={"sla": s.sla.model_copy(update={"ttft_p90_s": 100.0, "ttft_p99_s": 200.0})}
+    )
+
+
+def test_prefill_bound_capacity_by_hand(small):
+    """When prefill binds, the SLA capacity is max_utilization x instances / mean service
+    time, the mean taken over the request classes."""
+    s, hw, models, fleet = small
+    md_cached = s.workload.model_copy(update={"md_prefix_hit": HitDist(dist="fixed", value=0.99)})
+    s = _loose(s.model_copy(update={"workload": md_cached}))
+    e = evaluate(s, hw, models, fleet)
+    w = s.workload
+    classes = request_classes(
+        input_tokens=w.input_tokens, output_tokens=w.output_tokens, prefix_hit=w.prefix_hit
+    )
+    inst = make_instance(
+        models["llama-3.1-8b"], hw.chips["h100-sxm"], 1, resolve_calibration(hw, "h100-sxm")
+    )
+    mean_service = sum(c.weight * inst.prefill_service_s(c.input_tokens, c.p_hit) for c in classes)
+    assert any("prefill" in b for b in e.binding), e.binding
+    assert e.sla_capacity_rps == pytest.approx(0.9 * 2 / mean_service, rel=1e-4)
+
+
+def test_cost_arithmetic(small):
+    """2 H100 at $2.69 + 8 A100 at $1.39 per GPU-hour + a 40 Gbps line at $3,000 a month
+    (730 hours): 5.38 + 11.12 + 4.11 = $20.61 an hour."""
+    s, hw, models, fleet = small
+    e = evaluate(s, hw, models, fleet)
+    h100, a100 = (
+        hw.chips["h100-sxm"].price_usd_per_hour,
+        hw.chips["a100-80g-sxm"].price_usd_per_hour,
+    )
+    assert e.cost_per_hour_usd == pytest.approx(2 * h100 + 8 * a100 + 3000 / 730)
+    assert e.bcr == pytest.approx(e.sla_capacity_rps / e.cost_per_hour_usd)
+
+
+def test_more_prefill_serves_more(small):
+    s, hw, models, fleet = small
+    bigger = fleet.model_copy(
+        update={"pools": (fleet.pools[0].model_copy(update={"instances": 3}), fleet.pools[1])}
+    )
+    assert (
+        evaluate(s, hw, models, bigger).sla_capacity_rps
+        > evaluate(s, hw, models, fleet).sla_capacity_rps
+    )
+
+
+def test_percentiles_are_ordered_and_within_sla_when_ok(small):
+    s, hw, models, fleet = small
+    e = evaluate(s, hw, models, fleet)
+    assert e.status == "ok"
+    assert 0 < e.ttft_s["p50"] <= e.ttft_s["p90"] <= e.ttft_s["p99"]
+    assert e.ttft_s["p90"] <= s.sla.ttft_p90_s and e.ttft_s["p99"] <= s.sla.ttft_p99_s
+    assert e.tpot_ms["p99"] <= s.sla.tpot_ms
+
+
+def test_demand_above_capacity_is_reported(small):
+    s, hw, models, fleet = small
+    e = evaluate(s, hw, models, fleet, demand_rps=1e4)
+    assert e.status == "below_demand"
+
+
+def test_a_thin_link_binds(small):
+    s, hw, models, fleet = small
+    thin = fleet.model_copy(update={"links": (fleet.links[0].model_copy(update={"gbps": 10}),)})
+    heavy = s.model_copy(
+        update={
+            "workload": s.workload.model_copy(
+                update={"prefix_hit": s.workload.prefix_hit.model_copy(update={"mean": 0.05})}
+            )
+        }
+    )
+    e = evaluate(_loose(heavy), hw, models, thin)
+    assert any("link east-west" in b for b in e.binding), e.binding
+
+
+def test_missing_prices_are_a_note_not_a_number(small):
+    s, hw, models, fleet = small
+    pools = (
+        fleet.pools[0],
+        Pool(datacenter="west", role="main_decode", chip="l40s", gpus_per_instance=1, instances=8),
+    )
+    no_price = hw.model_copy(
+        update={
+            "chips": {
+                **hw.chips,
+                "l40s": hw.chips["l40s"].model_copy(
+                    update={"price_usd_per_hour": None, "price_date": None}
+                ),
+            }
+        }
+    )
+    e = evaluate(s, no_price, models, fleet.model_copy(update={"pools": pools}))
+    assert e.cost_per_hour_usd is None and e.bcr is None
+    assert any("no price for l40s" in n for n in e.notes)
+
+
+def test_relay_hides_a_slow_wan_under_a_tight_ttft(tmp_path):
+    """DeepSeek-V4-Pro at 64K context over 10 Gbps: with TTFT P99 1.2 s, direct P->MD
+    misses the SLA (low-hit requests wait for hundreds of MB), while the evaluator's best
+    relay threshold meets it, with RLD producing a few percent of the output tokens."""
+    text = (ROOT / "scenarios" / "pdd-h100-h200.yaml").read_text()
+    text = text.replace("ttft_p90_s: 4.0", "ttft_p90_s: 0.8").replace(
+        "ttft_p99_s: 12.0", "ttft_p99_s: 1.2"
+    )
+    path = tmp_path / "tight.yaml"
+    path.write_text(text)
+    s, hw, models = load_scenario(path)
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    fleet = fleet.model_copy(update={"links": (fleet.links[0].model_copy(update={"gbps": 10}),)})
+    direct = evaluate(s, hw, models, fleet.model_copy(update={"routing": Routing()}))
+    assert direct.status == "sla_infeasible"
+    assert any("TTFT P99" in b for b in direct.binding)
+    relayed = evaluate(s, hw, models, fleet)
+    assert relayed.status == "ok" and relayed.routing["relay_above_mb"] is not None
+    assert 0 < relayed.rld_token_share < 0.05
+
+
+def test_fleet_errors_are_located(small):
+    s, hw, _, _ = small
+    with pytest.raises(InputError) as err:
+        load_fleet(DATA / "fleets" / "bad.yaml", s, hw)
+    text = "\n".join(err.value.problems)
+    assert "bad.yaml:3: pools[0].datacenter: unknown datacenter 'north'" in text
+    assert "pools[1].role: role 'main_decode' is not allowed in east" in text
+    assert (
+        "pools[2].chip: chip 'h200-sxm' is not allowed in west (allowed: l40s, a100-80g-sxm)"
+        in text
+    )
+    assert "links[0].gbps: 25 Gbps is not a tier of that link (tiers: 10, 40)" in text
+
+
+def test_shipped_example_fleet_evaluates():
+    s, hw, models = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    e = evaluate(s, hw, models, fleet)
+    assert e.status == "ok" and e.sla_capacity_rps > s.workload.arrival_rps
