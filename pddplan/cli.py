@@ -93,6 +93,14 @@ def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2))
 
 
+def _emit(json_out: bool, data: Any, render: Callable[[], Any]) -> None:
+    """Print ``data`` as JSON, or the rich renderable ``render()`` builds."""
+    if json_out:
+        _print_json(data)
+    else:
+        out.print(render())
+
+
 def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
         raise InputError(f"{name}: '{value}' is not allowed; choose one of {', '.join(allowed)}")
@@ -107,10 +115,11 @@ def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> Non
     Example: [bold]pddplan catalog list --json[/bold]
     """
     hw = load_hardware(hardware)
-    if json_out:
-        _print_json([views.chip_view(c, hw) for c in hw.chips.values()])
-    else:
-        out.print(report.chips_table(hw))
+    _emit(
+        json_out,
+        [views.chip_view(c, hw) for c in hw.chips.values()],
+        lambda: report.chips_table(hw),
+    )
 
 
 @catalog_app.command("show")
@@ -128,10 +137,7 @@ def catalog_show(
     if chip_id not in hw.chips:
         raise InputError(f"ID: {unknown_id('chip', chip_id, hw.chips)}")
     view = views.chip_view(hw.chips[chip_id], hw)
-    if json_out:
-        _print_json(view)
-    else:
-        out.print(report.chip_detail(view))
+    _emit(json_out, view, lambda: report.chip_detail(view))
 
 
 # --- model -----------------------------------------------------------------------------------
@@ -146,10 +152,7 @@ def model_list(
     """
     _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
     found = [views.model_view(m, kv_dtype) for m in load_models(models).values()]
-    if json_out:
-        _print_json(found)
-    else:
-        out.print(report.models_table(found))
+    _emit(json_out, found, lambda: report.models_table(found))
 
 
 @model_app.command("show")
@@ -169,10 +172,7 @@ def model_show(
     if model_id not in catalog:
         raise InputError(f"ID: {unknown_id('model', model_id, catalog)}")
     view = views.model_view(catalog[model_id], kv_dtype)
-    if json_out:
-        _print_json(view)
-    else:
-        out.print(report.model_detail(view))
+    _emit(json_out, view, lambda: report.model_detail(view))
 
 
 @model_app.command("import")
@@ -294,10 +294,7 @@ def perf(
         batch=batch,
         dest_hit_rate=dest_hit_rate,
     )
-    if json_out:
-        _print_json(views.perf_view(result))
-    else:
-        out.print(report.perf_table(result))
+    _emit(json_out, views.perf_view(result), lambda: report.perf_table(result))
 
 
 # --- scenarios -------------------------------------------------------------------------------
@@ -311,10 +308,11 @@ def validate(
     Example: [bold]pddplan validate scenarios/pdd-h100-h200.yaml[/bold]
     """
     s, _, _ = load_scenario(scenario)
-    if json_out:
-        _print_json({"valid": True, "scenario": s.model_dump(mode="json")})
-    else:
-        out.print(report.scenario_summary(s, str(scenario)))
+    _emit(
+        json_out,
+        {"valid": True, "scenario": s.model_dump(mode="json")},
+        lambda: report.scenario_summary(s, str(scenario)),
+    )
 
 
 @app.command()
@@ -337,10 +335,7 @@ def evaluate(
     s, hw, catalog = load_scenario(scenario)
     deployment = load_fleet(fleet, s, hw)
     result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
-    if json_out:
-        _print_json(views.evaluation_view(result))
-    else:
-        out.print(report.evaluation_report(result, s))
+    _emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
 
 
 @app.command()
