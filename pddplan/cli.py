@@ -356,6 +356,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise  # not a click usage error: a bug, keep the traceback
+        if not e.format_message():  # a bare group: click has already printed its help
+            raise SystemExit(e.exit_code) from None
         ctx = getattr(e, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""

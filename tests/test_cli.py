@@ -263,3 +263,11 @@ def test_perf_weight_dtype_overrides_the_experts_too():
     bf16 = run_json("perf", "deepseek-v4-pro", "h200-sxm", "--gpus", "64", "--weight-dtype", "bf16")
     experts_fp4_gb = 1.548e12 * 0.5 / 64 / 1e9
     assert bf16["weight_gb_per_gpu"] - mixed["weight_gb_per_gpu"] > 3 * experts_fp4_gb
+
+
+def test_a_bare_group_prints_its_help_and_no_error_line():
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", "model"], capture_output=True, text=True, check=False
+    )
+    assert "list" in proc.stdout + proc.stderr
+    assert "Error" not in proc.stdout + proc.stderr
