@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from pddplan.scenario import Workload
 from pddplan.workload import HitDist, LengthDist, frozen_dist, slice_mean
 
 HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
@@ -94,3 +95,32 @@ def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[fl
         (hi - lo, slice_mean(d, lo, hi), i)
         for i, (lo, hi) in enumerate(itertools.pairwise(quantiles))
     ]
+
+
+def workload_classes(workload: Workload) -> list[RequestClass]:
+    """The classes of a scenario's workload: its explicit ``classes``, or its distributions
+    discretized by ``request_classes``. (A trace is fitted into classes on load.)"""
+    if workload.classes is not None:
+        return [
+            RequestClass(
+                c.key or f"c{i}",
+                c.weight,
+                c.input_tokens,
+                c.output_tokens,
+                c.p_hit,
+                c.p_hit if c.md_hit is None else c.md_hit,
+            )
+            for i, c in enumerate(workload.classes)
+        ]
+    if (
+        workload.input_tokens is None
+        or workload.output_tokens is None
+        or workload.prefix_hit is None
+    ):
+        raise ValueError("the workload has neither classes nor distributions (fit its trace first)")
+    return request_classes(
+        input_tokens=workload.input_tokens,
+        output_tokens=workload.output_tokens,
+        prefix_hit=workload.prefix_hit,
+        md_prefix_hit=workload.md_prefix_hit,
+    )

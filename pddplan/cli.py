@@ -28,9 +28,12 @@ from pddplan.loaders import (
     load_models,
     load_scenario,
     unknown_id,
+    workload_yaml,
 )
 from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
+from pddplan.plot import plot_trace
 from pddplan.scenario import scenario_json_schema
+from pddplan.trace import DEFAULT_BLOCK_TOKENS, TraceFit, fit_trace
 
 app = typer.Typer(
     name="pddplan",
@@ -45,8 +48,12 @@ catalog_app = typer.Typer(
 model_app = typer.Typer(
     help="The model catalog: architectures and their KV and weight sizes.", no_args_is_help=True
 )
+workload_app = typer.Typer(
+    help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
+)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
+app.add_typer(workload_app, name="workload")
 
 out = Console()
 err = Console(stderr=True)
@@ -336,6 +343,124 @@ def evaluate(
     deployment = load_fleet(fleet, s, hw)
     result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
     _emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
+
+
+# --- workload --------------------------------------------------------------------------------
+TraceArg = Annotated[Path, typer.Argument(help="Mooncake-format JSONL trace.")]
+BlockOpt = Annotated[int, typer.Option("--block-size", min=1, help="Tokens per prefix block.")]
+CacheOpt = Annotated[
+    str,
+    typer.Option("--cache-tokens", help="Prefill-side cache capacity in tokens, or 'unbounded'."),
+]
+MdCacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--md-cache-tokens",
+        help="Also replay a decode-side (MD) cache of this many tokens, or 'unbounded'.",
+    ),
+]
+BucketsOpt = Annotated[
+    str, typer.Option("--buckets", help="Hit-rate bucket edges, rising from 0 to 1.")
+]
+SkipBadOpt = Annotated[
+    bool,
+    typer.Option("--skip-bad", help="Skip malformed lines and count them, instead of stopping."),
+]
+
+
+def _cache_tokens(option: str, value: str | None) -> int | str | None:
+    if value is None or value == "unbounded":
+        return value
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise InputError(
+            f"{option}: '{value}' is not allowed; give a positive number of tokens or 'unbounded'"
+        )
+    return tokens
+
+
+def _edges(value: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in value.split(","))
+    except ValueError:
+        raise InputError(
+            f"--buckets: '{value}' is not a comma-separated list of numbers from 0 to 1"
+        ) from None
+
+
+def _fit(
+    trace: Path,
+    block_size: int,
+    cache_tokens: str,
+    md_cache_tokens: str | None,
+    buckets: str,
+    skip_bad: bool,
+) -> TraceFit:
+    return fit_trace(
+        trace,
+        block_tokens=block_size,
+        cache_tokens=_cache_tokens("--cache-tokens", cache_tokens),  # type: ignore[arg-type]
+        md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
+        hit_edges=_edges(buckets),
+        skip_bad=skip_bad,
+    )
+
+
+@workload_app.command("fit")
+@user_errors
+def workload_fit(
+    trace: TraceArg,
+    block_size: BlockOpt = DEFAULT_BLOCK_TOKENS,
+    cache_tokens: CacheOpt = "unbounded",
+    md_cache_tokens: MdCacheOpt = None,
+    buckets: BucketsOpt = "0,0.2,0.4,0.7,0.9,0.95,0.99,1",
+    output: Annotated[
+        Path | None, typer.Option("--out", help="Write the fitted workload block (YAML) here.")
+    ] = None,
+    skip_bad: SkipBadOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a trace through prefix caches and fit the workload: hit-rate histogram,
+    length distributions, arrival rate, and request classes a scenario can use.
+
+    Example: [bold]pddplan workload fit trace.jsonl --cache-tokens 2000000 --out workload.yaml[/bold]
+    """
+    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    if output is not None:
+        output.write_text(workload_yaml(fit), encoding="utf-8")
+        err.print(f"wrote {output}")
+    _emit(json_out, views.trace_fit_view(fit), lambda: report.trace_report(fit))
+
+
+@workload_app.command("show")
+@user_errors
+def workload_show(
+    trace: TraceArg,
+    block_size: BlockOpt = DEFAULT_BLOCK_TOKENS,
+    cache_tokens: CacheOpt = "unbounded",
+    md_cache_tokens: MdCacheOpt = None,
+    buckets: BucketsOpt = "0,0.2,0.4,0.7,0.9,0.95,0.99,1",
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also write the histogram and the hit rate over time as an image (PNG, SVG or PDF).",
+        ),
+    ] = None,
+    skip_bad: SkipBadOpt = False,
+) -> None:
+    """Show a trace as tables with a terminal histogram; optionally plot it.
+
+    Example: [bold]pddplan workload show trace.jsonl --plot hits.png[/bold]
+    """
+    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    out.print(report.trace_report(fit))
+    if plot is not None:
+        plot_trace(fit, plot)
+        err.print(f"wrote {plot}")
 
 
 @app.command()

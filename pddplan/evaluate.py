@@ -29,8 +29,8 @@ import numpy as np
 
 from pddplan import units
 from pddplan.calibration import resolve_calibration
-from pddplan.classes import RequestClass, request_classes
-from pddplan.errors import InputError, PddplanError
+from pddplan.classes import RequestClass, workload_classes
+from pddplan.errors import InputError
 from pddplan.fleet import Fleet, Routing
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
@@ -438,19 +438,9 @@ def evaluate(
     demand_rps: float | None = None,
 ) -> Evaluation:
     """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring)."""
-    w = scenario.workload
-    if w.input_tokens is None or w.output_tokens is None or w.prefix_hit is None:
-        raise PddplanError(
-            "the workload has no fitted distributions (trace fitting comes with `pddplan workload fit`)"
-        )
-    classes = request_classes(
-        input_tokens=w.input_tokens,
-        output_tokens=w.output_tokens,
-        prefix_hit=w.prefix_hit,
-        md_prefix_hit=w.md_prefix_hit,
-    )
+    classes = workload_classes(scenario.workload)
     m = _Model(scenario, hardware, models[scenario.model], fleet, classes)
-    demand = demand_rps if demand_rps is not None else (w.arrival_rps or 0.0)
+    demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
     routing = fleet.routing or _best_routing(m)
     capacity = _capacity(m, routing)
     at_demand = _state(m, demand, routing)

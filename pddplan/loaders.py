@@ -25,7 +25,8 @@ from pddplan.fleet import Fleet
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec, hf_config_to_entry
 from pddplan.perf import smallest_fitting_gpus
-from pddplan.scenario import ROLES, Scenario
+from pddplan.scenario import ROLES, ClassSpec, Scenario, Workload
+from pddplan.trace import TraceFit, fit_trace
 
 T = TypeVar("T", bound=BaseModel)
 Loc = tuple[str | int, ...]
@@ -264,7 +265,78 @@ def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, Mode
     problems = _cross_check(scenario, hardware, models, path, lines)
     if problems:
         raise InputError(problems)
+    if scenario.workload.trace is not None:
+        scenario = scenario.model_copy(
+            update={"workload": _fitted_workload(scenario.workload, path)}
+        )
     return scenario, hardware, models
+
+
+def _fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
+    """The workload with the trace it references replaced by fitted classes; a given
+    ``arrival_rps`` overrides the trace's mean rate."""
+    ref = workload.trace
+    assert ref is not None
+    fit = fit_trace(
+        scenario_path.parent / ref.file,
+        block_tokens=ref.block_size,
+        cache_tokens=ref.cache_tokens,
+        md_cache_tokens=ref.md_cache_tokens,
+        skip_bad=ref.skip_bad,
+    )
+    return Workload(
+        arrival_rps=workload.arrival_rps or fit.arrival_rps,
+        max_tokens=workload.max_tokens,
+        classes=_class_specs(fit),
+    )
+
+
+def _class_specs(fit: TraceFit) -> tuple[ClassSpec, ...]:
+    return tuple(
+        ClassSpec(
+            key=c.key,
+            weight=c.weight,
+            input_tokens=c.input_tokens,
+            output_tokens=c.output_tokens,
+            p_hit=c.p_hit,
+            md_hit=c.md_hit,
+        )
+        for c in fit.classes
+    )
+
+
+def workload_yaml(fit: TraceFit) -> str:
+    """The fitted workload as a commented ``workload:`` block a scenario can include."""
+    md = f"{fit.md_cache_tokens} tokens" if fit.md_cache_tokens else "none (MD hit = P hit)"
+    header = [
+        f"# Fitted by `pddplan workload fit` from {Path(fit.path).name}: {fit.requests} requests "
+        f"over {fit.duration_s:,.0f} s ({fit.arrival_rps:.4g} req/s).",
+        f"# Prefill-side cache: {fit.cache_tokens}; decode-side cache: {md}; "
+        f"blocks of {fit.block_tokens} tokens.",
+        f"# Mean hit rate {fit.mean_hit_rate:.4f} (token-weighted {fit.token_weighted_hit_rate:.4f}).",
+        "# Each class is a P-hit bucket x input-length quantile x output-length quantile, with",
+        "# its requests' mean lengths and hit rates, so the trace's joint shape is kept.",
+    ]
+    classes = [
+        {
+            "key": c.key,
+            "weight": round(c.weight, 8),
+            "input_tokens": round(c.input_tokens, 1),
+            "output_tokens": round(c.output_tokens, 1),
+            "p_hit": round(c.p_hit, 6),
+            "md_hit": round(c.md_hit, 6),
+        }
+        for c in fit.classes
+    ]
+    total = sum(c["weight"] for c in classes)
+    classes[0]["weight"] = round(classes[0]["weight"] + 1.0 - total, 8)  # exact sum after rounding
+    body = yaml.safe_dump(
+        {"workload": {"arrival_rps": round(fit.arrival_rps, 6), "classes": classes}},
+        sort_keys=False,
+        width=200,
+        default_flow_style=None,
+    )
+    return "\n".join(header) + "\n" + body
 
 
 def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]:

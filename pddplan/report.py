@@ -3,6 +3,7 @@ every function returns a renderable and prints nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -15,6 +16,7 @@ from pddplan.evaluate import Evaluation
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
 from pddplan.scenario import Scenario
+from pddplan.trace import TraceFit
 from pddplan.views import CHIP_FIGURES
 
 
@@ -304,3 +306,79 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
     lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
     return Group(fleet, links, routing, latency, econ, *lines)
+
+
+HISTOGRAM_WIDTH = 40
+"""Characters of the longest bar in terminal histograms."""
+
+
+def _bar(share: float, largest: float) -> str:
+    eighths = round(share / largest * HISTOGRAM_WIDTH * 8) if largest > 0 else 0
+    full, rest = divmod(eighths, 8)
+    return "█" * full + ("▏▎▍▌▋▊▉"[rest - 1] if rest else "")
+
+
+def trace_report(fit: TraceFit) -> Group:
+    """A fitted trace: summary, hit-rate histogram(s) as bars, length distributions."""
+    summary = Table(title=f"Trace {Path(fit.path).name}", box=box.SIMPLE_HEAD)
+    summary.add_column("figure")
+    summary.add_column("value", justify="right")
+    summary.add_row(
+        "requests",
+        f"{fit.requests:,}"
+        + (f" ({fit.skipped_lines:,} bad lines skipped)" if fit.skipped_lines else ""),
+    )
+    summary.add_row("duration", f"{fit.duration_s:,.1f} s")
+    summary.add_row("mean arrival rate", f"{fit.arrival_rps:,.3f} req/s")
+    summary.add_row(
+        "prefill-side cache",
+        f"{fit.cache_tokens} tokens" if fit.cache_tokens != "unbounded" else "unbounded",
+    )
+    summary.add_row("mean hit rate", f"{fit.mean_hit_rate:.2%}")
+    summary.add_row("token-weighted hit rate", f"{fit.token_weighted_hit_rate:.2%}")
+    if fit.md_mean_hit_rate is not None:
+        summary.add_row("decode-side cache", f"{fit.md_cache_tokens} tokens")
+        summary.add_row("decode-side mean hit rate", f"{fit.md_mean_hit_rate:.2%}")
+    parts: list[Any] = [summary, _hit_histogram("Prefill-side hit rate", fit.hit_histogram)]
+    if fit.md_hit_histogram is not None:
+        parts.append(_hit_histogram("Decode-side hit rate", fit.md_hit_histogram))
+    lengths = Table(title="Lengths (tokens)", box=box.SIMPLE_HEAD)
+    for col in ("", "mean", "p50", "p90", "p99", "max"):
+        lengths.add_column(col, justify="left" if col == "" else "right")
+    fits = Table(title="Fitted forms (best first; KS = largest CDF gap)", box=box.SIMPLE_HEAD)
+    for col in ("", "form", "KS"):
+        fits.add_column(col, justify="right" if col == "KS" else "left")
+    for name, lf in (("input", fit.input_tokens), ("output", fit.output_tokens)):
+        q = lf.quantiles
+        lengths.add_row(
+            name,
+            f"{lf.mean:,.0f}",
+            f"{q['p50']:,.0f}",
+            f"{q['p90']:,.0f}",
+            f"{q['p99']:,.0f}",
+            f"{q['max']:,.0f}",
+        )
+        for f in lf.fits:
+            if f["dist"] == "lognormal":
+                form = f"lognormal median {f['median']:,.0f}, sigma {f['sigma']:.2f}"
+            else:
+                form = f"gamma shape {f['shape']:.2f}, scale {f['scale']:,.0f}"
+            fits.add_row(name, form, f"{f['ks']:.3f}")
+            name = ""
+    parts += [lengths, fits, Text(f"{len(fit.classes)} request classes (weights sum to 1)")]
+    return Group(*parts)
+
+
+def _hit_histogram(title: str, histogram: list[dict[str, float]]) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD)
+    for col in ("bucket", "share", ""):
+        t.add_column(col, justify="right" if col == "share" else "left")
+    largest = max(b["share"] for b in histogram)
+    for b in histogram:
+        closing = "]" if b["hi"] == 1.0 else ")"
+        t.add_row(
+            f"[{b['lo']:.2f}, {b['hi']:.2f}{closing}",
+            f"{b['share']:.1%}",
+            _bar(b["share"], largest),
+        )
+    return t

@@ -80,6 +80,21 @@ class TraceRef(Frozen):
     cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] = "unbounded"
     md_cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] | None = None
     block_size: Annotated[int, Field(ge=1)] = 512
+    """Tokens per prefix block (Mooncake traces: 512)."""
+    skip_bad: bool = False
+    """Skip (and count) malformed lines instead of refusing the trace."""
+
+
+class ClassSpec(Frozen):
+    """One request class given explicitly (``pddplan workload fit`` writes these)."""
+
+    weight: Annotated[float, Field(gt=0, le=1)]
+    input_tokens: Positive
+    output_tokens: Annotated[float, Field(ge=0)]
+    p_hit: Annotated[float, Field(ge=0, le=1)]
+    md_hit: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Decode-side hit; defaults to ``p_hit``."""
+    key: str | None = None
 
 
 class Workload(Frozen):
@@ -94,15 +109,32 @@ class Workload(Frozen):
     """Prefill-side (P) prefix-cache hit rate."""
     md_prefix_hit: HitDist | None = None
     """Decode-side (MD) cache hit rate; defaults to ``prefix_hit``."""
+    classes: tuple[ClassSpec, ...] | None = None
+    """Request classes given explicitly, instead of the four distributions."""
     trace: TraceRef | None = None
 
     @model_validator(mode="after")
-    def _parametric_or_trace(self) -> Workload:
-        parametric = ("arrival_rps", "input_tokens", "output_tokens", "prefix_hit")
-        if self.trace is None:
-            missing = [k for k in parametric if getattr(self, k) is None]
-            if missing:
-                raise ValueError(f"give {', '.join(missing)} (or a trace to fit them from)")
+    def _one_source(self) -> Workload:
+        dists = ("input_tokens", "output_tokens", "prefix_hit")
+        given = [k for k in dists if getattr(self, k) is not None]
+        if self.trace is not None:
+            if given or self.classes:
+                raise ValueError("give a trace, or classes, or distributions, not several")
+            return self
+        if self.arrival_rps is None:
+            raise ValueError("give arrival_rps (or a trace to fit it from)")
+        if self.classes is not None:
+            if given:
+                raise ValueError(
+                    f"give classes or distributions, not both (found {', '.join(given)})"
+                )
+            total = sum(c.weight for c in self.classes)
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"class weights sum to {total:.6g}; they must sum to 1")
+            return self
+        missing = [k for k in dists if k not in given]
+        if missing:
+            raise ValueError(f"give {', '.join(missing)} (or classes, or a trace to fit them from)")
         return self
 
     @property

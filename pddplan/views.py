@@ -13,6 +13,7 @@ from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
 from pddplan.perf import InstancePerf
+from pddplan.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -98,3 +99,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def trace_fit_view(fit: TraceFit) -> dict[str, Any]:
+    """``pddplan workload fit --json``."""
+    out = dataclasses.asdict(fit)
+    out["mean_input_tokens"] = fit.input_tokens.mean
+    out["mean_output_tokens"] = fit.output_tokens.mean
+    out["bad_lines"] = [{"line": n, "problem": p} for n, p in fit.bad_lines]
+    out["hit_over_time"] = [{"t_s": t, "mean_hit_rate": h} for t, h in fit.hit_over_time]
+    return _plain(out)

@@ -271,3 +271,71 @@ def test_a_bare_group_prints_its_help_and_no_error_line():
     )
     assert "list" in proc.stdout + proc.stderr
     assert "Error" not in proc.stdout + proc.stderr
+
+
+TRACE = DATA / "traces" / "conversation-2000.jsonl"
+
+
+def test_workload_fit_json_keys():
+    data = run_json("workload", "fit", str(TRACE), "--md-cache-tokens", "100000")
+    for key in (
+        "requests",
+        "arrival_rps",
+        "mean_hit_rate",
+        "mean_input_tokens",
+        "mean_output_tokens",
+        "hit_histogram",
+    ):
+        assert key in data, key
+    assert data["requests"] == 2000
+    assert {"lo", "hi", "share"} == set(data["hit_histogram"][0])
+    assert sum(b["share"] for b in data["hit_histogram"]) == pytest.approx(1.0)
+    assert data["md_mean_hit_rate"] <= data["mean_hit_rate"]
+
+
+def test_workload_fit_out_is_a_workload_a_scenario_can_use(tmp_path):
+    out = tmp_path / "workload.yaml"
+    assert (
+        run("workload", "fit", str(TRACE), "--cache-tokens", "1000000", "--out", str(out)).exit_code
+        == 0
+    )
+    fitted = yaml.safe_load(out.read_text())["workload"]
+    assert sum(c["weight"] for c in fitted["classes"]) == pytest.approx(1.0, abs=1e-9)
+    scenario = yaml.safe_load((ROOT / "scenarios" / "small-llama-8b.yaml").read_text())
+    scenario["workload"] = fitted
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    assert run("validate", str(path)).exit_code == 0
+
+
+def test_workload_show_histogram_and_plot(tmp_path):
+    png = tmp_path / "hits.png"
+    result = run("workload", "show", str(TRACE), "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    assert "█" in result.stdout and "[0.99, 1.00]" in result.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--cache-tokens", "lots"],
+            "--cache-tokens: 'lots' is not allowed; give a positive number of tokens or 'unbounded'",
+        ),
+        (["--buckets", "0,0.5,x"], "--buckets: '0,0.5,x' is not a comma-separated list"),
+    ],
+)
+def test_workload_fit_bad_options(args, message):
+    result = run("workload", "fit", str(TRACE), *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_workload_fit_bad_trace_lines(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]}\n{broken\n'
+    )
+    result = run("workload", "fit", str(bad))
+    assert result.exit_code == 2 and f"{bad}:2: bad JSON" in result.stderr
+    assert run("workload", "fit", str(bad), "--skip-bad").exit_code == 0

@@ -1,6 +1,6 @@
 """Each outside library stays in its own layer (STYLE.md): only the CLI knows typer, only
 the CLI and the report know rich, only the solver layer knows PuLP, only the loaders know
-YAML."""
+YAML; matplotlib is only for plots and orjson only for reading traces."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ ALLOWED = {
     "rich": {"cli.py", "report.py"},
     "pulp": {"milp.py", "solver.py"},
     "yaml": {"loaders.py"},
+    "matplotlib": {"plot.py"},
+    "orjson": {"trace.py"},
 }
 
 

@@ -191,3 +191,23 @@ def test_prefill_must_reach_main_decode(tmp_path):
     assert any("no prefill datacenter is the same as, or linked to" in p for p in problems), (
         problems
     )
+
+
+def test_a_scenario_can_reference_a_trace(tmp_path):
+    """The trace is fitted on load into classes; a given arrival_rps overrides its rate."""
+    trace = DATA / "traces" / "conversation-2000.jsonl"
+    base = GOOD.split("workload:")[0]
+    rest = "sla:" + GOOD.split("sla:")[1]
+    text = base + f"workload:\n  trace: {{file: {trace}, cache_tokens: 1000000}}\n" + rest
+    s = _load(tmp_path, text)
+    assert s.workload.classes and s.workload.arrival_rps == pytest.approx(2.988, abs=1e-3)
+    overridden = _load(tmp_path, text.replace("workload:\n", "workload:\n  arrival_rps: 7\n"))
+    assert overridden.workload.arrival_rps == 7
+
+
+def test_a_trace_with_distributions_is_ambiguous(tmp_path):
+    text = GOOD.replace("workload:\n", "workload:\n  trace: {file: x.jsonl}\n")
+    assert any(
+        "give a trace, or classes, or distributions, not several" in p
+        for p in _problems(tmp_path, text)
+    )
