@@ -69,11 +69,13 @@ class PrefixCache:
         self._served += 1
         last.update(dict.fromkeys(hash_ids, self._served))
         self._log.append((self._served, hash_ids))
-        while len(last) > self.capacity:
-            self._evict_oldest()
+        while len(last) > self.capacity:  # type: ignore[operator]
+            self._evict_oldest_entry()
         return run
 
-    def _evict_oldest(self) -> None:
+    def _evict_oldest_entry(self) -> None:
+        """Drop the oldest log entry's still-resident blocks, in order, until the cache is
+        back to capacity (the rest of the entry goes back to the front of the log)."""
         last, capacity = self._last, self.capacity
         served, blocks = self._log.popleft()
         for i, h in enumerate(blocks):
