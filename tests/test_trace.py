@@ -178,3 +178,35 @@ def test_empty_and_missing_files(tmp_path):
 def test_bucket_edges_are_checked():
     with pytest.raises(InputError, match="--buckets must rise strictly from 0 to 1"):
         fit_trace(SLICE, hit_edges=(0.0, 0.5, 0.4, 1.0))
+
+
+SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+@pytest.mark.skipif(
+    not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the checkout"
+)
+@pytest.mark.parametrize(
+    ("name", "requests", "mean_hit", "histogram"),
+    [
+        (
+            "mooncake_conversation.jsonl",
+            12031,
+            0.409385,
+            [0.432466, 0.086277, 0.226997, 0.095586, 0.061009, 0.077965, 0.019699],
+        ),
+        (
+            "mooncake_synthetic.jsonl",
+            3993,
+            0.431521,
+            [0.553969, 0.001002, 0.002004, 0.019785, 0.050338, 0.227648, 0.145254],
+        ),
+    ],
+)
+def test_shipped_traces(name, requests, mean_hit, histogram):
+    """The whole shipped traces with an unbounded cache: pinned request counts, mean hit
+    rates and hit histograms over the default buckets."""
+    fit = fit_trace(SHARED_TRACES / name)
+    assert fit.requests == requests
+    assert fit.mean_hit_rate == pytest.approx(mean_hit, abs=1e-6)
+    assert [b["share"] for b in fit.hit_histogram] == pytest.approx(histogram, abs=1e-6)
