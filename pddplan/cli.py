@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from pddplan import report, views
 from pddplan.calibration import resolve_calibration
@@ -86,7 +87,7 @@ def user_errors(fn: F) -> F:
             problems = e.problems if isinstance(e, InputError) else [str(e)]
             for line in problems:
                 err.print(
-                    f"[bold red]Error:[/bold red] {line}",
+                    f"[bold red]Error:[/bold red] {escape(line)}",
                     highlight=False,
                     markup=True,
                     soft_wrap=True,
@@ -98,6 +99,14 @@ def user_errors(fn: F) -> F:
 
 def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2))
+
+
+def _write(path: Path, text: str) -> None:
+    """Write an output file; a path that cannot be written is a user error."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"--out: cannot write {path}: {e.strerror}") from None
 
 
 def _emit(json_out: bool, data: Any, render: Callable[[], Any]) -> None:
@@ -368,6 +377,9 @@ SkipBadOpt = Annotated[
 ]
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _cache_tokens(option: str, value: str | None) -> int | str | None:
     if value is None or value == "unbounded":
         return value
@@ -430,7 +442,7 @@ def workload_fit(
     """
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
     if output is not None:
-        output.write_text(workload_yaml(fit), encoding="utf-8")
+        _write(output, workload_yaml(fit))
         err.print(f"wrote {output}")
     _emit(json_out, views.trace_fit_view(fit), lambda: report.trace_report(fit))
 
@@ -456,10 +468,17 @@ def workload_show(
 
     Example: [bold]pddplan workload show trace.jsonl --plot hits.png[/bold]
     """
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(
+            f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
+        )
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
     out.print(report.trace_report(fit))
     if plot is not None:
-        plot_trace(fit, plot)
+        try:
+            plot_trace(fit, plot)
+        except OSError as e:
+            raise InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
         err.print(f"wrote {plot}")
 
 
@@ -487,7 +506,7 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{ctx.command_path}: " if ctx is not None else ""
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         err.print(
-            f"[bold red]Error:[/bold red] {where}{e.format_message()}{hint}",
+            f"[bold red]Error:[/bold red] {escape(where + e.format_message() + hint)}",
             highlight=False,
             soft_wrap=True,
         )

@@ -200,10 +200,6 @@ class _Model:
         return ~relay, relay & ~singular, singular
 
 
-def _dc_of(pool) -> str:
-    return pool.datacenter
-
-
 # --- the state at one arrival rate ------------------------------------------------------------
 @dataclass
 class _State:
@@ -233,8 +229,8 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
     for (pool, _), svc, share in zip(pools_p, m.p_svc, m.p_share, strict=True):
         p_util.append(lam * share * float(w @ svc) / pool.instances)
     # decode-side shares by datacenter
-    md_dcs = sorted({_dc_of(p) for p, _ in pools_m})
-    p_dcs = sorted({_dc_of(p) for p, _ in pools_p})
+    md_dcs = sorted({p.datacenter for p, _ in pools_m})
+    p_dcs = sorted({p.datacenter for p, _ in pools_p})
     md_points = m.md_points
     md_caps = np.array(
         [
@@ -247,11 +243,11 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         md_caps = np.ones(len(pools_m))
     md_share = md_caps / md_caps.sum()
     dc_share_md = {
-        dc: sum(sh for (p, _), sh in zip(pools_m, md_share, strict=True) if _dc_of(p) == dc)
+        dc: sum(sh for (p, _), sh in zip(pools_m, md_share, strict=True) if p.datacenter == dc)
         for dc in md_dcs
     }
     dc_share_p = {
-        dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if _dc_of(p) == dc)
+        dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if p.datacenter == dc)
         for dc in p_dcs
     }
     # WAN links: flows from every P datacenter to every MD datacenter
@@ -267,22 +263,21 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
             flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ (m.payload * wan_classes))
-            key = tuple(sorted((pdc, mdc)))
-            link_util[key] = link_util.get(key, 0.0) + flow / goodput
+            link_util[(pdc, mdc)] = flow / goodput  # links are full duplex: one direction
     for pdc in p_dcs:
         for mdc in md_dcs:
             if pdc == mdc:
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
-            u = link_util[tuple(sorted((pdc, mdc)))]
+            u = link_util[(pdc, mdc)]
             share = link_bytes_per_s(choice.gbps, link.tcp_efficiency) * max(0.0, 1.0 - u)
             rtt = link.rtt_ms * units.MS
             # the transfer, then the first token's trip back to the user's side
             wan = wan_transfer_s_many(m.payload, rtt_s=rtt, share_bytes_per_s=share)
             wan_time[(pdc, mdc)] = wan + rtt / 2
-    for key, u in link_util.items():
+    for (a, b), u in link_util.items():
         if u > m.link_max:
-            failures.append(f"link {key[0]}-{key[1]} utilization {u:.0%} above {m.link_max:.0%}")
+            failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")
     # RLD: eager tokens while the WAN transfer runs, or the whole output on the singular path
     mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
     rld_tokens_per_req = np.zeros_like(w)
@@ -308,7 +303,7 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
             failures.append("relay decode cannot meet TPOT at any batch")
             r_caps = np.ones(len(pools_r))
         load = lam * float(w @ rld_tokens_per_req)
-        r_util = [load * cap / r_caps.sum() / cap if cap else math.inf for cap in r_caps]
+        r_util = [load / r_caps.sum()] * len(r_caps)  # traffic splits by capacity
     else:
         r_util = [0.0 for _ in pools_r]
     # MD load: its tokens plus the extend steps that stall it
@@ -354,7 +349,7 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
     def ttft_tail(T: float) -> float:
         total = 0.0
         for j, ((pool, _), lat, share) in enumerate(zip(pools_p, m.p_lat, m.p_share, strict=True)):
-            a = _dc_of(pool)
+            a = pool.datacenter
             for b in md_dcs:
                 slack = T - lat - rest[(a, b)]
                 tail = wait_tail_many(
@@ -364,18 +359,18 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
                     mean_service_s=svc_mean[j],
                     service_cv2=svc_cv2[j],
                 )
-                total += share * dc_share_md[b] / sum(dc_share_md.values()) * float(w @ tail)
+                total += share * dc_share_md[b] * float(w @ tail)
         return total
 
-    tail90, tail99 = ttft_tail(s.sla.ttft_p90_s), ttft_tail(s.sla.ttft_p99_s)
-    if tail90 > 0.10 + 1e-12:
-        failures.append(
-            f"TTFT P90 above {s.sla.ttft_p90_s:g} s ({tail90:.1%} of requests, budget 10%)"
-        )
-    if tail99 > 0.01 + 1e-12:
-        failures.append(
-            f"TTFT P99 above {s.sla.ttft_p99_s:g} s ({tail99:.2%} of requests, budget 1%)"
-        )
+    tails = []
+    for (q, budget), bound in zip(TAIL_BUDGETS, (s.sla.ttft_p90_s, s.sla.ttft_p99_s), strict=True):
+        tails.append(ttft_tail(bound))
+        if tails[-1] > budget + 1e-12:
+            failures.append(
+                f"TTFT P{q * 100:.0f} above {bound:g} s ({tails[-1]:.2%} of requests, "
+                f"budget {budget:.0%})"
+            )
+    tail90, tail99 = tails
     return _State(
         not failures,
         failures,
@@ -439,6 +434,8 @@ def evaluate(
 ) -> Evaluation:
     """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring)."""
     classes = workload_classes(scenario.workload)
+    if sum(c.weight * c.output_tokens for c in classes) <= 0:
+        raise InputError("the workload produces no output tokens: there is nothing to decode")
     m = _Model(scenario, hardware, models[scenario.model], fleet, classes)
     demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
     routing = fleet.routing or _best_routing(m)
@@ -452,7 +449,10 @@ def evaluate(
         status = "below_demand"
     else:
         status = "ok"
-    binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures if capacity > 0 else notes
+    if capacity > 0:
+        binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
+    else:
+        binding = list(notes)
     return _report(m, fleet, routing, demand, capacity, at_demand, status, binding, notes)
 
 
@@ -518,6 +518,13 @@ def _report(
     cost = 0.0
     missing_price = []
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
+    for pool, _ in order:
+        unit = hw.chips[pool.chip].purchase_unit_gpus
+        if (pool.gpus_per_instance * pool.instances) % unit:
+            notes.append(
+                f"{pool.role} uses {pool.gpus_per_instance * pool.instances} {pool.chip}, "
+                f"not a multiple of its purchase unit ({unit} GPUs)"
+            )
     for i, ((pool, inst), util) in enumerate(zip(order, st.pool_util, strict=True)):
         price = s.prices_usd_per_gpu_hour.get(pool.chip, hw.chips[pool.chip].price_usd_per_hour)
         gpus = pool.instances * pool.gpus_per_instance
@@ -546,17 +553,14 @@ def _report(
             )
         )
     links = []
-    for key, util in sorted(st.link_util.items()):
-        link, choice = _link(s, fleet, *key)
-        tier = next((t for t in link.tiers if t.gbps == choice.gbps), None)
-        if tier is None:
-            raise InputError(
-                f"fleet {fleet.name}: {choice.gbps:g} Gbps is not a tier of link {key[0]}-{key[1]} "
-                f"(tiers: {', '.join(f'{t.gbps:g}' for t in link.tiers)})"
-            )
+    for choice in fleet.links:
+        a, b = choice.between
+        link, _ = _link(s, fleet, a, b)
+        tier = next(t for t in link.tiers if t.gbps == choice.gbps)  # load_fleet checked it
         link_cost = tier.usd_per_month / units.HOURS_PER_MONTH
         cost += link_cost
-        links.append(LinkResult(key, choice.gbps, util, link_cost))
+        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
+        links.append(LinkResult((a, b), choice.gbps, util, link_cost))
     if missing_price:
         notes.append(
             f"no price for {', '.join(sorted(set(missing_price)))}: set prices_usd_per_gpu_hour in the scenario"

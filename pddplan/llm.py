@@ -112,11 +112,6 @@ class ModelSpec(Frozen):
     def moe_layers(self) -> int:
         return self.num_hidden_layers - self.first_k_dense_replace if self.is_moe else 0
 
-    @property
-    def is_sparse(self) -> bool:
-        """Whether attention reads a top-k selection (DSA / CSA) rather than every entry."""
-        return self.index_topk is not None
-
 
 @dataclass(frozen=True, slots=True)
 class ParamBreakdown:

@@ -24,7 +24,7 @@ from pddplan.errors import InputError
 from pddplan.fleet import Fleet
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec, hf_config_to_entry
-from pddplan.perf import smallest_fitting_gpus
+from pddplan.perf import instance_fits
 from pddplan.scenario import ROLES, ClassSpec, Scenario, Workload
 from pddplan.trace import TraceFit, fit_trace
 
@@ -284,11 +284,13 @@ def _fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
         md_cache_tokens=ref.md_cache_tokens,
         skip_bad=ref.skip_bad,
     )
-    return Workload(
-        arrival_rps=workload.arrival_rps or fit.arrival_rps,
-        max_tokens=workload.max_tokens,
-        classes=_class_specs(fit),
-    )
+    rate = workload.arrival_rps or fit.arrival_rps
+    if rate is None:
+        raise InputError(
+            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
+            "no arrival rate; set workload.arrival_rps"
+        )
+    return Workload(arrival_rps=rate, classes=_class_specs(fit))
 
 
 def _class_specs(fit: TraceFit) -> tuple[ClassSpec, ...]:
@@ -310,7 +312,8 @@ def workload_yaml(fit: TraceFit) -> str:
     md = f"{fit.md_cache_tokens} tokens" if fit.md_cache_tokens else "none (MD hit = P hit)"
     header = [
         f"# Fitted by `pddplan workload fit` from {Path(fit.path).name}: {fit.requests} requests "
-        f"over {fit.duration_s:,.0f} s ({fit.arrival_rps:.4g} req/s).",
+        f"over {fit.duration_s:,.0f} s"
+        + (f" ({fit.arrival_rps:.4g} req/s)." if fit.arrival_rps is not None else "."),
         f"# Prefill-side cache: {fit.cache_tokens}; decode-side cache: {md}; "
         f"blocks of {fit.block_tokens} tokens.",
         f"# Mean hit rate {fit.mean_hit_rate:.4f} (token-weighted {fit.token_weighted_hit_rate:.4f}).",
@@ -330,8 +333,11 @@ def workload_yaml(fit: TraceFit) -> str:
     ]
     total = sum(c["weight"] for c in classes)
     classes[0]["weight"] = round(classes[0]["weight"] + 1.0 - total, 8)  # exact sum after rounding
+    if fit.arrival_rps is None:
+        header.append("# The trace spans no time: set arrival_rps before using this block.")
+    rate = round(fit.arrival_rps, 6) if fit.arrival_rps is not None else None
     body = yaml.safe_dump(
-        {"workload": {"arrival_rps": round(fit.arrival_rps, 6), "classes": classes}},
+        {"workload": {"arrival_rps": rate, "classes": classes}},
         sort_keys=False,
         width=200,
         default_flow_style=None,
@@ -413,25 +419,29 @@ def _cross_check(
     if problems or s.model not in models:
         return problems
     model = models[s.model]
-    largest = max(s.search.sizes())
+    sizes = s.search.sizes()
     for role in ROLES:
         placed = s.chips_for(role)
         if not placed:
             continue
-        fits = False
-        for _, chip in placed:
-            cal = resolve_calibration(hw, chip, s.calibration)
-            smallest = smallest_fitting_gpus(
-                model, hw.chips[chip], cal, weight_dtype=s.weight_dtype, max_gpus=largest
+        fits = any(
+            instance_fits(
+                model,
+                hw.chips[chip],
+                g,
+                resolve_calibration(hw, chip, s.calibration),
+                weight_dtype=s.weight_dtype,
             )
-            fits = fits or (smallest is not None and smallest <= largest)
+            for chip in {c for _, c in placed}
+            for g in sizes
+        )
         if not fits:
             chips = ", ".join(sorted({c for _, c in placed}))
             bad(
                 ("datacenters",),
-                f"{model.id} fits no allowed configuration for role '{role}': "
-                f"chips {chips} at up to {largest} GPUs per instance "
-                f"(raise search.max_gpus_per_instance or allow a larger-memory chip)",
+                f"{model.id} fits no allowed configuration for role '{role}': chips {chips} at "
+                f"{', '.join(map(str, sizes))} GPUs per instance (allow larger instances in "
+                "search, or a larger-memory chip)",
             )
     return problems
 
@@ -470,10 +480,13 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
     the entry is appended under its ``models:`` mapping, and the result must load, or the
     file is left untouched."""
     new = yaml.safe_load(entry_yaml)["models"]
-    if not catalog.exists():
-        catalog.write_text(entry_yaml, encoding="utf-8")
-        return
-    old_text = catalog.read_text(encoding="utf-8")
+    try:
+        if not catalog.exists():
+            catalog.write_text(entry_yaml, encoding="utf-8")
+            return
+        old_text = catalog.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"--out: cannot write {catalog}: {e.strerror}") from None
     data, _ = read_yaml(catalog)
     if not isinstance(data, dict) or set(data) != {"models"}:
         raise InputError(f"{catalog}: not a model catalog (expected one top-level key, models)")
@@ -527,7 +540,27 @@ def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fle
                 f"chip '{pool.chip}' is not allowed in {pool.datacenter} "
                 f"(allowed: {', '.join(dc.chips)})" + (f"; {close}" if close else ""),
             )
+    prefill_dcs = {p.datacenter for p in fleet.pools if p.role == "prefill"}
+    for i, pool in enumerate(fleet.pools):
+        if pool.role == "relay_decode" and pool.datacenter not in prefill_dcs:
+            bad(
+                ("pools", i, "datacenter"),
+                f"relay decode must sit beside prefill (RDMA); "
+                f"{pool.datacenter} has no prefill pool",
+            )
+    for dc_id, dc in scenario.datacenters.items():
+        used = sum(p.gpus_per_instance * p.instances for p in fleet.pools if p.datacenter == dc_id)
+        if dc.max_gpus is not None and used > dc.max_gpus:
+            bad(("pools",), f"{used} GPUs in {dc_id} exceed its max_gpus ({dc.max_gpus})")
+    seen_pairs: set[frozenset[str]] = set()
     for i, choice in enumerate(fleet.links):
+        if frozenset(choice.between) in seen_pairs:
+            bad(
+                ("links", i, "between"),
+                f"a second entry for {choice.between[0]}-{choice.between[1]}; "
+                "give one bandwidth per link",
+            )
+        seen_pairs.add(frozenset(choice.between))
         link = next((x for x in scenario.links if set(x.between) == set(choice.between)), None)
         if link is None:
             bad(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.calibration import Calibration
-from pddplan.errors import WeightsDoNotFitError
+from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.hardware import ChipSpec
 from pddplan.kv import KvModel
 from pddplan.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
@@ -161,14 +161,23 @@ class Instance:
             read += m.moe_layers * touched * self._bytes(expert, expert=True)
         return read
 
-    def _compute_s(self, tokens: float, attn_flops: float, mfu: float) -> float:
-        """Seconds of math on the busiest GPU for ``tokens`` tokens (linear layers) plus
-        ``attn_flops`` of attention spread evenly."""
-        p = self.params
+    def _compute_s(
+        self, tokens: float, attn_flops: float, mfu: float, *, alone: bool = False
+    ) -> float:
+        """Seconds of math on the busiest GPU for ``tokens`` tokens plus ``attn_flops`` of
+        attention scores. Layers run one after another: attention (projections and scores),
+        the dense MLPs, then the routed experts. With many requests every part spreads over
+        all GPUs; a request ``alone`` keeps its attention on one attention group
+        (``attn_tp`` GPUs: one rank under data-parallel attention) and its dense MLPs on one
+        tensor-parallel group, while its experts still spread over all GPUs."""
+        p, lay = self.params, self.layout
         active = self.model.active_params_b * 1e9
-        dense_flops = 2 * tokens * (active - p.routed_active) + attn_flops
-        expert_flops = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
-        return (dense_flops + expert_flops) / self.layout.gpus / (self._peak * mfu)
+        attention = 2 * tokens * p.attention + attn_flops
+        dense = 2 * tokens * max(0.0, active - p.routed_active - p.attention)
+        experts = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
+        attn_gpus, dense_gpus = (lay.attn_tp, lay.dense_tp) if alone else (lay.gpus, lay.gpus)
+        per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
+        return per_gpu / (self._peak * mfu)
 
     def _collectives_s(self, tokens: float) -> tuple[float, float]:
         """(volume seconds, latency seconds) of collectives in one pass over ``tokens``."""
@@ -264,10 +273,12 @@ class Instance:
 
         Attention reads the KV of the whole context up to the chunk's end (the prefix's, and
         the chunk's own, written then read). ``share`` is the fraction of one pass's fixed
-        costs (weight read, collective latency, overhead) the chunk carries; ``host_tokens``
-        cached tokens are first loaded from host memory (``prefix_cache: host``).
+        costs (weight read, collective latency, overhead) the chunk carries; 1 means the
+        chunk runs alone. ``host_tokens`` cached tokens are first loaded from host memory
+        (``prefix_cache: host``).
         """
-        eff, gpus = self.cal.efficiency, self.layout.gpus
+        eff, alone = self.cal.efficiency, share == 1.0
+        gpus = self.layout.attn_tp if alone else self.layout.gpus  # who reads this request's KV
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
         kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self.kv_replication / gpus
@@ -276,7 +287,7 @@ class Instance:
         )
         volume, latency = self._collectives_s(new_tokens)
         return _Cost(
-            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu),
+            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, alone=alone),
             hbm_bytes=kv_read + share * self._weights_read_per_gpu(new_tokens / share),
             host_bytes=host,
             serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
@@ -299,7 +310,8 @@ class Instance:
         partial chunk comes first: the same number of passes as cutting from the front, and
         a higher hit rate only ever shrinks or removes the first chunk.
         """
-        hit = math.floor(input_tokens * hit_rate)
+        # a full hit still computes the last token: its logits give the first output token
+        hit = min(math.floor(input_tokens * hit_rate), math.ceil(input_tokens) - 1)
         chunk = self.cal.knobs.prefill_chunk_tokens
         out, end = [], float(input_tokens)
         while end > hit:
@@ -385,6 +397,19 @@ def make_instance(
     return inst
 
 
+def instance_fits(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    *,
+    weight_dtype: Dtype | None = None,
+) -> bool:
+    """Whether ``gpus`` GPUs of ``chip`` hold the model's weights."""
+    inst = _build(model, chip, gpus, cal, None, weight_dtype)
+    return inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu
+
+
 def smallest_fitting_gpus(
     model: ModelSpec,
     chip: ChipSpec,
@@ -396,8 +421,7 @@ def smallest_fitting_gpus(
     """The smallest power-of-two instance size whose per-GPU weights fit, or None."""
     g = 1
     while g <= max_gpus:
-        inst = _build(model, chip, g, cal, None, weight_dtype)
-        if inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu:
+        if instance_fits(model, chip, g, cal, weight_dtype=weight_dtype):
             return g
         g *= 2
     return None
@@ -484,6 +508,11 @@ def analyze_instance(
     tpot_s = tpot_ms * units.MS if tpot_ms is not None else None
     by_memory = inst.max_batch(ctx, reserved_bytes=reserved_bytes)
     best = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserved_bytes)
+    if batch is not None and batch > by_memory:
+        raise InputError(
+            f"--batch {batch}: only {by_memory} sequences of {ctx:,.0f} tokens fit in the "
+            f"instance's KV memory ({inst.kv_capacity_bytes(reserved_bytes) / units.GB:,.1f} GB)"
+        )
     run = batch if batch is not None else max(best, 1)
     step_s = inst.decode_step_s(run, ctx)
     serving = batch is not None or best > 0

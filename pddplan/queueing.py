@@ -1,5 +1,5 @@
 """Queueing tails for pools of identical servers (M/G/c, Erlang C with the Allen-Cunneen
-correction) and the processor-sharing stretch of a shared link.
+correction).
 
 A pool of ``c`` servers, each with mean service time ``s``, offered ``a = lambda x s``
 erlangs (utilization ``rho = a / c``):
@@ -46,28 +46,6 @@ def wait_tail(
     c = erlang_c(servers, utilization * servers)
     rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
     return c * math.exp(-rate * t_s)
-
-
-def wait_quantile(
-    q: float, *, servers: int, utilization: float, mean_service_s: float, service_cv2: float = 1.0
-) -> float:
-    """The ``q`` quantile of the wait (0 when at least ``q`` of arrivals do not wait)."""
-    if utilization >= 1.0:
-        return math.inf
-    c = erlang_c(servers, utilization * servers)
-    if c <= 1.0 - q:
-        return 0.0
-    rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
-    return math.log(c / (1.0 - q)) / rate
-
-
-def processor_sharing_stretch(utilization: float) -> float:
-    """Mean slowdown of a flow on an M/G/1 processor-sharing link: 1 / (1 - rho).
-    The expected time of a job is its time alone on the link times this stretch,
-    whatever the size distribution (the insensitivity of PS)."""
-    if utilization >= 1.0:
-        return math.inf
-    return 1.0 / (1.0 - utilization)
 
 
 def wait_tail_many(

@@ -326,10 +326,17 @@ def trace_report(fit: TraceFit) -> Group:
     summary.add_row(
         "requests",
         f"{fit.requests:,}"
-        + (f" ({fit.skipped_lines:,} bad lines skipped)" if fit.skipped_lines else ""),
+        + (
+            f" ({fit.skipped_lines:,} bad line{'s' if fit.skipped_lines != 1 else ''} skipped)"
+            if fit.skipped_lines
+            else ""
+        ),
     )
     summary.add_row("duration", f"{fit.duration_s:,.1f} s")
-    summary.add_row("mean arrival rate", f"{fit.arrival_rps:,.3f} req/s")
+    summary.add_row(
+        "mean arrival rate",
+        f"{fit.arrival_rps:,.3f} req/s" if fit.arrival_rps else "— (no time span)",
+    )
     summary.add_row(
         "prefill-side cache",
         f"{fit.cache_tokens} tokens" if fit.cache_tokens != "unbounded" else "unbounded",

@@ -103,8 +103,6 @@ class Workload(Frozen):
     arrival_rps: Positive | None = None
     input_tokens: LengthDist | None = None
     output_tokens: LengthDist | None = None
-    max_tokens: Annotated[int, Field(ge=1)] | None = None
-    """The requests' max_tokens (or a predicted output bound), for the singular-path filter."""
     prefix_hit: HitDist | None = None
     """Prefill-side (P) prefix-cache hit rate."""
     md_prefix_hit: HitDist | None = None
@@ -116,7 +114,7 @@ class Workload(Frozen):
     @model_validator(mode="after")
     def _one_source(self) -> Workload:
         dists = ("input_tokens", "output_tokens", "prefix_hit")
-        given = [k for k in dists if getattr(self, k) is not None]
+        given = [k for k in (*dists, "md_prefix_hit") if getattr(self, k) is not None]
         if self.trace is not None:
             if given or self.classes:
                 raise ValueError("give a trace, or classes, or distributions, not several")
@@ -136,10 +134,6 @@ class Workload(Frozen):
         if missing:
             raise ValueError(f"give {', '.join(missing)} (or classes, or a trace to fit them from)")
         return self
-
-    @property
-    def md_hit(self) -> HitDist | None:
-        return self.md_prefix_hit or self.prefix_hit
 
 
 class Sla(Frozen):

@@ -35,8 +35,9 @@ MAX_REPORTED_BAD_LINES = 20
 """Without --skip-bad, this many bad lines are listed before giving up."""
 TIME_BINS = 60
 """Bins of the hit-rate-over-time series."""
-MAX_BITMAP_ID = 1 << 32
-"""Block ids below this are tracked in a byte map; others in a set."""
+MAX_BITMAP_ID = 1 << 26
+"""Block ids below this (64 MB of byte map at most) are tracked in a byte map; a trace with
+other ids (negative, or large hashes) uses a set."""
 
 
 class PrefixCache:
@@ -44,10 +45,11 @@ class PrefixCache:
 
     Unbounded: one byte per block id in a growing bytearray (Mooncake's hash ids are small
     dense integers), a set for other ids. LRU: each block maps to the sequence number of the
-    request that last touched it, and a log keeps every request's blocks in order; evicting
-    walks the log from the oldest request and drops the blocks whose last touch is that
-    entry, which is exactly least-recently-used order when a request's block ids are
-    distinct (they name its successive prefix blocks). The loops run inside C
+    request that last touched it, and a log keeps every request's blocks; evicting walks the
+    log from the oldest request and drops the blocks whose last touch is that entry. Within
+    one request the tail blocks go first, as a radix cache evicts leaves before the prefixes
+    they hang from. This is exact LRU when a request's block ids are distinct (they name its
+    successive prefix blocks). The loops run inside C
     (``takewhile``, ``dict.update``, ``map`` drained by a zero-length deque): a
     million-request trace touches tens of millions of blocks.
     """
@@ -57,7 +59,7 @@ class PrefixCache:
         self._last: dict[int, int] = {}
         self._log: deque[tuple[int, list[int]]] = deque()
         self._served = 0
-        self._seen = bytearray(1 << 16)
+        self._seen: bytearray | None = bytearray(1 << 16)
         self._other: set[int] = set()
 
     def replay(self, hash_ids: list[int]) -> int:
@@ -68,7 +70,7 @@ class PrefixCache:
         run = len(list(takewhile(last.__contains__, hash_ids)))
         self._served += 1
         last.update(dict.fromkeys(hash_ids, self._served))
-        self._log.append((self._served, hash_ids))
+        self._log.append((self._served, hash_ids[::-1]))  # within a request, the tail goes first
         while len(last) > self.capacity:  # type: ignore[operator]
             self._evict_oldest_entry()
         return run
@@ -88,17 +90,21 @@ class PrefixCache:
     def _replay_unbounded(self, hash_ids: list[int]) -> int:
         if not hash_ids:
             return 0
-        lo, hi = min(hash_ids), max(hash_ids)
-        if lo < 0 or hi >= MAX_BITMAP_ID:
-            other = self._other
-            run = len(list(takewhile(other.__contains__, hash_ids)))
-            other.update(hash_ids)
-            return run
-        seen = self._seen
-        if hi >= len(seen):
-            seen.extend(bytes(max(hi + 1, 2 * len(seen)) - len(seen)))
-        run = len(list(takewhile(seen.__getitem__, hash_ids)))
-        _drain(map(seen.__setitem__, hash_ids, repeat(1)))
+        if self._seen is not None:
+            lo, hi = min(hash_ids), max(hash_ids)
+            if lo >= 0 and hi < MAX_BITMAP_ID:
+                seen = self._seen
+                if hi >= len(seen):
+                    seen.extend(bytes(min(max(hi + 1, 2 * len(seen)), MAX_BITMAP_ID) - len(seen)))
+                run = len(list(takewhile(seen.__getitem__, hash_ids)))
+                _drain(map(seen.__setitem__, hash_ids, repeat(1)))
+                return run
+            # an id the byte map cannot hold: move every cached id to the set, for good
+            self._other.update(np.flatnonzero(np.frombuffer(self._seen, dtype=np.uint8)).tolist())
+            self._seen = None
+        other = self._other
+        run = len(list(takewhile(other.__contains__, hash_ids)))
+        other.update(hash_ids)
         return run
 
 
@@ -233,7 +239,8 @@ class TraceFit:
     skipped_lines: int
     bad_lines: list[tuple[int, str]]
     duration_s: float
-    arrival_rps: float
+    arrival_rps: float | None
+    """Mean arrival rate; None when the trace spans no time (one timestamp)."""
     block_tokens: int
     cache_tokens: int | str
     md_cache_tokens: int | str | None
@@ -286,16 +293,22 @@ def fit_trace(
         if md_replay is not None:
             m_add(md_replay(ids))
     if bad and not skip_bad:
-        more = " (stopped at the first 20; --skip-bad skips and counts them)"
+        stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
         raise InputError(
-            [f"{path}:{line}: {problem}" for line, problem in bad] + [f"{path}: bad lines{more}"]
+            [f"{path}:{line}: {problem}" for line, problem in bad]
+            + [
+                f"{path}: {_lines(len(bad))} refused ({stopped}skip_bad / --skip-bad skips and counts them)"
+            ]
         )
     if not cols.inp:
         raise InputError(
-            f"{path}: the trace has no requests"
-            + (f" ({len(bad)} bad lines skipped)" if bad else "")
+            f"{path}: the trace has no requests" + (f" ({_lines(len(bad))} skipped)" if bad else "")
         )
     return _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} bad line" + ("" if n == 1 else "s")
 
 
 def _check_edges(edges: tuple[float, ...]) -> None:
@@ -357,7 +370,7 @@ def _summarize(
         md = np.minimum(np.frombuffer(cols.md_run, dtype=np.int64) * block_tokens, inp) / inp
     n = len(inp)
     duration = float(t[-1] - t[0])
-    rate = (n - 1) / duration if duration > 0 else math.inf
+    rate = (n - 1) / duration if duration > 0 else None  # no span, no rate
     span = max(duration, 1e-9)
     bins = np.minimum(((t - t[0]) / span * TIME_BINS).astype(int), TIME_BINS - 1)
     counts = np.bincount(bins, minlength=TIME_BINS)

@@ -4,7 +4,6 @@ goes through a constant from this file."""
 
 GB = 1e9
 """Bytes in a decimal gigabyte (catalog memory and bandwidth figures are decimal)."""
-GiB = 2**30
 TB = 1e12
 TFLOPS = 1e12
 """FLOP/s in one TFLOPS."""

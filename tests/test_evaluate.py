@@ -99,7 +99,7 @@ def test_a_thin_link_binds(small):
         }
     )
     e = evaluate(_loose(heavy), hw, models, thin)
-    assert any("link east-west" in b for b in e.binding), e.binding
+    assert any("link east->west" in b for b in e.binding), e.binding
 
 
 def test_missing_prices_are_a_note_not_a_number(small):
@@ -123,25 +123,32 @@ def test_missing_prices_are_a_note_not_a_number(small):
     assert any("no price for l40s" in n for n in e.notes)
 
 
-def test_relay_hides_a_slow_wan_under_a_tight_ttft(tmp_path):
-    """DeepSeek-V4-Pro at 64K context over 10 Gbps: with TTFT P99 1.2 s, direct P->MD
-    misses the SLA (low-hit requests wait for hundreds of MB), while the evaluator's best
-    relay threshold meets it, with RLD producing a few percent of the output tokens."""
-    text = (ROOT / "scenarios" / "pdd-h100-h200.yaml").read_text()
-    text = text.replace("ttft_p90_s: 4.0", "ttft_p90_s: 0.8").replace(
-        "ttft_p99_s: 12.0", "ttft_p99_s: 1.2"
+def test_relay_hides_a_slow_wan_under_a_tight_ttft(small):
+    """Llama-3.1-8B over a 100 ms-RTT line: shipping ~100 MB of KV takes about a second of
+    TCP slow start, so with TTFT P90 0.6 s / P99 1.2 s direct P->MD misses the SLA at any
+    rate, while the evaluator's best relay threshold meets it, RLD decoding the tokens that
+    stream while the KV crawls to MD."""
+    s, hw, models, fleet = small
+    s = s.model_copy(
+        update={
+            "links": (s.links[0].model_copy(update={"rtt_ms": 100.0}),),
+            "sla": s.sla.model_copy(update={"ttft_p90_s": 0.6, "ttft_p99_s": 1.2}),
+        }
     )
-    path = tmp_path / "tight.yaml"
-    path.write_text(text)
-    s, hw, models = load_scenario(path)
-    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
-    fleet = fleet.model_copy(update={"links": (fleet.links[0].model_copy(update={"gbps": 10}),)})
-    direct = evaluate(s, hw, models, fleet.model_copy(update={"routing": Routing()}))
+    rld = Pool(
+        datacenter="east", role="relay_decode", chip="h100-sxm", gpus_per_instance=1, instances=1
+    )
+    fleet = fleet.model_copy(update={"pools": (*fleet.pools, rld)})
+    direct = evaluate(
+        s, hw, models, fleet.model_copy(update={"routing": Routing()}), demand_rps=2.0
+    )
     assert direct.status == "sla_infeasible"
-    assert any("TTFT P99" in b for b in direct.binding)
-    relayed = evaluate(s, hw, models, fleet)
+    assert any("TTFT P90" in b for b in direct.binding)
+    relayed = evaluate(s, hw, models, fleet, demand_rps=2.0)
     assert relayed.status == "ok" and relayed.routing["relay_above_mb"] is not None
-    assert 0 < relayed.rld_token_share < 0.05
+    assert relayed.ttft_s["p90"] <= 0.6 and relayed.ttft_s["p99"] <= 1.2
+    assert 0 < relayed.rld_token_share < 0.5
+    assert relayed.pipelines["p_rld_md"]["requests"] > 0
 
 
 def test_fleet_errors_are_located(small):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pddplan.queueing import erlang_c, processor_sharing_stretch, wait_quantile, wait_tail
+from pddplan.queueing import erlang_c, wait_tail
 
 
 def test_single_server_erlang_c_is_rho():
@@ -35,22 +35,10 @@ def test_deterministic_service_halves_the_decay_time():
     assert det_tail == pytest.approx(exp_tail)
 
 
-def test_quantile_inverts_the_tail():
-    kw = dict(servers=8, utilization=0.85, mean_service_s=2.0)
-    t = wait_quantile(0.99, **kw)
-    assert wait_tail(t, **kw) == pytest.approx(0.01)
-    assert wait_quantile(0.5, servers=8, utilization=0.3, mean_service_s=2.0) == 0.0
-
-
 @given(c=st.integers(1, 200), rho=st.floats(0.01, 0.99))
 def test_bigger_pools_wait_less_at_the_same_utilization(c, rho):
     """Economies of scale: at equal utilization, more servers means fewer waits."""
     assert erlang_c(c + 1, rho * (c + 1)) <= erlang_c(c, rho * c) + 1e-12
-
-
-def test_ps_stretch():
-    assert processor_sharing_stretch(0.75) == pytest.approx(4.0)
-    assert processor_sharing_stretch(1.0) == math.inf
 
 
 def test_vector_form_matches_the_scalar_one():
