@@ -267,7 +267,13 @@ class Instance:
 
     # --- prefill ----------------------------------------------------------------------------
     def _pass_cost(
-        self, new_tokens: float, prefix_tokens: float, share: float, host_tokens: float = 0.0
+        self,
+        new_tokens: float,
+        prefix_tokens: float,
+        share: float,
+        host_tokens: float = 0.0,
+        *,
+        alone: bool,
     ) -> _Cost:
         """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
 
@@ -277,7 +283,7 @@ class Instance:
         chunk runs alone. ``host_tokens`` cached tokens are first loaded from host memory
         (``prefix_cache: host``).
         """
-        eff, alone = self.cal.efficiency, share == 1.0
+        eff = self.cal.efficiency
         gpus = self.layout.attn_tp if alone else self.layout.gpus  # who reads this request's KV
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
@@ -301,7 +307,7 @@ class Instance:
     def prefill_pass_s(self, new_tokens: float, prefix_tokens: float) -> float:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
         ``prefix_tokens``. Weights are read once per pass; so is the context's KV."""
-        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0))
+        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, alone=True))
 
     def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
         """The (new tokens, tokens before it) of each pass that prefills one request.
@@ -330,7 +336,9 @@ class Instance:
         costs = []
         for i, (t, p) in enumerate(self.prefill_chunks(input_tokens, hit_rate)):
             share = t / chunk if full_passes else 1.0
-            costs.append(self._pass_cost(t, p, share, host_hit if i == 0 else 0.0))
+            costs.append(
+                self._pass_cost(t, p, share, host_hit if i == 0 else 0.0, alone=not full_passes)
+            )
         return costs
 
     def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:

@@ -212,3 +212,16 @@ def test_weight_bytes_agree_with_the_per_gpu_parts(models, hardware):
         m = models[model_id]
         inst = make_instance(m, big, 1, resolve_calibration(hardware, "h200-sxm"))
         assert inst.weight_bytes_per_gpu == pytest.approx(weight_bytes(m))
+
+
+def test_full_passes_spread_attention_over_all_gpus(models, hardware):
+    """Regression: a request whose uncached part fills whole 8,192-token chunks is served in
+    full passes, where attention spreads over every GPU; only its latency alone keeps the
+    attention on one data-parallel rank. Long prompts therefore cost the same per token in
+    full passes as short ones do, give or take the longer context."""
+    cal = resolve_calibration(hardware, "h100-sxm")
+    inst = make_instance(models["deepseek-v4-pro"], hardware.chips["h100-sxm"], 16, cal)
+    per_token_8k = inst.prefill_service_s(8192, 0.0) / 8192
+    per_token_16k = inst.prefill_service_s(16384, 0.0) / 16384
+    assert per_token_16k < 1.5 * per_token_8k
+    assert inst.prefill_latency_s(8192, 0.0) > 4 * inst.prefill_service_s(8192, 0.0)
