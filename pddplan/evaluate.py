@@ -195,7 +195,7 @@ class _Model:
         if routing.relay_above_mb is None:
             relay = np.zeros_like(self.w, dtype=bool)
         else:
-            relay = self.payload > routing.relay_above_mb * 1e6
+            relay = self.payload / 1e6 > routing.relay_above_mb  # same arithmetic as the cuts
         singular = relay & (self.out <= routing.singular_max_output_tokens)
         return ~relay, relay & ~singular, singular
 
@@ -476,13 +476,14 @@ def _capacity(m: _Model, routing: Routing) -> float:
 
 def _best_routing(m: _Model) -> Routing:
     """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties go to
-    the threshold that relays the fewest requests."""
-    cuts = sorted(set(np.round(m.payload / 1e6, 6)))
+    the threshold that relays the fewest requests. Candidates: relay nothing, then each
+    class's payload as the cut (classes above it relay), down to 0 (relay everything)."""
+    if not m.roles["relay_decode"]:
+        return Routing()
+    payloads_mb = sorted({float(x) for x in m.payload / 1e6}, reverse=True)
     best = (-1.0, Routing())
-    for cut in [None, *cuts[::-1]]:
+    for cut in [None, *payloads_mb, 0.0]:
         routing = Routing(relay_above_mb=cut)
-        if cut is not None and not m.roles["relay_decode"]:
-            break
         capacity = _capacity(m, routing)
         if capacity > best[0] + 1e-9:
             best = (capacity, routing)
