@@ -19,7 +19,9 @@ from pathlib import Path
 
 from pddplan.trace import fit_trace
 
-SHIPPED = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "mooncake_conversation.jsonl"
+SHIPPED = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "mooncake_conversation.jsonl"
+)
 
 
 def build(source: Path, target: Path, requests: int) -> None:
@@ -33,12 +35,17 @@ def build(source: Path, target: Path, requests: int) -> None:
             for r in rows:
                 if written == requests:
                     break
-                out.write(json.dumps({
-                    "timestamp": r["timestamp"] + copy * span,
-                    "input_length": r["input_length"],
-                    "output_length": r["output_length"],
-                    "hash_ids": [h + copy * id_span for h in r["hash_ids"]],
-                }) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "timestamp": r["timestamp"] + copy * span,
+                            "input_length": r["input_length"],
+                            "output_length": r["output_length"],
+                            "hash_ids": [h + copy * id_span for h in r["hash_ids"]],
+                        }
+                    )
+                    + "\n"
+                )
                 written += 1
             copy += 1
 
@@ -52,14 +59,18 @@ def main() -> None:
         path = Path(tmp) / "big.jsonl"
         t0 = time.perf_counter()
         build(args.trace, path, args.requests)
-        print(f"built {args.requests:,} requests ({path.stat().st_size / 1e6:,.0f} MB) "
-              f"in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"built {args.requests:,} requests ({path.stat().st_size / 1e6:,.0f} MB) "
+            f"in {time.perf_counter() - t0:.1f} s"
+        )
         for label, cache in (("unbounded", "unbounded"), ("LRU 20M tokens", 20_000_000)):
             t0 = time.perf_counter()
             fit = fit_trace(path, cache_tokens=cache)
             seconds = time.perf_counter() - t0
-            print(f"fit, {label:>15}: {seconds:6.1f} s = {fit.requests / seconds:>9,.0f} requests/s; "
-                  f"mean hit {fit.mean_hit_rate:.3f}")
+            print(
+                f"fit, {label:>15}: {seconds:6.1f} s = {fit.requests / seconds:>9,.0f} requests/s; "
+                f"mean hit {fit.mean_hit_rate:.3f}"
+            )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory: {peak_mb:,.0f} MB")
 
