@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from pddplan import report, views
 from pddplan.calibration import resolve_calibration
+from pddplan.classes import HIT_EDGES
 from pddplan.errors import InputError, PddplanError
 from pddplan.evaluate import evaluate as run_evaluation
 from pddplan.loaders import (
@@ -378,6 +379,7 @@ SkipBadOpt = Annotated[
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+DEFAULT_BUCKETS = ",".join(f"{e:g}" for e in HIT_EDGES)
 
 
 def _cache_tokens(option: str, value: str | None) -> int | str | None:
@@ -428,7 +430,7 @@ def workload_fit(
     block_size: BlockOpt = DEFAULT_BLOCK_TOKENS,
     cache_tokens: CacheOpt = "unbounded",
     md_cache_tokens: MdCacheOpt = None,
-    buckets: BucketsOpt = "0,0.2,0.4,0.7,0.9,0.95,0.99,1",
+    buckets: BucketsOpt = DEFAULT_BUCKETS,
     output: Annotated[
         Path | None, typer.Option("--out", help="Write the fitted workload block (YAML) here.")
     ] = None,
@@ -454,7 +456,7 @@ def workload_show(
     block_size: BlockOpt = DEFAULT_BLOCK_TOKENS,
     cache_tokens: CacheOpt = "unbounded",
     md_cache_tokens: MdCacheOpt = None,
-    buckets: BucketsOpt = "0,0.2,0.4,0.7,0.9,0.95,0.99,1",
+    buckets: BucketsOpt = DEFAULT_BUCKETS,
     plot: Annotated[
         Path | None,
         typer.Option(

@@ -25,12 +25,11 @@ import numpy as np
 import orjson
 from scipy import stats
 
-from pddplan.classes import INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
+from pddplan.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
 from pddplan.errors import InputError
 
 DEFAULT_BLOCK_TOKENS = 512
 """Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
-DEFAULT_HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
 MAX_REPORTED_BAD_LINES = 20
 """Without --skip-bad, this many bad lines are listed before giving up."""
 TIME_BINS = 60
@@ -262,7 +261,7 @@ def fit_trace(
     block_tokens: int = DEFAULT_BLOCK_TOKENS,
     cache_tokens: int | str = "unbounded",
     md_cache_tokens: int | str | None = None,
-    hit_edges: tuple[float, ...] = DEFAULT_HIT_EDGES,
+    hit_edges: tuple[float, ...] = HIT_EDGES,
     skip_bad: bool = False,
 ) -> TraceFit:
     """Replay ``path`` through the prefill-side cache (and the decode-side one when

@@ -170,3 +170,72 @@ def test_shipped_example_fleet_evaluates():
     fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
     e = evaluate(s, hw, models, fleet)
     assert e.status == "ok" and e.sla_capacity_rps > s.workload.arrival_rps
+
+
+def test_p99_gap_by_hand():
+    """Steps of 30 ms; 0.5% of steps carry a 100 ms stall and 2% a 50 ms one: more than 1%
+    of gaps are stalled, and the 99th percentile falls in the 50 ms group: 30 + 50 ms."""
+    import numpy as np
+
+    from pddplan.evaluate import _p99_gap
+
+    gap = _p99_gap(0.030, [np.array([0.005, 0.02])], [np.array([0.100, 0.050])], np.array([1.0]))
+    assert gap == pytest.approx(0.080)
+    rare = _p99_gap(0.030, [np.array([0.004, 0.005])], [np.array([0.100, 0.050])], np.array([1.0]))
+    assert rare == pytest.approx(0.030)  # 0.9% of gaps stalled: the P99 is a plain step
+
+
+@pytest.fixture(scope="module")
+def relayed(small):
+    """The 100 ms-RTT case of test_relay_hides_a_slow_wan_under_a_tight_ttft."""
+    s, hw, models, fleet = small
+    s = s.model_copy(
+        update={
+            "links": (s.links[0].model_copy(update={"rtt_ms": 100.0}),),
+            "sla": s.sla.model_copy(update={"ttft_p90_s": 0.6, "ttft_p99_s": 1.2}),
+        }
+    )
+    rld = Pool(
+        datacenter="east", role="relay_decode", chip="h100-sxm", gpus_per_instance=1, instances=1
+    )
+    fleet = fleet.model_copy(update={"pools": (*fleet.pools, rld)})
+    best = evaluate(s, hw, models, fleet, demand_rps=2.0)
+    return (
+        s,
+        hw,
+        models,
+        fleet.model_copy(
+            update={"routing": Routing(relay_above_mb=best.routing["relay_above_mb"])}
+        ),
+    )
+
+
+def test_catch_up_trades_one_stall_for_many(relayed):
+    """Llama-3.1-8B's extend step is bound by its weight read, so a 16-token chunk stalls MD
+    almost as long as the whole eager backlog: catch-up multiplies the stalls, more than 1%
+    of gaps carry one, and the P99 gap and the SLA capacity get worse, not better."""
+    from pddplan.fleet import Handoff
+
+    s, hw, models, fleet = relayed
+    one_shot = evaluate(s, hw, models, fleet, demand_rps=2.0)
+    catch_up = evaluate(
+        s,
+        hw,
+        models,
+        fleet.model_copy(update={"handoff": Handoff(mode="catch-up", chunk_tokens=16)}),
+        demand_rps=2.0,
+    )
+    assert one_shot.tpot_ms["p99"] == pytest.approx(one_shot.tpot_ms["step"])
+    assert catch_up.tpot_ms["p99"] > s.sla.tpot_ms
+    assert catch_up.sla_capacity_rps < one_shot.sla_capacity_rps
+
+
+def test_singular_path_finishes_on_rld(relayed):
+    """With every relayed request short enough for the singular path, nothing is handed to
+    MD: no stalls, and RLD's token share equals the singular requests' share of tokens."""
+    s, hw, models, fleet = relayed
+    routing = fleet.routing.model_copy(update={"singular_max_output_tokens": 10**6})
+    e = evaluate(s, hw, models, fleet.model_copy(update={"routing": routing}), demand_rps=2.0)
+    assert e.pipelines["p_rld_md"]["requests"] == 0 and e.pipelines["singular"]["requests"] > 0
+    assert e.rld_token_share == pytest.approx(e.pipelines["singular"]["output_tokens"])
+    assert e.tpot_ms["p99"] == pytest.approx(e.tpot_ms["step"])
