@@ -123,11 +123,9 @@ def test_missing_prices_are_a_note_not_a_number(small):
     assert any("no price for l40s" in n for n in e.notes)
 
 
-def test_relay_hides_a_slow_wan_under_a_tight_ttft(small):
-    """Llama-3.1-8B over a 100 ms-RTT line: shipping ~100 MB of KV takes about a second of
-    TCP slow start, so with TTFT P90 0.6 s / P99 1.2 s direct P->MD misses the SLA at any
-    rate, while the evaluator's best relay threshold meets it, RLD decoding the tokens that
-    stream while the KV crawls to MD."""
+@pytest.fixture(scope="module")
+def slow_wan(small):
+    """Llama-3.1-8B over a 100 ms-RTT line, TTFT P90 0.6 s / P99 1.2 s, with one RLD GPU."""
     s, hw, models, fleet = small
     s = s.model_copy(
         update={
@@ -138,7 +136,14 @@ def test_relay_hides_a_slow_wan_under_a_tight_ttft(small):
     rld = Pool(
         datacenter="east", role="relay_decode", chip="h100-sxm", gpus_per_instance=1, instances=1
     )
-    fleet = fleet.model_copy(update={"pools": (*fleet.pools, rld)})
+    return s, hw, models, fleet.model_copy(update={"pools": (*fleet.pools, rld)})
+
+
+def test_relay_hides_a_slow_wan_under_a_tight_ttft(slow_wan):
+    """Shipping ~100 MB of KV over a 100 ms RTT takes about a second of TCP slow start, so
+    direct P->MD misses the SLA at any rate, while the evaluator's best relay threshold
+    meets it, RLD decoding the tokens that stream while the KV crawls to MD."""
+    s, hw, models, fleet = slow_wan
     direct = evaluate(
         s, hw, models, fleet.model_copy(update={"routing": Routing()}), demand_rps=2.0
     )
@@ -186,19 +191,9 @@ def test_p99_gap_by_hand():
 
 
 @pytest.fixture(scope="module")
-def relayed(small):
-    """The 100 ms-RTT case of test_relay_hides_a_slow_wan_under_a_tight_ttft."""
-    s, hw, models, fleet = small
-    s = s.model_copy(
-        update={
-            "links": (s.links[0].model_copy(update={"rtt_ms": 100.0}),),
-            "sla": s.sla.model_copy(update={"ttft_p90_s": 0.6, "ttft_p99_s": 1.2}),
-        }
-    )
-    rld = Pool(
-        datacenter="east", role="relay_decode", chip="h100-sxm", gpus_per_instance=1, instances=1
-    )
-    fleet = fleet.model_copy(update={"pools": (*fleet.pools, rld)})
+def relayed(slow_wan):
+    """``slow_wan`` with the relay threshold the evaluator found best, fixed."""
+    s, hw, models, fleet = slow_wan
     best = evaluate(s, hw, models, fleet, demand_rps=2.0)
     return (
         s,
