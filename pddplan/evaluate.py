@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,59 +37,13 @@ from pddplan.llm import ModelSpec
 from pddplan.network import RDMA_LATENCY_S, link_bytes_per_s, wan_transfer_s_many
 from pddplan.perf import Instance, make_instance
 from pddplan.queueing import wait_tail_many
+from pddplan.results import Evaluation, LinkResult, PoolResult
 from pddplan.scenario import Scenario
 
 TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
 """(percentile, tail-mass budget): P90 allows 10% of requests above the bound, P99 1%."""
 BISECT_STEPS = 60
 """Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PoolResult:
-    datacenter: str
-    role: str
-    chip: str
-    layout: str
-    gpus_per_instance: int
-    instances: int
-    gpus: int
-    cost_per_hour_usd: float | None
-    utilization: float
-    decode_batch: int | None = None
-    decode_step_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LinkResult:
-    between: tuple[str, str]
-    gbps: float
-    utilization: float
-    cost_per_hour_usd: float
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """What a fleet delivers on a scenario."""
-
-    fleet: str
-    status: str
-    """``ok`` (demand within SLA capacity), ``below_demand`` or ``sla_infeasible``."""
-    demand_rps: float
-    sla_capacity_rps: float
-    cost_per_hour_usd: float | None
-    bcr: float | None
-    """SLA capacity (req/s) per dollar-hour."""
-    usd_per_million_output_tokens: float | None
-    ttft_s: dict[str, float]
-    tpot_ms: dict[str, float]
-    pools: list[PoolResult]
-    links: list[LinkResult]
-    routing: dict[str, float | int | None]
-    pipelines: dict[str, dict[str, float]]
-    rld_token_share: float
-    binding: list[str]
-    notes: list[str] = field(default_factory=list)
 
 
 # --- building the per-class model -------------------------------------------------------------

@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.evaluate import Evaluation
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
+from pddplan.results import Evaluation
 from pddplan.scenario import Scenario
 from pddplan.trace import TraceFit
 from pddplan.views import CHIP_FIGURES

@@ -8,11 +8,11 @@ import math
 from typing import Any
 
 from pddplan import units
-from pddplan.evaluate import Evaluation
 from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
 from pddplan.perf import InstancePerf
+from pddplan.results import Evaluation
 from pddplan.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
