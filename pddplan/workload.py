@@ -1,8 +1,8 @@
 """Workload distributions: request lengths (tokens) and prefix-cache hit rates (0-1).
 
 Each distribution is one validated object with a ``dist`` kind and that kind's parameters;
-``frozen_dist`` turns it into a ``scipy.stats`` distribution for means and quantiles, and
-``bucket_masses`` discretizes it onto edges for the planner's request classes.
+``frozen_dist`` turns it into a ``scipy.stats`` distribution, and ``slice_mean`` averages it
+over a quantile slice (the representative of a request class, ``pddplan.classes``).
 """
 
 from __future__ import annotations
@@ -178,35 +178,6 @@ def _bucket_grid(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray]:
         weights.append(b.share)
         edges.append(b.hi)
     return np.asarray(edges), np.asarray(weights)
-
-
-def mean(d: LengthDist | HitDist) -> float:
-    """The distribution's mean."""
-    if d.dist == "fixed":
-        return float(d.value)  # type: ignore[arg-type]
-    return float(frozen_dist(d).mean())
-
-
-def quantile(d: LengthDist | HitDist, q: float) -> float:
-    """The ``q`` quantile (0 < q < 1)."""
-    if d.dist == "fixed":
-        return float(d.value)  # type: ignore[arg-type]
-    return float(frozen_dist(d).ppf(q))
-
-
-def bucket_masses(d: LengthDist | HitDist, edges: list[float]) -> list[float]:
-    """Probability mass of ``d`` in each [edges[i], edges[i+1]); the last bin is closed.
-    Masses sum to 1 when the edges span the support."""
-    if d.dist == "fixed":
-        v = d.value
-        out = [0.0] * (len(edges) - 1)
-        for i in range(len(out)):
-            if edges[i] <= v < edges[i + 1] or (i == len(out) - 1 and v == edges[-1]):  # type: ignore[operator]
-                out[i] = 1.0
-                break
-        return out
-    cdf = np.asarray(frozen_dist(d).cdf(np.asarray(edges, dtype=float)))
-    return [float(max(0.0, x)) for x in np.diff(cdf)]
 
 
 QUANTILE_GRID = 64
