@@ -34,7 +34,7 @@ from pddplan.errors import InputError
 from pddplan.fleet import Fleet, Routing
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
-from pddplan.network import RDMA_LATENCY_S, link_bytes_per_s, wan_transfer_s_many
+from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, make_instance
 from pddplan.queueing import wait_tail_many
 from pddplan.results import Evaluation, LinkResult, PoolResult
@@ -212,7 +212,7 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         for mdc in md_dcs:
             if pdc == mdc:
                 nic = pools_m[0][1].chip.nic_bytes_per_s
-                wan_time[(pdc, mdc)] = RDMA_LATENCY_S + m.payload / nic
+                wan_time[(pdc, mdc)] = rdma_transfer_s(m.payload, nic_bytes_per_s=nic)
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
@@ -290,7 +290,7 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
     first_md = step_md
     first_rld = rld_step
-    rdma = RDMA_LATENCY_S + m.rdma_bytes / pools_p[0][1].chip.nic_bytes_per_s
+    rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
     rest = {}
     for a in p_dcs:
         for b in md_dcs:

@@ -40,23 +40,19 @@ def wan_transfer_s(
     new_connection: bool = False,
 ) -> float:
     """Seconds for ``nbytes`` over a TCP flow with bandwidth ``share_bytes_per_s``."""
-    if nbytes <= 0:
-        return 0.0
-    if share_bytes_per_s <= 0:
-        return math.inf
-    setup = rtt_s if new_connection else 0.0
-    bdp = share_bytes_per_s * rtt_s
-    sent_in_slow_start = max(bdp, initial_window_bytes)
-    if nbytes <= sent_in_slow_start:
-        ramp = rtt_s * math.log2(nbytes / initial_window_bytes + 1)
-    else:
-        rounds = math.log2(sent_in_slow_start / initial_window_bytes + 1)
-        ramp = rtt_s * rounds + (nbytes - sent_in_slow_start) / share_bytes_per_s
-    return setup + ramp + rtt_s / 2
+    setup = rtt_s if new_connection and nbytes > 0 else 0.0
+    many = wan_transfer_s_many(
+        np.array([nbytes]),
+        rtt_s=rtt_s,
+        share_bytes_per_s=share_bytes_per_s,
+        initial_window_bytes=initial_window_bytes,
+    )
+    return setup + float(many[0])
 
 
-def rdma_transfer_s(nbytes: float, *, nic_bytes_per_s: float) -> float:
-    """Seconds for ``nbytes`` over one RDMA NIC inside a datacenter."""
+def rdma_transfer_s(nbytes: float | np.ndarray, *, nic_bytes_per_s: float) -> float | np.ndarray:
+    """Seconds for ``nbytes`` (a size or an array of sizes) over one RDMA NIC inside a
+    datacenter."""
     return RDMA_LATENCY_S + nbytes / nic_bytes_per_s
 
 
@@ -72,7 +68,8 @@ def wan_transfer_s_many(
     share_bytes_per_s: float,
     initial_window_bytes: float = CALIBRATED_INITIAL_WINDOW_BYTES,
 ) -> np.ndarray:
-    """``wan_transfer_s`` for an array of sizes (same link, reused connections)."""
+    """The transfer time of each size in ``nbytes`` (same link, reused connections): the
+    formula in the module docstring, vectorized."""
     nbytes = np.asarray(nbytes, dtype=float)
     if share_bytes_per_s <= 0:
         return np.where(nbytes > 0, np.inf, 0.0)

@@ -14,8 +14,6 @@ deterministic, 1 for exponential). The exponential form is exact for M/M/c; the 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 
@@ -39,13 +37,15 @@ def wait_tail(
     t_s: float, *, servers: int, utilization: float, mean_service_s: float, service_cv2: float = 1.0
 ) -> float:
     """P(wait > ``t_s``) in an M/G/c queue at ``utilization`` (Allen-Cunneen)."""
-    if utilization >= 1.0:
-        return 1.0
-    if t_s < 0:
-        return 1.0
-    c = erlang_c(servers, utilization * servers)
-    rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
-    return c * math.exp(-rate * t_s)
+    return float(
+        wait_tail_many(
+            np.array([t_s]),
+            servers=servers,
+            utilization=utilization,
+            mean_service_s=mean_service_s,
+            service_cv2=service_cv2,
+        )[0]
+    )
 
 
 def wait_tail_many(
@@ -56,7 +56,8 @@ def wait_tail_many(
     mean_service_s: float,
     service_cv2: float = 1.0,
 ) -> np.ndarray:
-    """``wait_tail`` for an array of times (one pool)."""
+    """P(wait > t) for each time in ``t_s`` (one pool); 1 for negative times and for a
+    saturated pool."""
     t_s = np.asarray(t_s, dtype=float)
     if utilization >= 1.0:
         return np.ones_like(t_s)
