@@ -42,6 +42,10 @@ from pddplan.scenario import Scenario
 
 TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
 """(percentile, tail-mass budget): P90 allows 10% of requests above the bound, P99 1%."""
+MAX_RATE_RPS = 1e7
+"""Capacity search gives up above this rate (reported as unbounded)."""
+MAX_TTFT_S = 1e6
+"""Percentile search gives up above this latency (reported as unbounded)."""
 BISECT_STEPS = 60
 """Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
 
@@ -417,7 +421,7 @@ def _capacity(m: _Model, routing: Routing) -> float:
     hi = 1.0
     while _state(m, hi, routing).ok:
         hi *= 2
-        if hi > 1e7:
+        if hi > MAX_RATE_RPS:
             return math.inf
     lo = hi / 2 if hi > 1.0 else 0.0
     for _ in range(BISECT_STEPS):
@@ -449,7 +453,7 @@ def _percentile(tail: Callable[[float], float], q: float, hi: float) -> float:
     lo = 0.0
     while tail(hi) > 1 - q:
         hi *= 2
-        if hi > 1e6:
+        if hi > MAX_TTFT_S:
             return math.inf
     for _ in range(BISECT_STEPS):
         mid = (lo + hi) / 2

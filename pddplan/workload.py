@@ -163,10 +163,6 @@ class _Truncated:
     def cdf(self, x: np.ndarray | float) -> np.ndarray | float:
         return np.clip((self.base.cdf(x) - self.lo) / (self.hi - self.lo), 0.0, 1.0)
 
-    def mean(self) -> float:
-        q = (np.arange(4096) + 0.5) / 4096
-        return float(np.mean(self.ppf(q)))
-
 
 def _bucket_grid(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Contiguous edges and weights, with zero-weight bins filling any gaps."""
