@@ -32,6 +32,7 @@ from pddplan.loaders import (
     unknown_id,
     workload_yaml,
 )
+from pddplan.optimize import plan_kv_figures, plan_scenario
 from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
 from pddplan.plot import plot_trace
 from pddplan.scenario import scenario_json_schema
@@ -332,11 +333,77 @@ def validate(
     )
 
 
+OBJECTIVES = ("max-bcr", "min-cost", "max-capacity")
+SOLVERS = ("cbc", "highs")
+METHODS = ("milp", "enumerate")
+
+
+@app.command()
+@user_errors
+def solve(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    objective: Annotated[
+        str | None,
+        typer.Option(
+            help="max-bcr (SLA capacity per $/hour), min-cost (at the demand) or "
+            "max-capacity (within budget_usd_per_hour). Default: the scenario's."
+        ),
+    ] = None,
+    solver: Annotated[
+        str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
+    ] = None,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit", min=0.1, help="Seconds for the whole solve (default: the scenario's)."
+        ),
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="milp, or enumerate: brute force scored by the evaluator (small scenarios)."
+        ),
+    ] = "milp",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
+
+    Exit code 0 with a plan (optimal, or time_limit / not_converged with its gap), 1 without
+    one (infeasible, with the smallest relaxation of each limit; or time_limit_no_incumbent).
+
+    Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
+    """
+    _check_choice("--objective", objective, OBJECTIVES)
+    _check_choice("--solver", solver, SOLVERS)
+    _check_choice("--method", method, METHODS)
+    s, hw, catalog = load_scenario(scenario)
+    result = plan_scenario(
+        s, hw, catalog, objective=objective, solver=solver, time_limit_s=time_limit, method=method
+    )
+    kv = plan_kv_figures(s, hw, catalog)
+    view = views.plan_view(result, **kv)
+    if out_file is not None and result.fleet is not None:
+        _write(out_file, json.dumps(view, indent=2) + "\n")
+    _emit(json_out, view, lambda: report.plan_report(result, s))
+    if out_file is not None and result.fleet is not None and not json_out:
+        err.print(f"wrote {out_file}")
+    if result.fleet is None:
+        raise typer.Exit(code=1)
+
+
 @app.command()
 @user_errors
 def evaluate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-    fleet: Annotated[Path, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")],
+    fleet: Annotated[
+        Path | None, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")
+    ] = None,
+    plan: Annotated[
+        Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")
+    ] = None,
     demand_rps: Annotated[
         float | None,
         typer.Option(
@@ -347,10 +414,14 @@ def evaluate(
 ) -> None:
     """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
 
+    Give the deployment as --fleet (YAML) or --plan (from solve --out).
+
     Example: [bold]pddplan evaluate scenarios/pdd-h100-h200.yaml --fleet fleets/pdd-h100-h200-example.yaml[/bold]
     """
+    if (fleet is None) == (plan is None):
+        raise InputError("give the deployment as exactly one of --fleet or --plan")
     s, hw, catalog = load_scenario(scenario)
-    deployment = load_fleet(fleet, s, hw)
+    deployment = load_fleet(fleet or plan, s, hw)
     result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
     _emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
 

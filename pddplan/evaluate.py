@@ -61,6 +61,7 @@ class _Model:
         model: ModelSpec,
         fleet: Fleet,
         classes: list[RequestClass],
+        memo: dict | None = None,
     ) -> None:
         self.s, self.hw, self.fleet = scenario, hw, fleet
         self.tpot_s = scenario.sla.tpot_ms * units.MS
@@ -74,17 +75,19 @@ class _Model:
         self.roles: dict[str, list[tuple[object, Instance]]] = {
             r: [] for r in ("prefill", "relay_decode", "main_decode")
         }
+        memo = {} if memo is None else memo
         for pool in fleet.pools:
-            cal = resolve_calibration(hw, pool.chip, scenario.calibration)
-            inst = make_instance(
-                model,
-                hw.chips[pool.chip],
-                pool.gpus_per_instance,
-                cal,
-                kv_dtype=scenario.kv_dtype,
-                weight_dtype=scenario.weight_dtype,
-            )
-            self.roles[pool.role].append((pool, inst))
+            key = ("instance", pool.chip, pool.gpus_per_instance)
+            if key not in memo:
+                memo[key] = make_instance(
+                    model,
+                    hw.chips[pool.chip],
+                    pool.gpus_per_instance,
+                    resolve_calibration(hw, pool.chip, scenario.calibration),
+                    kv_dtype=scenario.kv_dtype,
+                    weight_dtype=scenario.weight_dtype,
+                )
+            self.roles[pool.role].append((pool, memo[key]))
         for role in ("prefill", "main_decode"):
             if not self.roles[role]:
                 raise InputError(f"fleet {fleet.name}: no {role} pool")
@@ -95,17 +98,16 @@ class _Model:
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         # prefill: latency alone and service time, per P pool and class
         self.p_lat, self.p_svc = [], []
-        for _, inst in self.roles["prefill"]:
-            self.p_lat.append(
-                np.array(
-                    [inst.prefill_latency_s(L, h) for L, h in zip(self.inp, self.hit, strict=True)]
+        for pool, inst in self.roles["prefill"]:
+            key = ("prefill", pool.chip, pool.gpus_per_instance)
+            if key not in memo:
+                pairs = list(zip(self.inp, self.hit, strict=True))
+                memo[key] = (
+                    np.array([inst.prefill_latency_s(L, h) for L, h in pairs]),
+                    np.array([inst.prefill_service_s(L, h) for L, h in pairs]),
                 )
-            )
-            self.p_svc.append(
-                np.array(
-                    [inst.prefill_service_s(L, h) for L, h in zip(self.inp, self.hit, strict=True)]
-                )
-            )
+            self.p_lat.append(memo[key][0])
+            self.p_svc.append(memo[key][1])
         p_caps = np.array(
             [
                 pool.instances / float(self.w @ svc)
@@ -116,31 +118,28 @@ class _Model:
 
         # MD's operating point: the largest batch meeting TPOT at MD's token-weighted context
         ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
-        self.md_points = {}
-        for i, (_, inst) in enumerate(self.roles["main_decode"]):
-            batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
-            self.md_points[i] = (batch, inst.decode_step_s(max(batch, 1), ctx))
-        self._rld_cache: dict[bytes, list[tuple[int, float]]] = {}
+
+        def point(pool, inst: Instance) -> tuple[int, float]:
+            key = ("decode", pool.chip, pool.gpus_per_instance)
+            if key not in memo:
+                batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
+                memo[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
+            return memo[key]
+
+        self.md_points = {i: point(*pi) for i, pi in enumerate(self.roles["main_decode"])}
+        # RLD's operating point at the same context (documented simplification: the planner
+        # must not make RLD's step depend on which classes it relays)
+        self.rld_points = [point(*pi) for pi in self.roles["relay_decode"]]
         self._stall_cache: dict[tuple[int, int, float], float] = {}
 
-    def rld_points(self, served: np.ndarray) -> list[tuple[int, float]]:
-        """(batch, step seconds) of each RLD pool at the mean context of the classes it serves."""
-        key = served.tobytes()
-        if key not in self._rld_cache:
-            ctx = float(self.w @ (served * self.inp) / max(self.w @ served, 1e-12))
-            points = []
-            for _, inst in self.roles["relay_decode"]:
-                batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
-                points.append((batch, inst.decode_step_s(max(batch, 1), ctx)))
-            self._rld_cache[key] = points
-        return self._rld_cache[key]
-
-    def stall_seconds(self, pool_index: int, eager: np.ndarray, chunk: int | None) -> np.ndarray:
-        """Per class: the MD extend step over its eager tokens (or one chunk of them)."""
+    def stall_seconds(self, pool_index: int, eager: np.ndarray, catch_up: np.ndarray) -> np.ndarray:
+        """Per class: the MD extend step over its eager tokens (or one chunk of them where
+        ``catch_up``)."""
         inst = self.roles["main_decode"][pool_index][1]
+        chunk = self.fleet.handoff.chunk_tokens
         out = np.zeros_like(eager)
         for k in np.nonzero(eager > 0)[0]:
-            tokens = min(eager[k], chunk) if chunk else eager[k]
+            tokens = min(eager[k], chunk) if catch_up[k] else eager[k]
             key = (pool_index, int(k), float(tokens))
             if key not in self._stall_cache:
                 self._stall_cache[key] = inst.prefill_pass_s(tokens, float(self.inp[k]))
@@ -208,19 +207,20 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if p.datacenter == dc)
         for dc in p_dcs
     }
-    # WAN links: flows from every P datacenter to every MD datacenter
-    wan_classes = direct | relay
+    # WAN links: flows from every P datacenter to every MD datacenter. Every request's
+    # payload counts, the singular path's too: its transfer starts before RLD finishes it.
     wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
     link_util: dict[tuple[str, str], float] = {}
     for pdc in p_dcs:
         for mdc in md_dcs:
             if pdc == mdc:
-                nic = pools_m[0][1].chip.nic_bytes_per_s
+                # inside one datacenter: RDMA at the sending (prefill) chip's NIC
+                nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
                 wan_time[(pdc, mdc)] = rdma_transfer_s(m.payload, nic_bytes_per_s=nic)
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ (m.payload * wan_classes))
+            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ m.payload)
             link_util[(pdc, mdc)] = flow / goodput  # links are full duplex: one direction
     for pdc in p_dcs:
         for mdc in md_dcs:
@@ -236,25 +236,21 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
     for (a, b), u in link_util.items():
         if u > m.link_max:
             failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")
-    # RLD: eager tokens while the WAN transfer runs, or the whole output on the singular path
+    # RLD: eager tokens while the WAN transfer runs (at the TPOT pace), or the whole output
+    # on the singular path
     mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
-    rld_tokens_per_req = np.zeros_like(w)
-    rld_step = 0.0
+    eager = np.minimum(m.out, np.ceil(mean_wan / m.tpot_s))
+    rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
     r_util: list[float] = []
-    uses_rld = bool((relay | singular).any())
-    if uses_rld:
+    if bool((relay | singular).any()):
         if not pools_r:
             raise InputError(
                 f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
             )
-        r_points = m.rld_points(relay | singular)
-        rld_step = max(t for _, t in r_points)
-        eager = np.minimum(m.out, np.ceil(mean_wan / rld_step))
-        rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
         r_caps = np.array(
             [
                 pool.instances * b / t if b else 0.0
-                for (pool, _), (b, t) in zip(pools_r, r_points, strict=True)
+                for (pool, _), (b, t) in zip(pools_r, m.rld_points, strict=True)
             ]
         )
         if r_caps.sum() == 0:
@@ -266,16 +262,17 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         r_util = [0.0 for _ in pools_r]
     # MD load: its tokens plus the extend steps that stall it
     md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
-    handoff = fleet.handoff
+    above = fleet.handoff.catch_up_above_tokens
+    eager = np.where(relay, rld_tokens_per_req, 0.0)  # handed to MD (singular: never)
+    catch_up = eager > above if above is not None else np.zeros_like(relay)
+    chunk = fleet.handoff.chunk_tokens
+    stalls = np.where(eager > 0, np.where(catch_up, np.ceil(eager / chunk), 1.0), 0.0)
     m_util, stall_rate_steps, stall_sizes = [], [], []
     for i, (pool, _inst) in enumerate(pools_m):
         batch, step = md_points[i]
         lam_i = lam * md_share[i]
         token_time = lam_i * float(w @ md_tokens_per_req) * step / max(batch, 1)
-        chunk = handoff.chunk_tokens if handoff.mode == "catch-up" else None
-        eager = rld_tokens_per_req * relay
-        stalls = np.where(eager > 0, np.ceil(eager / chunk) if chunk else 1.0, 0.0)
-        stall_s = m.stall_seconds(i, eager, chunk)
+        stall_s = m.stall_seconds(i, eager, catch_up)
         stall_time = lam_i * float(w @ (stalls * stall_s))
         m_util.append((token_time + stall_time) / pool.instances)
         # fraction of this pool's steps that carry a stall, by stall size
@@ -292,13 +289,12 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
                 f"{pool.role} {pool.chip} in {pool.datacenter} busy {u:.0%} above {m.rho_max:.0%}"
             )
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
-    first_md = step_md
-    first_rld = rld_step
+    first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
     rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
     rest = {}
     for a in p_dcs:
         for b in md_dcs:
-            rest[(a, b)] = np.where(direct, wan_time[(a, b)] + first_md, rdma + first_rld)
+            rest[(a, b)] = np.where(direct, wan_time[(a, b)], rdma) + first_token
     svc_mean = [float(w @ svc) for svc in m.p_svc]
     svc_cv2 = [
         float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
@@ -348,21 +344,16 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
 def _p99_gap(
     step: float, rates: list[np.ndarray], sizes: list[np.ndarray], shares: np.ndarray
 ) -> float:
-    """The 99th percentile of the inter-token gap: ``step``, plus a stall on the steps that
-    carry one (each pool's stalled-step fractions weighted by its share of tokens)."""
-    pairs, stalled = [], 0.0
+    """The 99th percentile of the inter-token gap: ``step``, plus the largest stall such that
+    more than 1% of steps carry a stall at least that long (each pool's stalled-step
+    fractions weighted by its share of tokens)."""
+    pairs = []
     for r, sz, share in zip(rates, sizes, shares, strict=True):
-        for frac, size in zip(r * share, sz, strict=True):
-            if frac > 0:
-                pairs.append((size, float(frac)))
-                stalled += float(frac)
-    if stalled <= 0.01:
-        return step
-    scale = min(1.0, stalled) / stalled
+        pairs += [(size, float(frac)) for frac, size in zip(r * share, sz, strict=True) if frac > 0]
     pairs.sort(reverse=True)
     above = 0.0
     for size, frac in pairs:
-        above += frac * scale
+        above += frac
         if above > 0.01:
             return step + size
     return step
@@ -389,12 +380,18 @@ def evaluate(
     fleet: Fleet,
     *,
     demand_rps: float | None = None,
+    memo: dict | None = None,
 ) -> Evaluation:
-    """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring)."""
-    classes = workload_classes(scenario.workload)
+    """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring).
+    ``memo``, a dict kept across calls on the same scenario, saves recomputing the classes
+    and each pool's per-class prefill times."""
+    memo = {} if memo is None else memo
+    if "classes" not in memo:
+        memo["classes"] = workload_classes(scenario.workload)
+    classes = memo["classes"]
     if sum(c.weight * c.output_tokens for c in classes) <= 0:
         raise InputError("the workload produces no output tokens: there is nothing to decode")
-    m = _Model(scenario, hardware, models[scenario.model], fleet, classes)
+    m = _Model(scenario, hardware, models[scenario.model], fleet, classes, memo)
     demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
     routing = fleet.routing or _best_routing(m)
     capacity = _capacity(m, routing)
@@ -412,6 +409,47 @@ def evaluate(
     else:
         binding = list(notes)
     return _report(m, fleet, routing, demand, capacity, at_demand, status, binding, notes)
+
+
+def meets_sla(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    rate_rps: float,
+    *,
+    memo: dict | None = None,
+) -> bool:
+    """Whether ``fleet`` (with its routing, or the best threshold) serves ``rate_rps``
+    within every limit."""
+    m = _model(scenario, hardware, models, fleet, memo)
+    return _state(m, rate_rps, fleet.routing or _best_routing(m)).ok
+
+
+def _model(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    memo: dict | None,
+) -> _Model:
+    memo = {} if memo is None else memo
+    if "classes" not in memo:
+        memo["classes"] = workload_classes(scenario.workload)
+    return _Model(scenario, hardware, models[scenario.model], fleet, memo["classes"], memo)
+
+
+def sla_capacity(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    memo: dict | None = None,
+) -> float:
+    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``)."""
+    m = _model(scenario, hardware, models, fleet, memo)
+    return _capacity(m, fleet.routing or _best_routing(m))
 
 
 def _capacity(m: _Model, routing: Routing) -> float:
@@ -554,6 +592,8 @@ def _report(
         routing={
             "relay_above_mb": routing.relay_above_mb,
             "singular_max_output_tokens": routing.singular_max_output_tokens,
+            "catch_up_above_tokens": fleet.handoff.catch_up_above_tokens,
+            "chunk_tokens": fleet.handoff.chunk_tokens,
         },
         pipelines=pipelines,
         rld_token_share=st.rld_tokens / out_tokens,

@@ -3,7 +3,7 @@ thresholds. Loaded from YAML (``--fleet``) by ``pddplan.loaders.load_fleet``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
@@ -43,9 +43,12 @@ class Routing(Frozen):
 
 
 class Handoff(Frozen):
-    """How RLD hands a relayed request to MD (extend-decode)."""
+    """How RLD hands a relayed request to MD (extend-decode): in one MD extend step over all
+    its eager tokens (one-shot), or in chunks of ``chunk_tokens`` (catch-up: more, smaller
+    stalls). Requests with more than ``catch_up_above_tokens`` eager tokens catch up."""
 
-    mode: Literal["one-shot", "catch-up"] = "one-shot"
+    catch_up_above_tokens: Annotated[int, Field(ge=0)] | None = None
+    """None: every handoff is one-shot; 0: every handoff catches up."""
     chunk_tokens: PosInt = 64
     """Catch-up hands over this many eager tokens per chunk (one MD stall each)."""
 

@@ -504,14 +504,25 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
 
 
 def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fleet:
-    """Load a fleet file and check it against the scenario: every pool's datacenter, role
+    """Load a fleet file (or the ``deployment`` of a plan file written by ``pddplan solve
+    --out``, whose model must be the scenario's) and check it against the scenario: every pool's datacenter, role
     and chip must be allowed there, every link must be one of the scenario's links and its
     bandwidth one of that link's tiers."""
     data, lines = read_yaml(path)
-    fleet = validate(Fleet, data, path, lines)
+    prefix: Loc = ()
+    if isinstance(data, dict) and "deployment" in data:  # a plan file from `pddplan solve`
+        planned_for = data.get("model")
+        if planned_for is not None and planned_for != scenario.model:
+            raise InputError(
+                f"{_where(path, lines, ('model',))}: model: the plan is for '{planned_for}', "
+                f"the scenario serves '{scenario.model}'"
+            )
+        data, prefix = data["deployment"], ("deployment",)
+    fleet = validate(Fleet, data, path, lines, prefix)
     problems = []
 
     def bad(loc: Loc, msg: str) -> None:
+        loc = (*prefix, *loc)
         problems.append(f"{_where(path, lines, loc)}: {_fmt(loc)}: {msg}")
 
     for i, pool in enumerate(fleet.pools):

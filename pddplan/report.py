@@ -14,7 +14,7 @@ from rich.text import Text
 from pddplan import units
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
-from pddplan.results import Evaluation
+from pddplan.results import Evaluation, PlanResult
 from pddplan.scenario import Scenario
 from pddplan.trace import TraceFit
 from pddplan.views import CHIP_FIGURES
@@ -242,8 +242,10 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             "GPUs",
             "$/hour",
             "busy",
+            "headroom",
         ),
     )
+    cap = s.search.max_utilization
     for p in e.pools:
         fleet.add_row(
             p.datacenter,
@@ -255,8 +257,12 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             str(p.gpus),
             _num(p.cost_per_hour_usd, ",.2f"),
             _pct(p.utilization),
+            _pct(max(0.0, 1 - p.utilization / cap)),
         )
-    fleet.caption = "P = prefill, RLD = relay decode, MD = main decode"
+    fleet.caption = (
+        f"P = prefill, RLD = relay decode, MD = main decode; busy at the demand, headroom to "
+        f"the {cap:.0%} cap"
+    )
     links = Table(title="WAN links", box=box.SIMPLE_HEAD)
     for col in ("between", "Gbps", "utilization", "$/hour"):
         links.add_column(col, justify="left" if col == "between" else "right")
@@ -273,12 +279,7 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     names = {"p_md": "P -> MD", "p_rld_md": "P -> RLD -> MD", "singular": "P -> RLD (singular)"}
     for key, share in e.pipelines.items():
         routing.add_row(names[key], _pct(share["requests"]), _pct(share["output_tokens"]))
-    threshold = e.routing["relay_above_mb"]
-    routing.caption = (
-        f"rule: relay when the WAN payload exceeds {threshold:,.1f} MB"
-        if threshold is not None
-        else "rule: relay nothing"
-    )
+    routing.caption = "rule: " + routing_rule(e.routing)
     routing.caption += f"; RLD produces {e.rld_token_share:.2%} of output tokens"
     latency = Table(title=f"Latency at the demand ({e.demand_rps:g} req/s)", box=box.SIMPLE_HEAD)
     for col in ("metric", "predicted", "SLA"):
@@ -310,6 +311,71 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
 
 HISTOGRAM_WIDTH = 40
 """Characters of the longest bar in terminal histograms."""
+
+
+def routing_rule(r: dict[str, Any]) -> str:
+    """The router's rule in words."""
+    if r["relay_above_mb"] is None:
+        return "send every request P -> MD (relay nothing)"
+    text = f"relay requests whose WAN payload exceeds {r['relay_above_mb']:,.2f} MB"
+    if r["singular_max_output_tokens"]:
+        text += f"; of those, finish on RLD when max_tokens <= {r['singular_max_output_tokens']:,}"
+    cu = r.get("catch_up_above_tokens")
+    if cu is None:
+        text += "; hand off to MD in one extend step"
+    else:
+        text += f"; catch up in {r['chunk_tokens']}-token chunks above {cu:,} eager tokens"
+    return text
+
+
+def plan_report(r: PlanResult, s: Scenario) -> Group:
+    """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
+    the solver's figures; or, without a plan, why."""
+    st = r.stats
+    head = Text(
+        f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
+        style="bold green" if r.status == "optimal" else "bold yellow",
+    )
+    parts: list[Any] = [head]
+    if r.evaluation is not None:
+        parts.append(evaluation_report(r.evaluation, s))
+    if r.marginals:
+        m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
+        for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):
+            m.add_column(col, justify="left" if col == "change" else "right")
+        for x in r.marginals:
+            m.add_row(
+                x.change,
+                f"{x.d_cost_per_hour_usd:+,.2f}",
+                f"{x.d_sla_capacity_rps:+,.2f}",
+                _num(x.bcr, ",.4f"),
+            )
+        parts.append(m)
+    if r.relaxations:
+        t = Table(
+            title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
+        )
+        for col in ("limits relaxed", "factor", "what it takes"):
+            t.add_column(col, justify="right" if col == "factor" else "left")
+        for x in r.relaxations:
+            t.add_row(x.family, f"{x.factor:.3g}" if x.factor else "—", x.message)
+        parts.append(t)
+    solver = Table(title="Solver", box=box.SIMPLE_HEAD)
+    solver.add_column("figure")
+    solver.add_column("value", justify="right")
+    solver.add_row("backend", st.solver)
+    solver.add_row("status", st.status)
+    solver.add_row("time", f"{st.seconds:.2f} s")
+    solver.add_row("MILP solves", str(st.milp_solves))
+    if st.objective == "max-bcr":
+        solver.add_row("Dinkelbach iterations", str(st.iterations))
+        solver.add_row("BCR upper bound", _num(st.bcr_bound, ",.5f"))
+    elif st.objective == "max-capacity":
+        solver.add_row("bisection steps", str(st.iterations))
+    solver.add_row("gap", _pct(st.gap) if st.gap is not None else "—")
+    solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
+    parts.append(solver)
+    return Group(*parts)
 
 
 def _bar(share: float, largest: float) -> str:

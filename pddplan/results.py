@@ -1,9 +1,11 @@
-"""Result records: what ``pddplan evaluate`` (and later ``solve``) report. Plain frozen
+"""Result records: what ``pddplan evaluate`` and ``pddplan solve`` report. Plain frozen
 dataclasses; ``pddplan.views`` turns them into JSON and ``pddplan.report`` into tables."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from pddplan.fleet import Fleet
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +53,63 @@ class Evaluation:
     rld_token_share: float
     binding: list[str]
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SolveStats:
+    objective: str
+    solver: str
+    status: str
+    seconds: float
+    milp_solves: int = 0
+    variables: int = 0
+    """Of the largest MILP solved."""
+    constraints: int = 0
+    gap: float | None = None
+    """Relative optimality gap of the last MILP (min cost), or of the BCR search."""
+    iterations: int = 0
+    """Dinkelbach updates of the ratio (max BCR) or bisection steps (max capacity)."""
+    bcr_bound: float | None = None
+    """Proven upper bound on BCR (max BCR)."""
+    candidates: int = 0
+    """--method enumerate: candidates within the limits."""
+    evaluated: int = 0
+    """--method enumerate: candidates scored by the evaluator before the optimum was proven."""
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """What one change to the plan would do (evaluated, not estimated)."""
+
+    change: str
+    d_cost_per_hour_usd: float
+    d_sla_capacity_rps: float
+    bcr: float | None
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """How far one family of limits would need to move for the scenario to be feasible."""
+
+    family: str
+    current: float
+    """Always 1: the scenario's own limits."""
+    factor: float | None
+    """The smallest relaxation factor that makes the demand servable (limits x factor,
+    demand / factor); None: relaxing this family alone does not help."""
+    message: str
+    """In the user's units, e.g. "needs TTFT P99 14.2 s; the scenario has TTFT P99 12 s"."""
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    scenario: str
+    model: str
+    status: str
+    """optimal, time_limit, time_limit_no_incumbent, infeasible, not_converged."""
+    stats: SolveStats
+    fleet: Fleet | None = None
+    evaluation: Evaluation | None = None
+    marginals: list[Marginal] = field(default_factory=list)
+    relaxations: list[Relaxation] = field(default_factory=list)
+    method: str = "milp"

@@ -162,6 +162,15 @@ class Search(Frozen):
     """Highest planned busy fraction of any pool (assumption: 10% headroom for bursts)."""
     max_link_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
     """Highest planned utilization of a WAN link (assumption)."""
+    max_gpus_per_pool: Annotated[int, Field(ge=1)] = 1024
+    """Most GPUs the planner puts in one pool (also bounded by datacenter limits)."""
+    singular_max_output_tokens: tuple[Annotated[int, Field(ge=0)], ...] | None = None
+    """Candidate singular cuts (0: no singular path); default: 0 and the two shortest
+    output classes."""
+    catch_up_above_tokens: tuple[Annotated[int, Field(ge=0)] | None, ...] = (None, 256, 0)
+    """Candidate catch-up cuts on eager tokens (null: always one-shot; 0: always catch up)."""
+    handoff_chunk_tokens: Annotated[int, Field(ge=1)] = 64
+    """Eager tokens per catch-up chunk."""
 
     def sizes(self) -> tuple[int, ...]:
         if self.gpus_per_instance:

@@ -12,7 +12,7 @@ from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
 from pddplan.perf import InstancePerf
-from pddplan.results import Evaluation
+from pddplan.results import Evaluation, PlanResult
 from pddplan.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
@@ -85,6 +85,47 @@ def evaluation_view(e: Evaluation) -> dict[str, Any]:
         }
         for x in e.links
     ]
+    return _plain(out)
+
+
+def plan_view(r: PlanResult, *, kv_bytes_per_token: float, fixed_bytes: float) -> dict[str, Any]:
+    """``pddplan solve --json`` and the plan file (``--out``): the evaluation's keys, plus the
+    solver's figures, the router's rule in machine form and the deployment in fleet-file
+    form (``pddplan evaluate --plan`` reads it back)."""
+    out: dict[str, Any] = {
+        "scenario": r.scenario,
+        "model": r.model,
+        "status": r.status,
+        "objective": r.stats.objective,
+        "method": r.method,
+        "solve_seconds": r.stats.seconds,
+        "solver": dataclasses.asdict(r.stats),
+    }
+    if r.evaluation is not None:
+        e = evaluation_view(r.evaluation)
+        e.pop("status")  # the evaluation's own status (ok / below_demand) is kept apart
+        out["evaluation_status"] = r.evaluation.status
+        out |= e
+        out["cost_per_month_usd"] = (
+            r.evaluation.cost_per_hour_usd * units.HOURS_PER_MONTH
+            if r.evaluation.cost_per_hour_usd is not None
+            else None
+        )
+        routing = r.evaluation.routing
+        out["router"] = {
+            "relay_if_payload_mb_above": routing["relay_above_mb"],
+            "singular_if_max_tokens_at_most": routing["singular_max_output_tokens"],
+            "catch_up_if_eager_tokens_above": routing["catch_up_above_tokens"],
+            "catch_up_chunk_tokens": routing["chunk_tokens"],
+            "payload_mb": "(input_tokens x (1 - decode-side hit) x kv_bytes_per_token "
+            "+ fixed_bytes) / 1e6",
+            "kv_bytes_per_token": kv_bytes_per_token,
+            "fixed_bytes": fixed_bytes,
+        }
+        out["marginals"] = [dataclasses.asdict(m) for m in r.marginals]
+    if r.fleet is not None:
+        out["deployment"] = r.fleet.model_dump(mode="json")
+    out["infeasibility"] = [dataclasses.asdict(x) for x in r.relaxations]
     return _plain(out)
 
 

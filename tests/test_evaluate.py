@@ -217,7 +217,7 @@ def test_catch_up_trades_one_stall_for_many(relayed):
         s,
         hw,
         models,
-        fleet.model_copy(update={"handoff": Handoff(mode="catch-up", chunk_tokens=16)}),
+        fleet.model_copy(update={"handoff": Handoff(catch_up_above_tokens=0, chunk_tokens=16)}),
         demand_rps=2.0,
     )
     assert one_shot.tpot_ms["p99"] == pytest.approx(one_shot.tpot_ms["step"])

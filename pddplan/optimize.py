@@ -1,0 +1,471 @@
+"""``pddplan solve``: the objectives on top of the minimum-cost MILP, and the explanations.
+
+- **min cost** at the scenario's demand: one MILP (``pddplan.milp.min_cost``).
+- **max SLA capacity** within ``budget_usd_per_hour``: bisection on the arrival rate; each
+  step asks the MILP for the cheapest deployment at that rate and compares it with the
+  budget. A feasible step jumps to that deployment's evaluated capacity.
+- **max BCR** (SLA capacity per dollar-hour, capacity at least the demand): Dinkelbach's
+  method. Let ``C(r)`` be the MILP's minimum cost at rate ``r``; it does not decrease with
+  ``r``, and the best BCR is ``max_r r / C(r)``. For the current ratio ``q``, the
+  parametric problem ``max_r r - q C(r)`` is solved over rate intervals: an evaluated rate
+  ``r_i`` gives a deployment of cost ``c_i`` whose evaluated capacity ``b_i`` covers
+  ``[r_i, b_i]`` exactly; an interval ``(b_i, r_next)`` is bounded by ``r_next - q c_i``
+  (cost cannot fall below ``c_i`` above ``r_i``). The interval with the best bound is split
+  until no bound beats the incumbent; then ``q`` is updated to the best evaluated ratio.
+  It stops when ``max bound <= q (1 + tolerance)``, which proves the optimum to that
+  tolerance; the largest bound is reported.
+
+Every deployment is scored by the evaluator (``pddplan.evaluate``), so the report's
+capacity, TTFT and BCR are the evaluator's, not the MILP's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from pddplan import milp
+from pddplan.errors import InputError
+from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
+from pddplan.fleet import Fleet, LinkChoice
+from pddplan.hardware import HardwareCatalog
+from pddplan.kv import KvModel
+from pddplan.llm import ModelSpec
+from pddplan.planning import Choice, Space, cost_floor
+from pddplan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
+from pddplan.scenario import Scenario
+
+BCR_TOLERANCE = 1e-4
+"""max BCR stops when no rate interval can beat the incumbent by more than this."""
+RATE_TOLERANCE = 1e-4
+"""max capacity stops when the bracket is this narrow (relative)."""
+MAX_MILP_SOLVES = 400
+"""A guard on the rate searches: past it, the result is ``not_converged``."""
+
+
+class _Search:
+    """Minimum-cost solves at chosen rates, memoized, with the evaluator's capacity."""
+
+    def __init__(self, space: Space, solver: str, deadline: float, budget: float | None) -> None:
+        self.space, self.solver, self.deadline, self.budget = space, solver, deadline, budget
+        self.solves = 0
+        self.size = (0, 0)
+        self.timed_out = False
+        self.points: dict[float, tuple[Choice | None, float, float]] = {}
+        self.last_gap: float | None = None
+        self.memo: dict = {}
+
+    def at(self, rate: float) -> tuple[Choice | None, float, float]:
+        """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
+        (None, inf, 0) when no plan serves it."""
+        if rate in self.points:
+            return self.points[rate]
+        left = self.deadline - time.perf_counter()
+        if left <= 0 or self.solves >= MAX_MILP_SOLVES:
+            self.timed_out = True
+            return None, math.inf, 0.0
+        out = milp.min_cost(
+            self.space.at(rate),
+            solver=self.solver,
+            time_limit_s=left,
+            budget_usd_per_hour=self.budget,
+        )
+        self.solves += out.solves
+        self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
+        if out.status in ("time_limit", "time_limit_no_incumbent"):
+            self.timed_out = True
+        if out.choice is None:
+            point = (None, math.inf, 0.0)
+        else:
+            self.last_gap = out.gap
+            fleet = self.space.fleet(out.choice, "plan")
+            s = self.space
+            models = {s.model.id: s.model}
+            capacity = sla_capacity(s.scenario, s.hw, models, fleet, memo=self.memo)
+            if capacity < rate * (1 - 1e-5):
+                raise RuntimeError(
+                    f"planner bug: the MILP's plan at {rate:.6g} req/s has an evaluated SLA "
+                    f"capacity of {capacity:.6g} req/s"
+                )
+            point = (out.choice, out.cost_per_hour, max(capacity, rate))
+        self.points[rate] = point
+        return point
+
+
+def plan_scenario(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    *,
+    objective: str | None = None,
+    solver: str | None = None,
+    time_limit_s: float | None = None,
+    method: str = "milp",
+) -> PlanResult:
+    """``pddplan solve``: the MILP (``solve_plan``) or brute force (``enumerate_plan``)."""
+    if method == "enumerate":
+        from pddplan.enumeration import enumerate_plan
+
+        return enumerate_plan(scenario, hardware, models, objective=objective)
+    return solve_plan(
+        scenario, hardware, models, objective=objective, solver=solver, time_limit_s=time_limit_s
+    )
+
+
+def plan_kv_figures(
+    scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
+) -> dict[str, float]:
+    """The figures a router needs to compute a request's WAN payload."""
+    model = models[scenario.model]
+    kv = KvModel(model, scenario.kv_dtype or model.kv_dtype)
+    return {"kv_bytes_per_token": kv.bytes_per_token, "fixed_bytes": kv.fixed_bytes}
+
+
+def solve_plan(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    *,
+    objective: str | None = None,
+    solver: str | None = None,
+    time_limit_s: float | None = None,
+    explain: bool = True,
+) -> PlanResult:
+    """Plan ``scenario`` for ``objective`` (default: the scenario's)."""
+    objective = objective or scenario.objective
+    solver = solver or scenario.solver.name
+    limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
+    start = time.perf_counter()
+    demand = scenario.workload.arrival_rps or 0.0
+    if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
+        raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
+    space = Space(scenario, hardware, models)
+    search = _Search(
+        space,
+        solver,
+        start + limit,
+        scenario.budget_usd_per_hour if objective == "max-capacity" else None,
+    )
+    iterations, bound = 0, None
+    if objective == "min-cost":
+        choice, _, _ = search.at(demand)
+    elif objective == "max-capacity":
+        choice, iterations = _max_capacity(search)
+    else:
+        choice, iterations, bound = _max_bcr(search, demand)
+    status = _status(search, choice, bound)
+    seconds = time.perf_counter() - start
+    stats = SolveStats(
+        objective,
+        solver,
+        status,
+        seconds,
+        search.solves,
+        *search.size,
+        gap=_gap(search, objective, choice, bound),
+        iterations=iterations,
+        bcr_bound=bound,
+    )
+    if choice is None and explain and status == "infeasible":
+        relaxations = _explain(scenario, hardware, models, solver)
+    else:
+        relaxations = []
+    result = finish_plan(space, stats, choice, memo=search.memo, relaxations=relaxations)
+    return replace(result, stats=replace(stats, seconds=time.perf_counter() - start))
+
+
+def finish_plan(
+    space: Space,
+    stats: SolveStats,
+    choice: Choice | None,
+    *,
+    method: str = "milp",
+    memo: dict | None = None,
+    relaxations: list[Relaxation] | None = None,
+) -> PlanResult:
+    """The plan's deployment, its evaluation at the demand and its marginal values."""
+    s = space.scenario
+    if choice is None:
+        return PlanResult(
+            s.name, s.model, stats.status, stats, relaxations=relaxations or [], method=method
+        )
+    fleet = space.fleet(choice, f"{s.name}-plan")
+    models = {space.model.id: space.model}
+    memo = {} if memo is None else memo
+
+    def score(f: Fleet) -> Evaluation:
+        return evaluate(s, space.hw, models, f, memo=memo)
+
+    evaluation = score(fleet)
+    return PlanResult(
+        s.name,
+        s.model,
+        stats.status,
+        stats,
+        fleet,
+        evaluation,
+        _marginals(space, fleet, evaluation, score),
+        method=method,
+    )
+
+
+def _status(search: _Search, choice: Choice | None, bound: float | None) -> str:
+    if choice is None:
+        return "time_limit_no_incumbent" if search.timed_out else "infeasible"
+    if search.timed_out:
+        return "not_converged" if bound is not None else "time_limit"
+    return "optimal"
+
+
+def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | None):
+    if choice is None:
+        return None
+    if objective == "max-bcr" and bound is not None:
+        _, cost, cap = next(p for p in search.points.values() if p[0] is choice)
+        best = cap / cost
+        return max(0.0, (bound - best) / bound) if bound > 0 else 0.0
+    return search.last_gap
+
+
+# --- max capacity -----------------------------------------------------------------------------
+def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
+    """Bisection on the rate for the largest one the budget buys (see module docstring)."""
+    best: tuple[Choice | None, float] = (None, 0.0)
+    lo, hi, steps = 0.0, None, 0
+    rate = max(search.space.scenario.workload.arrival_rps or 1.0, 1e-3)
+    while hi is None or (hi - lo) > RATE_TOLERANCE * hi:
+        if hi is not None:
+            rate = (lo + hi) / 2
+        choice, _, capacity = search.at(rate)
+        steps += 1
+        if search.timed_out:
+            break
+        if choice is None:
+            hi = rate
+        else:
+            best = (choice, capacity) if capacity > best[1] else best
+            lo = max(lo, capacity)
+            if hi is None:
+                rate = 2 * lo
+    return best[0], steps
+
+
+# --- max BCR ----------------------------------------------------------------------------------
+WIDE_INTERVAL = 1.02
+"""An uncovered rate interval wider than this ratio is split in the middle."""
+FLOOR_CELLS = 2000
+"""Geometric cells over the rate range on which the cost floor bounds each interval."""
+
+
+def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float | None]:
+    """Dinkelbach's method over the rate (see the module docstring)."""
+    first, cost, cap = search.at(demand)
+    if first is None:
+        return None, 0, None
+    evaluated = [(demand, cost, cap, first)]  # (rate, cost, capacity, choice)
+    top = cap  # the first rate no plan serves, by doubling
+    while not search.timed_out:
+        top *= 2
+        choice, c, b = search.at(top)
+        if choice is None:
+            break
+        evaluated.append((top, c, b, choice))
+        if top > MAX_RATE_RPS:
+            search.timed_out = True  # no limit found: report what we have
+            break
+    infeasible_above = top
+    grid = np.geomspace(demand, top, FLOOR_CELLS + 1)
+    floor = cost_floor(search.space, grid)
+    q = max(b / c for _, c, b, _ in evaluated)
+    iterations = 1
+    bound = math.inf
+    while not search.timed_out:
+        # Dinkelbach's parametric problem at q, bounded over the uncovered intervals
+        bound, point = _best_gap(evaluated, infeasible_above, grid, floor)
+        if bound <= q * (1 + BCR_TOLERANCE):
+            break
+        choice, c, b = search.at(point)
+        if choice is None:
+            infeasible_above = min(infeasible_above, point)
+            continue
+        evaluated.append((point, c, b, choice))
+        if b / c > q:
+            q, iterations = b / c, iterations + 1
+    bound = max(q, _best_gap(evaluated, infeasible_above, grid, floor)[0])
+    best = max(evaluated, key=lambda e: (e[2] / e[1], -e[1]))
+    return best[3], iterations, bound
+
+
+def _best_gap(evaluated, infeasible_above: float, grid: np.ndarray, floor: np.ndarray):
+    """The highest BCR any rate outside the evaluated plans' capacities could reach, and the
+    rate to try next. Between a plan's capacity ``b_i`` and the next evaluated rate the cost
+    is at least that plan's ``c_i`` and at least the cost floor at each cell's start."""
+    points = sorted(evaluated, key=lambda e: e[0])
+    best, where = 0.0, None
+    for i, (_, cost, cap, _) in enumerate(points):
+        hi = points[i + 1][0] if i + 1 < len(points) else infeasible_above
+        hi = min(hi, infeasible_above)
+        if cap >= hi:
+            continue
+        # the interval starts right after b_i: trying there reveals the next cost step
+        first = max(int(np.searchsorted(grid, cap, side="right")) - 1, 0)
+        last = min(int(np.searchsorted(grid, hi, side="left")), len(grid) - 1)
+        cells = np.arange(first, last)
+        if len(cells) == 0:
+            ratio = hi / cost
+        else:
+            ratios = np.minimum(grid[cells + 1], hi) / np.maximum(cost, floor[cells])
+            ratio = float(ratios.max())
+        if ratio > best:
+            # a wide interval is split in the middle; a narrow one is walked from its
+            # start, just past b_i (that reveals the next cost step)
+            if math.isfinite(hi) and hi > cap * WIDE_INTERVAL:
+                point = math.sqrt(cap * hi)
+            else:
+                point = cap * (1 + BCR_TOLERANCE / 2)
+            best, where = ratio, point
+    return best, where
+
+
+# --- explanations -----------------------------------------------------------------------------
+def _marginals(space: Space, fleet: Fleet, base: Evaluation, score) -> list[Marginal]:
+    """One more purchase step of each pool, and one link tier up (each evaluated)."""
+    hw, out = space.hw, []
+
+    def marginal(changed: Fleet, change: str) -> Marginal:
+        e = score(changed)
+        return Marginal(
+            change,
+            (e.cost_per_hour_usd or 0.0) - (base.cost_per_hour_usd or 0.0),
+            e.sla_capacity_rps - base.sla_capacity_rps,
+            e.bcr,
+        )
+
+    for i, pool in enumerate(fleet.pools):
+        unit = hw.chips[pool.chip].purchase_unit_gpus
+        step = math.lcm(pool.gpus_per_instance, unit) // pool.gpus_per_instance
+        pools = list(fleet.pools)
+        pools[i] = pool.model_copy(update={"instances": pool.instances + step})
+        noun = "instance" if step == 1 else "instances"
+        out.append(
+            marginal(
+                fleet.model_copy(update={"pools": tuple(pools)}),
+                f"+{step} {pool.role} {noun} ({pool.chip} x{pool.gpus_per_instance})",
+            )
+        )
+    for i, choice in enumerate(fleet.links):
+        link = next(x for x in space.scenario.links if set(x.between) == set(choice.between))
+        faster = [t.gbps for t in link.tiers if t.gbps > choice.gbps]
+        if faster:
+            links = list(fleet.links)
+            links[i] = LinkChoice(between=choice.between, gbps=faster[0])
+            out.append(
+                marginal(
+                    fleet.model_copy(update={"links": tuple(links)}),
+                    f"link {'-'.join(choice.between)} {choice.gbps:g} -> {faster[0]:g} Gbps",
+                )
+            )
+    return out
+
+
+EXPLAIN_STEPS = 12
+"""Bisection steps per relaxed family (on the log of the factor: about 0.1% on 1..100)."""
+MAX_RELAX = 100.0
+"""The loosest relaxation tried: limits x 100 (demand / 100; utilization cap 0.99)."""
+
+
+def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
+    """``scenario`` with one family of limits relaxed by factor ``f >= 1``, and the relaxed
+    values in words."""
+    sla, sea = scenario.sla, scenario.search
+    if family == "TTFT P90":
+        p90 = sla.ttft_p90_s * f
+        new = sla.model_copy(update={"ttft_p90_s": p90, "ttft_p99_s": max(sla.ttft_p99_s, p90)})
+        return scenario.model_copy(update={"sla": new}), f"TTFT P90 {p90:.3g} s"
+    if family == "TTFT P99":
+        new = sla.model_copy(update={"ttft_p99_s": sla.ttft_p99_s * f})
+        return scenario.model_copy(update={"sla": new}), f"TTFT P99 {new.ttft_p99_s:.3g} s"
+    if family == "TTFT P90 and P99":
+        new = sla.model_copy(
+            update={"ttft_p90_s": sla.ttft_p90_s * f, "ttft_p99_s": sla.ttft_p99_s * f}
+        )
+        text = f"TTFT P90 {new.ttft_p90_s:.3g} s and P99 {new.ttft_p99_s:.3g} s"
+        return scenario.model_copy(update={"sla": new}), text
+    if family == "TPOT":
+        new = sla.model_copy(update={"tpot_ms": sla.tpot_ms * f})
+        return scenario.model_copy(update={"sla": new}), f"TPOT {new.tpot_ms:.3g} ms"
+    if family == "demand":
+        rate = (scenario.workload.arrival_rps or 0.0) / f
+        work = scenario.workload.model_copy(update={"arrival_rps": rate})
+        return scenario.model_copy(update={"workload": work}), f"demand {rate:.4g} req/s"
+    if family == "max utilization":
+        cap = 1 - (1 - sea.max_utilization) / f
+        new = sea.model_copy(update={"max_utilization": min(cap, 0.99)})
+        return scenario.model_copy(update={"search": new}), f"utilization cap {cap:.1%}"
+    # datacenter limits: GPUs, power, inventory and the per-pool cap, all x f
+    dcs = {
+        k: dc.model_copy(
+            update={
+                "max_gpus": None if dc.max_gpus is None else math.ceil(dc.max_gpus * f),
+                "max_power_kw": None if dc.max_power_kw is None else dc.max_power_kw * f,
+                "inventory": {c: math.ceil(n * f) for c, n in dc.inventory.items()},
+            }
+        )
+        for k, dc in scenario.datacenters.items()
+    }
+    new = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
+    trial = scenario.model_copy(update={"datacenters": dcs, "search": new})
+    return trial, f"datacenter GPU, power and inventory limits x {f:.3g}"
+
+
+FAMILIES = (
+    "TTFT P90",
+    "TTFT P99",
+    "TTFT P90 and P99",
+    "TPOT",
+    "demand",
+    "max utilization",
+    "datacenter limits",
+)
+"""The families of limits ``solve`` relaxes to explain an infeasible scenario."""
+
+
+def _explain(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    solver: str,
+) -> list[Relaxation]:
+    """For each family of limits: relax it alone (up to ``MAX_RELAX``); if that makes the
+    demand servable, bisect for the smallest relaxation that does."""
+
+    def feasible(family: str, f: float) -> bool:
+        trial, _ = _relaxed(scenario, family, f)
+        try:
+            space = Space(trial, hardware, models)
+        except InputError:
+            return False
+        rate = trial.workload.arrival_rps or 0.0
+        return milp.min_cost(space.at(rate), solver=solver, time_limit_s=30).choice is not None
+
+    out = []
+    for family in FAMILIES:
+        if not feasible(family, MAX_RELAX):
+            out.append(
+                Relaxation(
+                    family, 1.0, None, f"relaxing {family} alone (x {MAX_RELAX:g}) does not help"
+                )
+            )
+            continue
+        good, bad = MAX_RELAX, 1.0
+        for _ in range(EXPLAIN_STEPS):
+            mid = math.sqrt(good * bad)
+            good, bad = (mid, bad) if feasible(family, mid) else (good, mid)
+        _, now = _relaxed(scenario, family, 1.0)
+        _, needed = _relaxed(scenario, family, good)
+        verb = "can serve at most" if family == "demand" else "needs"
+        out.append(Relaxation(family, 1.0, good, f"{verb} {needed}; the scenario has {now}"))
+    return out

@@ -1,0 +1,503 @@
+"""The planner's view of a scenario: every choice it may make, and what each choice needs.
+
+Choices (``Space``, independent of the arrival rate):
+
+- **pool options** per role: (datacenter, chip, GPUs per instance) where the role is allowed,
+  the weights fit, and (for decode roles) some batch meets the TPOT bound;
+- **transfer states**: where MD sits relative to P, and over what: a WAN link tier between
+  two datacenters, or RDMA inside one (then the state also names the prefill chip, whose NIC
+  sends the KV);
+- **router settings**: the relay cut (requests whose WAN payload exceeds it go through RLD),
+  the singular cut (relayed requests with at most this many output tokens finish on RLD) and
+  the catch-up cut (handoffs with more eager tokens than this catch up in chunks).
+
+At an arrival rate (``Space.at``), every nonlinear part of the model (queueing tails, TCP
+transfer times under load, the P99 inter-token gap) is evaluated here, once per combination
+of choices, into **minimum instance counts**: the smallest number of instances of a pool
+option that meets every limit of its role, for each relay cut. The MILP (``pddplan.milp``)
+only sees these integers, so nothing nonlinear reaches the solver. Each count follows the
+evaluator's semantics (``docs/model.md``), computed here independently of ``evaluate.py``;
+the cross-check tests hold the two together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from pddplan import units
+from pddplan.calibration import resolve_calibration
+from pddplan.classes import workload_classes
+from pddplan.errors import InputError
+from pddplan.evaluate import TAIL_BUDGETS
+from pddplan.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
+from pddplan.hardware import HardwareCatalog
+from pddplan.llm import ModelSpec
+from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.perf import Instance, instance_fits, make_instance
+from pddplan.queueing import wait_tail_many
+from pddplan.scenario import ROLES, Link, Role, Scenario
+
+
+@dataclass(frozen=True)
+class PoolOption:
+    """Instances of ``gpus`` x ``chip`` in ``datacenter``, serving ``role``."""
+
+    role: Role
+    datacenter: str
+    chip: str
+    gpus: int
+    instance: Instance = field(repr=False, compare=False)
+    usd_per_gpu_hour: float
+    unit_step: int
+    """Instances come in multiples of this (the chip's purchase unit over ``gpus``)."""
+    max_instances: int
+    batch: int = 0
+    """Decode roles: the largest batch meeting TPOT at the planning context."""
+    step_s: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}"
+
+    @property
+    def usd_per_instance_hour(self) -> float:
+        return self.usd_per_gpu_hour * self.gpus
+
+
+@dataclass(frozen=True)
+class State:
+    """How KV reaches main decode: over ``gbps`` of the link ``p_dc``-``md_dc``, or by RDMA
+    inside one datacenter from a ``p_chip`` prefill pool (``gbps`` None)."""
+
+    p_dc: str
+    md_dc: str
+    gbps: float | None = None
+    p_chip: str | None = None
+    link: Link | None = field(default=None, repr=False, compare=False)
+    usd_per_hour: float = 0.0
+
+    @property
+    def key(self) -> str:
+        if self.gbps is None:
+            return f"{self.p_dc}.rdma.{self.p_chip}"
+        return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One point of the planner's decision space (what the MILP returns)."""
+
+    options: dict[Role, PoolOption | None]
+    instances: dict[Role, int]
+    state: State
+    cut: float | None
+    singular: int
+    catch_up: int | None
+
+
+class Space:
+    """Every choice the planner may make for ``scenario`` (see the module docstring)."""
+
+    def __init__(
+        self, scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
+    ) -> None:
+        self.scenario, self.hw = scenario, hardware
+        self.model = models[scenario.model]
+        classes = workload_classes(scenario.workload)
+        self.w = np.array([c.weight for c in classes])
+        self.inp = np.array([c.input_tokens for c in classes])
+        self.out = np.array([c.output_tokens for c in classes])
+        self.hit = np.array([c.p_hit for c in classes])
+        self.md_hit = np.array([c.md_hit for c in classes])
+        if float(self.w @ self.out) <= 0:
+            raise InputError("the workload produces no output tokens: there is nothing to decode")
+        self.tpot_s = scenario.sla.tpot_ms * units.MS
+        self.rho = scenario.search.max_utilization
+        self.link_rho = scenario.search.max_link_utilization
+        # decode operating context: token-weighted mean context (as the evaluator)
+        self.ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
+        self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
+        for role in ("prefill", "main_decode"):
+            if not self.options[role]:
+                raise InputError(
+                    f"scenario {scenario.name}: no {role} option: no allowed chip holds "
+                    f"{self.model.id}'s weights at the searched sizes "
+                    f"{list(scenario.search.sizes())}"
+                    + (" and meets the TPOT bound" if role == "main_decode" else "")
+                )
+        kv = self.options["main_decode"][0].instance.kv
+        self.payload = np.array(
+            [kv.transfer_bytes(L, h) for L, h in zip(self.inp, self.md_hit, strict=True)]
+        )
+        self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
+        self.states = self._states()
+        self.cuts = relay_cuts(self.payload)
+        self.relay_masks = [self.relayed(c) for c in self.cuts]
+        search = scenario.search
+        self.singular_cuts: tuple[int, ...] = (
+            search.singular_max_output_tokens
+            if search.singular_max_output_tokens is not None
+            else default_singular_cuts(self.out)
+        )
+        self.catch_up_cuts = search.catch_up_above_tokens
+        self.chunk_tokens = search.handoff_chunk_tokens
+        self._stall: dict[tuple[str, int, float], float] = {}
+        self._prefill: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # --- choices ----------------------------------------------------------------------------
+    def _options(self, role: Role) -> list[PoolOption]:
+        s, hw = self.scenario, self.hw
+        out = []
+        for dc_id, chip_id in s.chips_for(role):
+            dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
+            cal = resolve_calibration(hw, chip_id, s.calibration)
+            price = s.prices_usd_per_gpu_hour.get(chip_id, chip.price_usd_per_hour)
+            if price is None:
+                raise InputError(
+                    f"scenario {s.name}: chip {chip_id} has no price: set "
+                    f"prices_usd_per_gpu_hour.{chip_id} in the scenario"
+                )
+            for g in s.search.sizes():
+                if not instance_fits(self.model, chip, g, cal, weight_dtype=s.weight_dtype):
+                    continue
+                inst = make_instance(
+                    self.model, chip, g, cal, kv_dtype=s.kv_dtype, weight_dtype=s.weight_dtype
+                )
+                batch, step = 0, 0.0
+                if role != "prefill":
+                    batch = inst.max_batch(self.ctx, tpot_s=self.tpot_s)
+                    if batch == 0:
+                        continue
+                    step = inst.decode_step_s(batch, self.ctx)
+                limit_gpus = min(
+                    x
+                    for x in (dc.max_gpus, dc.inventory.get(chip_id), s.search.max_gpus_per_pool)
+                    if x is not None
+                )
+                unit = math.lcm(g, chip.purchase_unit_gpus) // g
+                most = (limit_gpus // g) // unit * unit
+                if most < 1:
+                    continue
+                out.append(
+                    PoolOption(role, dc_id, chip_id, g, inst, price, unit, most, batch, step)
+                )
+        return out
+
+    def _states(self) -> list[State]:
+        s = self.scenario
+        p_dcs = sorted({o.datacenter for o in self.options["prefill"]})
+        md_dcs = sorted({o.datacenter for o in self.options["main_decode"]})
+        out = []
+        for a in p_dcs:
+            for b in md_dcs:
+                if a == b:
+                    chips = sorted({o.chip for o in self.options["prefill"] if o.datacenter == a})
+                    out += [State(a, b, None, c) for c in chips]
+                    continue
+                link = next((x for x in s.links if set(x.between) == {a, b}), None)
+                if link is None:
+                    continue
+                for tier in link.tiers:
+                    cost = tier.usd_per_month / units.HOURS_PER_MONTH
+                    out.append(State(a, b, tier.gbps, None, link, cost))
+        if not out:
+            raise InputError(
+                f"scenario {s.name}: no prefill option is in, or linked to, the datacenter "
+                "of a main_decode option"
+            )
+        return out
+
+    def relayed(self, cut: float | None) -> np.ndarray:
+        """Classes the relay cut sends through RLD (same arithmetic as the evaluator)."""
+        if cut is None:
+            return np.zeros_like(self.w, dtype=bool)
+        return self.payload / 1e6 > cut
+
+    def at(self, rate_rps: float) -> Requirements:
+        """The minimum-count tables at ``rate_rps``."""
+        return Requirements(self, rate_rps)
+
+    def prefill_times(self, option: PoolOption) -> tuple[np.ndarray, np.ndarray]:
+        """Per class: the prefill latency alone and the service time, on ``option``."""
+        if option.key not in self._prefill:
+            inst = option.instance
+            pairs = list(zip(self.inp, self.hit, strict=True))
+            self._prefill[option.key] = (
+                np.array([inst.prefill_latency_s(L, h) for L, h in pairs]),
+                np.array([inst.prefill_service_s(L, h) for L, h in pairs]),
+            )
+        return self._prefill[option.key]
+
+    def stall_s(self, option: PoolOption, k: int, tokens: float) -> float:
+        key = (option.key, k, tokens)
+        if key not in self._stall:
+            self._stall[key] = option.instance.prefill_pass_s(tokens, float(self.inp[k]))
+        return self._stall[key]
+
+    def fleet(self, choice: Choice, name: str) -> Fleet:
+        """The deployment a choice describes (pools with instances, the link, the router)."""
+        pools = [
+            Pool(
+                datacenter=o.datacenter,
+                role=o.role,
+                chip=o.chip,
+                gpus_per_instance=o.gpus,
+                instances=choice.instances[role],
+            )
+            for role, o in choice.options.items()
+            if o is not None and choice.instances[role] > 0
+        ]
+        links = ()
+        if choice.state.gbps is not None:
+            links = (LinkChoice(between=choice.state.link.between, gbps=choice.state.gbps),)
+        return Fleet(
+            name=name,
+            pools=tuple(pools),
+            links=links,
+            routing=Routing(relay_above_mb=choice.cut, singular_max_output_tokens=choice.singular),
+            handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
+        )
+
+
+def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
+    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
+    cost per hour anywhere in the cell (inf where no option can carry the rate).
+
+    It adds the cheapest prefill option at its utilization floor, the cheapest transfer
+    state within the link cap, and the cheapest main decode at its utilization floor: for
+    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
+    it (every request relayed, with the eager tokens of the slowest state still feasible at
+    the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
+    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
+    minimum. ``pddplan.optimize`` uses it to prune rate intervals for max BCR."""
+    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
+    w, total_payload = space.w, float(space.w @ space.payload)
+
+    def cheapest(role: Role, tokens: np.ndarray | float) -> np.ndarray:
+        best = np.full_like(lo, np.inf)
+        for o in space.options[role]:
+            if role == "prefill":
+                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
+            else:
+                per_instance = space.rho * o.batch / o.step_s / np.maximum(tokens, 1e-12)
+            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
+            n = np.ceil(n / o.unit_step) * o.unit_step
+            cost = np.where(n <= o.max_instances, n * o.usd_per_instance_hour, np.inf)
+            best = np.minimum(best, cost)
+        return best
+
+    states = np.full_like(lo, np.inf)
+    longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
+    for st in space.states:
+        if st.gbps is None:
+            nic = space.hw.chips[st.p_chip].nic_bytes_per_s
+            states = np.minimum(states, 0.0)
+            longest = np.maximum(longest, rdma_transfer_s(space.payload, nic_bytes_per_s=nic))
+            continue
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
+        states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
+        rtt = st.link.rtt_ms * units.MS
+        for i in np.nonzero(feasible)[0]:
+            u = min(hi[i] * total_payload / goodput, space.link_rho)
+            share = goodput * (1 - u)
+            wan = wan_transfer_s_many(space.payload, rtt_s=rtt, share_bytes_per_s=share)
+            longest[i] = np.maximum(longest[i], wan + rtt / 2)
+    decode = cheapest("main_decode", float(w @ space.out))
+    if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
+        eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
+        singular = space.out <= max(space.singular_cuts)
+        fewest = np.where(singular, 0.0, space.out - eager) @ w
+        rld = min(o.usd_per_instance_hour * o.unit_step for o in space.options["relay_decode"])
+        decode = np.minimum(decode, cheapest("main_decode", fewest) + rld)
+    return cheapest("prefill", 0.0) + decode + states
+
+
+def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
+    """Candidate relay thresholds in MB: None (relay nothing), then each distinct payload
+    below the largest (relaying every class above it), then 0 (relay everything). Relaying
+    is therefore monotone in the WAN payload: a threshold rule a router can apply."""
+    distinct = sorted({float(x) for x in payload_bytes / 1e6}, reverse=True)
+    cuts: list[float | None] = [None, *distinct[1:]]
+    if distinct[-1] > 0:
+        cuts.append(0.0)
+    return cuts
+
+
+def default_singular_cuts(out_tokens: np.ndarray) -> tuple[int, ...]:
+    """0 (no singular path) and the two shortest output classes, rounded up."""
+    shortest = sorted({math.ceil(x) for x in out_tokens})[:2]
+    return (0, *(x for x in shortest if x > 0))
+
+
+# --- minimum counts at one arrival rate -------------------------------------------------------
+class Requirements:
+    """Minimum instance counts at one arrival rate, per combination of choices, as arrays
+    over the relay cuts (``space.cuts``). A count above the option's ``max_instances`` (it is
+    ``max_instances + 1``) marks a combination that no allowed count makes feasible."""
+
+    def __init__(self, space: Space, rate: float) -> None:
+        self.space, self.rate = space, rate
+        self.wan: dict[str, np.ndarray] = {}
+        """Per state: each class's P->MD transfer time plus the first token's way back."""
+        self.link_utilization: dict[str, float] = {}
+        self.feasible_states: list[State] = []
+        for st in space.states:
+            wan, u = self._wan(st)
+            self.wan[st.key], self.link_utilization[st.key] = wan, u
+            if u <= space.link_rho:
+                self.feasible_states.append(st)
+        self._p: dict[tuple[str, str], np.ndarray] = {}
+        self._r: dict[tuple[str, str, int], np.ndarray] = {}
+        self._m: dict[tuple[str, str, int, int | None], np.ndarray] = {}
+
+    def _wan(self, st: State) -> tuple[np.ndarray, float]:
+        sp = self.space
+        if st.gbps is None:
+            nic = sp.hw.chips[st.p_chip].nic_bytes_per_s
+            return rdma_transfer_s(sp.payload, nic_bytes_per_s=nic), 0.0
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        flow = self.rate * 1.0 * 1.0 * float(sp.w @ sp.payload)
+        u = flow / goodput
+        share = goodput * max(0.0, 1.0 - u)
+        rtt = st.link.rtt_ms * units.MS
+        return wan_transfer_s_many(sp.payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
+
+    @cached_property
+    def eager(self) -> dict[str, np.ndarray]:
+        """Per state: tokens RLD decodes (at the TPOT pace) while a class's KV crosses."""
+        sp = self.space
+        return {k: np.minimum(sp.out, np.ceil(v / sp.tpot_s)) for k, v in self.wan.items()}
+
+    # prefill ------------------------------------------------------------------------------
+    def prefill_utilization_floor(self, o: PoolOption) -> int:
+        """Smallest P count within the utilization cap (a lower bound on ``prefill``)."""
+        sp = self.space
+        svc_sum = float(sp.w @ sp.prefill_times(o)[1])
+        need = _smallest(
+            lambda n: self.rate * 1.0 * svc_sum / n <= sp.rho,
+            np.array([self.rate * svc_sum / sp.rho]),
+        )
+        return int(min(_round_up(need, o)[0], o.max_instances))
+
+    def prefill(self, o: PoolOption, st: State) -> np.ndarray:
+        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut."""
+        key = (o.key, st.key)
+        if key not in self._p:
+            self._p[key] = self._prefill(o, st)
+        return self._p[key]
+
+    def _prefill(self, o: PoolOption, st: State) -> np.ndarray:
+        sp, lam = self.space, self.rate
+        lat, svc = sp.prefill_times(o)
+        svc_sum = float(sp.w @ svc)
+        cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
+        nic = sp.hw.chips[o.chip].nic_bytes_per_s
+        rest_direct = self.wan[st.key] + sp.tpot_s  # the first token: one step at the bound
+        rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic) + sp.tpot_s
+        rests = np.where(np.array(sp.relay_masks), rest_relay, rest_direct)  # cuts x classes
+        bounds = (sp.scenario.sla.ttft_p90_s, sp.scenario.sla.ttft_p99_s)
+
+        def meets(n: int, rows: np.ndarray) -> np.ndarray:
+            util = lam * 1.0 * svc_sum / n
+            if util > sp.rho:
+                return np.zeros(len(rows), dtype=bool)
+            ok = np.ones(len(rows), dtype=bool)
+            for (_, budget), bound in zip(TAIL_BUDGETS, bounds, strict=True):
+                tail = wait_tail_many(
+                    bound - lat - rests[rows],
+                    servers=n,
+                    utilization=min(util, 1.0),
+                    mean_service_s=svc_sum,
+                    service_cv2=cv2,
+                )
+                ok &= tail @ sp.w <= budget + 1e-12
+            return ok
+
+        need = np.full(len(sp.cuts), o.max_instances + 1)
+        todo = np.nonzero(meets(o.max_instances, np.arange(len(sp.cuts))))[0]
+        n = max(1, math.ceil(lam * svc_sum / sp.rho) - 1)
+        while len(todo):  # every cut left is met at max_instances, so this ends there
+            ok = meets(n, todo)
+            need[todo[ok]] = n
+            todo = todo[~ok]
+            n += 1
+        return _round_up(need, o)
+
+    # relay decode ---------------------------------------------------------------------------
+    def relay(self, o: PoolOption, st: State, singular: int) -> np.ndarray:
+        """Smallest RLD count for its token load, per relay cut (0 where nothing relays)."""
+        key = (o.key, st.key, singular)
+        if key not in self._r:
+            sp = self.space
+            relay = np.array(sp.relay_masks)  # cuts x classes
+            single = relay & (sp.out <= singular)
+            tokens = np.where(single, sp.out, np.where(relay, self.eager[st.key], 0.0))
+            load = self.rate * (tokens @ sp.w)
+            need = _smallest(
+                lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
+                load * o.step_s / (o.batch * sp.rho),
+            )
+            self._r[key] = _round_up(np.where(relay.any(axis=1), need, 0), o)
+        return self._r[key]
+
+    # main decode ----------------------------------------------------------------------------
+    def main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
+        """Smallest MD count for its tokens plus handoff stalls, and for the P99 inter-token
+        gap, per relay cut."""
+        key = (o.key, st.key, singular, catch_up)
+        if key not in self._m:
+            self._m[key] = self._main(o, st, singular, catch_up)
+        return self._m[key]
+
+    def _main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
+        sp, lam = self.space, self.rate
+        chunk = sp.chunk_tokens
+        # what a handoff costs MD for each class, if the class is relayed (not singular)
+        eager_if = self.eager[st.key]
+        cu_if = eager_if > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
+        stalls_if = np.where(eager_if > 0, np.where(cu_if, np.ceil(eager_if / chunk), 1.0), 0.0)
+        stall_if = np.zeros(len(sp.w))
+        for k in np.nonzero(eager_if > 0)[0]:
+            tokens = min(eager_if[k], chunk) if cu_if[k] else eager_if[k]
+            stall_if[k] = sp.stall_s(o, int(k), float(tokens))
+        relay_all = np.array(sp.relay_masks)  # cuts x classes
+        single = relay_all & (sp.out <= singular)
+        relay = relay_all & ~single
+        eager = np.where(relay, eager_if, 0.0)
+        md_tokens = np.where(single, 0.0, np.maximum(sp.out - eager, 0.0))
+        stalls = np.where(relay, stalls_if, 0.0)
+        busy = lam * (md_tokens @ sp.w) * o.step_s / o.batch + lam * ((stalls * stall_if) @ sp.w)
+        n_util = _smallest(lambda n: busy / n <= sp.rho, busy / sp.rho)
+        bad = stall_if > sp.tpot_s * (1 + 1e-9) - o.step_s
+        stalled = lam * o.step_s * ((stalls * bad) @ sp.w)
+        n_gap = _smallest(lambda n: stalled / n <= 0.01, stalled / 0.01)
+        return _round_up(np.maximum(np.maximum(n_util, n_gap), 1), o)
+
+
+def _smallest(ok: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray) -> np.ndarray:
+    """Elementwise, the smallest n >= 1 with ``ok(n)`` (``ok`` monotone in n), starting from
+    ``ceil(estimate)`` and stepping by one past rounding error."""
+    n = np.maximum(np.ceil(np.asarray(estimate, dtype=float)), 1).astype(np.int64)
+    while True:
+        down = (n > 1) & ok(np.maximum(n - 1, 1))
+        if not down.any():
+            break
+        n[down] -= 1
+    while True:
+        up = ~ok(n)
+        if not up.any():
+            return n
+        n[up] += 1
+
+
+def _round_up(need: np.ndarray, o: PoolOption) -> np.ndarray:
+    """Counts rounded up to the option's purchase step; past its maximum: maximum + 1."""
+    need = np.asarray(need, dtype=int)
+    rounded = -(-need // o.unit_step) * o.unit_step
+    return np.where(rounded > o.max_instances, o.max_instances + 1, rounded)
