@@ -29,7 +29,7 @@ from pddplan.errors import InputError
 from pddplan.evaluate import meets_sla, sla_capacity
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
-from pddplan.planning import Choice, PoolOption, Space
+from pddplan.planning import Choice, PoolOption, Space, within_limits
 from pddplan.results import PlanResult, SolveStats
 from pddplan.scenario import Scenario
 
@@ -69,16 +69,20 @@ def _skeletons(space: Space) -> Iterator[tuple]:
 
 def _candidates(space: Space, budget: float | None) -> list[tuple[float, int, Choice]]:
     """Every candidate within the datacenter limits and the budget, with its cost."""
+    total = sum(
+        len(_counts(p)) * len(_counts(r)) * len(_counts(m)) for p, r, m, *_ in _skeletons(space)
+    )
+    if total > MAX_CANDIDATES:
+        raise InputError(
+            f"--method enumerate: {total:,} candidates, more than {MAX_CANDIDATES:,}; "
+            "use the MILP (the default) for a scenario this size"
+        )
     out: list[tuple[float, int, Choice]] = []
     for p, r, m, st, cut, singular, catch_up in _skeletons(space):
         for n_p, n_r, n_m in itertools.product(_counts(p), _counts(r), _counts(m)):
-            if len(out) > MAX_CANDIDATES:
-                raise InputError(
-                    f"--method enumerate: more than {MAX_CANDIDATES:,} candidates; "
-                    "use the MILP (the default) for a scenario this size"
-                )
             pools = [(p, n_p), (r, n_r), (m, n_m)]
-            if not _within_limits(space, pools):
+            usage = [(o.datacenter, o.chip, o.gpus * n) for o, n in pools if o is not None]
+            if not within_limits(space.scenario, space.hw, usage):
                 continue
             cost = st.usd_per_hour + sum(o.usd_per_instance_hour * n for o, n in pools if o)
             if budget is not None and cost > budget:
@@ -93,23 +97,6 @@ def _candidates(space: Space, budget: float | None) -> list[tuple[float, int, Ch
             )
             out.append((cost, len(out), choice))
     return out
-
-
-def _within_limits(space: Space, pools: list[tuple[PoolOption | None, int]]) -> bool:
-    s, hw = space.scenario, space.hw
-    for dc_id, dc in s.datacenters.items():
-        here = [(o, n) for o, n in pools if o is not None and o.datacenter == dc_id]
-        gpus = sum(o.gpus * n for o, n in here)
-        if dc.max_gpus is not None and gpus > dc.max_gpus:
-            return False
-        if dc.max_power_kw is not None:
-            kw = sum(o.gpus * n * hw.chips[o.chip].tdp_w / 1000 * dc.pue for o, n in here)
-            if kw > dc.max_power_kw:
-                return False
-        for chip, owned in dc.inventory.items():
-            if sum(o.gpus * n for o, n in here if o.chip == chip) > owned:
-                return False
-    return True
 
 
 def _skeleton_key(c: Choice) -> tuple:
@@ -181,7 +168,7 @@ def enumerate_plan(
                 break
             scored += 1
             capacity = sla_capacity(scenario, hardware, model_map, fleet(c), memo=memo)
-            if capacity + 1e-9 < demand or capacity <= 0:
+            if capacity <= 0 or (objective == "max-bcr" and capacity + 1e-9 < demand):
                 continue
             value = capacity / cost if objective == "max-bcr" else capacity
             if value > best_value * (1 + 1e-12):

@@ -77,6 +77,11 @@ class Formulation:
         self.states = req.feasible_states
         self.transfer = {st.key: add(_name("transfer", st.key), cat="Binary") for st in self.states}
         self.cut = {j: add(_name("cut", j), cat="Binary") for j in range(len(sp.cuts))}
+        # reach[j] = 1 when the chosen cut relays at least what cut j relays (cuts are
+        # ordered from relaying nothing to relaying most): sum over j' >= j of cut[j']
+        self.reach = {
+            j: add(_name("reach", j), lowBound=0, upBound=1) for j in range(1, len(sp.cuts))
+        }
         self.singular = {s: add(_name("singular", s), cat="Binary") for s in sp.singular_cuts}
         self.catch_up = {
             h: add(_name("catch_up", "never" if h is None else h), cat="Binary")
@@ -109,6 +114,10 @@ class Formulation:
             prob += self.units[o.key] >= self.use[o.key], _name("use_needs_count", o.key)
         prob += pulp.lpSum(self.transfer.values()) == 1, "one_transfer"
         prob += pulp.lpSum(self.cut.values()) == 1, "one_cut"
+        last = len(sp.cuts) - 1
+        for j, var in self.reach.items():
+            below = self.reach[j + 1] if j < last else 0
+            prob += var == below + self.cut[j], _name("reach_chain", j)
         prob += pulp.lpSum(self.singular.values()) == 1, "one_singular"
         prob += pulp.lpSum(self.catch_up.values()) == 1, "one_catch_up"
         for st in self.states:
@@ -201,17 +210,19 @@ class Formulation:
         big = int(need.max())
         if big == 0:
             return
-        # instances - sum_j need_j cut_j - big * sum(on) >= -big * len(on)
+        # the need at the chosen cut, as need[0] plus its changes along the cut order:
+        # instances - sum_j (need[j] - need[j-1]) reach[j] - big * sum(on)
+        #   >= need[0] - big * len(on)
         terms: dict = {self.units[o.key]: float(o.unit_step)}
-        for j, n in enumerate(need):
-            if n:
-                terms[self.cut[j]] = -float(n)
+        for j in range(1, len(need)):
+            if need[j] != need[j - 1]:
+                terms[self.reach[j]] = -float(need[j] - need[j - 1])
         for var in on:
             terms[var] = terms.get(var, 0.0) - big
         row = pulp.LpConstraint(
             pulp.LpAffineExpression(terms),
             sense=pulp.LpConstraintGE,
-            rhs=-big * len(on),
+            rhs=float(need[0]) - big * len(on),
             name=_name("need", role, o.key, st.key, *["never" if x is None else x for x in rest]),
         )
         self.prob += row

@@ -34,7 +34,7 @@ from pddplan.fleet import Fleet, LinkChoice
 from pddplan.hardware import HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec
-from pddplan.planning import Choice, Space, cost_floor
+from pddplan.planning import Choice, NoOptionsError, Space, cost_floor, within_limits
 from pddplan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
 from pddplan.scenario import Scenario
 
@@ -42,6 +42,8 @@ BCR_TOLERANCE = 1e-4
 """max BCR stops when no rate interval can beat the incumbent by more than this."""
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
+MIN_RATE_RPS = 1e-6
+"""max capacity: a budget that cannot buy this rate buys nothing."""
 MAX_MILP_SOLVES = 400
 """A guard on the rate searches: past it, the result is ``not_converged``."""
 
@@ -71,6 +73,7 @@ class _Search:
             self.space.at(rate),
             solver=self.solver,
             time_limit_s=left,
+            mip_gap=self.space.scenario.solver.mip_gap,
             budget_usd_per_hour=self.budget,
         )
         self.solves += out.solves
@@ -142,7 +145,15 @@ def solve_plan(
     demand = scenario.workload.arrival_rps or 0.0
     if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
         raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
-    space = Space(scenario, hardware, models)
+    try:
+        space = Space(scenario, hardware, models)
+    except NoOptionsError as e:
+        stats = SolveStats(objective, solver, "infeasible", time.perf_counter() - start)
+        relaxations = _explain(scenario, hardware, models, solver, start + limit) if explain else []
+        note = Relaxation("options", 1.0, None, str(e))
+        return PlanResult(
+            scenario.name, scenario.model, "infeasible", stats, relaxations=[note, *relaxations]
+        )
     search = _Search(
         space,
         solver,
@@ -169,8 +180,10 @@ def solve_plan(
         iterations=iterations,
         bcr_bound=bound,
     )
-    if choice is None and explain and status == "infeasible":
-        relaxations = _explain(scenario, hardware, models, solver)
+    if choice is None and explain and status == "infeasible" and objective == "max-capacity":
+        relaxations = [_budget_needed(space, solver, start + limit)]
+    elif choice is None and explain and status == "infeasible":
+        relaxations = _explain(scenario, hardware, models, solver, start + limit)
     else:
         relaxations = []
     result = finish_plan(space, stats, choice, memo=search.memo, relaxations=relaxations)
@@ -234,10 +247,10 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
 def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
     """Bisection on the rate for the largest one the budget buys (see module docstring)."""
     best: tuple[Choice | None, float] = (None, 0.0)
-    lo, hi, steps = 0.0, None, 0
+    lo, hi, steps = 0.0, math.inf, 0
     rate = max(search.space.scenario.workload.arrival_rps or 1.0, 1e-3)
-    while hi is None or (hi - lo) > RATE_TOLERANCE * hi:
-        if hi is not None:
+    while not math.isfinite(hi) or (hi - lo > RATE_TOLERANCE * hi and hi > MIN_RATE_RPS):
+        if math.isfinite(hi):
             rate = (lo + hi) / 2
         choice, _, capacity = search.at(rate)
         steps += 1
@@ -248,8 +261,11 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
         else:
             best = (choice, capacity) if capacity > best[1] else best
             lo = max(lo, capacity)
-            if hi is None:
+            if not math.isfinite(hi):
                 rate = 2 * lo
+                if rate > MAX_RATE_RPS:
+                    search.timed_out = True  # no limit found: report what we have
+                    break
     return best[0], steps
 
 
@@ -335,7 +351,10 @@ def _marginals(space: Space, fleet: Fleet, base: Evaluation, score) -> list[Marg
     """One more purchase step of each pool, and one link tier up (each evaluated)."""
     hw, out = space.hw, []
 
-    def marginal(changed: Fleet, change: str) -> Marginal:
+    def marginal(changed: Fleet, change: str) -> Marginal | None:
+        usage = [(p.datacenter, p.chip, p.gpus_per_instance * p.instances) for p in changed.pools]
+        if not within_limits(space.scenario, hw, usage):
+            return None  # over a datacenter limit: not an option
         e = score(changed)
         return Marginal(
             change,
@@ -368,7 +387,7 @@ def _marginals(space: Space, fleet: Fleet, base: Evaluation, score) -> list[Marg
                     f"link {'-'.join(choice.between)} {choice.gbps:g} -> {faster[0]:g} Gbps",
                 )
             )
-    return out
+    return [m for m in out if m is not None]
 
 
 EXPLAIN_STEPS = 12
@@ -383,8 +402,10 @@ def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
     sla, sea = scenario.sla, scenario.search
     if family == "TTFT P90":
         p90 = sla.ttft_p90_s * f
-        new = sla.model_copy(update={"ttft_p90_s": p90, "ttft_p99_s": max(sla.ttft_p99_s, p90)})
-        return scenario.model_copy(update={"sla": new}), f"TTFT P90 {p90:.3g} s"
+        p99 = max(sla.ttft_p99_s, p90)  # P99 may not be below P90
+        new = sla.model_copy(update={"ttft_p90_s": p90, "ttft_p99_s": p99})
+        text = f"TTFT P90 {p90:.3g} s" + (f" (and P99 {p99:.3g} s)" if p99 > sla.ttft_p99_s else "")
+        return scenario.model_copy(update={"sla": new}), text
     if family == "TTFT P99":
         new = sla.model_copy(update={"ttft_p99_s": sla.ttft_p99_s * f})
         return scenario.model_copy(update={"sla": new}), f"TTFT P99 {new.ttft_p99_s:.3g} s"
@@ -402,8 +423,8 @@ def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
         work = scenario.workload.model_copy(update={"arrival_rps": rate})
         return scenario.model_copy(update={"workload": work}), f"demand {rate:.4g} req/s"
     if family == "max utilization":
-        cap = 1 - (1 - sea.max_utilization) / f
-        new = sea.model_copy(update={"max_utilization": min(cap, 0.99)})
+        cap = min(1 - (1 - sea.max_utilization) / f, 0.99)
+        new = sea.model_copy(update={"max_utilization": cap})
         return scenario.model_copy(update={"search": new}), f"utilization cap {cap:.1%}"
     # datacenter limits: GPUs, power, inventory and the per-pool cap, all x f
     dcs = {
@@ -433,14 +454,33 @@ FAMILIES = (
 """The families of limits ``solve`` relaxes to explain an infeasible scenario."""
 
 
+def _budget_needed(space: Space, solver: str, deadline: float) -> Relaxation:
+    """max capacity with a budget that buys nothing: the cheapest plan's cost at a vanishing
+    rate is the budget it takes."""
+    budget = space.scenario.budget_usd_per_hour
+    left = max(deadline - time.perf_counter(), 1.0)
+    out = milp.min_cost(space.at(MIN_RATE_RPS), solver=solver, time_limit_s=left)
+    if out.choice is None:
+        return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
+    return Relaxation(
+        "budget",
+        1.0,
+        out.cost_per_hour / budget,
+        f"needs a budget of ${out.cost_per_hour:,.2f}/hour to serve any traffic; "
+        f"the scenario has ${budget:,.2f}/hour",
+    )
+
+
 def _explain(
     scenario: Scenario,
     hardware: HardwareCatalog,
     models: dict[str, ModelSpec],
     solver: str,
+    deadline: float,
 ) -> list[Relaxation]:
     """For each family of limits: relax it alone (up to ``MAX_RELAX``); if that makes the
-    demand servable, bisect for the smallest relaxation that does."""
+    demand servable, bisect for the smallest relaxation that does. Families left when the
+    solve's time limit runs out are reported as not tried."""
 
     def feasible(family: str, f: float) -> bool:
         trial, _ = _relaxed(scenario, family, f)
@@ -449,10 +489,14 @@ def _explain(
         except InputError:
             return False
         rate = trial.workload.arrival_rps or 0.0
-        return milp.min_cost(space.at(rate), solver=solver, time_limit_s=30).choice is not None
+        left = max(deadline - time.perf_counter(), 1.0)
+        return milp.min_cost(space.at(rate), solver=solver, time_limit_s=left).choice is not None
 
     out = []
     for family in FAMILIES:
+        if time.perf_counter() > deadline:
+            out.append(Relaxation(family, 1.0, None, "not tried: the time limit ran out"))
+            continue
         if not feasible(family, MAX_RELAX):
             out.append(
                 Relaxation(

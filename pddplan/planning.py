@@ -43,6 +43,30 @@ from pddplan.queueing import wait_tail_many
 from pddplan.scenario import ROLES, Link, Role, Scenario
 
 
+class NoOptionsError(InputError):
+    """No allowed chip and size can serve a role (weights, or the TPOT bound): the scenario
+    is infeasible before any counting."""
+
+
+def within_limits(
+    scenario: Scenario, hardware: HardwareCatalog, usage: list[tuple[str, str, int]]
+) -> bool:
+    """Whether GPUs used, as (datacenter, chip, GPUs), respect every datacenter's
+    ``max_gpus``, ``max_power_kw`` (TDP x PUE) and ``inventory``."""
+    for dc_id, dc in scenario.datacenters.items():
+        here = [(chip, n) for d, chip, n in usage if d == dc_id]
+        if dc.max_gpus is not None and sum(n for _, n in here) > dc.max_gpus:
+            return False
+        if dc.max_power_kw is not None:
+            kw = sum(n * hardware.chips[chip].tdp_w / 1000 * dc.pue for chip, n in here)
+            if kw > dc.max_power_kw * (1 + 1e-12):
+                return False
+        for chip, owned in dc.inventory.items():
+            if sum(n for c, n in here if c == chip) > owned:
+                return False
+    return True
+
+
 @dataclass(frozen=True)
 class PoolOption:
     """Instances of ``gpus`` x ``chip`` in ``datacenter``, serving ``role``."""
@@ -124,7 +148,7 @@ class Space:
         self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
         for role in ("prefill", "main_decode"):
             if not self.options[role]:
-                raise InputError(
+                raise NoOptionsError(
                     f"scenario {scenario.name}: no {role} option: no allowed chip holds "
                     f"{self.model.id}'s weights at the searched sizes "
                     f"{list(scenario.search.sizes())}"

@@ -185,7 +185,9 @@ class Search(Frozen):
 class SolverOptions(Frozen):
     name: Literal["cbc", "highs"] = "cbc"
     time_limit_s: Positive = 60.0
-    mip_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-4
+    mip_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-6
+    """Relative optimality gap each MILP is solved to (tight: Dinkelbach needs exact
+    sub-problems)."""
 
 
 class CatalogPaths(Frozen):

@@ -13,6 +13,7 @@ from pddplan.loaders import load_hardware, load_models
 REQUIRED_CHIPS = {
     "a100-80g-sxm",
     "h100-sxm",
+    "h100-pcie",
     "h800",
     "h20",
     "h200-sxm",

@@ -16,11 +16,18 @@ SEEDS = range(20)
 
 def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
     """A small Llama-3.1-8B scenario: one or two prefill chips, one or two decode chips, one
-    or two datacenters, two WAN tiers (slow ones, so that relaying can pay), three or four
-    request classes with long prompts, and instance counts capped low."""
+    or two datacenters, two WAN tiers over long round trips (so that relaying can pay),
+    three or four request classes with long prompts, and instance counts capped low. For
+    max BCR and max capacity, brute force computes an SLA capacity per candidate, so the
+    decision space is smaller there (sizes 4 and 8, one-shot handoffs, no singular path)."""
     rng = np.random.default_rng(seed)
-    p_chips = [str(c) for c in rng.choice(["h100-sxm", "a100-80g-sxm"], rng.integers(1, 3), replace=False)]
-    m_chips = [str(c) for c in rng.choice(["l40s", "a100-80g-sxm", "h200-sxm"], rng.integers(1, 3), replace=False)]
+    p_chips = [
+        str(c) for c in rng.choice(["h100-sxm", "a100-80g-sxm"], rng.integers(1, 3), replace=False)
+    ]
+    m_chips = [
+        str(c)
+        for c in rng.choice(["l40s", "a100-80g-sxm", "h200-sxm"], rng.integers(1, 3), replace=False)
+    ]
     two_dcs = bool(rng.random() < 0.8)
     k = int(rng.integers(3, 5))
     weights = rng.dirichlet(np.ones(k))
@@ -43,7 +50,11 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
     if two_dcs:
         datacenters = {
             "a": {"chips": p_chips, "roles": ["prefill", "relay_decode"]},
-            "b": {"chips": m_chips, "roles": ["main_decode"], "max_gpus": int(rng.choice([16, 24, 32]))},
+            "b": {
+                "chips": m_chips,
+                "roles": ["main_decode"],
+                "max_gpus": int(rng.choice([16, 24, 32])),
+            },
         }
         links = [
             {
@@ -54,7 +65,13 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
         ]
     else:
         chips = sorted(set(p_chips) | set(m_chips))
-        datacenters = {"a": {"chips": chips, "roles": ["prefill", "relay_decode", "main_decode"], "max_gpus": 48}}
+        datacenters = {
+            "a": {
+                "chips": chips,
+                "roles": ["prefill", "relay_decode", "main_decode"],
+                "max_gpus": 48,
+            }
+        }
         links = []
     data = {
         "name": f"random-{seed}",
@@ -71,6 +88,13 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
             "gpus_per_instance": [1, 4, 8],
             "max_gpus_per_pool": 24,
             "catch_up_above_tokens": [None, 0],
+        }
+        if objective == "min-cost"
+        else {
+            "gpus_per_instance": [4, 8],
+            "max_gpus_per_pool": 16,
+            "catch_up_above_tokens": [None],
+            "singular_max_output_tokens": [0],
         },
         "objective": objective,
     }

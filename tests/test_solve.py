@@ -1,0 +1,248 @@
+"""``pddplan solve``: the MILP on a problem solved by hand, plans the evaluator accepts and
+that cannot shrink, infeasibility explained, time limits, the plan file, the CLI."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import ROOT, SCENARIOS
+from typer.testing import CliRunner
+
+from pddplan import milp
+from pddplan.cli import app
+from pddplan.evaluate import meets_sla
+from pddplan.loaders import load_scenario
+from pddplan.optimize import _relaxed, solve_plan
+from pddplan.planning import PoolOption, Space, State
+
+runner = CliRunner()
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+
+
+# --- a MILP solved on paper -------------------------------------------------------------------
+def _option(role: str, key: str, usd_per_gpu_hour: float) -> PoolOption:
+    dc = "dc-b" if role == "main_decode" else "dc-a"
+    return PoolOption(role, dc, key, 8, None, usd_per_gpu_hour, 1, 10, 1, 0.01)
+
+
+class _HandTables:
+    """Minimum counts given by hand, per (option chip, state) and relay cut [none, all]."""
+
+    def __init__(self, max_gpus_a: int | None) -> None:
+        self.a, self.b = _option("prefill", "a", 1.0), _option("prefill", "b", 2.5)
+        self.r = _option("relay_decode", "r", 5 / 8)
+        self.m = _option("main_decode", "m", 0.5)
+        self.slow = State("dc-a", "dc-b", 1.0, usd_per_hour=1.0)
+        self.fast = State("dc-a", "dc-b", 10.0, usd_per_hour=6.0)
+        self.need = {
+            ("a", self.slow.key): [3, 2],
+            ("a", self.fast.key): [2, 2],
+            ("b", self.slow.key): [1, 1],
+            ("b", self.fast.key): [1, 1],
+            ("m", self.slow.key): [2, 1],
+            ("m", self.fast.key): [2, 2],
+            ("r", self.slow.key): [0, 1],
+            ("r", self.fast.key): [0, 1],
+        }
+        datacenters = {
+            "dc-a": SimpleNamespace(max_gpus=max_gpus_a, max_power_kw=None, pue=1.0, inventory={}),
+            "dc-b": SimpleNamespace(max_gpus=None, max_power_kw=None, pue=1.0, inventory={}),
+        }
+        self.space = SimpleNamespace(
+            options={
+                "prefill": [self.a, self.b],
+                "relay_decode": [self.r],
+                "main_decode": [self.m],
+            },
+            cuts=[None, 0.0],
+            relay_masks=[np.array([False]), np.array([True])],
+            singular_cuts=(0,),
+            catch_up_cuts=(None,),
+            scenario=SimpleNamespace(datacenters=datacenters),
+            hw=None,
+        )
+        self.feasible_states = [self.slow, self.fast]
+
+    def _table(self, o, st):
+        return np.array(self.need[(o.chip, st.key)])
+
+    def prefill(self, o, st):
+        return self._table(o, st)
+
+    def relay(self, o, st, singular):
+        return self._table(o, st)
+
+    def main(self, o, st, singular, catch_up):
+        return self._table(o, st)
+
+    def prefill_utilization_floor(self, o):
+        return 1
+
+
+def test_tiny_milp_matches_the_hand_solution():
+    """Instance prices: a $8, b $20, r $5, m $4; links: slow $1, fast $6 per hour.
+    Slow, no relay: b + 2 m + 1 = 29. Slow, relay: 2 a + r + m + 1 = 26. Fast, no relay:
+    2 a + 2 m + 6 = 30. Fast, relay: 2 a + r + 2 m + 6 = 35. Optimum 26."""
+    t = _HandTables(max_gpus_a=None)
+    out = milp.min_cost(t)
+    assert out.status == "optimal"
+    assert out.cost_per_hour == pytest.approx(26.0)
+    c = out.choice
+    assert (c.options["prefill"].chip, c.instances["prefill"]) == ("a", 2)
+    assert (c.options["relay_decode"].chip, c.instances["relay_decode"]) == ("r", 1)
+    assert c.instances["main_decode"] == 1 and c.state == t.slow and c.cut == 0.0
+
+
+def test_tiny_milp_respects_the_datacenter_limit():
+    """With 16 GPUs in dc-a, 2 a + r (24 GPUs) no longer fits: slow without relay, b + 2 m,
+    costs 29; fast without relay needs 2 a (16 GPUs) and costs 30. Optimum 29."""
+    out = milp.min_cost(_HandTables(max_gpus_a=16))
+    assert out.cost_per_hour == pytest.approx(29.0)
+    assert out.choice.options["prefill"].chip == "b" and out.choice.cut is None
+
+
+def test_tiny_milp_row_generation_agrees_with_all_rows(monkeypatch):
+    monkeypatch.setattr(milp, "ALL_ROWS_AT_MOST", 0)
+    out = milp.min_cost(_HandTables(max_gpus_a=None))
+    assert out.cost_per_hour == pytest.approx(26.0)
+    assert out.solves >= 2  # the first solution lacked its rows
+
+
+# --- plans on the shipped scenarios -----------------------------------------------------------
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_each_shipped_scenario_solves(path, hardware, models):
+    s, hw, catalog = load_scenario(path)
+    r = solve_plan(s, hw, catalog)
+    assert r.status == "optimal", r.stats
+    assert r.evaluation.status == "ok"
+    assert r.evaluation.sla_capacity_rps >= s.workload.arrival_rps
+    if r.stats.objective == "max-bcr":
+        assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)
+
+
+def test_min_cost_plan_cannot_shrink():
+    """The evaluator accepts the plan at the demand and rejects it with one purchase step
+    fewer in any pool (the MILP's counts are minimal, not just sufficient)."""
+    s, hw, catalog = load_scenario(SMALL)
+    r = solve_plan(s, hw, catalog, objective="min-cost")
+    demand = s.workload.arrival_rps
+    assert meets_sla(s, hw, catalog, r.fleet, demand)
+    for i, pool in enumerate(r.fleet.pools):
+        unit = hw.chips[pool.chip].purchase_unit_gpus
+        step = max(1, unit // pool.gpus_per_instance)
+        if pool.instances <= step:
+            continue
+        pools = list(r.fleet.pools)
+        pools[i] = pool.model_copy(update={"instances": pool.instances - step})
+        smaller = r.fleet.model_copy(update={"pools": tuple(pools)})
+        assert not meets_sla(s, hw, catalog, smaller, demand), pool
+
+
+def test_infeasible_scenario_is_explained(hardware, models):
+    """A TTFT SLA no prefill can meet: no plan, and the smallest relaxation that restores
+    one is found by bisection (feasible at the reported factor, not 1% below it)."""
+    s, hw, catalog = load_scenario(SMALL)
+    tight = s.model_copy(
+        update={"sla": s.sla.model_copy(update={"ttft_p90_s": 0.05, "ttft_p99_s": 0.1})}
+    )
+    r = solve_plan(tight, hw, catalog, objective="min-cost")
+    assert r.status == "infeasible" and r.fleet is None
+    both = next(x for x in r.relaxations if x.family == "TTFT P90 and P99")
+    assert both.factor is not None and "needs TTFT P90" in both.message
+    assert next(x for x in r.relaxations if x.family == "TPOT").factor is None
+
+    def feasible(f: float) -> bool:
+        trial, _ = _relaxed(tight, "TTFT P90 and P99", f)
+        space = Space(trial, hw, catalog)
+        return milp.min_cost(space.at(trial.workload.arrival_rps)).choice is not None
+
+    assert feasible(both.factor)
+    assert not feasible(both.factor / 1.01)
+
+
+def test_time_limit_returns_the_best_plan_with_its_gap():
+    s, hw, catalog = load_scenario(PAPER)
+    r = solve_plan(s, hw, catalog, objective="max-bcr", time_limit_s=1.5)
+    assert r.status == "not_converged"
+    assert r.fleet is not None and r.evaluation.status == "ok"
+    assert r.stats.gap > 0 and r.stats.bcr_bound > r.evaluation.bcr
+
+
+# --- the command line -------------------------------------------------------------------------
+def run(*args: str):
+    result = runner.invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_solve_json_plan_file_and_evaluate_plan(tmp_path):
+    plan = tmp_path / "plan.json"
+    result = run("solve", str(SMALL), "--objective", "min-cost", "--json", "--out", str(plan))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in (
+        "status",
+        "objective",
+        "fleet",
+        "total_gpus",
+        "cost_per_hour_usd",
+        "demand_rps",
+        "sla_capacity_rps",
+        "bcr",
+        "ttft_s",
+        "links",
+        "routing",
+        "rld_token_share",
+        "solve_seconds",
+        "router",
+        "marginals",
+        "deployment",
+    ):
+        assert key in data, key
+    assert data["status"] == "optimal" and data["objective"] == "min-cost"
+    assert set(data["fleet"][0]) == {"datacenter", "role", "chip", "gpus_per_instance", "instances"}
+    assert set(data["ttft_s"]) == {"p50", "p90", "p99"}
+    assert json.loads(plan.read_text()) == data
+    again = run("evaluate", str(SMALL), "--plan", str(plan), "--json")
+    assert again.exit_code == 0, again.output
+    evaluated = json.loads(again.stdout)
+    assert evaluated["sla_capacity_rps"] == pytest.approx(data["sla_capacity_rps"])
+    assert evaluated["cost_per_hour_usd"] == pytest.approx(data["cost_per_hour_usd"])
+
+
+def test_solve_table_report_sections():
+    result = run("solve", str(SMALL), "--objective", "min-cost")
+    assert result.exit_code == 0, result.output
+    for text in ("Fleet", "WAN links", "Routing", "TTFT P99", "BCR", "Marginal value", "Solver"):
+        assert text in result.stdout, text
+
+
+def test_solve_infeasible_exits_1_with_the_relaxation(tmp_path):
+    text = SMALL.read_text().replace("ttft_p90_s: 0.8", "ttft_p90_s: 0.05")
+    text = text.replace("ttft_p99_s: 2.0", "ttft_p99_s: 0.1")
+    path = tmp_path / "tight.yaml"
+    path.write_text(text)
+    result = run("solve", str(path), "--objective", "min-cost")
+    assert result.exit_code == 1
+    assert "infeasible" in result.stdout and "needs TTFT P90" in result.stdout
+
+
+def test_solve_bad_choices_are_one_line_errors():
+    for args in (("--objective", "fastest"), ("--solver", "gurobi"), ("--method", "guess")):
+        result = run("solve", str(SMALL), *args)
+        assert result.exit_code == 2
+        lines = [x for x in result.output.splitlines() if x.strip()]
+        assert len(lines) == 1 and lines[0].startswith("Error:"), result.output
+
+
+def test_evaluate_refuses_a_plan_for_another_model(tmp_path):
+    plan = tmp_path / "plan.json"
+    assert run("solve", str(SMALL), "--objective", "min-cost", "--out", str(plan)).exit_code == 0
+    result = run("evaluate", str(PAPER), "--plan", str(plan))
+    assert result.exit_code == 2
+    assert "the plan is for 'llama-3.1-8b'" in result.output
+    assert run("evaluate", str(SMALL)).exit_code == 2  # neither --fleet nor --plan
