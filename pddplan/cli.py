@@ -20,6 +20,7 @@ from rich.markup import escape
 from pddplan import report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.classes import HIT_EDGES
+from pddplan.enumeration import enumerate_plan
 from pddplan.errors import InputError, PddplanError
 from pddplan.evaluate import evaluate as run_evaluation
 from pddplan.loaders import (
@@ -32,7 +33,7 @@ from pddplan.loaders import (
     unknown_id,
     workload_yaml,
 )
-from pddplan.optimize import plan_kv_figures, plan_scenario
+from pddplan.optimize import plan_kv_figures, solve_plan
 from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
 from pddplan.plot import plot_trace
 from pddplan.scenario import scenario_json_schema
@@ -380,9 +381,12 @@ def solve(
     _check_choice("--solver", solver, SOLVERS)
     _check_choice("--method", method, METHODS)
     s, hw, catalog = load_scenario(scenario)
-    result = plan_scenario(
-        s, hw, catalog, objective=objective, solver=solver, time_limit_s=time_limit, method=method
-    )
+    if method == "enumerate":
+        result = enumerate_plan(s, hw, catalog, objective=objective)
+    else:
+        result = solve_plan(
+            s, hw, catalog, objective=objective, solver=solver, time_limit_s=time_limit
+        )
     kv = plan_kv_figures(s, hw, catalog)
     view = views.plan_view(result, **kv)
     if out_file is not None and result.fleet is not None:

@@ -29,6 +29,7 @@ from pddplan.errors import InputError
 from pddplan.evaluate import meets_sla, sla_capacity
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
+from pddplan.optimize import finish_plan
 from pddplan.planning import Choice, PoolOption, Space, within_limits
 from pddplan.results import PlanResult, SolveStats
 from pddplan.scenario import Scenario
@@ -67,14 +68,14 @@ def _skeletons(space: Space) -> Iterator[tuple]:
                 yield p, r, m, st, cut, singular, catch_up
 
 
-def _candidates(space: Space, budget: float | None) -> list[tuple[float, int, Choice]]:
+def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[float, int, Choice]]:
     """Every candidate within the datacenter limits and the budget, with its cost."""
     total = sum(
         len(_counts(p)) * len(_counts(r)) * len(_counts(m)) for p, r, m, *_ in _skeletons(space)
     )
-    if total > MAX_CANDIDATES:
+    if total > limit:
         raise InputError(
-            f"--method enumerate: {total:,} candidates, more than {MAX_CANDIDATES:,}; "
+            f"--method enumerate: {total:,} candidates, more than {limit:,}; "
             "use the MILP (the default) for a scenario this size"
         )
     out: list[tuple[float, int, Choice]] = []
@@ -121,15 +122,14 @@ def enumerate_plan(
     models: dict[str, ModelSpec],
     *,
     objective: str | None = None,
+    max_candidates: int = MAX_CANDIDATES,
 ) -> PlanResult:
     """The optimum by brute force (see the module docstring)."""
-    from pddplan.optimize import finish_plan
-
     objective = objective or scenario.objective
     start = time.perf_counter()
     space = Space(scenario, hardware, models)
     budget = scenario.budget_usd_per_hour if objective == "max-capacity" else None
-    candidates = _candidates(space, budget)
+    candidates = _candidates(space, budget, max_candidates)
     demand = scenario.workload.arrival_rps or 0.0
     memo: dict = {}
     model_map = {space.model.id: space.model}

@@ -6,9 +6,11 @@ tier, or RDMA inside one datacenter), one relay cut, one singular cut and one ca
 Integer ``units`` count purchase steps of each option (``instances = unit_step x units``).
 The requirement rows
 
-    instances[o] >= sum_j cut[j] x need[o, state, ..., j] - M x (number of its choices off)
+    instances[o] >= need[o, state, ..., chosen cut] - M x (number of its choices off)
 
-carry the minimum counts that ``pddplan.planning.Requirements`` computed from the nonlinear
+written as ``need[0] + sum_j (need[j] - need[j-1]) reach[j]`` with ``reach[j]`` = 1 when
+the chosen cut relays at least what cut j relays (sparse: a term only where the need
+changes), carry the minimum counts that ``pddplan.planning.Requirements`` computed from the nonlinear
 model; they bind only when all the choices they name are on. Rows are added for the
 combinations a solution uses (row generation): a solution that satisfies the rows of its
 own combination meets every limit, and every row is valid, so the first such solution of a

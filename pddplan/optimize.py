@@ -9,11 +9,13 @@
   ``r``, and the best BCR is ``max_r r / C(r)``. For the current ratio ``q``, the
   parametric problem ``max_r r - q C(r)`` is solved over rate intervals: an evaluated rate
   ``r_i`` gives a deployment of cost ``c_i`` whose evaluated capacity ``b_i`` covers
-  ``[r_i, b_i]`` exactly; an interval ``(b_i, r_next)`` is bounded by ``r_next - q c_i``
-  (cost cannot fall below ``c_i`` above ``r_i``). The interval with the best bound is split
-  until no bound beats the incumbent; then ``q`` is updated to the best evaluated ratio.
-  It stops when ``max bound <= q (1 + tolerance)``, which proves the optimum to that
-  tolerance; the largest bound is reported.
+  ``[r_i, b_i]`` exactly. Above ``b_i`` and up to the next evaluated rate the cost is at
+  least ``c_i`` (``C`` does not decrease) and at least ``cost_floor`` (a cheap lower bound
+  per rate cell), which bounds the ratio any rate there can reach. The interval with the
+  best bound is tried next: split in the middle when wide (``WIDE_INTERVAL``), else just
+  past ``b_i``, which reveals the next cost step. ``q`` follows the best evaluated ratio.
+  It stops when no bound exceeds ``q (1 + BCR_TOLERANCE)``, which proves the optimum to
+  that tolerance; the largest bound is reported.
 
 Every deployment is scored by the evaluator (``pddplan.evaluate``), so the report's
 capacity, TTFT and BCR are the evaluator's, not the MILP's.
@@ -45,7 +47,8 @@ RATE_TOLERANCE = 1e-4
 MIN_RATE_RPS = 1e-6
 """max capacity: a budget that cannot buy this rate buys nothing."""
 MAX_MILP_SOLVES = 400
-"""A guard on the rate searches: past it, the result is ``not_converged``."""
+"""A guard on the rate searches: past it, the search stops as if the time limit had run
+out (max BCR: ``not_converged``; otherwise ``time_limit``)."""
 
 
 class _Search:
@@ -98,26 +101,6 @@ class _Search:
         return point
 
 
-def plan_scenario(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    *,
-    objective: str | None = None,
-    solver: str | None = None,
-    time_limit_s: float | None = None,
-    method: str = "milp",
-) -> PlanResult:
-    """``pddplan solve``: the MILP (``solve_plan``) or brute force (``enumerate_plan``)."""
-    if method == "enumerate":
-        from pddplan.enumeration import enumerate_plan
-
-        return enumerate_plan(scenario, hardware, models, objective=objective)
-    return solve_plan(
-        scenario, hardware, models, objective=objective, solver=solver, time_limit_s=time_limit_s
-    )
-
-
 def plan_kv_figures(
     scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
 ) -> dict[str, float]:
@@ -148,8 +131,8 @@ def solve_plan(
     try:
         space = Space(scenario, hardware, models)
     except NoOptionsError as e:
-        stats = SolveStats(objective, solver, "infeasible", time.perf_counter() - start)
         relaxations = _explain(scenario, hardware, models, solver, start + limit) if explain else []
+        stats = SolveStats(objective, solver, "infeasible", time.perf_counter() - start)
         note = Relaxation("options", 1.0, None, str(e))
         return PlanResult(
             scenario.name, scenario.model, "infeasible", stats, relaxations=[note, *relaxations]

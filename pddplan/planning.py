@@ -84,7 +84,7 @@ class PoolOption:
     """Decode roles: the largest batch meeting TPOT at the planning context."""
     step_s: float = 0.0
 
-    @property
+    @cached_property
     def key(self) -> str:
         return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}"
 
@@ -149,9 +149,9 @@ class Space:
         for role in ("prefill", "main_decode"):
             if not self.options[role]:
                 raise NoOptionsError(
-                    f"scenario {scenario.name}: no {role} option: no allowed chip holds "
-                    f"{self.model.id}'s weights at the searched sizes "
-                    f"{list(scenario.search.sizes())}"
+                    f"scenario {scenario.name}: no {role} option: no allowed chip, at the "
+                    f"searched sizes {list(scenario.search.sizes())}, holds "
+                    f"{self.model.id}'s weights within the datacenter limits"
                     + (" and meets the TPOT bound" if role == "main_decode" else "")
                 )
         kv = self.options["main_decode"][0].instance.kv
@@ -162,6 +162,8 @@ class Space:
         self.states = self._states()
         self.cuts = relay_cuts(self.payload)
         self.relay_masks = [self.relayed(c) for c in self.cuts]
+        self.relay_matrix = np.array(self.relay_masks)
+        """Cuts x classes: which classes each cut relays."""
         search = scenario.search
         self.singular_cuts: tuple[int, ...] = (
             search.singular_max_output_tokens
@@ -379,6 +381,7 @@ class Requirements:
         self._p: dict[tuple[str, str], np.ndarray] = {}
         self._r: dict[tuple[str, str, int], np.ndarray] = {}
         self._m: dict[tuple[str, str, int, int | None], np.ndarray] = {}
+        self._handoffs: dict[tuple[str, str, int | None], tuple[np.ndarray, np.ndarray]] = {}
 
     def _wan(self, st: State) -> tuple[np.ndarray, float]:
         sp = self.space
@@ -424,7 +427,7 @@ class Requirements:
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         rest_direct = self.wan[st.key] + sp.tpot_s  # the first token: one step at the bound
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic) + sp.tpot_s
-        rests = np.where(np.array(sp.relay_masks), rest_relay, rest_direct)  # cuts x classes
+        rests = np.where(sp.relay_matrix, rest_relay, rest_direct)  # cuts x classes
         bounds = (sp.scenario.sla.ttft_p90_s, sp.scenario.sla.ttft_p99_s)
 
         def meets(n: int, rows: np.ndarray) -> np.ndarray:
@@ -459,7 +462,7 @@ class Requirements:
         key = (o.key, st.key, singular)
         if key not in self._r:
             sp = self.space
-            relay = np.array(sp.relay_masks)  # cuts x classes
+            relay = sp.relay_matrix
             single = relay & (sp.out <= singular)
             tokens = np.where(single, sp.out, np.where(relay, self.eager[st.key], 0.0))
             load = self.rate * (tokens @ sp.w)
@@ -479,18 +482,27 @@ class Requirements:
             self._m[key] = self._main(o, st, singular, catch_up)
         return self._m[key]
 
+    def _handoff(self, o: PoolOption, st: State, catch_up: int | None):
+        """Per class, if relayed (not singular): MD stalls per request and seconds each."""
+        key = (o.key, st.key, catch_up)
+        if key not in self._handoffs:
+            sp = self.space
+            chunk = sp.chunk_tokens
+            eager = self.eager[st.key]
+            cu = eager > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
+            stalls = np.where(eager > 0, np.where(cu, np.ceil(eager / chunk), 1.0), 0.0)
+            stall = np.zeros(len(sp.w))
+            for k in np.nonzero(eager > 0)[0]:
+                tokens = min(eager[k], chunk) if cu[k] else eager[k]
+                stall[k] = sp.stall_s(o, int(k), float(tokens))
+            self._handoffs[key] = (stalls, stall)
+        return self._handoffs[key]
+
     def _main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
         sp, lam = self.space, self.rate
-        chunk = sp.chunk_tokens
-        # what a handoff costs MD for each class, if the class is relayed (not singular)
         eager_if = self.eager[st.key]
-        cu_if = eager_if > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
-        stalls_if = np.where(eager_if > 0, np.where(cu_if, np.ceil(eager_if / chunk), 1.0), 0.0)
-        stall_if = np.zeros(len(sp.w))
-        for k in np.nonzero(eager_if > 0)[0]:
-            tokens = min(eager_if[k], chunk) if cu_if[k] else eager_if[k]
-            stall_if[k] = sp.stall_s(o, int(k), float(tokens))
-        relay_all = np.array(sp.relay_masks)  # cuts x classes
+        stalls_if, stall_if = self._handoff(o, st, catch_up)
+        relay_all = sp.relay_matrix
         single = relay_all & (sp.out <= singular)
         relay = relay_all & ~single
         eager = np.where(relay, eager_if, 0.0)
