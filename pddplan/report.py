@@ -233,16 +233,16 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     fleet = _grid(
         f"Fleet {e.fleet}",
         (
-            "datacenter",
+            "DC",
             "role",
             "chip",
             "layout",
-            "GPUs/\ninstance",
-            "instances",
+            "GPUs/\ninst.",
+            "inst-\nances",
             "GPUs",
             "$/hour",
             "busy",
-            "headroom",
+            "head-\nroom",
         ),
     )
     cap = s.search.max_utilization
@@ -260,8 +260,8 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             _pct(max(0.0, 1 - p.utilization / cap)),
         )
     fleet.caption = (
-        f"P = prefill, RLD = relay decode, MD = main decode; busy at the demand, headroom to "
-        f"the {cap:.0%} cap"
+        f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
+        f"demand, headroom to the {cap:.0%} cap"
     )
     links = Table(title="WAN links", box=box.SIMPLE_HEAD)
     for col in ("between", "Gbps", "utilization", "$/hour"):
@@ -372,7 +372,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         solver.add_row("BCR upper bound", _num(st.bcr_bound, ",.5f"))
     elif st.objective == "max-capacity":
         solver.add_row("bisection steps", str(st.iterations))
-    solver.add_row("gap", _pct(st.gap) if st.gap is not None else "—")
+    solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
     solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
     parts.append(solver)
     return Group(*parts)
