@@ -36,7 +36,7 @@ from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, make_instance
-from pddplan.queueing import wait_tail_many
+from pddplan.queueing import p99_gap, wait_tail_many
 from pddplan.results import Evaluation, LinkResult, PoolResult
 from pddplan.scenario import Scenario
 
@@ -280,7 +280,7 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         stall_sizes.append(stall_s)
     # TPOT: the P99 inter-token gap, stalls included
     step_md = max(t for _, t in md_points.values())
-    tpot_p99 = _p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
+    tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
     if tpot_p99 > m.tpot_s * (1 + 1e-9):
         failures.append(f"TPOT P99 {tpot_p99 / units.MS:.1f} ms above {s.sla.tpot_ms:g} ms")
     for (pool, _), u in zip(pools_p + pools_r + pools_m, p_util + r_util + m_util, strict=True):
@@ -341,24 +341,6 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
     )
 
 
-def _p99_gap(
-    step: float, rates: list[np.ndarray], sizes: list[np.ndarray], shares: np.ndarray
-) -> float:
-    """The 99th percentile of the inter-token gap: ``step``, plus the largest stall such that
-    more than 1% of steps carry a stall at least that long (each pool's stalled-step
-    fractions weighted by its share of tokens)."""
-    pairs = []
-    for r, sz, share in zip(rates, sizes, shares, strict=True):
-        pairs += [(size, float(frac)) for frac, size in zip(r * share, sz, strict=True) if frac > 0]
-    pairs.sort(reverse=True)
-    above = 0.0
-    for size, frac in pairs:
-        above += frac
-        if above > 0.01:
-            return step + size
-    return step
-
-
 def _link(s: Scenario, fleet: Fleet, a: str, b: str):
     pair = {a, b}
     link = next((x for x in s.links if set(x.between) == pair), None)
@@ -385,13 +367,7 @@ def evaluate(
     """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring).
     ``memo``, a dict kept across calls on the same scenario, saves recomputing the classes
     and each pool's per-class prefill times."""
-    memo = {} if memo is None else memo
-    if "classes" not in memo:
-        memo["classes"] = workload_classes(scenario.workload)
-    classes = memo["classes"]
-    if sum(c.weight * c.output_tokens for c in classes) <= 0:
-        raise InputError("the workload produces no output tokens: there is nothing to decode")
-    m = _Model(scenario, hardware, models[scenario.model], fleet, classes, memo)
+    m = _model(scenario, hardware, models, fleet, memo)
     demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
     routing = fleet.routing or _best_routing(m)
     capacity = _capacity(m, routing)
@@ -433,9 +409,14 @@ def _model(
     fleet: Fleet,
     memo: dict | None,
 ) -> _Model:
+    """The rate-independent model of ``fleet``; ``memo`` keeps the classes and per-pool
+    figures across calls on the same scenario."""
     memo = {} if memo is None else memo
     if "classes" not in memo:
-        memo["classes"] = workload_classes(scenario.workload)
+        classes = workload_classes(scenario.workload)
+        if sum(c.weight * c.output_tokens for c in classes) <= 0:
+            raise InputError("the workload produces no output tokens: there is nothing to decode")
+        memo["classes"] = classes
     return _Model(scenario, hardware, models[scenario.model], fleet, memo["classes"], memo)
 
 

@@ -10,6 +10,8 @@ erlangs (utilization ``rho = a / c``):
 where ``cs2`` is the squared coefficient of variation of the service time (0 for
 deterministic, 1 for exponential). The exponential form is exact for M/M/c; the factor
 ``2 / (1 + cs2)`` is the Allen-Cunneen approximation for general service times.
+
+Also the P99 of decode's inter-token gap when some steps carry a handoff stall (``p99_gap``).
 """
 
 from __future__ import annotations
@@ -64,3 +66,21 @@ def wait_tail_many(
     c = erlang_c(servers, utilization * servers)
     rate = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * mean_service_s)
     return np.where(t_s < 0, 1.0, c * np.exp(-rate * np.maximum(t_s, 0.0)))
+
+
+def p99_gap(
+    step: float, rates: list[np.ndarray], sizes: list[np.ndarray], shares: np.ndarray
+) -> float:
+    """The 99th percentile of decode's inter-token gap: ``step``, plus the largest stall such that
+    more than 1% of steps carry a stall at least that long (each pool's stalled-step
+    fractions weighted by its share of tokens)."""
+    pairs = []
+    for r, sz, share in zip(rates, sizes, shares, strict=True):
+        pairs += [(size, float(frac)) for frac, size in zip(r * share, sz, strict=True) if frac > 0]
+    pairs.sort(reverse=True)
+    above = 0.0
+    for size, frac in pairs:
+        above += frac
+        if above > 0.01:
+            return step + size
+    return step

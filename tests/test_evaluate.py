@@ -182,11 +182,11 @@ def test_p99_gap_by_hand():
     of gaps are stalled, and the 99th percentile falls in the 50 ms group: 30 + 50 ms."""
     import numpy as np
 
-    from pddplan.evaluate import _p99_gap
+    from pddplan.queueing import p99_gap
 
-    gap = _p99_gap(0.030, [np.array([0.005, 0.02])], [np.array([0.100, 0.050])], np.array([1.0]))
+    gap = p99_gap(0.030, [np.array([0.005, 0.02])], [np.array([0.100, 0.050])], np.array([1.0]))
     assert gap == pytest.approx(0.080)
-    rare = _p99_gap(0.030, [np.array([0.004, 0.005])], [np.array([0.100, 0.050])], np.array([1.0]))
+    rare = p99_gap(0.030, [np.array([0.004, 0.005])], [np.array([0.100, 0.050])], np.array([1.0]))
     assert rare == pytest.approx(0.030)  # 0.9% of gaps stalled: the P99 is a plain step
 
 
