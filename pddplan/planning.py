@@ -371,11 +371,10 @@ class Requirements:
         self.space, self.rate = space, rate
         self.wan: dict[str, np.ndarray] = {}
         """Per state: each class's P->MD transfer time plus the first token's way back."""
-        self.link_utilization: dict[str, float] = {}
         self.feasible_states: list[State] = []
+        """States whose link stays within its utilization cap at this rate."""
         for st in space.states:
-            wan, u = self._wan(st)
-            self.wan[st.key], self.link_utilization[st.key] = wan, u
+            self.wan[st.key], u = self._wan(st)
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
