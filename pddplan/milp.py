@@ -229,6 +229,34 @@ class Formulation:
         )
         self.prob += row
 
+    def add_floors(self) -> None:
+        """Valid rows that tighten the LP relaxation: each prefill and main-decode option's
+        count is at least its smallest need in the chosen transfer state (over every cut,
+        singular and catch-up choice), once the option is used."""
+        req, sp = self.req, self.sp
+        for o in [*sp.options["prefill"], *sp.options["main_decode"]]:
+            least = {}
+            for st in self.states:
+                if o.role == "prefill":
+                    if _sends(o, st):
+                        least[st.key] = int(req.prefill(o, st).min())
+                elif o.datacenter == st.md_dc:
+                    least[st.key] = min(
+                        int(req.main(o, st, s, h).min())
+                        for s in sp.singular_cuts
+                        for h in sp.catch_up_cuts
+                    )
+            least = {k: min(v, o.max_instances) for k, v in least.items() if v > 0}
+            if not least:
+                continue
+            big = max(least.values())
+            self.prob += (
+                self.instances(o)
+                >= pulp.lpSum(n * self.transfer[k] for k, n in least.items())
+                - big * (1 - self.use[o.key]),
+                _name("floor", o.key),
+            )
+
     def rows_for(self, choice: Choice) -> list[tuple]:
         o = choice.options
         combos: list[tuple] = [("prefill", o["prefill"], choice.state)]
@@ -284,6 +312,7 @@ def min_cost(
     if len(combos) <= ALL_ROWS_AT_MOST:
         for c in combos:
             f.add_row(c)
+        f.add_floors()
     solves, missing = 0, []
     result: SolveResult | None = None
     while True:

@@ -172,7 +172,7 @@ class Space:
         )
         self.catch_up_cuts = search.catch_up_above_tokens
         self.chunk_tokens = search.handoff_chunk_tokens
-        self._stall: dict[tuple[str, int, float], float] = {}
+        self._stall: dict[tuple[str, int, int, float], float] = {}
         self._prefill: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     # --- choices ----------------------------------------------------------------------------
@@ -260,7 +260,7 @@ class Space:
         return self._prefill[option.key]
 
     def stall_s(self, option: PoolOption, k: int, tokens: float) -> float:
-        key = (option.key, k, tokens)
+        key = (option.chip, option.gpus, k, tokens)  # the same in every datacenter
         if key not in self._stall:
             self._stall[key] = option.instance.prefill_pass_s(tokens, float(self.inp[k]))
         return self._stall[key]

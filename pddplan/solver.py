@@ -91,6 +91,8 @@ def _backend(name: str, time_limit_s: float, mip_gap: float, log: Path) -> pulp.
             timeLimit=time_limit_s,
             gapRel=mip_gap,
             logPath=str(log),
+            cuts=False,
+            options=["heuristicsOnOff off"],
             _skip_v4_deprecation=True,
         )
     if name == "highs":

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, SCENARIOS
 from typer.testing import CliRunner
 
-from pddplan import milp
+from pddplan import milp, optimize
 from pddplan.cli import app
 from pddplan.evaluate import meets_sla
 from pddplan.loaders import load_scenario
@@ -164,12 +164,23 @@ def test_infeasible_scenario_is_explained(hardware, models):
     assert not feasible(both.factor / 1.01)
 
 
-def test_time_limit_returns_the_best_plan_with_its_gap():
+def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
+    """Stopped after six MILPs (the same flag a time limit sets): the best plan so far,
+    marked not converged, with a bound above its BCR."""
+    monkeypatch.setattr(optimize, "MAX_MILP_SOLVES", 6)
     s, hw, catalog = load_scenario(PAPER)
-    r = solve_plan(s, hw, catalog, objective="max-bcr", time_limit_s=1.5)
+    r = solve_plan(s, hw, catalog, objective="max-bcr")
     assert r.status == "not_converged"
     assert r.fleet is not None and r.evaluation.status == "ok"
     assert r.stats.gap > 0 and r.stats.bcr_bound > r.evaluation.bcr
+
+
+def test_time_limit_stops_the_search():
+    s, hw, catalog = load_scenario(PAPER)
+    r = solve_plan(s, hw, catalog, objective="max-bcr", time_limit_s=0.3, explain=False)
+    assert r.status in ("not_converged", "time_limit_no_incumbent")
+    if r.fleet is not None:
+        assert r.stats.gap > 0
 
 
 # --- the command line -------------------------------------------------------------------------
