@@ -130,20 +130,16 @@ class _Model:
         # RLD's operating point at the same context (documented simplification: the planner
         # must not make RLD's step depend on which classes it relays)
         self.rld_points = [point(*pi) for pi in self.roles["relay_decode"]]
-        self._stall_cache: dict[tuple[int, int, float], float] = {}
 
     def stall_seconds(self, pool_index: int, eager: np.ndarray, catch_up: np.ndarray) -> np.ndarray:
         """Per class: the MD extend step over its eager tokens (or one chunk of them where
         ``catch_up``)."""
         inst = self.roles["main_decode"][pool_index][1]
         chunk = self.fleet.handoff.chunk_tokens
-        out = np.zeros_like(eager)
-        for k in np.nonzero(eager > 0)[0]:
-            tokens = min(eager[k], chunk) if catch_up[k] else eager[k]
-            key = (pool_index, int(k), float(tokens))
-            if key not in self._stall_cache:
-                self._stall_cache[key] = inst.prefill_pass_s(tokens, float(self.inp[k]))
-            out[k] = self._stall_cache[key]
+        out = np.zeros_like(eager, dtype=float)
+        k = np.nonzero(eager > 0)[0]
+        tokens = np.where(catch_up[k], np.minimum(eager[k], chunk), eager[k])
+        out[k] = inst.prefill_pass_s(tokens, self.inp[k])
         return out
 
     # routing ------------------------------------------------------------------------------
@@ -427,22 +423,27 @@ def sla_capacity(
     fleet: Fleet,
     *,
     memo: dict | None = None,
+    served_rps: float = 0.0,
 ) -> float:
-    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``)."""
+    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``).
+    ``served_rps``, a rate the caller knows the fleet serves, shortens the search."""
     m = _model(scenario, hardware, models, fleet, memo)
-    return _capacity(m, fleet.routing or _best_routing(m))
+    return _capacity(m, fleet.routing or _best_routing(m), served_rps)
 
 
-def _capacity(m: _Model, routing: Routing) -> float:
-    """The largest arrival rate whose state is within every limit (0 if none)."""
-    if not _state(m, 1e-9, routing).ok:
+def _capacity(m: _Model, routing: Routing, served_rps: float = 0.0) -> float:
+    """The largest arrival rate whose state is within every limit (0 if none): doubling
+    from 1 req/s (or from ``served_rps`` when that rate is within them) until a rate is
+    not, then bisection."""
+    lo, hi = 0.0, 1.0
+    if served_rps > 0 and _state(m, served_rps, routing).ok:
+        lo, hi = served_rps, 2 * served_rps
+    elif not _state(m, 1e-9, routing).ok:
         return 0.0
-    hi = 1.0
     while _state(m, hi, routing).ok:
-        hi *= 2
+        lo, hi = hi, 2 * hi
         if hi > MAX_RATE_RPS:
             return math.inf
-    lo = hi / 2 if hi > 1.0 else 0.0
     for _ in range(BISECT_STEPS):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _state(m, mid, routing).ok else (lo, mid)

@@ -17,8 +17,25 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from pddplan import units
 from pddplan.llm import KvDtype, ModelSpec
+
+
+def lesser(a, b):
+    """Elementwise minimum: ``min`` for two numbers (fast), ``np.minimum`` for arrays."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def greater(a, b):
+    """Elementwise maximum: ``max`` for two numbers (fast), ``np.maximum`` for arrays."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return max(a, b)
+
 
 FP8_SCALE_BYTES_PER_128 = 4
 """FP8 caches carry one fp32 scale per 128 elements (DeepGEMM / FlashMLA FP8 layouts)."""
@@ -135,12 +152,12 @@ class KvModel:
     def _attended(self, ratio: int, context_tokens: float) -> tuple[float, float]:
         """(entries attention reads, indexer keys scored) for one query in one layer."""
         m, c = self.model, context_tokens
-        window = min(c, m.sliding_window or 0) if self._windowed(ratio) else 0.0
+        window = lesser(c, m.sliding_window or 0) if self._windowed(ratio) else 0.0
         if ratio == 0:
             return window, 0.0
         entries = c / ratio
         if self._indexed(ratio):
-            return window + min(entries, m.index_topk), entries  # type: ignore[type-var]
+            return window + lesser(entries, m.index_topk), entries  # type: ignore[type-var]
         return window + entries, 0.0
 
     def attention_flops(self, context_tokens: float, *, prefill: bool) -> float:

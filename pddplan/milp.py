@@ -65,7 +65,8 @@ class Formulation:
         sp = self.sp = req.space
         self.prob = pulp.LpProblem("pdd_plan", pulp.LpMinimize)
         add = self.prob.add_variable
-        self.options = [o for r in ROLES for o in sp.options[r]]
+        self.by_role = {r: req.undominated(r) for r in ROLES}
+        self.options = [o for r in ROLES for o in self.by_role[r]]
         self.use = {o.key: add(_name("use", o.key), cat="Binary") for o in self.options}
         self.units = {
             o.key: add(
@@ -102,7 +103,7 @@ class Formulation:
 
     def _objective_and_structure(self, budget: float | None) -> None:
         sp, prob = self.sp, self.prob
-        by_role = {r: [o for o in self.options if o.role == r] for r in ROLES}
+        by_role = self.by_role
         prob += self.cost()
         for role in ROLES:
             total = pulp.lpSum(self.use[o.key] for o in by_role[role])
@@ -174,13 +175,13 @@ class Formulation:
         sp = self.sp
         out: list[tuple] = []
         for st in self.states:
-            for o in sp.options["prefill"]:
+            for o in self.by_role["prefill"]:
                 if _sends(o, st):
                     out.append(("prefill", o, st))
-            for o in sp.options["relay_decode"]:
-                if o.datacenter == st.p_dc and any(_sends(p, st) for p in sp.options["prefill"]):
+            for o in self.by_role["relay_decode"]:
+                if o.datacenter == st.p_dc and any(_sends(p, st) for p in self.by_role["prefill"]):
                     out += [("relay_decode", o, st, s) for s in sp.singular_cuts]
-            for o in sp.options["main_decode"]:
+            for o in self.by_role["main_decode"]:
                 if o.datacenter == st.md_dc:
                     out += [
                         ("main_decode", o, st, s, h)
@@ -234,7 +235,7 @@ class Formulation:
         count is at least its smallest need in the chosen transfer state (over every cut,
         singular and catch-up choice), once the option is used."""
         req, sp = self.req, self.sp
-        for o in [*sp.options["prefill"], *sp.options["main_decode"]]:
+        for o in [*self.by_role["prefill"], *self.by_role["main_decode"]]:
             least = {}
             for st in self.states:
                 if o.role == "prefill":

@@ -15,8 +15,6 @@ propagation of the last byte.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from pddplan import units
@@ -65,17 +63,19 @@ def wan_transfer_s_many(
     nbytes: np.ndarray,
     *,
     rtt_s: float,
-    share_bytes_per_s: float,
+    share_bytes_per_s: float | np.ndarray,
     initial_window_bytes: float = CALIBRATED_INITIAL_WINDOW_BYTES,
 ) -> np.ndarray:
     """The transfer time of each size in ``nbytes`` (same link, reused connections): the
-    formula in the module docstring, vectorized."""
+    formula in the module docstring, vectorized. ``share_bytes_per_s`` may be an array that
+    broadcasts against ``nbytes`` (e.g. a column: one row per link load)."""
     nbytes = np.asarray(nbytes, dtype=float)
-    if share_bytes_per_s <= 0:
-        return np.where(nbytes > 0, np.inf, 0.0)
-    sent_ss = max(share_bytes_per_s * rtt_s, initial_window_bytes)
-    ramp_small = rtt_s * np.log2(nbytes / initial_window_bytes + 1)
-    rounds = math.log2(sent_ss / initial_window_bytes + 1)
-    ramp_big = rtt_s * rounds + (nbytes - sent_ss) / share_bytes_per_s
-    out = np.where(nbytes <= sent_ss, ramp_small, ramp_big) + rtt_s / 2
+    share = np.asarray(share_bytes_per_s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sent_ss = np.maximum(share * rtt_s, initial_window_bytes)
+        ramp_small = rtt_s * np.log2(nbytes / initial_window_bytes + 1)
+        rounds = np.log2(sent_ss / initial_window_bytes + 1)
+        ramp_big = rtt_s * rounds + (nbytes - sent_ss) / share
+        out = np.where(nbytes <= sent_ss, ramp_small, ramp_big) + rtt_s / 2
+        out = np.where(share > 0, out, np.inf)
     return np.where(nbytes > 0, out, 0.0)

@@ -90,7 +90,9 @@ class _Search:
             fleet = self.space.fleet(out.choice, "plan")
             s = self.space
             models = {s.model.id: s.model}
-            capacity = sla_capacity(s.scenario, s.hw, models, fleet, memo=self.memo)
+            capacity = sla_capacity(
+                s.scenario, s.hw, models, fleet, memo=self.memo, served_rps=rate * (1 - 1e-9)
+            )
             if capacity < rate * (1 - 1e-5):
                 raise RuntimeError(
                     f"planner bug: the MILP's plan at {rate:.6g} req/s has an evaluated SLA "

@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from numpy.typing import ArrayLike
+
 from pddplan import units
 from pddplan.calibration import Calibration
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.hardware import ChipSpec
-from pddplan.kv import KvModel
+from pddplan.kv import KvModel, greater, lesser
 from pddplan.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
@@ -146,7 +148,7 @@ class Instance:
         e, k = m.n_routed_experts, m.num_experts_per_tok
         hosted = e / self.layout.ep  # type: ignore[operator]
         share = hosted * (1.0 - (1.0 - k / e) ** tokens)  # type: ignore[operator]
-        return min(hosted, share * self.cal.knobs.ep_imbalance)
+        return lesser(hosted, share * self.cal.knobs.ep_imbalance)
 
     def _weights_read_per_gpu(self, tokens: float) -> float:
         p, lay, m = self.params, self.layout, self.model
@@ -223,7 +225,7 @@ class Instance:
         remote_nodes = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)  # type: ignore[operator]
         nic_s = tokens_per_gpu * remote_nodes * per_copy / (chip.nic_bytes_per_s * eff)
         forward_s = tokens_per_gpu * k * per_copy / scaleup_bw  # type: ignore[operator]
-        return max(nic_s, forward_s), self.cal.efficiency.scaleout_latency_us * units.US
+        return greater(nic_s, forward_s), self.cal.efficiency.scaleout_latency_us * units.US
 
     def _allreduce_s(self, tokens: float, group: int) -> tuple[float, float]:
         """Ring all-reduce of the activations of ``tokens`` tokens in a TP group."""
@@ -302,11 +304,12 @@ class Instance:
     def _seconds(self, cost: _Cost) -> float:
         hbm = self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency
         host = cost.host_bytes / self.chip.host_link_bytes_per_s
-        return max(cost.compute_s, cost.hbm_bytes / hbm, host) + cost.serial_s
+        return greater(greater(cost.compute_s, cost.hbm_bytes / hbm), host) + cost.serial_s
 
-    def prefill_pass_s(self, new_tokens: float, prefix_tokens: float) -> float:
+    def prefill_pass_s(self, new_tokens: ArrayLike, prefix_tokens: ArrayLike) -> ArrayLike:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
-        ``prefix_tokens``. Weights are read once per pass; so is the context's KV."""
+        ``prefix_tokens``. Weights are read once per pass; so is the context's KV. Takes
+        numbers or equal-shape arrays (elementwise)."""
         return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, alone=True))
 
     def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:

@@ -164,6 +164,8 @@ class Space:
         self.relay_masks = [self.relayed(c) for c in self.cuts]
         self.relay_matrix = np.array(self.relay_masks)
         """Cuts x classes: which classes each cut relays."""
+        self.relay_float = self.relay_matrix.astype(float)
+        self.relays_any = self.relay_matrix.any(axis=1)
         search = scenario.search
         self.singular_cuts: tuple[int, ...] = (
             search.singular_max_output_tokens
@@ -172,8 +174,7 @@ class Space:
         )
         self.catch_up_cuts = search.catch_up_above_tokens
         self.chunk_tokens = search.handoff_chunk_tokens
-        self._stall: dict[tuple[str, int, int, float], float] = {}
-        self._prefill: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
@@ -250,20 +251,15 @@ class Space:
 
     def prefill_times(self, option: PoolOption) -> tuple[np.ndarray, np.ndarray]:
         """Per class: the prefill latency alone and the service time, on ``option``."""
-        if option.key not in self._prefill:
+        key = (option.chip, option.gpus)  # the same in every datacenter
+        if key not in self._prefill:
             inst = option.instance
             pairs = list(zip(self.inp, self.hit, strict=True))
-            self._prefill[option.key] = (
+            self._prefill[key] = (
                 np.array([inst.prefill_latency_s(L, h) for L, h in pairs]),
                 np.array([inst.prefill_service_s(L, h) for L, h in pairs]),
             )
-        return self._prefill[option.key]
-
-    def stall_s(self, option: PoolOption, k: int, tokens: float) -> float:
-        key = (option.chip, option.gpus, k, tokens)  # the same in every datacenter
-        if key not in self._stall:
-            self._stall[key] = option.instance.prefill_pass_s(tokens, float(self.inp[k]))
-        return self._stall[key]
+        return self._prefill[key]
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""
@@ -329,11 +325,11 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
         feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
         states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
         rtt = st.link.rtt_ms * units.MS
-        for i in np.nonzero(feasible)[0]:
-            u = min(hi[i] * total_payload / goodput, space.link_rho)
-            share = goodput * (1 - u)
-            wan = wan_transfer_s_many(space.payload, rtt_s=rtt, share_bytes_per_s=share)
-            longest[i] = np.maximum(longest[i], wan + rtt / 2)
+        cells = np.nonzero(feasible)[0]
+        u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
+        share = (goodput * (1 - u))[:, None]  # one row per cell
+        wan = wan_transfer_s_many(space.payload, rtt_s=rtt, share_bytes_per_s=share)
+        longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
     decode = cheapest("main_decode", float(w @ space.out))
     if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
         eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
@@ -400,6 +396,60 @@ class Requirements:
         sp = self.space
         return {k: np.minimum(sp.out, np.ceil(v / sp.tpot_s)) for k, v in self.wan.items()}
 
+    # dominance ----------------------------------------------------------------------------
+    def undominated(self, role: Role) -> list[PoolOption]:
+        """The options of ``role`` no other option of the same role and datacenter dominates.
+
+        A dominates B when, for every combination of transfer state, singular cut, catch-up
+        cut and relay cut, A's minimum count costs no more, and uses no more GPUs and no more
+        power, than B's (a count above the maximum counts as infinite), and A's chip has no
+        inventory limit there (or is B's chip). Swapping B for A in any plan then keeps it
+        feasible and no dearer, so the MILP needs only the undominated options. Of options
+        equal in all three, the first by key stays."""
+        sp = self.space
+        if not self.feasible_states:
+            return list(sp.options[role])
+        inventory = {dc: set(d.inventory) for dc, d in sp.scenario.datacenters.items()}
+        figures = {}
+        for o in sp.options[role]:
+            n = np.concatenate([self._counts(o, st) for st in self.feasible_states]).astype(float)
+            n[n > o.max_instances] = np.inf
+            kw = sp.hw.chips[o.chip].tdp_w * o.gpus
+            figures[o.key] = np.stack([n * o.usd_per_instance_hour, n * o.gpus, n * kw])
+        kept = []
+        for b in sp.options[role]:
+            fb = figures[b.key]
+            dominated = any(
+                a is not b
+                and a.datacenter == b.datacenter
+                and (a.chip == b.chip or a.chip not in inventory[a.datacenter])
+                and bool(np.all(figures[a.key] <= fb))
+                and (bool(np.any(figures[a.key] < fb)) or a.key < b.key)
+                for a in sp.options[role]
+            )
+            if not dominated:
+                kept.append(b)
+        return kept
+
+    def _counts(self, o: PoolOption, st: State) -> np.ndarray:
+        """Every minimum count of ``o`` in state ``st`` (over the other cuts), or counts
+        above the maximum where ``o`` cannot serve that state."""
+        sp = self.space
+        if o.role == "prefill":
+            if o.datacenter == st.p_dc and (st.p_chip is None or st.p_chip == o.chip):
+                return self.prefill(o, st)
+            return np.full(len(sp.cuts), o.max_instances + 1)
+        if o.role == "relay_decode":
+            if o.datacenter == st.p_dc:
+                return np.concatenate([self.relay(o, st, x) for x in sp.singular_cuts])
+            return np.full(len(sp.cuts) * len(sp.singular_cuts), o.max_instances + 1)
+        if o.datacenter == st.md_dc:
+            return np.concatenate(
+                [self.main(o, st, x, h) for x in sp.singular_cuts for h in sp.catch_up_cuts]
+            )
+        combos = len(sp.cuts) * len(sp.singular_cuts) * len(sp.catch_up_cuts)
+        return np.full(combos, o.max_instances + 1)
+
     # prefill ------------------------------------------------------------------------------
     def prefill_utilization_floor(self, o: PoolOption) -> int:
         """Smallest P count within the utilization cap (a lower bound on ``prefill``)."""
@@ -461,15 +511,15 @@ class Requirements:
         key = (o.key, st.key, singular)
         if key not in self._r:
             sp = self.space
-            relay = sp.relay_matrix
-            single = relay & (sp.out <= singular)
-            tokens = np.where(single, sp.out, np.where(relay, self.eager[st.key], 0.0))
-            load = self.rate * (tokens @ sp.w)
+            # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
+            short = sp.out <= singular
+            tokens = np.where(short, sp.out, self.eager[st.key])
+            load = self.rate * (sp.relay_float @ (sp.w * tokens))
             need = _smallest(
                 lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
                 load * o.step_s / (o.batch * sp.rho),
             )
-            self._r[key] = _round_up(np.where(relay.any(axis=1), need, 0), o)
+            self._r[key] = _round_up(np.where(sp.relays_any, need, 0), o)
         return self._r[key]
 
     # main decode ----------------------------------------------------------------------------
@@ -491,26 +541,26 @@ class Requirements:
             cu = eager > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
             stalls = np.where(eager > 0, np.where(cu, np.ceil(eager / chunk), 1.0), 0.0)
             stall = np.zeros(len(sp.w))
-            for k in np.nonzero(eager > 0)[0]:
-                tokens = min(eager[k], chunk) if cu[k] else eager[k]
-                stall[k] = sp.stall_s(o, int(k), float(tokens))
+            k = np.nonzero(eager > 0)[0]
+            tokens = np.where(cu[k], np.minimum(eager[k], chunk), eager[k])
+            stall[k] = o.instance.prefill_pass_s(tokens, sp.inp[k])
             self._handoffs[key] = (stalls, stall)
         return self._handoffs[key]
 
     def _main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
         sp, lam = self.space, self.rate
-        eager_if = self.eager[st.key]
-        stalls_if, stall_if = self._handoff(o, st, catch_up)
-        relay_all = sp.relay_matrix
-        single = relay_all & (sp.out <= singular)
-        relay = relay_all & ~single
-        eager = np.where(relay, eager_if, 0.0)
-        md_tokens = np.where(single, 0.0, np.maximum(sp.out - eager, 0.0))
-        stalls = np.where(relay, stalls_if, 0.0)
-        busy = lam * (md_tokens @ sp.w) * o.step_s / o.batch + lam * ((stalls * stall_if) @ sp.w)
+        eager, out, w = self.eager[st.key], sp.out, sp.w
+        stalls, stall = self._handoff(o, st, catch_up)
+        # per cut (rows of the relay matrix R): MD's tokens are every class's output less
+        # the relayed classes' eager tokens, less all of a singular class's; relayed classes
+        # that are not singular stall MD at the handoff
+        handed = ~(out <= singular)  # relayed classes MD takes over
+        md_tokens = float(w @ out) - sp.relay_float @ (w * np.where(handed, eager, out))
+        stall_busy = sp.relay_float @ (w * handed * stalls * stall)
+        busy = lam * md_tokens * o.step_s / o.batch + lam * stall_busy
         n_util = _smallest(lambda n: busy / n <= sp.rho, busy / sp.rho)
-        bad = stall_if > sp.tpot_s * (1 + 1e-9) - o.step_s
-        stalled = lam * o.step_s * ((stalls * bad) @ sp.w)
+        bad = stall > sp.tpot_s * (1 + 1e-9) - o.step_s
+        stalled = lam * o.step_s * (sp.relay_float @ (w * handed * stalls * bad))
         n_gap = _smallest(lambda n: stalled / n <= 0.01, stalled / 0.01)
         return _round_up(np.maximum(np.maximum(n_util, n_gap), 1), o)
 

@@ -16,7 +16,7 @@ from pddplan.cli import app
 from pddplan.evaluate import meets_sla
 from pddplan.loaders import load_scenario
 from pddplan.optimize import _relaxed, solve_plan
-from pddplan.planning import PoolOption, Space, State
+from pddplan.planning import PoolOption, Requirements, Space, State
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -81,6 +81,9 @@ class _HandTables:
 
     def prefill_utilization_floor(self, o):
         return 1
+
+    def undominated(self, role):
+        return self.space.options[role]
 
 
 def test_tiny_milp_matches_the_hand_solution():
@@ -162,6 +165,55 @@ def test_infeasible_scenario_is_explained(hardware, models):
 
     assert feasible(both.factor)
     assert not feasible(both.factor / 1.01)
+
+
+@pytest.mark.parametrize(
+    ("inventory", "kept"),
+    [
+        ({}, ["a", "b"]),  # c costs more than a everywhere; b uses fewer GPUs than a
+        ({"a": 64}, ["a", "b", "c"]),  # a's chip is capped there: a cannot stand in for c
+    ],
+)
+def test_dominance_weighs_cost_gpus_power_and_inventory(inventory, kept):
+    """Hand tables: a needs 2 8-GPU instances at $8 ($16) in every state and cut; b needs 1 at
+    $20 (more dollars, fewer GPUs); c needs what a needs at $9."""
+    t = _HandTables(max_gpus_a=None)
+    c = _option("prefill", "c", 9 / 8)
+    t.need |= {("a", t.slow.key): [2, 2], ("c", t.slow.key): [2, 2], ("c", t.fast.key): [2, 2]}
+    t.space.options["prefill"].append(c)
+    t.space.scenario.datacenters["dc-a"].inventory = inventory
+    t.space.hw = SimpleNamespace(chips={k: SimpleNamespace(tdp_w=700) for k in "abc"})
+    t._counts = lambda o, st: Requirements._counts(t, o, st)
+    got = Requirements.undominated(t, "prefill")
+    assert [o.chip for o in got] == kept
+
+
+def test_dominated_options_are_pruned_without_changing_the_optimum(
+    hardware, models, monkeypatch
+):
+    """The MILP keeps only undominated options; its minimum cost is the same as with every
+    option, and the pruning does remove options (16 chip types, GPU limits per datacenter)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from solve_scaling import four_dc_scenario
+    from test_enumerate import random_scenario
+
+    scenarios = [four_dc_scenario(16, 2, 25, "min-cost")]
+    scenarios += [random_scenario(seed) for seed in range(6)]
+    pruned = 0
+    for s in scenarios:
+        space = Space(s, hardware, models)
+        req = space.at(s.workload.arrival_rps)
+        kept = milp.min_cost(req)
+        pruned += sum(len(space.options[r]) - len(req.undominated(r)) for r in space.options)
+        with monkeypatch.context() as m:
+            m.setattr(type(req), "undominated", lambda self, role: self.space.options[role])
+            full = milp.min_cost(space.at(s.workload.arrival_rps))
+        assert kept.status == full.status, s.name
+        if full.cost_per_hour is not None:
+            assert kept.cost_per_hour == pytest.approx(full.cost_per_hour, rel=1e-9), s.name
+    assert pruned > 0
 
 
 def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
