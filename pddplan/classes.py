@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from pddplan.scenario import Workload
+from pddplan.errors import InputError
+from pddplan.scenario import MdCacheOption, Scenario, Workload
 from pddplan.workload import HitDist, LengthDist, frozen_dist, slice_mean
 
 HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
@@ -124,3 +125,38 @@ def workload_classes(workload: Workload) -> list[RequestClass]:
         prefix_hit=workload.prefix_hit,
         md_prefix_hit=workload.md_prefix_hit,
     )
+
+
+def md_cache_hits(workload: Workload, options: tuple[MdCacheOption, ...]) -> list[list[float]]:
+    """Per decode-side cache option, the MD hit rate of each class of ``workload`` (in the
+    order of ``workload_classes``)."""
+    classes = workload_classes(workload)
+    out = []
+    for i, option in enumerate(options):
+        if option.md_hit is not None:
+            if len(option.md_hit) != len(classes):
+                raise InputError(
+                    f"md_cache[{i}].md_hit has {len(option.md_hit)} values; the workload has "
+                    f"{len(classes)} classes"
+                )
+            out.append(list(option.md_hit))
+            continue
+        w = workload
+        assert w.input_tokens and w.output_tokens and w.prefix_hit
+        again = request_classes(
+            input_tokens=w.input_tokens,
+            output_tokens=w.output_tokens,
+            prefix_hit=w.prefix_hit,
+            md_prefix_hit=option.md_prefix_hit,
+        )
+        out.append([c.md_hit for c in again])
+    return out
+
+
+def md_caches(scenario: Scenario) -> list[tuple[float | None, list[float]]]:
+    """The decode-side cache choices: (HBM GB reserved per MD GPU, each class's MD hit).
+    Without ``md_cache`` options, one choice: no reserve, the workload's MD hits."""
+    if scenario.md_cache is None:
+        return [(None, [c.md_hit for c in workload_classes(scenario.workload)])]
+    hits = md_cache_hits(scenario.workload, scenario.md_cache)
+    return [(o.gb_per_gpu, h) for o, h in zip(scenario.md_cache, hits, strict=True)]

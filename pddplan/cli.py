@@ -7,21 +7,31 @@ exit code (2 for invalid files or arguments); anything else is a bug and keeps i
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from pddplan import report, views
+from pddplan import cli_compare, report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.classes import HIT_EDGES
+from pddplan.cli_base import (
+    HardwareOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    ModelsOpt,
+    check_choice,
+    emit,
+    err,
+    out,
+    print_json,
+    user_errors,
+    write_file,
+)
 from pddplan.enumeration import enumerate_plan
-from pddplan.errors import InputError, PddplanError
+from pddplan.errors import InputError
 from pddplan.evaluate import evaluate as run_evaluation
 from pddplan.loaders import (
     add_model_entry,
@@ -55,74 +65,10 @@ model_app = typer.Typer(
 workload_app = typer.Typer(
     help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
 )
+app.command("compare")(cli_compare.compare)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 app.add_typer(workload_app, name="workload")
-
-out = Console()
-err = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
-
-JsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")
-]
-HardwareOpt = Annotated[
-    Path | None,
-    typer.Option("--hardware", help="Hardware catalog to use instead of the shipped one."),
-]
-ModelsOpt = Annotated[
-    Path | None, typer.Option("--models", help="Model catalog to use instead of the shipped one.")
-]
-KvDtypeOpt = Annotated[
-    str | None,
-    typer.Option("--kv-dtype", help="KV cache dtype: bf16 or fp8 (default: the model's)."),
-]
-
-
-def user_errors(fn: F) -> F:
-    """Turn library user errors into ``Error:`` lines on stderr and an exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except PddplanError as e:
-            problems = e.problems if isinstance(e, InputError) else [str(e)]
-            for line in problems:
-                err.print(
-                    f"[bold red]Error:[/bold red] {escape(line)}",
-                    highlight=False,
-                    markup=True,
-                    soft_wrap=True,
-                )
-            raise typer.Exit(code=e.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2))
-
-
-def _write(path: Path, text: str) -> None:
-    """Write an output file; a path that cannot be written is a user error."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--out: cannot write {path}: {e.strerror}") from None
-
-
-def _emit(json_out: bool, data: Any, render: Callable[[], Any]) -> None:
-    """Print ``data`` as JSON, or the rich renderable ``render()`` builds."""
-    if json_out:
-        _print_json(data)
-    else:
-        out.print(render())
-
-
-def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
-    if value is not None and value not in allowed:
-        raise InputError(f"{name}: '{value}' is not allowed; choose one of {', '.join(allowed)}")
 
 
 # --- catalog ---------------------------------------------------------------------------------
@@ -134,7 +80,7 @@ def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> Non
     Example: [bold]pddplan catalog list --json[/bold]
     """
     hw = load_hardware(hardware)
-    _emit(
+    emit(
         json_out,
         [views.chip_view(c, hw) for c in hw.chips.values()],
         lambda: report.chips_table(hw),
@@ -156,7 +102,7 @@ def catalog_show(
     if chip_id not in hw.chips:
         raise InputError(f"ID: {unknown_id('chip', chip_id, hw.chips)}")
     view = views.chip_view(hw.chips[chip_id], hw)
-    _emit(json_out, view, lambda: report.chip_detail(view))
+    emit(json_out, view, lambda: report.chip_detail(view))
 
 
 # --- model -----------------------------------------------------------------------------------
@@ -169,9 +115,9 @@ def model_list(
 
     Example: [bold]pddplan model list --kv-dtype fp8[/bold]
     """
-    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
     found = [views.model_view(m, kv_dtype) for m in load_models(models).values()]
-    _emit(json_out, found, lambda: report.models_table(found))
+    emit(json_out, found, lambda: report.models_table(found))
 
 
 @model_app.command("show")
@@ -186,12 +132,12 @@ def model_show(
 
     Example: [bold]pddplan model show deepseek-v4-pro --json --kv-dtype bf16[/bold]
     """
-    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
     catalog = load_models(models)
     if model_id not in catalog:
         raise InputError(f"ID: {unknown_id('model', model_id, catalog)}")
     view = views.model_view(catalog[model_id], kv_dtype)
-    _emit(json_out, view, lambda: report.model_detail(view))
+    emit(json_out, view, lambda: report.model_detail(view))
 
 
 @model_app.command("import")
@@ -276,8 +222,8 @@ def perf(
 
     Example: [bold]pddplan perf deepseek-v3 h800 --gpus 16 --input-tokens 4096 --hit-rate 0.5 --tpot-ms 50[/bold]
     """
-    _check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
-    _check_choice("--weight-dtype", weight_dtype, ("bf16", "fp8", "fp4"))
+    check_choice("--kv-dtype", kv_dtype, ("bf16", "fp8"))
+    check_choice("--weight-dtype", weight_dtype, ("bf16", "fp8", "fp4"))
     cal_spec = None
     if scenario is not None:
         if hardware or models:
@@ -313,7 +259,7 @@ def perf(
         batch=batch,
         dest_hit_rate=dest_hit_rate,
     )
-    _emit(json_out, views.perf_view(result), lambda: report.perf_table(result))
+    emit(json_out, views.perf_view(result), lambda: report.perf_table(result))
 
 
 # --- scenarios -------------------------------------------------------------------------------
@@ -327,7 +273,7 @@ def validate(
     Example: [bold]pddplan validate scenarios/pdd-h100-h200.yaml[/bold]
     """
     s, _, _ = load_scenario(scenario)
-    _emit(
+    emit(
         json_out,
         {"valid": True, "scenario": s.model_dump(mode="json")},
         lambda: report.scenario_summary(s, str(scenario)),
@@ -377,9 +323,9 @@ def solve(
 
     Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
     """
-    _check_choice("--objective", objective, OBJECTIVES)
-    _check_choice("--solver", solver, SOLVERS)
-    _check_choice("--method", method, METHODS)
+    check_choice("--objective", objective, OBJECTIVES)
+    check_choice("--solver", solver, SOLVERS)
+    check_choice("--method", method, METHODS)
     s, hw, catalog = load_scenario(scenario)
     if method == "enumerate":
         result = enumerate_plan(s, hw, catalog, objective=objective)
@@ -390,8 +336,8 @@ def solve(
     kv = plan_kv_figures(s, hw, catalog)
     view = views.plan_view(result, **kv)
     if out_file is not None and result.fleet is not None:
-        _write(out_file, json.dumps(view, indent=2) + "\n")
-    _emit(json_out, view, lambda: report.plan_report(result, s))
+        write_file(out_file, json.dumps(view, indent=2) + "\n")
+    emit(json_out, view, lambda: report.plan_report(result, s))
     if out_file is not None and result.fleet is not None and not json_out:
         err.print(f"wrote {out_file}")
     if result.fleet is None:
@@ -427,7 +373,7 @@ def evaluate(
     s, hw, catalog = load_scenario(scenario)
     deployment = load_fleet(fleet or plan, s, hw)
     result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
-    _emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
+    emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
 
 
 # --- workload --------------------------------------------------------------------------------
@@ -519,9 +465,9 @@ def workload_fit(
     """
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
     if output is not None:
-        _write(output, workload_yaml(fit))
+        write_file(output, workload_yaml(fit))
         err.print(f"wrote {output}")
-    _emit(json_out, views.trace_fit_view(fit), lambda: report.trace_report(fit))
+    emit(json_out, views.trace_fit_view(fit), lambda: report.trace_report(fit))
 
 
 @workload_app.command("show")
@@ -565,7 +511,7 @@ def schema() -> None:
 
     Example: [bold]pddplan schema > scenario.schema.json[/bold]
     """
-    _print_json(scenario_json_schema())
+    print_json(scenario_json_schema())
 
 
 def main(argv: list[str] | None = None) -> None:

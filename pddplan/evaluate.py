@@ -29,9 +29,9 @@ import numpy as np
 
 from pddplan import units
 from pddplan.calibration import resolve_calibration
-from pddplan.classes import RequestClass, workload_classes
+from pddplan.classes import RequestClass, md_caches, workload_classes
 from pddplan.errors import InputError
-from pddplan.fleet import Fleet, Routing
+from pddplan.fleet import Fleet, Routing, md_cache_problem
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
@@ -71,11 +71,18 @@ class _Model:
         self.inp = np.array([c.input_tokens for c in classes])
         self.out = np.array([c.output_tokens for c in classes])
         self.hit = np.array([c.p_hit for c in classes])
-        self.md_hit = np.array([c.md_hit for c in classes])
+        problem = md_cache_problem(scenario, fleet)
+        if problem:
+            raise InputError(f"fleet {fleet.name}: md_cache_gb_per_gpu: {problem}")
+        memo = {} if memo is None else memo
+        if "md_caches" not in memo:
+            memo["md_caches"] = md_caches(scenario)
+        gb = fleet.md_cache_gb_per_gpu
+        self.md_hit = np.array(next(h for g, h in memo["md_caches"] if g == gb))
+        md_reserve = (gb or 0.0) * units.GB  # per MD GPU
         self.roles: dict[str, list[tuple[object, Instance]]] = {
             r: [] for r in ("prefill", "relay_decode", "main_decode")
         }
-        memo = {} if memo is None else memo
         for pool in fleet.pools:
             key = ("instance", pool.chip, pool.gpus_per_instance)
             if key not in memo:
@@ -119,17 +126,20 @@ class _Model:
         # MD's operating point: the largest batch meeting TPOT at MD's token-weighted context
         ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
 
-        def point(pool, inst: Instance) -> tuple[int, float]:
-            key = ("decode", pool.chip, pool.gpus_per_instance)
+        def point(pool, inst: Instance, reserve_per_gpu: float) -> tuple[int, float]:
+            key = ("decode", pool.chip, pool.gpus_per_instance, reserve_per_gpu)
             if key not in memo:
-                batch = inst.max_batch(ctx, tpot_s=self.tpot_s)
+                reserve = reserve_per_gpu * pool.gpus_per_instance
+                batch = inst.max_batch(ctx, tpot_s=self.tpot_s, reserved_bytes=reserve)
                 memo[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
             return memo[key]
 
-        self.md_points = {i: point(*pi) for i, pi in enumerate(self.roles["main_decode"])}
+        self.md_points = {
+            i: point(*pi, md_reserve) for i, pi in enumerate(self.roles["main_decode"])
+        }
         # RLD's operating point at the same context (documented simplification: the planner
-        # must not make RLD's step depend on which classes it relays)
-        self.rld_points = [point(*pi) for pi in self.roles["relay_decode"]]
+        # must not make RLD's step depend on which classes it relays); RLD keeps no cache
+        self.rld_points = [point(*pi, 0.0) for pi in self.roles["relay_decode"]]
 
     def stall_seconds(self, pool_index: int, eager: np.ndarray, catch_up: np.ndarray) -> np.ndarray:
         """Per class: the MD extend step over its eager tokens (or one chunk of them where
@@ -192,7 +202,13 @@ def _state(m: _Model, lam: float, routing: Routing) -> _State:
         ]
     )
     if md_caps.sum() == 0:
-        failures.append("main decode cannot meet TPOT at any batch")
+        reason = "main decode cannot meet TPOT at any batch"
+        if fleet.md_cache_gb_per_gpu:
+            reason += (
+                f" (its KV memory after weights and the {fleet.md_cache_gb_per_gpu:g} GB/GPU "
+                "decode-side cache holds no request)"
+            )
+        failures.append(reason)
         md_caps = np.ones(len(pools_m))
     md_share = md_caps / md_caps.sum()
     dc_share_md = {
@@ -580,5 +596,6 @@ def _report(
         pipelines=pipelines,
         rld_token_share=st.rld_tokens / out_tokens,
         binding=binding,
+        md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
         notes=notes,
     )

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from pddplan._base import Frozen
-from pddplan.scenario import Role
+from pddplan.scenario import Role, Scenario
 
 PosInt = Annotated[int, Field(ge=1)]
 
@@ -62,3 +62,22 @@ class Fleet(Frozen):
     links: tuple[LinkChoice, ...] = ()
     routing: Routing | None = None
     handoff: Handoff = Handoff()
+    md_cache_gb_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """HBM each main-decode GPU reserves for the decode-side cache: one of the scenario's
+    ``md_cache`` options (required when the scenario has them, refused when it has none)."""
+
+
+def md_cache_problem(scenario: Scenario, fleet: Fleet) -> str | None:
+    """What is wrong with ``fleet``'s decode-side cache choice for ``scenario`` (None: it is
+    one of the scenario's ``md_cache`` options, or both leave it out)."""
+    gb = fleet.md_cache_gb_per_gpu
+    if scenario.md_cache is None:
+        if gb is None:
+            return None
+        return f"scenario {scenario.name} has no md_cache options; leave md_cache_gb_per_gpu out"
+    sizes = [o.gb_per_gpu for o in scenario.md_cache]
+    if gb in sizes:
+        return None
+    allowed = ", ".join(f"{x:g}" for x in sizes)
+    got = "nothing" if gb is None else f"{gb:g}"
+    return f"must be one of scenario {scenario.name}'s md_cache sizes ({allowed} GB/GPU), got {got}"

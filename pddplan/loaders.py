@@ -20,8 +20,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from pddplan.calibration import resolve_calibration
+from pddplan.classes import workload_classes
 from pddplan.errors import InputError
-from pddplan.fleet import Fleet
+from pddplan.fleet import Fleet, md_cache_problem
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec, hf_config_to_entry
 from pddplan.perf import instance_fits
@@ -269,6 +270,14 @@ def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, Mode
         scenario = scenario.model_copy(
             update={"workload": _fitted_workload(scenario.workload, path)}
         )
+    classes = len(workload_classes(scenario.workload))
+    for i, option in enumerate(scenario.md_cache or ()):
+        if option.md_hit is not None and len(option.md_hit) != classes:
+            loc = ("md_cache", i, "md_hit")
+            raise InputError(
+                f"{_where(path, lines, loc)}: {_fmt(loc)}: {len(option.md_hit)} values; the "
+                f"workload has {classes} classes (one MD hit rate per class, in class order)"
+            )
     return scenario, hardware, models
 
 
@@ -540,7 +549,8 @@ def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fle
                 f"role '{pool.role}' is not allowed in {pool.datacenter} "
                 f"(allowed: {', '.join(dc.roles)})",
             )
-        if pool.chip not in dc.chips:
+        allowed = (dc.role_chips or {}).get(pool.role, dc.chips)
+        if pool.chip not in allowed:
             close = (
                 unknown_id("chip", pool.chip, hardware.chips)
                 if pool.chip not in hardware.chips
@@ -548,8 +558,10 @@ def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fle
             )
             bad(
                 ("pools", i, "chip"),
-                f"chip '{pool.chip}' is not allowed in {pool.datacenter} "
-                f"(allowed: {', '.join(dc.chips)})" + (f"; {close}" if close else ""),
+                f"chip '{pool.chip}' is not allowed in {pool.datacenter}"
+                + (f" for {pool.role}" if allowed != dc.chips else "")
+                + f" (allowed: {', '.join(allowed)})"
+                + (f"; {close}" if close else ""),
             )
     prefill_dcs = {p.datacenter for p in fleet.pools if p.role == "prefill"}
     for i, pool in enumerate(fleet.pools):
@@ -584,6 +596,9 @@ def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fle
                 f"{choice.gbps:g} Gbps is not a tier of that link "
                 f"(tiers: {', '.join(f'{t.gbps:g}' for t in link.tiers)})",
             )
+    problem = md_cache_problem(scenario, fleet)
+    if problem:
+        bad(("md_cache_gb_per_gpu",), problem)
     if problems:
         raise InputError(problems)
     return fleet

@@ -140,7 +140,7 @@ class Formulation:
                 self.use[o.key] <= pulp.lpSum(self.use[p.key] for p in beside),
                 _name("relay_beside_prefill", o.key),
             )
-        relaying = [self.cut[j] for j, mask in enumerate(sp.relay_masks) if mask.any()]
+        relaying = [self.cut[j] for j, relays in enumerate(sp.relays_any) if relays]
         prob += (
             pulp.lpSum(relaying) <= pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"]),
             "relay_needs_relay_decode",

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 
 from pddplan import units
 from pddplan.calibration import resolve_calibration
-from pddplan.classes import workload_classes
+from pddplan.classes import md_caches, workload_classes
 from pddplan.errors import InputError
 from pddplan.evaluate import TAIL_BUDGETS
 from pddplan.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
@@ -104,12 +104,17 @@ class State:
     p_chip: str | None = None
     link: Link | None = field(default=None, repr=False, compare=False)
     usd_per_hour: float = 0.0
+    cache: int = 0
+    """Index of the decode-side cache choice (``Space.caches``)."""
+    cache_gb: float | None = None
+    """Its HBM reserve per MD GPU (None without ``md_cache`` options)."""
 
     @property
     def key(self) -> str:
+        cache = "" if self.cache_gb is None else f".md{self.cache_gb:g}GB"
         if self.gbps is None:
-            return f"{self.p_dc}.rdma.{self.p_chip}"
-        return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G"
+            return f"{self.p_dc}.rdma.{self.p_chip}{cache}"
+        return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G{cache}"
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,8 @@ class Space:
         self.inp = np.array([c.input_tokens for c in classes])
         self.out = np.array([c.output_tokens for c in classes])
         self.hit = np.array([c.p_hit for c in classes])
-        self.md_hit = np.array([c.md_hit for c in classes])
+        self.caches = [(gb, np.array(h)) for gb, h in md_caches(scenario)]
+        """Decode-side cache choices: (HBM GB per MD GPU or None, each class's MD hit)."""
         if float(self.w @ self.out) <= 0:
             raise InputError("the workload produces no output tokens: there is nothing to decode")
         self.tpot_s = scenario.sla.tpot_ms * units.MS
@@ -155,17 +161,22 @@ class Space:
                     + (" and meets the TPOT bound" if role == "main_decode" else "")
                 )
         kv = self.options["main_decode"][0].instance.kv
-        self.payload = np.array(
-            [kv.transfer_bytes(L, h) for L, h in zip(self.inp, self.md_hit, strict=True)]
-        )
+        self.payloads = [
+            np.array([kv.transfer_bytes(L, h) for L, h in zip(self.inp, hits, strict=True)])
+            for _, hits in self.caches
+        ]
+        """Per cache choice: each class's WAN payload (what MD's cache lacks, plus state)."""
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         self.states = self._states()
-        self.cuts = relay_cuts(self.payload)
-        self.relay_masks = [self.relayed(c) for c in self.cuts]
-        self.relay_matrix = np.array(self.relay_masks)
-        """Cuts x classes: which classes each cut relays."""
-        self.relay_float = self.relay_matrix.astype(float)
-        self.relays_any = self.relay_matrix.any(axis=1)
+        self.cuts = relay_cuts(np.concatenate(self.payloads))
+        self.relay_matrix = [
+            np.array([self.relayed(c, k) for c in self.cuts]) for k in range(len(self.caches))
+        ]
+        """Per cache choice: cuts x classes, which classes each cut relays."""
+        self.relay_float = [m.astype(float) for m in self.relay_matrix]
+        self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
+        """Per cut: whether it relays anything under some cache choice."""
+        self._md_points: dict[tuple[str, int], tuple[int, float]] = {}
         search = scenario.search
         self.singular_cuts: tuple[int, ...] = (
             search.singular_max_output_tokens
@@ -232,6 +243,9 @@ class Space:
                 for tier in link.tiers:
                     cost = tier.usd_per_month / units.HOURS_PER_MONTH
                     out.append(State(a, b, tier.gbps, None, link, cost))
+        out = [
+            replace(st, cache=k, cache_gb=gb) for st in out for k, (gb, _) in enumerate(self.caches)
+        ]
         if not out:
             raise InputError(
                 f"scenario {s.name}: no prefill option is in, or linked to, the datacenter "
@@ -239,11 +253,24 @@ class Space:
             )
         return out
 
-    def relayed(self, cut: float | None) -> np.ndarray:
-        """Classes the relay cut sends through RLD (same arithmetic as the evaluator)."""
+    def relayed(self, cut: float | None, cache: int = 0) -> np.ndarray:
+        """Classes the relay cut sends through RLD under a cache choice (same arithmetic as
+        the evaluator)."""
         if cut is None:
             return np.zeros_like(self.w, dtype=bool)
-        return self.payload / 1e6 > cut
+        return self.payloads[cache] / 1e6 > cut
+
+    def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
+        """Main decode's (batch, step seconds) on ``o`` with the HBM ``st``'s cache choice
+        reserves (batch 0: nothing fits)."""
+        if st.cache_gb is None:
+            return o.batch, o.step_s
+        key = (o.key, st.cache)
+        if key not in self._md_points:
+            reserve = st.cache_gb * units.GB * o.gpus
+            batch = o.instance.max_batch(self.ctx, tpot_s=self.tpot_s, reserved_bytes=reserve)
+            self._md_points[key] = (batch, o.instance.decode_step_s(max(batch, 1), self.ctx))
+        return self._md_points[key]
 
     def at(self, rate_rps: float) -> Requirements:
         """The minimum-count tables at ``rate_rps``."""
@@ -283,6 +310,7 @@ class Space:
             links=links,
             routing=Routing(relay_above_mb=choice.cut, singular_max_output_tokens=choice.singular),
             handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
+            md_cache_gb_per_gpu=choice.state.cache_gb,
         )
 
 
@@ -298,7 +326,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
     minimum. ``pddplan.optimize`` uses it to prune rate intervals for max BCR."""
     lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
-    w, total_payload = space.w, float(space.w @ space.payload)
+    w = space.w
 
     def cheapest(role: Role, tokens: np.ndarray | float) -> np.ndarray:
         best = np.full_like(lo, np.inf)
@@ -319,8 +347,11 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
         if st.gbps is None:
             nic = space.hw.chips[st.p_chip].nic_bytes_per_s
             states = np.minimum(states, 0.0)
-            longest = np.maximum(longest, rdma_transfer_s(space.payload, nic_bytes_per_s=nic))
+            payload = space.payloads[st.cache]
+            longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
             continue
+        payload = space.payloads[st.cache]
+        total_payload = float(w @ payload)
         goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
         feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
         states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
@@ -328,7 +359,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
         cells = np.nonzero(feasible)[0]
         u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
         share = (goodput * (1 - u))[:, None]  # one row per cell
-        wan = wan_transfer_s_many(space.payload, rtt_s=rtt, share_bytes_per_s=share)
+        wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
         longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
     decode = cheapest("main_decode", float(w @ space.out))
     if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
@@ -380,15 +411,16 @@ class Requirements:
 
     def _wan(self, st: State) -> tuple[np.ndarray, float]:
         sp = self.space
+        payload = sp.payloads[st.cache]
         if st.gbps is None:
             nic = sp.hw.chips[st.p_chip].nic_bytes_per_s
-            return rdma_transfer_s(sp.payload, nic_bytes_per_s=nic), 0.0
+            return rdma_transfer_s(payload, nic_bytes_per_s=nic), 0.0
         goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
-        flow = self.rate * 1.0 * 1.0 * float(sp.w @ sp.payload)
+        flow = self.rate * 1.0 * 1.0 * float(sp.w @ payload)
         u = flow / goodput
         share = goodput * max(0.0, 1.0 - u)
         rtt = st.link.rtt_ms * units.MS
-        return wan_transfer_s_many(sp.payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
+        return wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
 
     @cached_property
     def eager(self) -> dict[str, np.ndarray]:
@@ -476,7 +508,7 @@ class Requirements:
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         rest_direct = self.wan[st.key] + sp.tpot_s  # the first token: one step at the bound
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic) + sp.tpot_s
-        rests = np.where(sp.relay_matrix, rest_relay, rest_direct)  # cuts x classes
+        rests = np.where(sp.relay_matrix[st.cache], rest_relay, rest_direct)  # cuts x classes
         bounds = (sp.scenario.sla.ttft_p90_s, sp.scenario.sla.ttft_p99_s)
 
         def meets(n: int, rows: np.ndarray) -> np.ndarray:
@@ -514,12 +546,13 @@ class Requirements:
             # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
             short = sp.out <= singular
             tokens = np.where(short, sp.out, self.eager[st.key])
-            load = self.rate * (sp.relay_float @ (sp.w * tokens))
+            load = self.rate * (sp.relay_float[st.cache] @ (sp.w * tokens))
             need = _smallest(
                 lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
                 load * o.step_s / (o.batch * sp.rho),
             )
-            self._r[key] = _round_up(np.where(sp.relays_any, need, 0), o)
+            relays = sp.relay_matrix[st.cache].any(axis=1)
+            self._r[key] = _round_up(np.where(relays, need, 0), o)
         return self._r[key]
 
     # main decode ----------------------------------------------------------------------------
@@ -555,12 +588,16 @@ class Requirements:
         # the relayed classes' eager tokens, less all of a singular class's; relayed classes
         # that are not singular stall MD at the handoff
         handed = ~(out <= singular)  # relayed classes MD takes over
-        md_tokens = float(w @ out) - sp.relay_float @ (w * np.where(handed, eager, out))
-        stall_busy = sp.relay_float @ (w * handed * stalls * stall)
-        busy = lam * md_tokens * o.step_s / o.batch + lam * stall_busy
+        relay = sp.relay_float[st.cache]
+        batch, step = sp.md_point(o, st)
+        if batch == 0:  # the cache leaves no room for a running request
+            return np.full(len(sp.cuts), o.max_instances + 1)
+        md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))
+        stall_busy = relay @ (w * handed * stalls * stall)
+        busy = lam * md_tokens * step / batch + lam * stall_busy
         n_util = _smallest(lambda n: busy / n <= sp.rho, busy / sp.rho)
-        bad = stall > sp.tpot_s * (1 + 1e-9) - o.step_s
-        stalled = lam * o.step_s * (sp.relay_float @ (w * handed * stalls * bad))
+        bad = stall > sp.tpot_s * (1 + 1e-9) - step
+        stalled = lam * step * (relay @ (w * handed * stalls * bad))
         n_gap = _smallest(lambda n: stalled / n <= 0.01, stalled / 0.01)
         return _round_up(np.maximum(np.maximum(n_util, n_gap), 1), o)
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
+from pddplan.documents import NAMES, break_even_text, comparison_rows
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
 from pddplan.results import Evaluation, PlanResult
@@ -273,6 +274,12 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             _pct(x.utilization),
             _num(x.cost_per_hour_usd, ",.2f"),
         )
+    gb, hit = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"]
+    links.caption = (
+        "decode-side cache: "
+        + ("from the workload" if gb is None else f"{gb:g} GB per MD GPU")
+        + f", mean MD hit {_pct(hit)}"
+    )
     routing = Table(title="Routing", box=box.SIMPLE_HEAD)
     for col in ("pipeline", "requests", "output tokens"):
         routing.add_column(col, justify="left" if col == "pipeline" else "right")
@@ -455,3 +462,37 @@ def _hit_histogram(title: str, histogram: list[dict[str, float]]) -> Table:
             _bar(b["share"], largest),
         )
     return t
+
+
+def comparison_report(view: dict[str, Any]) -> Group:
+    """``pddplan compare``: the architectures side by side, and the price sweep if any."""
+    heads, rows = comparison_rows(view)
+    t = Table(
+        title=f"Architectures for {view['scenario']} at {view['demand_rps']:g} req/s",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("")
+    for h in heads:
+        t.add_column(h, justify="right")
+    for metric, cells in rows:
+        t.add_row(metric, *cells)
+    best = view.get("best_intra_dc")
+    if best:
+        t.caption = f"BCR relative to the best intra-DC baseline ({NAMES[best]})"
+    parts: list[Any] = [t]
+    sweep = view.get("price_sweep")
+    if sweep:
+        s = Table(title=f"Price sweep: {sweep['chip']}", box=box.SIMPLE_HEAD)
+        for col in ("USD/GPU-hour", "PDD BCR", "best baseline", "its BCR", "higher BCR"):
+            s.add_column(col, justify="left" if col == "best baseline" else "right")
+        for p in sweep["points"]:
+            s.add_row(
+                f"{p['price_usd_per_gpu_hour']:.4g}",
+                _num(p["pdd_bcr"], ".4f"),
+                NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
+                _num(p["best_baseline_bcr"], ".4f"),
+                "PDD" if p["pdd_wins"] else "baseline",
+            )
+        s.caption = break_even_text(sweep)
+        parts.append(s)
+    return Group(*parts)

@@ -52,6 +52,9 @@ class Evaluation:
     pipelines: dict[str, dict[str, float]]
     rld_token_share: float
     binding: list[str]
+    md_cache: dict[str, float | None]
+    """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision) and the
+    request-weighted ``mean_hit`` it gives."""
     notes: list[str] = field(default_factory=list)
 
 

@@ -31,6 +31,8 @@ class Datacenter(Frozen):
     """Power usage effectiveness: facility power / IT power, for ``max_power_kw``."""
     inventory: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
     """GPUs already owned here, by chip id."""
+    role_chips: dict[Role, tuple[str, ...]] | None = None
+    """Chips each role may use here (default: any of ``chips`` for every role)."""
 
     @model_validator(mode="after")
     def _inventory_is_allowed(self) -> Datacenter:
@@ -40,6 +42,15 @@ class Datacenter(Frozen):
                 f"inventory names chips not in this datacenter's chips: {', '.join(extra)} "
                 f"(chips: {', '.join(self.chips)})"
             )
+        for role, chips in (self.role_chips or {}).items():
+            if role not in self.roles:
+                raise ValueError(f"role_chips names role '{role}', not one of roles here")
+            extra = sorted(set(chips) - set(self.chips))
+            if extra:
+                raise ValueError(
+                    f"role_chips.{role} names chips not in this datacenter's chips: "
+                    f"{', '.join(extra)} (chips: {', '.join(self.chips)})"
+                )
         if len(set(self.roles)) != len(self.roles):
             raise ValueError("roles lists a role twice")
         return self
@@ -136,6 +147,26 @@ class Workload(Frozen):
         return self
 
 
+class MdCacheOption(Frozen):
+    """One size of the decode-side (MD) prefix cache, and the MD hit rate it buys. The
+    planner picks one option per plan."""
+
+    gb_per_gpu: Annotated[float, Field(ge=0)]
+    """HBM each main-decode GPU reserves for cached prefixes (GB, 1e9 bytes); running
+    requests' KV cannot use it."""
+    md_prefix_hit: HitDist | None = None
+    """The MD hit-rate distribution at this size (workloads given as distributions)."""
+    md_hit: tuple[Annotated[float, Field(ge=0, le=1)], ...] | None = None
+    """The MD hit rate of each class at this size, in class order (workloads given as
+    classes, or fitted from a trace)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MdCacheOption:
+        if (self.md_prefix_hit is None) == (self.md_hit is None):
+            raise ValueError("give md_prefix_hit or md_hit (one of them)")
+        return self
+
+
 class Sla(Frozen):
     """Latency targets."""
 
@@ -215,6 +246,9 @@ class Scenario(Frozen):
     budget_usd_per_hour: Positive | None = None
     prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
     """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
+    md_cache: tuple[MdCacheOption, ...] | None = None
+    """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
+    and the cache takes no HBM from running requests."""
     solver: SolverOptions = SolverOptions()
     calibration: CalibrationSpec = CalibrationSpec()
 
@@ -237,11 +271,40 @@ class Scenario(Frozen):
                 "no prefill datacenter is the same as, or linked to, a main_decode datacenter: "
                 "add a link between them"
             )
+        problems += self._md_cache_problems()
         if self.objective == "max-capacity" and self.budget_usd_per_hour is None:
             problems.append("objective 'max-capacity' needs budget_usd_per_hour")
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _md_cache_problems(self) -> list[str]:
+        if self.md_cache is None:
+            return []
+        problems = []
+        sizes = [o.gb_per_gpu for o in self.md_cache]
+        if len(set(sizes)) != len(sizes) or not sizes:
+            problems.append(f"md_cache: give each gb_per_gpu once, got {sizes}")
+        w = self.workload
+        for i, o in enumerate(self.md_cache):
+            if o.md_prefix_hit is not None and w.prefix_hit is None:
+                problems.append(
+                    f"md_cache[{i}].md_prefix_hit needs a workload given as distributions; "
+                    "give md_hit (one value per class) instead"
+                )
+            if o.md_hit is not None and w.classes is not None and len(o.md_hit) != len(w.classes):
+                problems.append(
+                    f"md_cache[{i}].md_hit has {len(o.md_hit)} values; the workload has "
+                    f"{len(w.classes)} classes"
+                )
+        if w.trace is not None and w.trace.md_cache_tokens is not None:
+            problems.append("md_cache gives the MD hit rates: drop workload.trace.md_cache_tokens")
+        if w.md_prefix_hit is not None or any(c.md_hit is not None for c in w.classes or ()):
+            problems.append(
+                "md_cache gives the MD hit rates: drop workload.md_prefix_hit and the "
+                "classes' md_hit"
+            )
+        return problems
 
     def _prefill_reaches_main_decode(self) -> bool:
         linked = {frozenset(link.between) for link in self.links}
@@ -255,7 +318,7 @@ class Scenario(Frozen):
             (dc_id, chip)
             for dc_id, dc in self.datacenters.items()
             if role in dc.roles
-            for chip in dc.chips
+            for chip in (dc.role_chips or {}).get(role, dc.chips)
         ]
 
 

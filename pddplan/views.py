@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from pddplan import units
+from pddplan.compare import ArchitectureResult, Comparison, Sweep
 from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
@@ -150,3 +151,105 @@ def trace_fit_view(fit: TraceFit) -> dict[str, Any]:
     out["bad_lines"] = [{"line": n, "problem": p} for n, p in fit.bad_lines]
     out["hit_over_time"] = [{"t_s": t, "mean_hit_rate": h} for t, h in fit.hit_over_time]
     return _plain(out)
+
+
+def architecture_view(a: ArchitectureResult, best_intra_bcr: float | None) -> dict[str, Any]:
+    """One column of ``pddplan compare``."""
+    e = a.plan.evaluation if a.plan is not None else None
+    ok = e is not None and e.status == "ok"
+    out: dict[str, Any] = {
+        "name": a.name,
+        "status": (a.plan.status if a.plan is not None else "infeasible") if ok else "infeasible",
+        "reason": a.reason,
+    }
+    if a.chip is not None:
+        out["chip"] = a.chip
+    if e is not None and ok:
+        gpus: dict[str, int] = {}
+        for p in e.pools:
+            gpus[p.chip] = gpus.get(p.chip, 0) + p.gpus
+        cost = e.cost_per_hour_usd
+        out |= {
+            "fleet": [
+                {
+                    "datacenter": p.datacenter,
+                    "role": p.role,
+                    "chip": p.chip,
+                    "gpus_per_instance": p.gpus_per_instance,
+                    "instances": p.instances,
+                }
+                for p in e.pools
+            ],
+            "gpus_by_chip": dict(sorted(gpus.items())),
+            "total_gpus": sum(gpus.values()),
+            "cost_per_hour_usd": cost,
+            "cost_per_month_usd": None if cost is None else cost * units.HOURS_PER_MONTH,
+            "demand_rps": e.demand_rps,
+            "sla_capacity_rps": e.sla_capacity_rps,
+            "bcr": e.bcr,
+            "bcr_vs_best_intra_dc": e.bcr / best_intra_bcr if e.bcr and best_intra_bcr else None,
+            "ttft_s": {k: e.ttft_s[k] for k in ("p50", "p90", "p99")},
+            "wan_gbps": sum(x.gbps for x in e.links),
+            "link_tiers": [f"{'-'.join(x.between)} {x.gbps:g} Gbps" for x in e.links],
+            "rld_token_share": e.rld_token_share,
+            "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
+            "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],
+        }
+    if a.by_chip:
+        out["by_chip"] = [
+            {
+                "chip": chip,
+                "status": "ok" if why is None else "infeasible",
+                "reason": why,
+                "bcr": plan.evaluation.bcr if plan and plan.evaluation and why is None else None,
+                "cost_per_hour_usd": (
+                    plan.evaluation.cost_per_hour_usd
+                    if plan and plan.evaluation and why is None
+                    else None
+                ),
+                "sla_capacity_rps": (
+                    plan.evaluation.sla_capacity_rps
+                    if plan and plan.evaluation and why is None
+                    else None
+                ),
+            }
+            for chip, plan, why in a.by_chip
+        ]
+    return out
+
+
+def comparison_view(c: Comparison, sweep: Sweep | None = None) -> dict[str, Any]:
+    """``pddplan compare --format json``."""
+    best = c.best_intra_dc
+    best_bcr = best.bcr if best else None
+    out: dict[str, Any] = {
+        "scenario": c.scenario.name,
+        "model": c.scenario.model,
+        "objective": c.objective,
+        "demand_rps": c.scenario.workload.arrival_rps,
+        "best_intra_dc": best.name if best else None,
+        "architectures": [architecture_view(a, best_bcr) for a in c.architectures],
+    }
+    if sweep is not None:
+        out["price_sweep"] = sweep_view(sweep)
+    return _plain(out)
+
+
+def sweep_view(sweep: Sweep) -> dict[str, Any]:
+    return _plain(
+        {
+            "chip": sweep.chip,
+            "points": [
+                {
+                    "price_usd_per_gpu_hour": p.price,
+                    "pdd_bcr": p.pdd_bcr,
+                    "best_baseline": p.baseline,
+                    "best_baseline_bcr": p.baseline_bcr,
+                    "pdd_wins": p.pdd_wins,
+                }
+                for p in sweep.points
+            ],
+            "break_even_usd_per_gpu_hour": sweep.break_even,
+            "bracket": list(sweep.bracket) if sweep.bracket else None,
+        }
+    )

@@ -100,6 +100,14 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
     }
     if objective == "max-capacity":
         data["budget_usd_per_hour"] = float(rng.uniform(40, 120))
+    if seed % 3 == 0:  # the decode-side cache as a decision: none, or one that costs HBM
+        data["search"]["catch_up_above_tokens"] = [None]  # keeps brute force small
+        extra = np.random.default_rng(seed + 1000)
+        hits = [c.pop("md_hit") for c in classes]
+        data["md_cache"] = [
+            {"gb_per_gpu": 0, "md_hit": [0.0] * k},
+            {"gb_per_gpu": float(extra.choice([4, 12, 24])), "md_hit": hits},
+        ]
     return Scenario.model_validate(data)
 
 

@@ -234,3 +234,71 @@ def test_singular_path_finishes_on_rld(relayed):
     assert e.pipelines["p_rld_md"]["requests"] == 0 and e.pipelines["singular"]["requests"] > 0
     assert e.rld_token_share == pytest.approx(e.pipelines["singular"]["output_tokens"])
     assert e.tpot_ms["p99"] == pytest.approx(e.tpot_ms["step"])
+
+
+# --- the decode-side cache as a decision ------------------------------------------------------
+def _paper_with(fleet_update: dict):
+    s, hw, models = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    return s, hw, models, fleet.model_copy(update=fleet_update)
+
+
+def test_md_cache_reserve_comes_out_of_md_kv_memory():
+    """40 GB on each of 16 H200s is 640 GB less for running requests' KV; with no cache the
+    payload is the whole context (MD hit 0) and MD's batch is larger."""
+    s, hw, models, with_cache = _paper_with({})
+    _, _, _, without = _paper_with({"md_cache_gb_per_gpu": 0.0})
+    inst = make_instance(
+        models["deepseek-v4-pro"],
+        hw.chips["h200-sxm"],
+        16,
+        resolve_calibration(hw, "h200-sxm", s.calibration),
+        kv_dtype="fp8",
+    )
+    freed = inst.kv_capacity_bytes(0.0) - inst.kv_capacity_bytes(40e9 * 16)
+    assert freed == pytest.approx(640e9 / inst.kv_replication)
+    a = evaluate(s, hw, models, with_cache)
+    b = evaluate(s, hw, models, without)
+    assert a.md_cache == {"gb_per_gpu": 40.0, "mean_hit": pytest.approx(0.886, abs=0.01)}
+    assert b.md_cache == {"gb_per_gpu": 0.0, "mean_hit": 0.0}
+    md = next(p for p in a.pools if p.role == "main_decode")
+    md0 = next(p for p in b.pools if p.role == "main_decode")
+    assert md.decode_batch < md0.decode_batch
+    assert b.links[0].utilization > 5 * a.links[0].utilization  # ~9x the bytes
+
+
+@pytest.mark.parametrize(
+    ("update", "message"),
+    [
+        ({"md_cache_gb_per_gpu": None}, "md_cache sizes (0, 40 GB/GPU), got nothing"),
+        ({"md_cache_gb_per_gpu": 20.0}, "md_cache sizes (0, 40 GB/GPU), got 20"),
+    ],
+)
+def test_fleet_md_cache_must_be_an_option(update, message):
+    s, hw, models, fleet = _paper_with(update)
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        evaluate(s, hw, models, fleet)
+
+
+@pytest.mark.parametrize(
+    ("md_cache", "message"),
+    [
+        (
+            "[{gb_per_gpu: 0, md_hit: [0.0]}]",
+            "md_cache[0].md_hit: 1 values; the workload has 140 classes",
+        ),
+        (
+            "[{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.2}}, "
+            "{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.5}}]",
+            "md_cache: give each gb_per_gpu once, got [4.0, 4.0]",
+        ),
+        ("[{gb_per_gpu: 4}]", "give md_prefix_hit or md_hit (one of them)"),
+    ],
+)
+def test_md_cache_scenario_errors_are_located(tmp_path, md_cache, message):
+    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(text + f"md_cache: {md_cache}\n")
+    with pytest.raises(InputError) as err:
+        load_scenario(path)
+    assert any(message in p and "s.yaml:" in p for p in err.value.problems), err.value.problems

@@ -59,7 +59,7 @@ class _HandTables:
                 "main_decode": [self.m],
             },
             cuts=[None, 0.0],
-            relay_masks=[np.array([False]), np.array([True])],
+            relays_any=np.array([False, True]),
             singular_cuts=(0,),
             catch_up_cuts=(None,),
             scenario=SimpleNamespace(datacenters=datacenters),
@@ -188,9 +188,7 @@ def test_dominance_weighs_cost_gpus_power_and_inventory(inventory, kept):
     assert [o.chip for o in got] == kept
 
 
-def test_dominated_options_are_pruned_without_changing_the_optimum(
-    hardware, models, monkeypatch
-):
+def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, models, monkeypatch):
     """The MILP keeps only undominated options; its minimum cost is the same as with every
     option, and the pruning does remove options (16 chip types, GPU limits per datacenter)."""
     import sys
