@@ -31,7 +31,7 @@ from pddplan.cli_base import (
     write_file,
 )
 from pddplan.enumeration import enumerate_plan
-from pddplan.errors import InputError
+from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.evaluate import evaluate as run_evaluation
 from pddplan.loaders import (
     add_model_entry,
@@ -46,6 +46,7 @@ from pddplan.loaders import (
 from pddplan.optimize import plan_kv_figures, solve_plan
 from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
 from pddplan.plot import plot_trace
+from pddplan.pricing import fleet_cost
 from pddplan.scenario import scenario_json_schema
 from pddplan.trace import DEFAULT_BLOCK_TOKENS, TraceFit, fit_trace
 
@@ -360,6 +361,14 @@ def evaluate(
             min=0.0, help="Evaluate at this demand instead of the scenario's arrival rate."
         ),
     ] = None,
+    cost_only: Annotated[
+        bool,
+        typer.Option(
+            "--cost-only",
+            help="Only price the deployment (GPUs, owned inventory, links), without "
+            "evaluating its performance: works even where a pool cannot hold the weights.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
@@ -372,7 +381,18 @@ def evaluate(
         raise InputError("give the deployment as exactly one of --fleet or --plan")
     s, hw, catalog = load_scenario(scenario)
     deployment = load_fleet(fleet or plan, s, hw)
-    result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
+    if cost_only:
+        cost = fleet_cost(s, hw, deployment)
+        emit(
+            json_out,
+            views.cost_view(deployment, cost),
+            lambda: report.cost_report(deployment, cost),
+        )
+        return
+    try:
+        result = run_evaluation(s, hw, catalog, deployment, demand_rps=demand_rps)
+    except WeightsDoNotFitError as e:
+        raise InputError([*e.problems, "--cost-only still prices this fleet"]) from None
     emit(json_out, views.evaluation_view(result), lambda: report.evaluation_report(result, s))
 
 

@@ -155,9 +155,12 @@ Solve = Callable[[Scenario], PlanResult]
 def _why(plan: PlanResult) -> str | None:
     if plan.evaluation is not None and plan.evaluation.status == "ok":
         return None
+    helpful = [r.message for r in plan.relaxations if r.factor is not None or r.family == "options"]
+    if helpful:
+        return "; ".join(helpful)
     if plan.relaxations:
-        return "; ".join(r.message for r in plan.relaxations if r.message)
-    return f"status {plan.status}"
+        return "no single family of limits, relaxed up to x100, makes it feasible"
+    return f"no plan (status {plan.status})"
 
 
 def _plan(solve: Solve, build: Callable[[], Scenario]) -> tuple[PlanResult | None, str | None]:
@@ -178,14 +181,22 @@ def compare(
     solver: str | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
+    explain: bool = True,
 ) -> Comparison:
     """Plan ``scenario`` under each of ``ARCHITECTURES`` for ``objective`` (default: the
-    scenario's)."""
+    scenario's). ``explain``: say how far an infeasible architecture's limits would need
+    to move (a bisection per family of limits)."""
     objective = objective or scenario.objective
 
     def solve(s: Scenario) -> PlanResult:
         return solve_plan(
-            s, hardware, models, objective=objective, solver=solver, time_limit_s=time_limit_s
+            s,
+            hardware,
+            models,
+            objective=objective,
+            solver=solver,
+            time_limit_s=time_limit_s,
+            explain=explain,
         )
 
     def step(text: str) -> None:
@@ -283,6 +294,7 @@ def price_sweep(
             objective=objective,
             solver=solver,
             time_limit_s=time_limit_s,
+            explain=False,
         )
         base = c.best_baseline
         return SweepPoint(

@@ -48,18 +48,24 @@ def comparison_rows(view: dict[str, Any]) -> tuple[list[str], list[tuple[str, li
         ),
         row("BCR, req/s per $/h", lambda a: _num(a["bcr"], ".4f")),
         row("BCR vs best intra-DC", lambda a: _num(a["bcr_vs_best_intra_dc"], ".3f")),
-        row(
-            "TTFT P50/P90/P99, s",
-            lambda a: "/".join(f"{a['ttft_s'][k]:.2f}" for k in ("p50", "p90", "p99")),
+        *(
+            row(f"TTFT {k.upper()}, s", lambda a, k=k: f"{a['ttft_s'][k]:.2f}")
+            for k in ("p50", "p90", "p99")
         ),
         row("WAN", lambda a: "none" if not a["link_tiers"] else f"{a['wan_gbps']:g} Gbps"),
         row("RLD token share", lambda a: f"{a['rld_token_share']:.1%}"),
         row("$ per M output tokens", lambda a: _money(a["usd_per_million_output_tokens"])),
     ]
-    reasons = [a.get("reason") or "" for a in archs]
-    if any(a["status"] == "infeasible" for a in archs):
-        rows.append(("why infeasible", [r if r else "" for r in reasons]))
     return heads, rows
+
+
+def infeasible_notes(view: dict[str, Any]) -> list[str]:
+    """One line per architecture without a plan: its name and why."""
+    return [
+        f"{NAMES.get(a['name'], a['name'])}: infeasible: {a.get('reason') or 'no plan'}"
+        for a in view["architectures"]
+        if a["status"] == "infeasible"
+    ]
 
 
 def comparison_csv(view: dict[str, Any]) -> str:
@@ -134,13 +140,27 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
         tiers = ", ".join(f"{t.gbps:g} Gbps ${t.usd_per_month:,.0f}/month" for t in link.tiers)
         parts.append(f"- Link {' - '.join(link.between)}: RTT {link.rtt_ms:g} ms; tiers {tiers}.")
     prices = ", ".join(f"{c} ${p:g}" for c, p in sorted(s.prices_usd_per_gpu_hour.items()))
+    parts.append(f"- Rented GPUs, USD per GPU-hour: {prices or 'the catalog list prices'}.")
+    for chip, buy in sorted(s.gpu_purchase.items()):
+        parts.append(
+            f"- Bought {chip}: ${buy.capex_usd_per_gpu:,.0f} per GPU over "
+            f"{buy.amortization_years:g} years, plus power and hosting."
+        )
+    owned = [
+        f"{n} {chip} in {dc_id}"
+        for dc_id, dc in s.datacenters.items()
+        for chip, n in dc.inventory.items()
+    ]
     parts += [
-        f"- GPU prices (rent, USD per GPU-hour): {prices or 'the catalog list prices'}.",
         "",
         "## Assumptions",
         "",
-        "- Costs are rent per GPU-hour and monthly link prices "
-        f"({units.HOURS_PER_MONTH:g} hours per month).",
+        "- GPU costs: rent per GPU-hour, or for bought chips capex / (years x 8,760 h) plus "
+        "power (TDP x PUE x electricity price) plus hosting"
+        + (f"; owned GPUs ({', '.join(owned)}) at power and hosting only" if owned else "")
+        + ".",
+        f"- Links: the tier's monthly price ({units.HOURS_PER_MONTH:g} hours per month) plus "
+        "any per-GB egress on the traffic at the demand.",
         f"- Pools run at most {s.search.max_utilization:.0%} busy; links at most "
         f"{s.search.max_link_utilization:.0%}.",
         "- Intra-DC baselines plan in one datacenter with every datacenter's limits added "
@@ -153,6 +173,9 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
     ]
     heads, rows = comparison_rows(view)
     parts.append(_md_table(["", *heads], [[m, *cells] for m, cells in rows]))
+    notes = infeasible_notes(view)
+    if notes:
+        parts += ["", *(f"- {n}" for n in notes)]
     best = view.get("best_intra_dc")
     if best:
         parts += ["", f"BCR is relative to the best intra-DC baseline ({NAMES[best]})."]

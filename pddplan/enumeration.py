@@ -85,7 +85,7 @@ def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[fl
             usage = [(o.datacenter, o.chip, o.gpus * n) for o, n in pools if o is not None]
             if not within_limits(space.scenario, space.hw, usage):
                 continue
-            cost = st.usd_per_hour + sum(o.usd_per_instance_hour * n for o, n in pools if o)
+            cost = st.usd_per_hour + space.pools_cost(pools)
             if budget is not None and cost > budget:
                 continue
             choice = Choice(

@@ -20,7 +20,9 @@ class InputError(PddplanError):
         super().__init__("\n".join(self.problems))
 
 
-class WeightsDoNotFitError(PddplanError):
-    """An instance of the requested size cannot hold the model's weights."""
+class WeightsDoNotFitError(InputError):
+    """An instance of the requested size cannot hold the model's weights (one line per
+    instance size that cannot)."""
 
-    exit_code = 2
+    def __init__(self, problems: list[str] | str) -> None:
+        super().__init__(problems.split("\n") if isinstance(problems, str) else problems)

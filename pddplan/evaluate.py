@@ -30,13 +30,14 @@ import numpy as np
 from pddplan import units
 from pddplan.calibration import resolve_calibration
 from pddplan.classes import RequestClass, md_caches, workload_classes
-from pddplan.errors import InputError
+from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.fleet import Fleet, Routing, md_cache_problem
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, make_instance
-from pddplan.queueing import p99_gap, wait_tail_many
+from pddplan.pricing import fleet_cost
+from pddplan.queueing import p99_gap, percentile, wait_tail_many
 from pddplan.results import Evaluation, LinkResult, PoolResult
 from pddplan.scenario import Scenario
 
@@ -83,18 +84,25 @@ class _Model:
         self.roles: dict[str, list[tuple[object, Instance]]] = {
             r: [] for r in ("prefill", "relay_decode", "main_decode")
         }
-        for pool in fleet.pools:
+        too_small = []
+        for i, pool in enumerate(fleet.pools):
             key = ("instance", pool.chip, pool.gpus_per_instance)
             if key not in memo:
-                memo[key] = make_instance(
-                    model,
-                    hw.chips[pool.chip],
-                    pool.gpus_per_instance,
-                    resolve_calibration(hw, pool.chip, scenario.calibration),
-                    kv_dtype=scenario.kv_dtype,
-                    weight_dtype=scenario.weight_dtype,
-                )
+                try:
+                    memo[key] = make_instance(
+                        model,
+                        hw.chips[pool.chip],
+                        pool.gpus_per_instance,
+                        resolve_calibration(hw, pool.chip, scenario.calibration),
+                        kv_dtype=scenario.kv_dtype,
+                        weight_dtype=scenario.weight_dtype,
+                    )
+                except WeightsDoNotFitError as e:
+                    too_small.append(f"fleet {fleet.name}: pools[{i}] ({pool.role}): {e}")
+                    continue
             self.roles[pool.role].append((pool, memo[key]))
+        if too_small:
+            raise WeightsDoNotFitError("\n".join(too_small))
         for role in ("prefill", "main_decode"):
             if not self.roles[role]:
                 raise InputError(f"fleet {fleet.name}: no {role} pool")
@@ -484,19 +492,6 @@ def _best_routing(m: _Model) -> Routing:
     return best[1]
 
 
-def _percentile(tail: Callable[[float], float], q: float, hi: float) -> float:
-    """The smallest T with P(TTFT > T) <= 1 - q (bisection)."""
-    lo = 0.0
-    while tail(hi) > 1 - q:
-        hi *= 2
-        if hi > MAX_TTFT_S:
-            return math.inf
-    for _ in range(BISECT_STEPS):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
-    return hi
-
-
 def _report(
     m: _Model,
     fleet: Fleet,
@@ -510,8 +505,14 @@ def _report(
 ) -> Evaluation:
     s, hw = m.s, m.hw
     pools: list[PoolResult] = []
-    cost = 0.0
-    missing_price = []
+    flows = {}
+    for choice in fleet.links:
+        a, b = choice.between
+        link, _ = _link(s, fleet, a, b)
+        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
+        flows[frozenset(choice.between)] = util * link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+    priced = fleet_cost(s, hw, fleet, flows)
+    pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
     for pool, _ in order:
         unit = hw.chips[pool.chip].purchase_unit_gpus
@@ -521,13 +522,8 @@ def _report(
                 f"not a multiple of its purchase unit ({unit} GPUs)"
             )
     for i, ((pool, inst), util) in enumerate(zip(order, st.pool_util, strict=True)):
-        price = s.prices_usd_per_gpu_hour.get(pool.chip, hw.chips[pool.chip].price_usd_per_hour)
         gpus = pool.instances * pool.gpus_per_instance
-        pool_cost = price * gpus if price is not None else None
-        if pool_cost is None:
-            missing_price.append(pool.chip)
-        else:
-            cost += pool_cost
+        pool_cost = pool_costs[id(pool)]
         md_index = i - len(m.roles["prefill"]) - len(m.roles["relay_decode"])
         batch, step = (
             st.decode_points.get(md_index, (None, None)) if md_index >= 0 else (None, None)
@@ -548,21 +544,16 @@ def _report(
             )
         )
     links = []
-    for choice in fleet.links:
+    for choice, link_cost in zip(fleet.links, priced.links, strict=True):
         a, b = choice.between
-        link, _ = _link(s, fleet, a, b)
-        tier = next(t for t in link.tiers if t.gbps == choice.gbps)  # load_fleet checked it
-        link_cost = tier.usd_per_month / units.HOURS_PER_MONTH
-        cost += link_cost
         util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
         links.append(LinkResult((a, b), choice.gbps, util, link_cost))
-    if missing_price:
+    if priced.missing:
         notes.append(
-            f"no price for {', '.join(sorted(set(missing_price)))}: set prices_usd_per_gpu_hour in the scenario"
+            f"no price for {', '.join(priced.missing)}: set prices_usd_per_gpu_hour (rent) "
+            "or gpu_purchase (buy) in the scenario"
         )
-        cost_value = None
-    else:
-        cost_value = cost
+    cost_value = priced.total
     direct, relay, singular = m.pipelines(routing)
     w, out = m.w, m.out
     out_tokens = float(w @ out)
@@ -571,7 +562,10 @@ def _report(
         for name, mask in (("p_md", direct), ("p_rld_md", relay), ("singular", singular))
     }
     hi = s.sla.ttft_p99_s
-    ttft = {f"p{int(q * 100)}": _percentile(st.ttft_tail, q, hi) for q in (0.5, 0.9, 0.99)}
+    ttft = {
+        f"p{int(q * 100)}": percentile(st.ttft_tail, q, hi, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
+        for q in (0.5, 0.9, 0.99)
+    }
     per_million = None
     if cost_value is not None and demand > 0:
         per_million = cost_value / (demand * out_tokens * 3600) * 1e6
@@ -596,6 +590,8 @@ def _report(
         pipelines=pipelines,
         rld_token_share=st.rld_tokens / out_tokens,
         binding=binding,
+        price_basis=priced.basis,
+        owned_gpus=sum(priced.owned_gpus),
         md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
         notes=notes,
     )

@@ -26,8 +26,8 @@ from pddplan.fleet import Fleet, md_cache_problem
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec, hf_config_to_entry
 from pddplan.perf import instance_fits
-from pddplan.scenario import ROLES, ClassSpec, Scenario, Workload
-from pddplan.trace import TraceFit, fit_trace
+from pddplan.scenario import ROLES, Scenario
+from pddplan.trace import TraceFit, fitted_workload
 
 T = TypeVar("T", bound=BaseModel)
 Loc = tuple[str | int, ...]
@@ -268,7 +268,7 @@ def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, Mode
         raise InputError(problems)
     if scenario.workload.trace is not None:
         scenario = scenario.model_copy(
-            update={"workload": _fitted_workload(scenario.workload, path)}
+            update={"workload": fitted_workload(scenario.workload, path)}
         )
     classes = len(workload_classes(scenario.workload))
     for i, option in enumerate(scenario.md_cache or ()):
@@ -279,41 +279,6 @@ def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, Mode
                 f"workload has {classes} classes (one MD hit rate per class, in class order)"
             )
     return scenario, hardware, models
-
-
-def _fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
-    """The workload with the trace it references replaced by fitted classes; a given
-    ``arrival_rps`` overrides the trace's mean rate."""
-    ref = workload.trace
-    assert ref is not None
-    fit = fit_trace(
-        scenario_path.parent / ref.file,
-        block_tokens=ref.block_size,
-        cache_tokens=ref.cache_tokens,
-        md_cache_tokens=ref.md_cache_tokens,
-        skip_bad=ref.skip_bad,
-    )
-    rate = workload.arrival_rps or fit.arrival_rps
-    if rate is None:
-        raise InputError(
-            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
-            "no arrival rate; set workload.arrival_rps"
-        )
-    return Workload(arrival_rps=rate, classes=_class_specs(fit))
-
-
-def _class_specs(fit: TraceFit) -> tuple[ClassSpec, ...]:
-    return tuple(
-        ClassSpec(
-            key=c.key,
-            weight=c.weight,
-            input_tokens=c.input_tokens,
-            output_tokens=c.output_tokens,
-            p_hit=c.p_hit,
-            md_hit=c.md_hit,
-        )
-        for c in fit.classes
-    )
 
 
 def workload_yaml(fit: TraceFit) -> str:

@@ -90,6 +90,12 @@ class Formulation:
             h: add(_name("catch_up", "never" if h is None else h), cat="Binary")
             for h in sp.catch_up_cuts
         }
+        # owned GPUs in use, per (datacenter, chip) with inventory: priced at running cost
+        self.owned = {
+            k: add(_name("owned", *k), lowBound=0, upBound=n)
+            for k, (n, discount) in sp.owned.items()
+            if discount > 0
+        }
         self.rows: set[tuple] = set()
         self._objective_and_structure(budget_usd_per_hour)
 
@@ -97,9 +103,12 @@ class Formulation:
         return o.unit_step * self.units[o.key]
 
     def cost(self) -> pulp.LpAffineExpression:
-        return pulp.lpSum(
-            o.usd_per_instance_hour * self.instances(o) for o in self.options
-        ) + pulp.lpSum(st.usd_per_hour * self.transfer[st.key] for st in self.states)
+        """USD per hour: instances at full price, less what owned GPUs save, plus the link."""
+        return (
+            pulp.lpSum(o.usd_per_instance_hour * self.instances(o) for o in self.options)
+            - pulp.lpSum(self.sp.owned[k][1] * var for k, var in self.owned.items())
+            + pulp.lpSum(st.usd_per_hour * self.transfer[st.key] for st in self.states)
+        )
 
     def _objective_and_structure(self, budget: float | None) -> None:
         sp, prob = self.sp, self.prob
@@ -160,9 +169,10 @@ class Formulation:
                     for o in here
                 )
                 prob += kw <= dc.max_power_kw, _name("max_power_kw", dc_id)
-            for chip, owned in dc.inventory.items():
-                used = pulp.lpSum(o.gpus * self.instances(o) for o in here if o.chip == chip)
-                prob += used <= owned, _name("inventory", dc_id, chip)
+            for chip in dc.inventory:
+                if (dc_id, chip) in self.owned:
+                    used = pulp.lpSum(o.gpus * self.instances(o) for o in here if o.chip == chip)
+                    prob += self.owned[(dc_id, chip)] <= used, _name("owned_in_use", dc_id, chip)
         if budget is not None:
             prob += self.cost() <= budget, "budget"
         # cheap valid bounds: prefill utilization alone

@@ -30,13 +30,14 @@ from dataclasses import replace
 import numpy as np
 
 from pddplan import milp
+from pddplan.bounds import cost_floor
 from pddplan.errors import InputError
 from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
 from pddplan.fleet import Fleet, LinkChoice
 from pddplan.hardware import HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec
-from pddplan.planning import Choice, NoOptionsError, Space, cost_floor, within_limits
+from pddplan.planning import Choice, NoOptionsError, Space, within_limits
 from pddplan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
 from pddplan.scenario import Scenario
 
@@ -411,20 +412,19 @@ def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
         cap = min(1 - (1 - sea.max_utilization) / f, 0.99)
         new = sea.model_copy(update={"max_utilization": cap})
         return scenario.model_copy(update={"search": new}), f"utilization cap {cap:.1%}"
-    # datacenter limits: GPUs, power, inventory and the per-pool cap, all x f
+    # datacenter limits: GPUs, power and the per-pool cap, all x f
     dcs = {
         k: dc.model_copy(
             update={
                 "max_gpus": None if dc.max_gpus is None else math.ceil(dc.max_gpus * f),
                 "max_power_kw": None if dc.max_power_kw is None else dc.max_power_kw * f,
-                "inventory": {c: math.ceil(n * f) for c, n in dc.inventory.items()},
             }
         )
         for k, dc in scenario.datacenters.items()
     }
     new = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
     trial = scenario.model_copy(update={"datacenters": dcs, "search": new})
-    return trial, f"datacenter GPU, power and inventory limits x {f:.3g}"
+    return trial, f"datacenter GPU and power limits x {f:.3g}"
 
 
 FAMILIES = (

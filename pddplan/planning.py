@@ -39,8 +39,9 @@ from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, instance_fits, make_instance
+from pddplan.pricing import gpu_price, owned_discount
 from pddplan.queueing import wait_tail_many
-from pddplan.scenario import ROLES, Link, Role, Scenario
+from pddplan.scenario import ROLES, Link, LinkTier, Role, Scenario
 
 
 class NoOptionsError(InputError):
@@ -52,7 +53,7 @@ def within_limits(
     scenario: Scenario, hardware: HardwareCatalog, usage: list[tuple[str, str, int]]
 ) -> bool:
     """Whether GPUs used, as (datacenter, chip, GPUs), respect every datacenter's
-    ``max_gpus``, ``max_power_kw`` (TDP x PUE) and ``inventory``."""
+    ``max_gpus`` and ``max_power_kw`` (TDP x PUE)."""
     for dc_id, dc in scenario.datacenters.items():
         here = [(chip, n) for d, chip, n in usage if d == dc_id]
         if dc.max_gpus is not None and sum(n for _, n in here) > dc.max_gpus:
@@ -60,9 +61,6 @@ def within_limits(
         if dc.max_power_kw is not None:
             kw = sum(n * hardware.chips[chip].tdp_w / 1000 * dc.pue for chip, n in here)
             if kw > dc.max_power_kw * (1 + 1e-12):
-                return False
-        for chip, owned in dc.inventory.items():
-            if sum(n for c, n in here if c == chip) > owned:
                 return False
     return True
 
@@ -108,6 +106,7 @@ class State:
     """Index of the decode-side cache choice (``Space.caches``)."""
     cache_gb: float | None = None
     """Its HBM reserve per MD GPU (None without ``md_cache`` options)."""
+    tier: LinkTier | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -168,6 +167,13 @@ class Space:
         """Per cache choice: each class's WAN payload (what MD's cache lacks, plus state)."""
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         self.states = self._states()
+        self.owned: dict[tuple[str, str], tuple[int, float]] = {
+            (dc_id, chip): (n, owned_discount(scenario, hardware, dc_id, chip))
+            for dc_id, dc in scenario.datacenters.items()
+            for chip, n in dc.inventory.items()
+            if any(o.datacenter == dc_id and o.chip == chip for r in ROLES for o in self.options[r])
+        }
+        """(datacenter, chip) -> (GPUs owned there, USD per GPU-hour an owned one saves)."""
         self.cuts = relay_cuts(np.concatenate(self.payloads))
         self.relay_matrix = [
             np.array([self.relayed(c, k) for c in self.cuts]) for k in range(len(self.caches))
@@ -194,12 +200,7 @@ class Space:
         for dc_id, chip_id in s.chips_for(role):
             dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
             cal = resolve_calibration(hw, chip_id, s.calibration)
-            price = s.prices_usd_per_gpu_hour.get(chip_id, chip.price_usd_per_hour)
-            if price is None:
-                raise InputError(
-                    f"scenario {s.name}: chip {chip_id} has no price: set "
-                    f"prices_usd_per_gpu_hour.{chip_id} in the scenario"
-                )
+            price = gpu_price(s, hw, chip_id, dc_id).full
             for g in s.search.sizes():
                 if not instance_fits(self.model, chip, g, cal, weight_dtype=s.weight_dtype):
                     continue
@@ -213,9 +214,7 @@ class Space:
                         continue
                     step = inst.decode_step_s(batch, self.ctx)
                 limit_gpus = min(
-                    x
-                    for x in (dc.max_gpus, dc.inventory.get(chip_id), s.search.max_gpus_per_pool)
-                    if x is not None
+                    x for x in (dc.max_gpus, s.search.max_gpus_per_pool) if x is not None
                 )
                 unit = math.lcm(g, chip.purchase_unit_gpus) // g
                 most = (limit_gpus // g) // unit * unit
@@ -242,9 +241,22 @@ class Space:
                     continue
                 for tier in link.tiers:
                     cost = tier.usd_per_month / units.HOURS_PER_MONTH
-                    out.append(State(a, b, tier.gbps, None, link, cost))
+                    out.append(State(a, b, tier.gbps, None, link, cost, tier=tier))
+        demand = s.workload.arrival_rps or 0.0
         out = [
-            replace(st, cache=k, cache_gb=gb) for st in out for k, (gb, _) in enumerate(self.caches)
+            replace(
+                st,
+                cache=k,
+                cache_gb=gb,
+                usd_per_hour=st.usd_per_hour
+                + (
+                    0.0
+                    if st.tier is None
+                    else st.tier.usd_per_gb * demand * float(self.w @ self.payloads[k]) * 3.6e-6
+                ),
+            )
+            for st in out
+            for k, (gb, _) in enumerate(self.caches)
         ]
         if not out:
             raise InputError(
@@ -259,6 +271,20 @@ class Space:
         if cut is None:
             return np.zeros_like(self.w, dtype=bool)
         return self.payloads[cache] / 1e6 > cut
+
+    def pools_cost(self, pools: list[tuple[PoolOption | None, int]]) -> float:
+        """USD per hour of (option, instances) pools, owned GPUs at their running cost."""
+        total, used = 0.0, {}
+        for o, n in pools:
+            if o is not None:
+                total += o.usd_per_instance_hour * n
+                key = (o.datacenter, o.chip)
+                used[key] = used.get(key, 0) + o.gpus * n
+        for key, gpus in used.items():
+            if key in self.owned:
+                owned, discount = self.owned[key]
+                total -= discount * min(gpus, owned)
+        return total
 
     def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
         """Main decode's (batch, step seconds) on ``o`` with the HBM ``st``'s cache choice
@@ -312,63 +338,6 @@ class Space:
             handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
             md_cache_gb_per_gpu=choice.state.cache_gb,
         )
-
-
-def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
-    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
-    cost per hour anywhere in the cell (inf where no option can carry the rate).
-
-    It adds the cheapest prefill option at its utilization floor, the cheapest transfer
-    state within the link cap, and the cheapest main decode at its utilization floor: for
-    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
-    it (every request relayed, with the eager tokens of the slowest state still feasible at
-    the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
-    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
-    minimum. ``pddplan.optimize`` uses it to prune rate intervals for max BCR."""
-    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
-    w = space.w
-
-    def cheapest(role: Role, tokens: np.ndarray | float) -> np.ndarray:
-        best = np.full_like(lo, np.inf)
-        for o in space.options[role]:
-            if role == "prefill":
-                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
-            else:
-                per_instance = space.rho * o.batch / o.step_s / np.maximum(tokens, 1e-12)
-            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
-            n = np.ceil(n / o.unit_step) * o.unit_step
-            cost = np.where(n <= o.max_instances, n * o.usd_per_instance_hour, np.inf)
-            best = np.minimum(best, cost)
-        return best
-
-    states = np.full_like(lo, np.inf)
-    longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
-    for st in space.states:
-        if st.gbps is None:
-            nic = space.hw.chips[st.p_chip].nic_bytes_per_s
-            states = np.minimum(states, 0.0)
-            payload = space.payloads[st.cache]
-            longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
-            continue
-        payload = space.payloads[st.cache]
-        total_payload = float(w @ payload)
-        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
-        feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
-        states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
-        rtt = st.link.rtt_ms * units.MS
-        cells = np.nonzero(feasible)[0]
-        u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
-        share = (goodput * (1 - u))[:, None]  # one row per cell
-        wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
-        longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
-    decode = cheapest("main_decode", float(w @ space.out))
-    if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
-        eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
-        singular = space.out <= max(space.singular_cuts)
-        fewest = np.where(singular, 0.0, space.out - eager) @ w
-        rld = min(o.usd_per_instance_hour * o.unit_step for o in space.options["relay_decode"])
-        decode = np.minimum(decode, cheapest("main_decode", fewest) + rld)
-    return cheapest("prefill", 0.0) + decode + states
 
 
 def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
@@ -434,10 +403,11 @@ class Requirements:
 
         A dominates B when, for every combination of transfer state, singular cut, catch-up
         cut and relay cut, A's minimum count costs no more, and uses no more GPUs and no more
-        power, than B's (a count above the maximum counts as infinite), and A's chip has no
-        inventory limit there (or is B's chip). Swapping B for A in any plan then keeps it
-        feasible and no dearer, so the MILP needs only the undominated options. Of options
-        equal in all three, the first by key stays."""
+        power, than B's (a count above the maximum counts as infinite), and B's chip has no
+        GPUs owned there, or is A's chip (owned GPUs cost less than the full price compared
+        here, and a chip's cost only grows with its GPUs). Swapping B for A in any plan then
+        keeps it feasible and no dearer, so the MILP needs only the undominated options. Of
+        options equal in all three, the first by key stays."""
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
@@ -454,7 +424,7 @@ class Requirements:
             dominated = any(
                 a is not b
                 and a.datacenter == b.datacenter
-                and (a.chip == b.chip or a.chip not in inventory[a.datacenter])
+                and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
                 and bool(np.all(figures[a.key] <= fb))
                 and (bool(np.any(figures[a.key] < fb)) or a.key < b.key)
                 for a in sp.options[role]

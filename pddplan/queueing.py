@@ -16,6 +16,9 @@ Also the P99 of decode's inter-token gap when some steps carry a handoff stall (
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 
 
@@ -84,3 +87,19 @@ def p99_gap(
         if above > 0.01:
             return step + size
     return step
+
+
+def percentile(
+    tail: Callable[[float], float], q: float, hi: float, *, at_most: float, steps: int = 60
+) -> float:
+    """The smallest T with ``tail(T) = P(X > T) <= 1 - q``, by doubling from ``hi`` then
+    bisecting ``steps`` times; infinite past ``at_most``."""
+    lo = 0.0
+    while tail(hi) > 1 - q:
+        hi *= 2
+        if hi > at_most:
+            return math.inf
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
+    return hi

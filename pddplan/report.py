@@ -12,9 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.documents import NAMES, break_even_text, comparison_rows
+from pddplan.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
+from pddplan.fleet import Fleet
 from pddplan.hardware import HardwareCatalog
 from pddplan.perf import InstancePerf
+from pddplan.pricing import FleetCost
 from pddplan.results import Evaluation, PlanResult
 from pddplan.scenario import Scenario
 from pddplan.trace import TraceFit
@@ -309,6 +311,7 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
     econ.add_row("BCR (capacity per $/hour)", _num(e.bcr, ",.4f"))
     econ.add_row("$ per million output tokens", _num(e.usd_per_million_output_tokens, ",.2f"))
+    econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
     style = "green" if e.status == "ok" else "red"
     lines = [Text(f"status: {e.status}", style=style)]
     lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
@@ -318,6 +321,15 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
 
 HISTOGRAM_WIDTH = 40
 """Characters of the longest bar in terminal histograms."""
+
+
+def price_basis_text(basis: dict[str, str], owned_gpus: int) -> str:
+    """Which prices the costs use, in words."""
+    words = {"rent": "rent per GPU-hour", "buy": "bought: amortized capex + power + hosting"}
+    text = "prices: " + "; ".join(f"{c} {words[b]}" for c, b in basis.items())
+    if owned_gpus:
+        text += f"; {owned_gpus} owned GPUs at running cost (power + hosting)"
+    return text
 
 
 def routing_rule(r: dict[str, Any]) -> str:
@@ -471,15 +483,15 @@ def comparison_report(view: dict[str, Any]) -> Group:
         title=f"Architectures for {view['scenario']} at {view['demand_rps']:g} req/s",
         box=box.SIMPLE_HEAD,
     )
-    t.add_column("")
+    t.add_column("", ratio=1)
     for h in heads:
-        t.add_column(h, justify="right")
+        t.add_column(h, justify="right", overflow="fold", ratio=1)
     for metric, cells in rows:
         t.add_row(metric, *cells)
     best = view.get("best_intra_dc")
     if best:
         t.caption = f"BCR relative to the best intra-DC baseline ({NAMES[best]})"
-    parts: list[Any] = [t]
+    parts: list[Any] = [t, *(Text(n, style="yellow") for n in infeasible_notes(view))]
     sweep = view.get("price_sweep")
     if sweep:
         s = Table(title=f"Price sweep: {sweep['chip']}", box=box.SIMPLE_HEAD)
@@ -496,3 +508,26 @@ def comparison_report(view: dict[str, Any]) -> Group:
         s.caption = break_even_text(sweep)
         parts.append(s)
     return Group(*parts)
+
+
+def cost_report(fleet: Fleet, cost: FleetCost) -> Table:
+    """``pddplan evaluate --cost-only``: what the deployment costs, pool by pool."""
+    t = Table(title=f"Cost of {fleet.name}", box=box.SIMPLE_HEAD)
+    for col in ("DC", "role", "chip", "GPUs", "owned", "$/hour"):
+        t.add_column(col, justify="left" if col in ("DC", "role", "chip") else "right")
+    for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True):
+        gpus = p.gpus_per_instance * p.instances
+        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), _num(c, ",.2f"))
+    for x, c in zip(fleet.links, cost.links, strict=True):
+        t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", _num(c, ",.2f"))
+    total = cost.total
+    gpus = sum(p.gpus_per_instance * p.instances for p in fleet.pools)
+    t.add_row("total", "", "", str(gpus), str(sum(cost.owned_gpus)), _num(total, ",.2f"))
+    month = "—" if total is None else f"${total * units.HOURS_PER_MONTH:,.0f}"
+    t.caption = (
+        f"per month {month}; "
+        + price_basis_text(cost.basis, sum(cost.owned_gpus))
+        + ("; no price for " + ", ".join(cost.missing) if cost.missing else "")
+        + "; egress per GB not included (no traffic without an evaluation)"
+    )
+    return t

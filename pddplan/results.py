@@ -52,6 +52,10 @@ class Evaluation:
     pipelines: dict[str, dict[str, float]]
     rld_token_share: float
     binding: list[str]
+    price_basis: dict[str, str]
+    """Each chip's price basis: ``rent`` or ``buy`` (amortized capex plus running cost)."""
+    owned_gpus: int
+    """GPUs counted as owned inventory, at running cost only."""
     md_cache: dict[str, float | None]
     """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision) and the
     request-weighted ``mean_hit`` it gives."""

@@ -30,7 +30,8 @@ class Datacenter(Frozen):
     pue: Annotated[float, Field(ge=1)] = 1.0
     """Power usage effectiveness: facility power / IT power, for ``max_power_kw``."""
     inventory: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
-    """GPUs already owned here, by chip id."""
+    """GPUs already owned here, by chip id: they cost only their running cost (power and
+    hosting; their capex is sunk). More of the chip may be bought or rented at full price."""
     role_chips: dict[Role, tuple[str, ...]] | None = None
     """Chips each role may use here (default: any of ``chips`` for every role)."""
 
@@ -57,10 +58,13 @@ class Datacenter(Frozen):
 
 
 class LinkTier(Frozen):
-    """One purchasable bandwidth tier of a WAN link."""
+    """One purchasable bandwidth tier of a WAN link: a monthly price, a price per GB of
+    egress, or both."""
 
     gbps: Positive
-    usd_per_month: Annotated[float, Field(ge=0)]
+    usd_per_month: Annotated[float, Field(ge=0)] = 0.0
+    usd_per_gb: Annotated[float, Field(ge=0)] = 0.0
+    """Egress price per GB (1e9 bytes) carried, billed on the traffic at the demand."""
 
 
 class Link(Frozen):
@@ -145,6 +149,16 @@ class Workload(Frozen):
         if missing:
             raise ValueError(f"give {', '.join(missing)} (or classes, or a trace to fit them from)")
         return self
+
+
+class GpuPurchase(Frozen):
+    """Buying a chip instead of renting it: capex amortized over its life, plus running
+    costs (power at the datacenter's PUE, and hosting)."""
+
+    capex_usd_per_gpu: Positive
+    amortization_years: Positive
+    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] | None = None
+    """Rack space, cooling, operations (default: the scenario's ``hosting_usd_per_gpu_hour``)."""
 
 
 class MdCacheOption(Frozen):
@@ -246,6 +260,12 @@ class Scenario(Frozen):
     budget_usd_per_hour: Positive | None = None
     prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
     """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
+    gpu_purchase: dict[str, GpuPurchase] = Field(default_factory=dict)
+    """Chips bought rather than rented, by chip id (a chip has one basis)."""
+    electricity_usd_per_kwh: Annotated[float, Field(ge=0)] | None = None
+    """Power price for bought and owned GPUs (TDP x PUE)."""
+    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] = 0.0
+    """Hosting per bought or owned GPU-hour, unless its chip's ``gpu_purchase`` says."""
     md_cache: tuple[MdCacheOption, ...] | None = None
     """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
     and the cache takes no HBM from running requests."""
@@ -272,6 +292,18 @@ class Scenario(Frozen):
                 "add a link between them"
             )
         problems += self._md_cache_problems()
+        both = sorted(set(self.prices_usd_per_gpu_hour) & set(self.gpu_purchase))
+        if both:
+            problems.append(
+                f"chips {', '.join(both)} are in prices_usd_per_gpu_hour (rent) and in "
+                "gpu_purchase (buy): give each chip one basis"
+            )
+        owned = any(dc.inventory for dc in self.datacenters.values())
+        if (owned or self.gpu_purchase) and self.electricity_usd_per_kwh is None:
+            problems.append(
+                "electricity_usd_per_kwh is needed to price the running cost of "
+                + ("owned inventory" if owned else "bought GPUs")
+            )
         if self.objective == "max-capacity" and self.budget_usd_per_hour is None:
             problems.append("objective 'max-capacity' needs budget_usd_per_hour")
         if problems:

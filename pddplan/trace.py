@@ -27,6 +27,7 @@ from scipy import stats
 
 from pddplan.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
 from pddplan.errors import InputError
+from pddplan.scenario import ClassSpec, Workload
 
 DEFAULT_BLOCK_TOKENS = 512
 """Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
@@ -432,3 +433,39 @@ def _classes(
 def _quantile_bins(values: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
     cuts = np.quantile(values, quantiles[1:-1])
     return np.searchsorted(cuts, values, side="right")
+
+
+def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
+    """The workload with the trace it references replaced by fitted classes; a given
+    ``arrival_rps`` overrides the trace's mean rate."""
+    ref = workload.trace
+    assert ref is not None
+    fit = fit_trace(
+        scenario_path.parent / ref.file,
+        block_tokens=ref.block_size,
+        cache_tokens=ref.cache_tokens,
+        md_cache_tokens=ref.md_cache_tokens,
+        skip_bad=ref.skip_bad,
+    )
+    rate = workload.arrival_rps or fit.arrival_rps
+    if rate is None:
+        raise InputError(
+            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
+            "no arrival rate; set workload.arrival_rps"
+        )
+    return Workload(arrival_rps=rate, classes=class_specs(fit))
+
+
+def class_specs(fit: TraceFit) -> tuple[ClassSpec, ...]:
+    """The fitted classes in the scenario's ``classes`` form."""
+    return tuple(
+        ClassSpec(
+            key=c.key,
+            weight=c.weight,
+            input_tokens=c.input_tokens,
+            output_tokens=c.output_tokens,
+            p_hit=c.p_hit,
+            md_hit=c.md_hit,
+        )
+        for c in fit.classes
+    )

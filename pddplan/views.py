@@ -9,10 +9,12 @@ from typing import Any
 
 from pddplan import units
 from pddplan.compare import ArchitectureResult, Comparison, Sweep
+from pddplan.fleet import Fleet
 from pddplan.hardware import ChipSpec, HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
 from pddplan.perf import InstancePerf
+from pddplan.pricing import FleetCost
 from pddplan.results import Evaluation, PlanResult
 from pddplan.trace import TraceFit
 
@@ -251,5 +253,38 @@ def sweep_view(sweep: Sweep) -> dict[str, Any]:
             ],
             "break_even_usd_per_gpu_hour": sweep.break_even,
             "bracket": list(sweep.bracket) if sweep.bracket else None,
+        }
+    )
+
+
+def cost_view(fleet: Fleet, cost: FleetCost) -> dict[str, Any]:
+    """``pddplan evaluate --cost-only --json``."""
+    total = cost.total
+    return _plain(
+        {
+            "name": fleet.name,
+            "pools": [
+                {
+                    "datacenter": p.datacenter,
+                    "role": p.role,
+                    "chip": p.chip,
+                    "gpus_per_instance": p.gpus_per_instance,
+                    "instances": p.instances,
+                    "gpus": p.gpus_per_instance * p.instances,
+                    "owned_gpus": owned,
+                    "cost_per_hour_usd": c,
+                }
+                for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True)
+            ],
+            "links": [
+                {"between": list(x.between), "gbps": x.gbps, "cost_per_hour_usd": c}
+                for x, c in zip(fleet.links, cost.links, strict=True)
+            ],
+            "total_gpus": sum(p.gpus_per_instance * p.instances for p in fleet.pools),
+            "cost_per_hour_usd": total,
+            "cost_per_month_usd": None if total is None else total * units.HOURS_PER_MONTH,
+            "price_basis": cost.basis,
+            "missing_prices": cost.missing,
+            "egress": "not included: --cost-only has no traffic to bill",
         }
     )

@@ -100,6 +100,11 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
     }
     if objective == "max-capacity":
         data["budget_usd_per_hour"] = float(rng.uniform(40, 120))
+    if seed % 5 == 2:  # some decode GPUs already owned: they cost only power and hosting
+        dc = datacenters["b" if two_dcs else "a"]
+        dc["inventory"] = {m_chips[0]: 8}
+        data["electricity_usd_per_kwh"] = 0.12
+        data["hosting_usd_per_gpu_hour"] = 0.15
     if seed % 3 == 0:  # the decode-side cache as a decision: none, or one that costs HBM
         data["search"]["catch_up_above_tokens"] = [None]  # keeps brute force small
         extra = np.random.default_rng(seed + 1000)

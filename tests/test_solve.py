@@ -64,6 +64,7 @@ class _HandTables:
             catch_up_cuts=(None,),
             scenario=SimpleNamespace(datacenters=datacenters),
             hw=None,
+            owned={},
         )
         self.feasible_states = [self.slow, self.fast]
 
@@ -171,7 +172,7 @@ def test_infeasible_scenario_is_explained(hardware, models):
     ("inventory", "kept"),
     [
         ({}, ["a", "b"]),  # c costs more than a everywhere; b uses fewer GPUs than a
-        ({"a": 64}, ["a", "b", "c"]),  # a's chip is capped there: a cannot stand in for c
+        ({"c": 64}, ["a", "b", "c"]),  # c's GPUs are owned there: they may cost less than a
     ],
 )
 def test_dominance_weighs_cost_gpus_power_and_inventory(inventory, kept):

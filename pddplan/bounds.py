@@ -1,0 +1,73 @@
+"""A cheap lower bound on the minimum cost per rate, for the max-BCR search
+(``pddplan.optimize``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pddplan import units
+from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.planning import PoolOption, Space
+from pddplan.scenario import Role
+
+
+def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
+    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
+    cost per hour anywhere in the cell (inf where no option can carry the rate).
+
+    It adds the cheapest prefill option at its utilization floor, the cheapest transfer
+    state within the link cap, and the cheapest main decode at its utilization floor: for
+    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
+    it (every request relayed, with the eager tokens of the slowest state still feasible at
+    the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
+    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
+    minimum. ``pddplan.optimize`` uses it to prune rate intervals for max BCR."""
+    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
+    w = space.w
+
+    def low(o: PoolOption, n):
+        """The cost of ``n`` instances, owned GPUs at their running cost."""
+        owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
+        return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+
+    def cheapest(role: Role, tokens: np.ndarray | float) -> np.ndarray:
+        best = np.full_like(lo, np.inf)
+        for o in space.options[role]:
+            if role == "prefill":
+                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
+            else:
+                per_instance = space.rho * o.batch / o.step_s / np.maximum(tokens, 1e-12)
+            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
+            n = np.ceil(n / o.unit_step) * o.unit_step
+            cost = np.where(n <= o.max_instances, low(o, n), np.inf)
+            best = np.minimum(best, cost)
+        return best
+
+    states = np.full_like(lo, np.inf)
+    longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
+    for st in space.states:
+        if st.gbps is None:
+            nic = space.hw.chips[st.p_chip].nic_bytes_per_s
+            states = np.minimum(states, 0.0)
+            payload = space.payloads[st.cache]
+            longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+            continue
+        payload = space.payloads[st.cache]
+        total_payload = float(w @ payload)
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
+        states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
+        rtt = st.link.rtt_ms * units.MS
+        cells = np.nonzero(feasible)[0]
+        u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
+        share = (goodput * (1 - u))[:, None]  # one row per cell
+        wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
+        longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
+    decode = cheapest("main_decode", float(w @ space.out))
+    if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
+        eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
+        singular = space.out <= max(space.singular_cuts)
+        fewest = np.where(singular, 0.0, space.out - eager) @ w
+        rld = min(float(low(o, o.unit_step)) for o in space.options["relay_decode"])
+        decode = np.minimum(decode, cheapest("main_decode", fewest) + rld)
+    return cheapest("prefill", 0.0) + decode + states
