@@ -15,8 +15,8 @@ from rich.markup import escape
 
 from pddplan.errors import InputError, PddplanError
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[

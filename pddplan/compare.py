@@ -261,8 +261,11 @@ BREAK_EVEN_STEPS = 6
 
 
 def with_price(scenario: Scenario, chip: str, price: float) -> Scenario:
+    """``scenario`` with ``chip`` at ``price`` USD per GPU-hour, all in (a bought chip is
+    swept as if rented at that price)."""
     prices = dict(scenario.prices_usd_per_gpu_hour) | {chip: price}
-    return scenario.model_copy(update={"prices_usd_per_gpu_hour": prices})
+    bought = {c: b for c, b in scenario.gpu_purchase.items() if c != chip}
+    return scenario.model_copy(update={"prices_usd_per_gpu_hour": prices, "gpu_purchase": bought})
 
 
 def price_sweep(

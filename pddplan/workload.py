@@ -7,6 +7,7 @@ over a quantile slice (the representative of a request class, ``pddplan.classes`
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Annotated, Literal
 
@@ -131,8 +132,10 @@ def _check_params(
     return problems
 
 
+@functools.lru_cache(maxsize=256)
 def frozen_dist(d: LengthDist | HitDist) -> stats.rv_continuous | stats.rv_discrete:
-    """A ``scipy.stats`` frozen distribution for ``d``."""
+    """A ``scipy.stats`` frozen distribution for ``d`` (cached: ``d`` is immutable, and
+    building one costs more than using it)."""
     if d.dist == "fixed":
         return stats.rv_discrete(values=([d.value], [1.0]))
     if d.dist == "uniform":
