@@ -223,6 +223,8 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
     if choice is None:
         return None
     if objective == "max-bcr" and bound is not None:
+        if not math.isfinite(bound):
+            return None  # stopped before any bound was proven: the gap is unknown
         _, cost, cap = next(p for p in search.points.values() if p[0] is choice)
         best = cap / cost
         return max(0.0, (bound - best) / bound) if bound > 0 else 0.0
@@ -278,7 +280,8 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
         if top > MAX_RATE_RPS:
             search.timed_out = True  # no limit found: report what we have
             break
-    infeasible_above = top
+    # a rate whose solve ran out of time is not proven infeasible: nothing above is bounded
+    infeasible_above = math.inf if search.timed_out else top
     grid = np.geomspace(demand, top, FLOOR_CELLS + 1)
     floor = cost_floor(search.space, grid)
     q = max(b / c for _, c, b, _ in evaluated)
@@ -287,11 +290,12 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
     while not search.timed_out:
         # Dinkelbach's parametric problem at q, bounded over the uncovered intervals
         bound, point = _best_gap(evaluated, infeasible_above, grid, floor)
-        if bound <= q * (1 + BCR_TOLERANCE):
+        if bound <= q * (1 + BCR_TOLERANCE) or point is None:
             break
         choice, c, b = search.at(point)
         if choice is None:
-            infeasible_above = min(infeasible_above, point)
+            if not search.timed_out:
+                infeasible_above = min(infeasible_above, point)
             continue
         evaluated.append((point, c, b, choice))
         if b / c > q:
@@ -312,6 +316,8 @@ def _best_gap(evaluated, infeasible_above: float, grid: np.ndarray, floor: np.nd
         hi = min(hi, infeasible_above)
         if cap >= hi:
             continue
+        if not math.isfinite(hi):  # above every proven rate: nothing bounds it
+            return math.inf, None
         # the interval starts right after b_i: trying there reveals the next cost step
         first = max(int(np.searchsorted(grid, cap, side="right")) - 1, 0)
         last = min(int(np.searchsorted(grid, hi, side="left")), len(grid) - 1)

@@ -3,6 +3,7 @@ every function returns a renderable and prints nothing."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -388,7 +389,9 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     solver.add_row("MILP solves", str(st.milp_solves))
     if st.objective == "max-bcr":
         solver.add_row("Dinkelbach iterations", str(st.iterations))
-        solver.add_row("BCR upper bound", _num(st.bcr_bound, ",.5f"))
+        bound = st.bcr_bound
+        proven = bound is not None and math.isfinite(bound)
+        solver.add_row("BCR upper bound", _num(bound, ",.5f") if proven else "none proven")
     elif st.objective == "max-capacity":
         solver.add_row("bisection steps", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
