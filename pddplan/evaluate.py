@@ -422,6 +422,24 @@ def meets_sla(
     return _state(m, rate_rps, fleet.routing or _best_routing(m)).ok
 
 
+def seeded_memo(
+    classes: list[RequestClass],
+    md_caches: list[tuple[float | None, list[float]]],
+    instances: dict[tuple[str, int], Instance],
+    prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
+) -> dict:
+    """A ``memo`` for ``evaluate``/``sla_capacity`` that starts with figures a caller has
+    already computed the same way: the classes, the decode-side cache choices, and per
+    (chip, GPUs per instance) the instance and its per-class prefill latency and service
+    time."""
+    memo: dict = {"classes": classes, "md_caches": md_caches}
+    for (chip, gpus), inst in instances.items():
+        memo[("instance", chip, gpus)] = inst
+    for (chip, gpus), figures in prefill.items():
+        memo[("prefill", chip, gpus)] = figures
+    return memo
+
+
 def _model(
     scenario: Scenario,
     hardware: HardwareCatalog,

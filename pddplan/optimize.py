@@ -32,7 +32,7 @@ import numpy as np
 from pddplan import milp
 from pddplan.bounds import cost_floor
 from pddplan.errors import InputError
-from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
+from pddplan.evaluate import MAX_RATE_RPS, evaluate, seeded_memo, sla_capacity
 from pddplan.fleet import Fleet, LinkChoice
 from pddplan.hardware import HardwareCatalog
 from pddplan.kv import KvModel
@@ -62,7 +62,13 @@ class _Search:
         self.timed_out = False
         self.points: dict[float, tuple[Choice | None, float, float]] = {}
         self.last_gap: float | None = None
-        self.memo: dict = {}
+        prefill = space.options["prefill"]
+        self.memo = seeded_memo(
+            space.classes,
+            [(gb, list(h)) for gb, h in space.caches],
+            {(o.chip, o.gpus): o.instance for r in space.options.values() for o in r},
+            {(o.chip, o.gpus): space.prefill_times(o) for o in prefill},
+        )
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;

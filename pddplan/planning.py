@@ -136,7 +136,7 @@ class Space:
     ) -> None:
         self.scenario, self.hw = scenario, hardware
         self.model = models[scenario.model]
-        classes = workload_classes(scenario.workload)
+        self.classes = classes = workload_classes(scenario.workload)
         self.w = np.array([c.weight for c in classes])
         self.inp = np.array([c.input_tokens for c in classes])
         self.out = np.array([c.output_tokens for c in classes])
