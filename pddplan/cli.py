@@ -18,10 +18,13 @@ from pddplan import cli_compare, report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.classes import HIT_EDGES
 from pddplan.cli_base import (
+    OBJECTIVES,
+    SOLVERS,
     HardwareOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelsOpt,
+    SolverOpt,
     check_choice,
     emit,
     err,
@@ -281,8 +284,6 @@ def validate(
     )
 
 
-OBJECTIVES = ("max-bcr", "min-cost", "max-capacity")
-SOLVERS = ("cbc", "highs")
 METHODS = ("milp", "enumerate")
 
 
@@ -297,9 +298,7 @@ def solve(
             "max-capacity (within budget_usd_per_hour). Default: the scenario's."
         ),
     ] = None,
-    solver: Annotated[
-        str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
-    ] = None,
+    solver: SolverOpt = None,
     time_limit: Annotated[
         float | None,
         typer.Option(

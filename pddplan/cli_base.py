@@ -29,6 +29,11 @@ HardwareOpt = Annotated[
 ModelsOpt = Annotated[
     Path | None, typer.Option("--models", help="Model catalog to use instead of the shipped one.")
 ]
+OBJECTIVES = ("max-bcr", "min-cost", "max-capacity")
+SOLVERS = ("cbc", "highs")
+SolverOpt = Annotated[
+    str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
+]
 KvDtypeOpt = Annotated[
     str | None,
     typer.Option("--kv-dtype", help="KV cache dtype: bf16 or fp8 (default: the model's)."),

@@ -11,7 +11,16 @@ import typer
 from rich.console import Console
 
 from pddplan import report, views
-from pddplan.cli_base import check_choice, err, out, user_errors, write_file
+from pddplan.cli_base import (
+    OBJECTIVES,
+    SOLVERS,
+    SolverOpt,
+    check_choice,
+    err,
+    out,
+    user_errors,
+    write_file,
+)
 from pddplan.compare import compare as run_compare
 from pddplan.compare import parse_sweep, price_sweep
 from pddplan.documents import comparison_csv, comparison_markdown
@@ -45,9 +54,7 @@ def compare(
             "for every architecture. Default: the scenario's."
         ),
     ] = None,
-    solver: Annotated[
-        str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
-    ] = None,
+    solver: SolverOpt = None,
     time_limit: Annotated[
         float | None,
         typer.Option("--time-limit", min=0.1, help="Seconds per architecture's solve."),
@@ -59,8 +66,8 @@ def compare(
     Example: [bold]pddplan compare scenarios/pdd-h100-h200.yaml --format md --out review.md[/bold]
     """
     check_choice("--format", format_, FORMATS)
-    check_choice("--objective", objective, ("max-bcr", "min-cost", "max-capacity"))
-    check_choice("--solver", solver, ("cbc", "highs"))
+    check_choice("--objective", objective, OBJECTIVES)
+    check_choice("--solver", solver, SOLVERS)
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
     s, hw, catalog = load_scenario(scenario)
     if sweep_args is not None and sweep_args[0] not in {c for _, c in s.chips_for("prefill")} | {
