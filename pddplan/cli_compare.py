@@ -70,11 +70,8 @@ def compare(
     check_choice("--solver", solver, SOLVERS)
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
     s, hw, catalog = load_scenario(scenario)
-    if sweep_args is not None and sweep_args[0] not in {c for _, c in s.chips_for("prefill")} | {
-        c
-        for r in ("relay_decode", "main_decode")
-        for _, c in s.chips_for(r)  # type: ignore[arg-type]
-    }:
+    used = {c for dc in s.datacenters.values() for c in dc.chips}
+    if sweep_args is not None and sweep_args[0] not in used:
         raise InputError(
             f"--price-sweep: chip '{sweep_args[0]}' is not used anywhere in scenario {s.name}"
         )
