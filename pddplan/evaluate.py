@@ -116,11 +116,7 @@ class _Model:
         for pool, inst in self.roles["prefill"]:
             key = ("prefill", pool.chip, pool.gpus_per_instance)
             if key not in memo:
-                pairs = list(zip(self.inp, self.hit, strict=True))
-                memo[key] = (
-                    np.array([inst.prefill_latency_s(L, h) for L, h in pairs]),
-                    np.array([inst.prefill_service_s(L, h) for L, h in pairs]),
-                )
+                memo[key] = inst.prefill_figures(self.inp, self.hit)
             self.p_lat.append(memo[key][0])
             self.p_svc.append(memo[key][1])
         p_caps = np.array(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from pddplan import units
@@ -290,9 +291,11 @@ class Instance:
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
         kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self.kv_replication / gpus
-        host = (
-            self.kv.resident_bytes(host_tokens) * self.kv_replication / gpus if host_tokens else 0.0
-        )
+        host = self.kv.resident_bytes(host_tokens) * self.kv_replication / gpus
+        if isinstance(host_tokens, np.ndarray):
+            host = np.where(host_tokens > 0, host, 0.0)
+        elif not host_tokens:
+            host = 0.0
         volume, latency = self._collectives_s(new_tokens)
         return _Cost(
             compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, alone=alone),
@@ -349,6 +352,39 @@ class Instance:
         return sum(
             self._seconds(c) for c in self._request_costs(input_tokens, hit_rate, full_passes=False)
         )
+
+    def prefill_figures(
+        self, input_tokens: np.ndarray, hit_rates: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per request: ``prefill_latency_s`` and ``prefill_service_s``, every pass of every
+        request costed at once (the planner and the evaluator both use this)."""
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        host = self.cal.knobs.prefix_cache == "host"
+        new, before, owner, cached = [], [], [], []
+        for k, (length, hit) in enumerate(zip(input_tokens, hit_rates, strict=True)):
+            host_hit = math.floor(length * hit) if host else 0
+            for i, (t, p) in enumerate(self.prefill_chunks(float(length), float(hit))):
+                new.append(t)
+                before.append(p)
+                owner.append(k)
+                cached.append(host_hit if i == 0 else 0.0)
+        t, p, h = np.array(new), np.array(before), np.array(cached, dtype=float)
+        n = len(input_tokens)
+
+        def per_request(x) -> np.ndarray:
+            return np.bincount(owner, weights=np.broadcast_to(x, t.shape), minlength=n)
+
+        latency = per_request(self._seconds(self._pass_cost(t, p, 1.0, h, alone=True)))
+        full = self._pass_cost(t, p, t / chunk, h, alone=False)
+        service = self._seconds(
+            _Cost(
+                per_request(full.compute_s),
+                per_request(full.hbm_bytes),
+                per_request(full.host_bytes),
+                per_request(full.serial_s),
+            )
+        )
+        return latency, service
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
         """Instance-seconds one request costs when every pass is filled to

@@ -306,12 +306,7 @@ class Space:
         """Per class: the prefill latency alone and the service time, on ``option``."""
         key = (option.chip, option.gpus)  # the same in every datacenter
         if key not in self._prefill:
-            inst = option.instance
-            pairs = list(zip(self.inp, self.hit, strict=True))
-            self._prefill[key] = (
-                np.array([inst.prefill_latency_s(L, h) for L, h in pairs]),
-                np.array([inst.prefill_service_s(L, h) for L, h in pairs]),
-            )
+            self._prefill[key] = option.instance.prefill_figures(self.inp, self.hit)
         return self._prefill[key]
 
     def fleet(self, choice: Choice, name: str) -> Fleet:

@@ -225,3 +225,22 @@ def test_full_passes_spread_attention_over_all_gpus(models, hardware):
     per_token_16k = inst.prefill_service_s(16384, 0.0) / 16384
     assert per_token_16k < 1.5 * per_token_8k
     assert inst.prefill_latency_s(8192, 0.0) > 4 * inst.prefill_service_s(8192, 0.0)
+
+
+@pytest.mark.parametrize("prefix_cache", ["hbm", "host"])
+def test_prefill_figures_equal_the_per_request_functions(models, hardware, prefix_cache):
+    """The vectorized figures the planner and the evaluator use are the per-request ones."""
+    import numpy as np
+
+    base = resolve_calibration(hardware, "h200-sxm")
+    knobs = base.knobs.model_copy(
+        update={"prefix_cache": prefix_cache, "prefill_chunk_tokens": 2048}
+    )
+    cal = base.model_copy(update={"knobs": knobs})
+    inst = make_instance(models["deepseek-v3"], hardware.chips["h200-sxm"], 16, cal)
+    inputs = np.array([100.0, 2048.0, 5000.5, 64000.0])
+    hits = np.array([0.0, 0.5, 0.97, 1.0])
+    lat, svc = inst.prefill_figures(inputs, hits)
+    for k, (length, hit) in enumerate(zip(inputs, hits, strict=True)):
+        assert lat[k] == pytest.approx(inst.prefill_latency_s(length, hit), rel=1e-12)
+        assert svc[k] == pytest.approx(inst.prefill_service_s(length, hit), rel=1e-12)
