@@ -15,8 +15,10 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
     cost per hour anywhere in the cell (inf where no option can carry the rate).
 
-    It adds the cheapest prefill option at its utilization floor, the cheapest transfer
-    state within the link cap, and the cheapest main decode at its utilization floor: for
+    It adds the cheapest prefill option at its utilization floor to the cheapest, over the
+    decode-side cache choices, of: the cheapest transfer state of that cache choice within
+    the link cap, plus the cheapest main decode at its utilization floor (at the batch that
+    cache choice leaves): for
     every token, or, if requests may be relayed, for the fewest tokens relaying can leave
     it (every request relayed, with the eager tokens of the slowest state still feasible at
     the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
@@ -30,44 +32,56 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
         owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
         return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
 
-    def cheapest(role: Role, tokens: np.ndarray | float) -> np.ndarray:
+    def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
         best = np.full_like(lo, np.inf)
         for o in space.options[role]:
             if role == "prefill":
                 per_instance = space.rho / float(w @ space.prefill_times(o)[1])
             else:
-                per_instance = space.rho * o.batch / o.step_s / np.maximum(tokens, 1e-12)
+                batch, step = (o.batch, o.step_s)
+                if role == "main_decode" and cache_state is not None:
+                    batch, step = space.md_point(o, cache_state)
+                if batch == 0:
+                    continue
+                per_instance = space.rho * batch / step / np.maximum(tokens, 1e-12)
             n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
             n = np.ceil(n / o.unit_step) * o.unit_step
             cost = np.where(n <= o.max_instances, low(o, n), np.inf)
             best = np.minimum(best, cost)
         return best
 
-    states = np.full_like(lo, np.inf)
-    longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
-    for st in space.states:
-        if st.gbps is None:
-            nic = space.hw.chips[st.p_chip].nic_bytes_per_s
-            states = np.minimum(states, 0.0)
-            payload = space.payloads[st.cache]
-            longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+    prefill = cheapest("prefill", 0.0)
+    relaying = any(c is not None for c in space.cuts) and space.options["relay_decode"]
+    total = np.full_like(lo, np.inf)
+    for k in range(len(space.caches)):  # each decode-side cache choice on its own
+        states = np.full_like(lo, np.inf)
+        longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
+        payload = space.payloads[k]
+        here = [st for st in space.states if st.cache == k]
+        for st in here:
+            if st.gbps is None:
+                nic = space.hw.chips[st.p_chip].nic_bytes_per_s
+                states = np.minimum(states, 0.0)
+                longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+                continue
+            total_payload = float(w @ payload)
+            goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+            feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
+            states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
+            rtt = st.link.rtt_ms * units.MS
+            cells = np.nonzero(feasible)[0]
+            u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
+            share = (goodput * (1 - u))[:, None]  # one row per cell
+            wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
+            longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
+        if not here:
             continue
-        payload = space.payloads[st.cache]
-        total_payload = float(w @ payload)
-        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
-        feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
-        states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
-        rtt = st.link.rtt_ms * units.MS
-        cells = np.nonzero(feasible)[0]
-        u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
-        share = (goodput * (1 - u))[:, None]  # one row per cell
-        wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
-        longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
-    decode = cheapest("main_decode", float(w @ space.out))
-    if any(c is not None for c in space.cuts) and space.options["relay_decode"]:
-        eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
-        singular = space.out <= max(space.singular_cuts)
-        fewest = np.where(singular, 0.0, space.out - eager) @ w
-        rld = min(float(low(o, o.unit_step)) for o in space.options["relay_decode"])
-        decode = np.minimum(decode, cheapest("main_decode", fewest) + rld)
-    return cheapest("prefill", 0.0) + decode + states
+        decode = cheapest("main_decode", float(w @ space.out), here[0])
+        if relaying:
+            eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
+            singular = space.out <= max(space.singular_cuts)
+            fewest = np.where(singular, 0.0, space.out - eager) @ w
+            rld = min(float(low(o, o.unit_step)) for o in space.options["relay_decode"])
+            decode = np.minimum(decode, cheapest("main_decode", fewest, here[0]) + rld)
+        total = np.minimum(total, decode + states)
+    return prefill + total

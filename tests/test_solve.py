@@ -330,3 +330,21 @@ def test_evaluate_refuses_a_plan_for_another_model(tmp_path):
     assert result.exit_code == 2
     assert "the plan is for 'llama-3.1-8b'" in result.output
     assert run("evaluate", str(SMALL)).exit_code == 2  # neither --fleet nor --plan
+
+
+@pytest.mark.parametrize("path", [PAPER, SMALL])
+def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
+    """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
+    on the MILP's minimum cost in every cell (here at each cell's upper end, where the
+    minimum cost is highest)."""
+    from pddplan.bounds import cost_floor
+
+    s, hw, catalog = load_scenario(path)
+    space = Space(s, hw, catalog)
+    grid = np.geomspace(1.0, 200.0, 13)
+    floor = cost_floor(space, grid)
+    for cell, rate in enumerate(grid[1:]):
+        out = milp.min_cost(space.at(float(rate)))
+        if out.choice is None:
+            continue
+        assert floor[cell] <= out.cost_per_hour * (1 + 1e-9), (rate, floor[cell], out)
