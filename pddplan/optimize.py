@@ -32,8 +32,9 @@ import numpy as np
 from pddplan import milp
 from pddplan.bounds import cost_floor
 from pddplan.errors import InputError
-from pddplan.evaluate import MAX_RATE_RPS, evaluate, seeded_memo, sla_capacity
+from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
 from pddplan.fleet import Fleet, LinkChoice
+from pddplan.fleet_model import seeded_memo
 from pddplan.hardware import HardwareCatalog
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec
