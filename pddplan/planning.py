@@ -39,7 +39,7 @@ from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, instance_fits, make_instance
-from pddplan.pricing import gpu_price, owned_discount
+from pddplan.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.queueing import wait_tail_many
 from pddplan.scenario import ROLES, Link, LinkTier, Role, Scenario
 
@@ -239,22 +239,17 @@ class Space:
                 link = next((x for x in s.links if set(x.between) == {a, b}), None)
                 if link is None:
                     continue
-                for tier in link.tiers:
-                    cost = tier.usd_per_month / units.HOURS_PER_MONTH
-                    out.append(State(a, b, tier.gbps, None, link, cost, tier=tier))
+                out += [State(a, b, tier.gbps, None, link, tier=tier) for tier in link.tiers]
         demand = s.workload.arrival_rps or 0.0
+
+        def usd_per_hour(st: State, k: int) -> float:
+            """The tier's price, its egress billed on the demand's traffic (RDMA: free)."""
+            if st.tier is None:
+                return 0.0
+            return link_usd_per_hour(st.tier, demand * float(self.w @ self.payloads[k]))
+
         out = [
-            replace(
-                st,
-                cache=k,
-                cache_gb=gb,
-                usd_per_hour=st.usd_per_hour
-                + (
-                    0.0
-                    if st.tier is None
-                    else st.tier.usd_per_gb * demand * float(self.w @ self.payloads[k]) * 3.6e-6
-                ),
-            )
+            replace(st, cache=k, cache_gb=gb, usd_per_hour=usd_per_hour(st, k))
             for st in out
             for k, (gb, _) in enumerate(self.caches)
         ]

@@ -68,20 +68,6 @@ def owned_discount(scenario: Scenario, hw: HardwareCatalog, dc: str, chip: str) 
     return max(0.0, p.full - p.running)
 
 
-def gpus_cost(scenario: Scenario, hw: HardwareCatalog, usage: list[tuple[str, str, int]]) -> float:
-    """USD per hour of GPUs used, as (datacenter, chip, GPUs), with owned inventory at its
-    running cost."""
-    used: dict[tuple[str, str], int] = {}
-    for dc, chip, n in usage:
-        used[(dc, chip)] = used.get((dc, chip), 0) + n
-    total = 0.0
-    for (dc, chip), n in used.items():
-        owned = min(n, scenario.datacenters[dc].inventory.get(chip, 0))
-        total += gpu_price(scenario, hw, chip, dc).full * n
-        total -= owned_discount(scenario, hw, dc, chip) * owned
-    return total
-
-
 def link_usd_per_hour(tier: LinkTier, bytes_per_s: float) -> float:
     """A tier's monthly price per hour plus its egress at ``bytes_per_s``."""
     return tier.usd_per_month / units.HOURS_PER_MONTH + tier.usd_per_gb * bytes_per_s * 3600 / 1e9
