@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pddplan import cli_compare, report, views
+from pddplan import cli_compare, cli_simulate, report, views
 from pddplan.calibration import resolve_calibration
 from pddplan.classes import HIT_EDGES
 from pddplan.cli_base import (
@@ -36,6 +36,7 @@ from pddplan.cli_base import (
 from pddplan.enumeration import enumerate_plan
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.evaluate import evaluate as run_evaluation
+from pddplan.instance_perf import analyze_instance
 from pddplan.loaders import (
     add_model_entry,
     import_hf_config,
@@ -47,10 +48,11 @@ from pddplan.loaders import (
     workload_yaml,
 )
 from pddplan.optimize import plan_kv_figures, solve_plan
-from pddplan.perf import analyze_instance, make_instance, smallest_fitting_gpus
+from pddplan.perf import make_instance, smallest_fitting_gpus
 from pddplan.plot import plot_trace
 from pddplan.pricing import fleet_cost
-from pddplan.scenario import scenario_json_schema
+from pddplan.results import PlanResult
+from pddplan.scenario import Scenario, scenario_json_schema
 from pddplan.trace import DEFAULT_BLOCK_TOKENS, TraceFit, fit_trace
 
 app = typer.Typer(
@@ -70,6 +72,7 @@ workload_app = typer.Typer(
     help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
 )
 app.command("compare")(cli_compare.compare)
+app.command("simulate")(cli_simulate.simulate)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 app.add_typer(workload_app, name="workload")
@@ -314,12 +317,22 @@ def solve(
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
     ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Simulate the plan; if it misses the SLA, tighten the model and re-plan.",
+        ),
+    ] = False,
+    verify_requests: cli_simulate.RequestsOpt = 20_000,
+    seed: cli_simulate.SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
 
     Exit code 0 with a plan (optimal, or time_limit / not_converged with its gap), 1 without
-    one (infeasible, with the smallest relaxation of each limit; or time_limit_no_incumbent).
+    one (infeasible, with the smallest relaxation of each limit; or time_limit_no_incumbent;
+    or, with --verify, no plan the simulator confirms).
 
     Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
     """
@@ -333,14 +346,28 @@ def solve(
         result = solve_plan(
             s, hw, catalog, objective=objective, solver=solver, time_limit_s=time_limit
         )
+    checked = None
+    if verify and result.fleet is not None:
+
+        def again(planned: Scenario) -> PlanResult:
+            return solve_plan(
+                planned, hw, catalog, objective=objective, solver=solver, time_limit_s=time_limit
+            )
+
+        checked = cli_simulate.verify_plan(s, hw, catalog, again, result, verify_requests, seed)
+        result = checked.final.plan if checked.final is not None else result
     kv = plan_kv_figures(s, hw, catalog)
     view = views.plan_view(result, **kv)
+    if checked is not None:
+        view["verification"] = views.verification_view(checked)
     if out_file is not None and result.fleet is not None:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
-    emit(json_out, view, lambda: report.plan_report(result, s))
+    emit(
+        json_out, view, lambda: cli_simulate.with_verification(report.plan_report(result, s), view)
+    )
     if out_file is not None and result.fleet is not None and not json_out:
         err.print(f"wrote {out_file}")
-    if result.fleet is None:
+    if result.fleet is None or (checked is not None and not checked.confirmed):
         raise typer.Exit(code=1)
 
 

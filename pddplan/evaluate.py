@@ -35,7 +35,7 @@ from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.pricing import fleet_cost
-from pddplan.queueing import p99_gap, percentile, wait_tail_many
+from pddplan.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
 from pddplan.results import Evaluation, LinkResult, PoolResult
 from pddplan.scenario import Scenario
 
@@ -198,15 +198,23 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
     ]
 
+    loaded = [
+        loaded_prefill_latency(
+            lat, svc, groups=inst.attention_groups, utilization=min(p_util[j], 1.0)
+        )
+        for j, ((_, inst), lat, svc) in enumerate(zip(pools_p, m.p_lat, m.p_svc, strict=True))
+    ]
+
     def ttft_tail(T: float) -> float:
         total = 0.0
-        for j, ((pool, _), lat, share) in enumerate(zip(pools_p, m.p_lat, m.p_share, strict=True)):
+        for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
             a = pool.datacenter
             for b in md_dcs:
                 slack = T - lat - rest[(a, b)]
-                tail = wait_tail_many(
+                tail = prefill_wait_tail(
                     slack,
-                    servers=pool.instances,
+                    instances=pool.instances,
+                    groups=pools_p[j][1].attention_groups,
                     utilization=min(p_util[j], 1.0),
                     mean_service_s=svc_mean[j],
                     service_cv2=svc_cv2[j],
@@ -454,4 +462,5 @@ def _report(
         owned_gpus=sum(priced.owned_gpus),
         md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
         notes=notes,
+        ttft_over_p99_bound=st.tail99,
     )

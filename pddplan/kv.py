@@ -49,11 +49,11 @@ class KvModel:
     dtype: KvDtype
 
     # --- sizes ----------------------------------------------------------------------------
-    @property
+    @cached_property
     def element_bytes(self) -> float:
         return units.DTYPE_BYTES[self.dtype]
 
-    @property
+    @cached_property
     def entry_bytes(self) -> float:
         """Bytes of one cached entry in one layer (MLA latent / compressed entry / K+V)."""
         m = self.model
@@ -65,7 +65,7 @@ class KvModel:
             return m.head_dim * self.element_bytes
         return 2 * m.num_key_value_heads * m.head_dim * self.element_bytes
 
-    @property
+    @cached_property
     def index_key_bytes(self) -> float:
         """Bytes of one lightning-indexer key (0 without an indexer)."""
         m = self.model
@@ -104,7 +104,7 @@ class KvModel:
         """Whether a layer keeps a sliding window of raw entries (compressed layers do)."""
         return self.model.attention == "compressed" and ratio != 1
 
-    @property
+    @cached_property
     def bytes_per_token(self) -> float:
         """Amortized resident KV bytes per context token."""
         m = self.model
@@ -118,7 +118,7 @@ class KvModel:
             total += n * per_entry / r
         return total
 
-    @property
+    @cached_property
     def fixed_bytes(self) -> float:
         """KV bytes per request that do not scale with context (sliding-window state)."""
         windowed = sum(n for r, n in self._layers if self._windowed(r))

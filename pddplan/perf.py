@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from pddplan import units
 from pddplan.calibration import Calibration
-from pddplan.errors import InputError, WeightsDoNotFitError
+from pddplan.errors import WeightsDoNotFitError
 from pddplan.hardware import ChipSpec
 from pddplan.kv import KvModel, greater, lesser
 from pddplan.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
@@ -164,21 +164,23 @@ class Instance:
             read += m.moe_layers * touched * self._bytes(expert, expert=True)
         return read
 
-    def _compute_s(
-        self, tokens: float, attn_flops: float, mfu: float, *, alone: bool = False
-    ) -> float:
+    def _compute_s(self, tokens: float, attn_flops: float, mfu: float, *, groups: float) -> float:
         """Seconds of math on the busiest GPU for ``tokens`` tokens plus ``attn_flops`` of
         attention scores. Layers run one after another: attention (projections and scores),
         the dense MLPs, then the routed experts. With many requests every part spreads over
         all GPUs; a request ``alone`` keeps its attention on one attention group
         (``attn_tp`` GPUs: one rank under data-parallel attention) and its dense MLPs on one
-        tensor-parallel group, while its experts still spread over all GPUs."""
+        tensor-parallel group, while its experts still spread over all GPUs. ``groups`` says
+        how many attention groups a request's attention is charged over (1: alone; the
+        instance's ``attention_groups``: spread over every GPU); its dense MLPs spread over
+        as many GPUs, and at least one tensor-parallel group."""
         p, lay = self.params, self.layout
         active = self.model.active_params_b * 1e9
         attention = 2 * tokens * p.attention + attn_flops
         dense = 2 * tokens * max(0.0, active - p.routed_active - p.attention)
         experts = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
-        attn_gpus, dense_gpus = (lay.attn_tp, lay.dense_tp) if alone else (lay.gpus, lay.gpus)
+        attn_gpus = lay.attn_tp * groups
+        dense_gpus = lesser(greater(attn_gpus, lay.dense_tp), lay.gpus)
         per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
         return per_gpu / (self._peak * mfu)
 
@@ -243,7 +245,7 @@ class Instance:
         mem_bytes = self._weights_read_per_gpu(batch) + kv_read / lay.gpus
         memory = mem_bytes / (self.chip.hbm_bytes_per_s * eff.decode_hbm_efficiency)
         attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
-        compute = self._compute_s(batch, attn, eff.decode_mfu)
+        compute = self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
         return (
             max(memory, compute) + sum(self._collectives_s(batch)) + eff.step_overhead_ms * units.MS
         )
@@ -276,18 +278,20 @@ class Instance:
         share: float,
         host_tokens: float = 0.0,
         *,
-        alone: bool,
+        groups: ArrayLike,
     ) -> _Cost:
         """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
 
         Attention reads the KV of the whole context up to the chunk's end (the prefix's, and
         the chunk's own, written then read). ``share`` is the fraction of one pass's fixed
         costs (weight read, collective latency, overhead) the chunk carries; 1 means the
-        chunk runs alone. ``host_tokens`` cached tokens are first loaded from host memory
-        (``prefix_cache: host``).
+        chunk runs alone. ``groups`` is the number of attention groups (data-parallel
+        attention ranks) the chunk's attention and KV reads are charged over: 1 alone, all
+        of them when every group is busy with requests like it. ``host_tokens`` cached
+        tokens are first loaded from host memory (``prefix_cache: host``).
         """
         eff = self.cal.efficiency
-        gpus = self.layout.attn_tp if alone else self.layout.gpus  # who reads this request's KV
+        gpus = self.layout.attn_tp * groups  # who reads this request's KV
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
         kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self.kv_replication / gpus
@@ -298,7 +302,7 @@ class Instance:
             host = 0.0
         volume, latency = self._collectives_s(new_tokens)
         return _Cost(
-            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, alone=alone),
+            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, groups=groups),
             hbm_bytes=kv_read + share * self._weights_read_per_gpu(new_tokens / share),
             host_bytes=host,
             serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
@@ -313,7 +317,49 @@ class Instance:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
         ``prefix_tokens``. Weights are read once per pass; so is the context's KV. Takes
         numbers or equal-shape arrays (elementwise)."""
-        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, alone=True))
+        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, groups=1.0))
+
+    def batched_pass_s(self, ranks: list[list[tuple[float, float, float]]]) -> float:
+        """Seconds of one pass that carries chunks on several attention groups (ranks of
+        data-parallel attention): per busy rank, its chunks as (new tokens, tokens before
+        it, tokens first loaded from host memory). The pass reads the weights once and
+        pays one collective latency and overhead; the experts spread over every GPU and
+        the dense MLPs over the busy ranks' GPUs (at least a tensor-parallel group);
+        attention runs on each rank by itself, so the busiest rank's attention math and KV
+        reads set the pass's. One chunk on one rank is ``prefill_pass_s``. The simulator
+        prices its prefill passes with this."""
+        eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self.kv_replication
+        per_token = 2 * self.params.attention
+        total = attn_sum = host_bytes = 0.0
+        load_max = load_sum = read_max = 0.0
+        for rank in ranks:
+            load = read = 0.0
+            for new, prefix, host in rank:
+                scores = new * kv.attention_flops(prefix + new / 2, prefill=True)
+                attn_sum += scores
+                load += per_token * new + scores
+                read += kv.resident_bytes(prefix + new) * repl
+                if host:
+                    host_bytes += kv.resident_bytes(host) * repl
+                total += new
+            load_max, load_sum, read_max = max(load_max, load), load_sum + load, max(read_max, read)
+        busy = len(ranks)
+        even = self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy)
+        busiest = (load_max - load_sum / busy) / lay.attn_tp / (self._peak * eff.prefill_mfu)
+        volume, latency = self._collectives_s(total)
+        return self._seconds(
+            _Cost(
+                even + busiest,
+                read_max / lay.attn_tp + self._weights_read_per_gpu(total),
+                host_bytes / (lay.attn_tp * busy),
+                volume + latency + eff.step_overhead_ms * units.MS,
+            )
+        )
+
+    @property
+    def attention_groups(self) -> int:
+        """Attention groups (data-parallel attention ranks) of the instance."""
+        return self.layout.gpus // self.layout.attn_tp
 
     def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
         """The (new tokens, tokens before it) of each pass that prefills one request.
@@ -342,9 +388,8 @@ class Instance:
         costs = []
         for i, (t, p) in enumerate(self.prefill_chunks(input_tokens, hit_rate)):
             share = t / chunk if full_passes else 1.0
-            costs.append(
-                self._pass_cost(t, p, share, host_hit if i == 0 else 0.0, alone=not full_passes)
-            )
+            spread = self.attention_groups if full_passes else 1.0
+            costs.append(self._pass_cost(t, p, share, host_hit if i == 0 else 0.0, groups=spread))
         return costs
 
     def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:
@@ -374,8 +419,8 @@ class Instance:
         def per_request(x) -> np.ndarray:
             return np.bincount(owner, weights=np.broadcast_to(x, t.shape), minlength=n)
 
-        latency = per_request(self._seconds(self._pass_cost(t, p, 1.0, h, alone=True)))
-        full = self._pass_cost(t, p, t / chunk, h, alone=False)
+        latency = per_request(self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0)))
+        full = self._pass_cost(t, p, t / chunk, h, groups=self.attention_groups)
         service = self._seconds(
             _Cost(
                 per_request(full.compute_s),
@@ -389,7 +434,9 @@ class Instance:
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
         """Instance-seconds one request costs when every pass is filled to
         ``prefill_chunk_tokens`` with requests like it: its own math and KV reads, plus its
-        token share of each pass's weight read, collective latency and overhead."""
+        token share of each pass's weight read, collective latency and overhead. Every
+        attention group (data-parallel attention rank) is busy in such passes, each with
+        requests of its own, so attention spreads over all GPUs."""
         costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
         return self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0)))
 
@@ -493,100 +540,4 @@ def _build(
         dense_dtype,
         expert_dtype,
         param_breakdown(model),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class InstancePerf:
-    """The per-instance figures ``pddplan perf`` prints and the planner uses."""
-
-    model: str
-    chip: str
-    gpus: int
-    layout: str
-    weight_dtype: str
-    kv_dtype: str
-    weight_gb_per_gpu: float
-    kv_capacity_gb: float
-    input_tokens: int
-    hit_rate: float
-    output_tokens: int
-    prefill_seconds: float
-    """Prefill latency of this request alone."""
-    prefill_tokens_per_s_per_gpu: float
-    """Uncached (computed) tokens per second per GPU with passes full of such requests."""
-    prefill_input_tokens_per_s_per_gpu: float
-    """The same throughput counted in input tokens (cached ones included)."""
-    decode_context_tokens: float
-    tpot_ms: float | None
-    max_batch_by_memory: int
-    max_batch: int
-    decode_batch: int
-    decode_step_ms: float
-    decode_tokens_per_s_per_gpu: float
-    kv_bytes_per_token: float
-    kv_fixed_bytes_per_request: float
-    kv_transfer_bytes: float
-    """KV a destination lacking ``dest_hit_rate`` of the context must receive."""
-    dest_hit_rate: float
-
-
-def analyze_instance(
-    inst: Instance,
-    *,
-    input_tokens: int,
-    hit_rate: float,
-    output_tokens: int,
-    tpot_ms: float | None = None,
-    batch: int | None = None,
-    dest_hit_rate: float = 0.0,
-    reserved_bytes: float = 0.0,
-) -> InstancePerf:
-    """Every per-instance figure for one request shape.
-
-    Decode runs at the mean context over the output (input + output / 2), at ``batch`` if
-    given, else at the largest batch that fits memory and meets ``tpot_ms``.
-    """
-    g = inst.layout.gpus
-    prefill_s = inst.prefill_latency_s(input_tokens, hit_rate)
-    service_s = inst.prefill_service_s(input_tokens, hit_rate)
-    new_tokens = sum(t for t, _ in inst.prefill_chunks(input_tokens, hit_rate))
-    ctx = input_tokens + output_tokens / 2
-    tpot_s = tpot_ms * units.MS if tpot_ms is not None else None
-    by_memory = inst.max_batch(ctx, reserved_bytes=reserved_bytes)
-    best = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserved_bytes)
-    if batch is not None and batch > by_memory:
-        raise InputError(
-            f"--batch {batch}: only {by_memory} sequences of {ctx:,.0f} tokens fit in the "
-            f"instance's KV memory ({inst.kv_capacity_bytes(reserved_bytes) / units.GB:,.1f} GB)"
-        )
-    run = batch if batch is not None else max(best, 1)
-    step_s = inst.decode_step_s(run, ctx)
-    serving = batch is not None or best > 0
-    return InstancePerf(
-        model=inst.model.id,
-        chip=inst.chip.id,
-        gpus=g,
-        layout=inst.layout.label,
-        weight_dtype=inst.weight_dtype,
-        kv_dtype=inst.kv.dtype,
-        weight_gb_per_gpu=inst.weight_bytes_per_gpu / units.GB,
-        kv_capacity_gb=inst.kv_capacity_bytes(reserved_bytes) / units.GB,
-        input_tokens=input_tokens,
-        hit_rate=hit_rate,
-        output_tokens=output_tokens,
-        prefill_seconds=prefill_s,
-        prefill_tokens_per_s_per_gpu=new_tokens / service_s / g if service_s else 0.0,
-        prefill_input_tokens_per_s_per_gpu=input_tokens / service_s / g if service_s else 0.0,
-        decode_context_tokens=ctx,
-        tpot_ms=tpot_ms,
-        max_batch_by_memory=by_memory,
-        max_batch=best,
-        decode_batch=run,
-        decode_step_ms=step_s / units.MS,
-        decode_tokens_per_s_per_gpu=run / step_s / g if serving else 0.0,
-        kv_bytes_per_token=inst.kv.bytes_per_token,
-        kv_fixed_bytes_per_request=inst.kv.fixed_bytes,
-        kv_transfer_bytes=inst.kv.transfer_bytes(input_tokens, dest_hit_rate),
-        dest_hit_rate=dest_hit_rate,
     )

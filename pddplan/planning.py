@@ -40,7 +40,7 @@ from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.perf import Instance, instance_fits, make_instance
 from pddplan.pricing import gpu_price, link_usd_per_hour, owned_discount
-from pddplan.queueing import wait_tail_many
+from pddplan.queueing import loaded_prefill_latency, prefill_wait_tail
 from pddplan.scenario import ROLES, Link, LinkTier, Role, Scenario
 
 
@@ -471,15 +471,19 @@ class Requirements:
         rests = np.where(sp.relay_matrix[st.cache], rest_relay, rest_direct)  # cuts x classes
         bounds = (sp.scenario.sla.ttft_p90_s, sp.scenario.sla.ttft_p99_s)
 
+        groups = o.instance.attention_groups
+
         def meets(n: int, rows: np.ndarray) -> np.ndarray:
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
                 return np.zeros(len(rows), dtype=bool)
             ok = np.ones(len(rows), dtype=bool)
+            loaded = loaded_prefill_latency(lat, svc, groups=groups, utilization=util)
             for (_, budget), bound in zip(TAIL_BUDGETS, bounds, strict=True):
-                tail = wait_tail_many(
-                    bound - lat - rests[rows],
-                    servers=n,
+                tail = prefill_wait_tail(
+                    bound - loaded - rests[rows],
+                    instances=n,
+                    groups=groups,
                     utilization=min(util, 1.0),
                     mean_service_s=svc_sum,
                     service_cv2=cv2,

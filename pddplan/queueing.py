@@ -11,7 +11,8 @@ where ``cs2`` is the squared coefficient of variation of the service time (0 for
 deterministic, 1 for exponential). The exponential form is exact for M/M/c; the factor
 ``2 / (1 + cs2)`` is the Allen-Cunneen approximation for general service times.
 
-Also the P99 of decode's inter-token gap when some steps carry a handoff stall (``p99_gap``).
+Also the P99 of decode's inter-token gap when some steps carry a handoff stall (``p99_gap``),
+and the prefill pool as queues see it (``prefill_wait_tail``).
 """
 
 from __future__ import annotations
@@ -103,3 +104,40 @@ def percentile(
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
     return hi
+
+
+def loaded_prefill_latency(
+    latency_s: np.ndarray, service_s: np.ndarray, *, groups: int, utilization: float
+) -> np.ndarray:
+    """Each class's prefill latency when its pool runs at ``utilization``.
+
+    A prefill instance with ``groups`` attention groups (data-parallel attention ranks)
+    prefills one request per group at a time, all groups in the same passes. Alone, a
+    request takes ``latency_s``; with every group busy, a pass carries ``groups`` chunks,
+    so the request takes ``groups x service_s`` (its share of full passes, times the
+    requests sharing them). In between the latency grows linearly with the busy groups,
+    i.e. with utilization: ``latency + utilization x max(0, groups x service - latency)``.
+    """
+    return latency_s + utilization * np.maximum(0.0, groups * service_s - latency_s)
+
+
+def prefill_wait_tail(
+    t_s: np.ndarray,
+    *,
+    instances: int,
+    groups: int,
+    utilization: float,
+    mean_service_s: float,
+    service_cv2: float,
+) -> np.ndarray:
+    """P(wait > t) at a prefill pool of ``instances`` instances: ``instances x groups``
+    servers (one per attention group), each holding a request for ``groups`` times its
+    service time at full load, at ``utilization`` (M/G/c, ``wait_tail_many``). One
+    attention group per instance is the plain M/G/c of instances."""
+    return wait_tail_many(
+        t_s,
+        servers=instances * groups,
+        utilization=utilization,
+        mean_service_s=groups * mean_service_s,
+        service_cv2=service_cv2,
+    )

@@ -16,7 +16,7 @@ from pddplan import units
 from pddplan.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
 from pddplan.fleet import Fleet
 from pddplan.hardware import HardwareCatalog
-from pddplan.perf import InstancePerf
+from pddplan.instance_perf import InstancePerf
 from pddplan.pricing import FleetCost
 from pddplan.results import Evaluation, PlanResult
 from pddplan.scenario import Scenario

@@ -60,6 +60,8 @@ class Evaluation:
     """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision) and the
     request-weighted ``mean_hit`` it gives."""
     notes: list[str] = field(default_factory=list)
+    ttft_over_p99_bound: float | None = None
+    """Share of requests whose TTFT exceeds the SLA's P99 bound, at the demand."""
 
 
 @dataclass(frozen=True)

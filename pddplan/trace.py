@@ -66,26 +66,45 @@ class PrefixCache:
         """Blocks of the leading run already cached; then every block enters the cache."""
         if self.capacity is None:
             return self._replay_unbounded(hash_ids)
+        run = self.lookup(hash_ids)
+        self.insert(hash_ids)
+        return run
+
+    def lookup(self, hash_ids: list[int]) -> int:
+        """Blocks of the leading run already cached (the cache does not change)."""
+        if self.capacity is not None:
+            return len(list(takewhile(self._last.__contains__, hash_ids)))
+        seen = self._seen
+        if seen is None:
+            return len(list(takewhile(self._other.__contains__, hash_ids)))
+        if not hash_ids or min(hash_ids) < 0 or max(hash_ids) >= len(seen):
+            return len(list(takewhile(lambda h: 0 <= h < len(seen) and seen[h], hash_ids)))
+        return len(list(takewhile(seen.__getitem__, hash_ids)))
+
+    def insert(self, hash_ids: list[int]) -> None:
+        """Every block enters the cache as the most recently used, evicting the least
+        recently used ones beyond capacity."""
+        if self.capacity is None:
+            self._replay_unbounded(hash_ids)
+            return
         last = self._last
-        run = len(list(takewhile(last.__contains__, hash_ids)))
         self._served += 1
         last.update(dict.fromkeys(hash_ids, self._served))
         self._log.append((self._served, hash_ids[::-1]))  # within a request, the tail goes first
         while len(last) > self.capacity:  # type: ignore[operator]
             self._evict_oldest_entry()
-        return run
 
     def _evict_oldest_entry(self) -> None:
         """Drop the oldest log entry's still-resident blocks, in order, until the cache is
         back to capacity (the rest of the entry goes back to the front of the log)."""
         last, capacity = self._last, self.capacity
         served, blocks = self._log.popleft()
-        for i, h in enumerate(blocks):
-            if last.get(h) == served:
-                del last[h]
-                if len(last) <= capacity:  # type: ignore[operator]
-                    self._log.appendleft((served, blocks[i + 1 :]))
-                    return
+        owned = [h for h in blocks if last.get(h) == served]
+        over = len(last) - capacity  # type: ignore[operator]
+        if len(owned) > over:
+            self._log.appendleft((served, owned[over:]))
+            owned = owned[:over]
+        _drain(map(last.__delitem__, owned))
 
     def _replay_unbounded(self, hash_ids: list[int]) -> int:
         if not hash_ids:

@@ -11,12 +11,14 @@ from pddplan import units
 from pddplan.compare import ArchitectureResult, Comparison, Sweep
 from pddplan.fleet import Fleet
 from pddplan.hardware import ChipSpec, HardwareCatalog
+from pddplan.instance_perf import InstancePerf
 from pddplan.kv import KvModel
 from pddplan.llm import ModelSpec, param_breakdown, weight_bytes
-from pddplan.perf import InstancePerf
 from pddplan.pricing import FleetCost
 from pddplan.results import Evaluation, PlanResult
+from pddplan.sim_stats import Figure, SimResult
 from pddplan.trace import TraceFit
+from pddplan.verify import Verification
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -288,3 +290,69 @@ def cost_view(fleet: Fleet, cost: FleetCost) -> dict[str, Any]:
             "egress": "not included: --cost-only has no traffic to bill",
         }
     )
+
+
+def simulation_view(r: SimResult) -> dict[str, Any]:
+    """``pddplan simulate --json``: the simulated figures, the analytic prediction of each
+    at the same rate (``predicted``), the relative error (predicted - simulated) /
+    simulated, and 95% batch-means intervals of the TTFT percentiles."""
+
+    def pick(attr: str) -> dict[str, Any]:
+        def get(f: Figure) -> float | None:
+            return getattr(f, attr)
+
+        return {
+            "ttft_s": {k: get(f) for k, f in r.ttft_s.items()},
+            "tpot_ms": {k: get(f) for k, f in r.tpot_ms.items()},
+            "goodput_rps": get(r.goodput_rps),
+            "rld_token_share": get(r.rld_token_share),
+            "link_utilization": {k: get(f) for k, f in r.link_utilization.items()},
+            "pool_utilization": {k: get(f) for k, f in r.pool_utilization},
+            "p_hit": get(r.p_hit),
+            "md_hit": get(r.md_hit),
+        }
+
+    out: dict[str, Any] = {
+        "scenario": r.scenario,
+        "fleet": r.fleet,
+        "source": r.source,
+        "rate_rps": r.rate_rps,
+        "requests": r.requests,
+        "warmup_requests": r.warmup_requests,
+        "seed": r.seed,
+        **pick("simulated"),
+        "ttft_ci_s": {k: [f.low, f.high] for k, f in r.ttft_s.items()},
+        "predicted": pick("predicted"),
+        "relative_error": pick("error"),
+        "pipelines": r.pipelines,
+        "handoffs": r.handoffs,
+        "handoff_stall_ms": r.handoff_stall_ms,
+        "sla": r.sla,
+        "sla_met": r.sla_met,
+        "misses": r.misses,
+        "events": r.events,
+        "wall_seconds": r.wall_s,
+        "events_per_second": r.events / r.wall_s if r.wall_s else None,
+    }
+    return _plain(out)
+
+
+def verification_view(v: Verification) -> dict[str, Any]:
+    """The ``verification`` part of ``pddplan solve --verify --json``."""
+    steps = []
+    for st in v.steps:
+        e = st.plan.evaluation
+        steps.append(
+            {
+                "iteration": st.iteration,
+                "planning_factors": dataclasses.asdict(st.tightening),
+                "status": st.plan.status,
+                "gpus": sum(p.gpus for p in e.pools) if e is not None else None,
+                "cost_per_hour_usd": e.cost_per_hour_usd if e is not None else None,
+                "planned_capacity_rps": e.sla_capacity_rps if e is not None else None,
+                "load_rps": st.load_rps,
+                "simulation": simulation_view(st.sim) if st.sim is not None else None,
+                "confirmed": st.confirmed,
+            }
+        )
+    return _plain({"confirmed": v.confirmed, "message": v.message, "iterations": steps})

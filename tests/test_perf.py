@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from pddplan.calibration import resolve_calibration
 from pddplan.errors import WeightsDoNotFitError
-from pddplan.perf import Instance, analyze_instance, layout_for, make_instance
+from pddplan.instance_perf import analyze_instance
+from pddplan.perf import Instance, layout_for, make_instance
 
 TOY_WEIGHT_BYTES = 32_456_704 * 2  # bf16
 TOY_KV_PER_TOKEN = 2 * 2 * 2 * 128 * 2  # K+V x layers x kv_heads x head_dim x bf16 = 2,048 B

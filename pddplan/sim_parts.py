@@ -1,0 +1,346 @@
+"""The simulator's moving parts: the event queue, the WAN link as a shared pipe, and a
+decode instance with continuous batching. ``pddplan.simulate`` wires them to prefill,
+routing and handoffs.
+
+Both the link and a decode instance change state only at events (a flow starts or ends, a
+sequence joins or leaves, a stall); between events their rates are constant, so the time of
+their next event is computed, not stepped to (no event per token or per byte).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+from pddplan.perf import Instance
+
+EPS = 1e-9
+
+
+class Events:
+    """A discrete-event queue: callbacks at times, run in time order (ties in the order
+    they were scheduled, so a run is deterministic)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
+        self._seq = itertools.count()
+        self.count = 0
+
+    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
+
+    def run(self) -> None:
+        heap, pop = self._heap, heapq.heappop
+        while heap:
+            t, _, fn, arg = pop(heap)
+            self.now = t
+            self.count += 1
+            fn(arg)
+
+
+# --- the WAN link ----------------------------------------------------------------------------
+class _Flow:
+    __slots__ = ("alive", "done", "k", "size", "start", "steady", "v_end")
+
+    def __init__(self, size: float, k: float, done: Callable[[float], None], start: float):
+        self.size, self.k, self.done, self.start = size, k, done, start
+        self.steady = False
+        self.v_end = 0.0
+        self.alive = True
+
+
+class WanLink:
+    """One direction of a WAN link, as a fluid pipe of ``goodput`` bytes/s.
+
+    ``n`` flows in flight each get a fair share ``goodput / n``, capped by the flow's own
+    window. A flow starts in slow start: it has sent ``W0 (2^(t/RTT) - 1)`` bytes ``t``
+    after it starts (its window doubles every RTT from ``W0``), until its window covers its
+    share's bandwidth-delay product (``share x RTT`` bytes sent); from then on it sends at
+    the share (processor sharing among such flows, by a virtual clock). A share a
+    slow-starting flow cannot use is left idle (no redistribution). A flow that was past
+    slow start keeps the share when the share later grows. Each flow may also pay
+    ``setup_rtts`` round trips of connection set-up before its first byte (0: the warm,
+    reused connections the analytic model's calibrated window assumes).
+    """
+
+    def __init__(
+        self, events: Events, goodput: float, rtt_s: float, w0: float, setup_rtts: float = 0.0
+    ) -> None:
+        self.ev, self.goodput, self.rtt, self.w0 = events, goodput, rtt_s, w0
+        self.setup_s = setup_rtts * rtt_s
+        self.n = 0
+        self.v = 0.0  # bytes each steady flow has been offered so far
+        self.t = 0.0
+        self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
+        self._ramp_k: list[tuple[float, int, _Flow]] = []  # (-k): the first to leave ramp
+        self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
+        self._seq = itertools.count()
+        self._version = 0
+        self.bytes_sent = 0.0
+
+    @property
+    def share(self) -> float:
+        return self.goodput / self.n if self.n else self.goodput
+
+    def _sent(self, f: _Flow, t: float) -> float:
+        if f.steady:
+            return f.size - (f.v_end - self.v)
+        return min(f.size, 2.0 ** (f.k + t / self.rtt) - self.w0)
+
+    def start(self, nbytes: float, done: Callable[[float], None]) -> _Flow:
+        """Start a flow of ``nbytes``; ``done(t)`` is called when its last byte is sent."""
+        t = self.ev.now + self.setup_s
+        f = _Flow(nbytes, math.log2(self.w0) - t / self.rtt, done, t)
+        if self.setup_s:
+            self.ev.at(t, self._add, f)
+        else:
+            self._add(f)
+        return f
+
+    def cancel(self, f: _Flow) -> None:
+        """Stop a flow (the request no longer needs it); the bytes sent so far count."""
+        if not f.alive:
+            return
+        self._advance(self.ev.now)
+        f.alive = False
+        if f.start <= self.ev.now:  # past set-up: it holds a share
+            self.bytes_sent += max(0.0, self._sent(f, self.ev.now))
+            self.n -= 1
+        self._reschedule()
+
+    def _add(self, f: _Flow) -> None:
+        if not f.alive:
+            return
+        now = self.ev.now
+        self._advance(now)
+        self.n += 1
+        self._to_steady(now)
+        seq = next(self._seq)
+        heapq.heappush(self._ramp_end, (self.rtt * (math.log2(f.size + self.w0) - f.k), seq, f))
+        heapq.heappush(self._ramp_k, (-f.k, seq, f))
+        self._reschedule()
+
+    def _advance(self, t: float) -> None:
+        if t > self.t:
+            self.v += self.share * (t - self.t)
+            self.t = t
+
+    def _to_steady(self, t: float) -> None:
+        """Ramping flows whose window now covers their share leave slow start."""
+        bdp = self.share * self.rtt
+        heap = self._ramp_k
+        while heap:
+            f = heap[0][2]
+            if not f.alive or f.steady:
+                heapq.heappop(heap)
+                continue
+            sent = 2.0 ** (f.k + t / self.rtt) - self.w0
+            if sent < bdp * (1 - EPS) or sent >= f.size:
+                return
+            heapq.heappop(heap)
+            f.steady = True
+            f.v_end = self.v + (f.size - sent)
+            heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
+
+    def _reschedule(self) -> None:
+        self._version += 1
+        t_next = math.inf
+        heap = self._ramp_end
+        while heap and (not heap[0][2].alive or heap[0][2].steady):
+            heapq.heappop(heap)
+        if heap:
+            t_next = heap[0][0]
+        heap = self._ramp_k
+        while heap and (not heap[0][2].alive or heap[0][2].steady):
+            heapq.heappop(heap)
+        if heap:
+            k = -heap[0][0]
+            t_next = min(t_next, self.rtt * (math.log2(self.share * self.rtt + self.w0) - k))
+        heap = self._steady
+        while heap and not heap[0][2].alive:
+            heapq.heappop(heap)
+        if heap:
+            t_next = min(t_next, self.t + (heap[0][0] - self.v) / self.share)
+        if t_next < math.inf:
+            self.ev.at(max(t_next, self.ev.now), self._wake, self._version)
+
+    def _wake(self, version: int) -> None:
+        if version != self._version:
+            return
+        now = self.ev.now
+        self._advance(now)
+        self._to_steady(now)
+        finished = []
+        heap = self._ramp_end
+        while heap and heap[0][0] <= now + EPS:
+            f = heapq.heappop(heap)[2]
+            if f.alive and not f.steady:
+                finished.append(f)
+        heap = self._steady
+        while heap and heap[0][0] <= self.v + EPS * max(1.0, self.v):
+            f = heapq.heappop(heap)[2]
+            if f.alive:
+                finished.append(f)
+        for f in finished:
+            f.alive = False
+            self.n -= 1
+            self.bytes_sent += f.size
+        self._reschedule()
+        for f in finished:
+            f.done(now)
+
+
+# --- a decode instance -----------------------------------------------------------------------
+class DecodeInstance:
+    """One decode instance with continuous batching.
+
+    Its ``n`` sequences advance together, one token per step; the step time is the
+    performance model's ``decode_step_s(n, mean context)``, recomputed whenever a sequence
+    joins or leaves (piecewise constant between). A step counter ``S`` advances at
+    ``1 / step`` per second, except during stalls (an extend step for a handoff stops every
+    sequence). A sequence that joins at ``S0`` with ``k`` tokens to go leaves at
+    ``S0 + k``. Admission is limited to ``max_seqs`` sequences (the plan's operating batch)
+    and to the KV memory, against the bytes each sequence is admitted with.
+    """
+
+    def __init__(
+        self,
+        events: Events,
+        inst: Instance,
+        *,
+        max_seqs: int,
+        kv_bytes: float,
+        step_memo: dict[tuple[int, int], float],
+        gaps: dict[int, float],
+        on_leave: Callable[[DecodeInstance, Any, float], None],
+    ) -> None:
+        self.ev, self.inst = events, inst
+        self.max_seqs, self.kv_free = max(1, max_seqs), kv_bytes
+        self._memo, self._gaps, self._on_leave = step_memo, gaps, on_leave
+        self.S = 0.0
+        self.t = 0.0
+        self.stall_until = 0.0
+        self.n = 0
+        self.step = 0.0
+        self._ctx_sum = 0.0  # sum over members of (context at join - S at join)
+        self._members: dict[Any, tuple[float, float, float, float]] = {}
+        self._heap: list[tuple[float, int, Any]] = []
+        self._seq = itertools.count()
+        self._version = 0
+        self.tokens = 0.0
+        self.stall_s = 0.0
+        self.stalls = 0
+
+    def fits(self, kv_need: float) -> bool:
+        return self.n < self.max_seqs and kv_need <= self.kv_free
+
+    def _step_s(self) -> float:
+        if self.n == 0:
+            return 0.0
+        ctx = self._ctx_sum / self.n + self.S
+        key = (self.n, int(ctx) >> 8)
+        step = self._memo.get(key)
+        if step is None:
+            step = self._memo[key] = self.inst.decode_step_s(self.n, float((key[1] << 8) + 128))
+        return step
+
+    def _advance(self, t: float) -> None:
+        if self.n and t > self.t:
+            run = t - max(self.t, self.stall_until)
+            if run > 0:
+                steps = run / self.step
+                self.S += steps
+                made = steps * self.n
+                self.tokens += made
+                key = _gap_key(self.step)
+                self._gaps[key] = self._gaps.get(key, 0.0) + made
+        self.t = max(self.t, t)
+
+    def join(self, req: Any, context: float, tokens: int, kv_need: float) -> float:
+        """Admit ``req`` with ``tokens`` to decode at ``context`` tokens; returns the time of
+        its first token (the next step after any stall, at the new batch's step time)."""
+        now = self.ev.now
+        self._advance(now)
+        self.n += 1
+        self.kv_free -= kv_need
+        self._ctx_sum += context - self.S
+        self._members[req] = (self.S, context, kv_need, tokens)
+        heapq.heappush(self._heap, (self.S + tokens, next(self._seq), req))
+        self.step = self._step_s()
+        self._reschedule()
+        return max(now, self.stall_until) + self.step
+
+    def tokens_done(self, req: Any) -> int:
+        self._advance(self.ev.now)
+        s0, _, _, tokens = self._members[req]
+        return min(tokens, int(self.S - s0 + EPS))
+
+    def remove(self, req: Any) -> int:
+        """Take ``req`` out before it finishes (a handoff); returns the tokens it made."""
+        made = self.tokens_done(req)
+        self._drop(req)
+        self.step = self._step_s()
+        self._reschedule()
+        return made
+
+    def _drop(self, req: Any) -> None:
+        s0, context, kv_need, _ = self._members.pop(req)
+        self.n -= 1
+        self.kv_free += kv_need
+        self._ctx_sum -= context - s0
+
+    def stall(self, seconds: float) -> None:
+        """An extend step: every sequence waits ``seconds`` (its next token gap grows)."""
+        now = self.ev.now
+        self._advance(now)
+        self.stall_until = max(now, self.stall_until) + seconds
+        self.stall_s += seconds
+        self.stalls += 1
+        if self.n:
+            key, plain = _gap_key(self.step + seconds), _gap_key(self.step)
+            self._gaps[key] = self._gaps.get(key, 0.0) + self.n
+            self._gaps[plain] = self._gaps.get(plain, 0.0) - self.n
+        self._reschedule()
+
+    def _reschedule(self) -> None:
+        self._version += 1
+        heap = self._heap
+        while heap and heap[0][2] not in self._members:
+            heapq.heappop(heap)
+        if not heap:
+            return
+        wait = (heap[0][0] - self.S) * self.step
+        start = max(self.ev.now, self.stall_until)
+        self.ev.at(start + max(wait, 0.0), self._wake, self._version)
+
+    def _wake(self, version: int) -> None:
+        if version != self._version:
+            return
+        now = self.ev.now
+        self._advance(now)
+        heap, left = self._heap, []
+        while heap and heap[0][0] <= self.S + 1e-6:
+            req = heapq.heappop(heap)[2]
+            if req in self._members:
+                self._drop(req)
+                left.append(req)
+        self.step = self._step_s()
+        self._reschedule()
+        for req in left:
+            self._on_leave(self, req, now)
+
+
+GAP_BINS_PER_DOUBLING = 70
+"""Resolution of the inter-token gap histogram (1% wide bins)."""
+
+
+def _gap_key(seconds: float) -> int:
+    return round(math.log2(max(seconds, 1e-9)) * GAP_BINS_PER_DOUBLING)
+
+
+def gap_seconds(key: int) -> float:
+    return 2.0 ** (key / GAP_BINS_PER_DOUBLING)
