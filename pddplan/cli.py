@@ -324,7 +324,7 @@ def solve(
             help="Simulate the plan; if it misses the SLA, tighten the model and re-plan.",
         ),
     ] = False,
-    verify_requests: cli_simulate.RequestsOpt = 20_000,
+    verify_requests: cli_simulate.VerifyRequestsOpt = 20_000,
     seed: cli_simulate.SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:

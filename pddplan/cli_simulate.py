@@ -26,6 +26,10 @@ from pddplan.verify import Verification, verify
 RequestsOpt = Annotated[
     int, typer.Option("--requests", help="Sampled requests to simulate (10% warm up first).")
 ]
+VerifyRequestsOpt = Annotated[
+    int,
+    typer.Option("--verify-requests", min=100, help="Sampled requests per --verify simulation."),
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: same seed, same output.")]
 
 

@@ -200,9 +200,9 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
 
     loaded = [
         loaded_prefill_latency(
-            lat, svc, groups=inst.attention_groups, utilization=min(p_util[j], 1.0)
+            figures, w, groups=inst.attention_groups, utilization=min(p_util[j], 1.0)
         )
-        for j, ((_, inst), lat, svc) in enumerate(zip(pools_p, m.p_lat, m.p_svc, strict=True))
+        for j, ((_, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
     ]
 
     def ttft_tail(T: float) -> float:

@@ -77,11 +77,12 @@ class FleetModel:
         )
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         # prefill: latency alone and service time, per P pool and class
-        self.p_lat, self.p_svc = [], []
+        self.p_figures, self.p_lat, self.p_svc = [], [], []
         for pool, inst in self.roles["prefill"]:
             key = ("prefill", pool.chip, pool.gpus_per_instance)
             if key not in memo:
                 memo[key] = inst.prefill_figures(self.inp, self.hit)
+            self.p_figures.append(memo[key])
             self.p_lat.append(memo[key][0])
             self.p_svc.append(memo[key][1])
         p_caps = np.array(

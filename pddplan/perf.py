@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -398,11 +399,10 @@ class Instance:
             self._seconds(c) for c in self._request_costs(input_tokens, hit_rate, full_passes=False)
         )
 
-    def prefill_figures(
-        self, input_tokens: np.ndarray, hit_rates: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def prefill_figures(self, input_tokens: np.ndarray, hit_rates: np.ndarray) -> PrefillFigures:
         """Per request: ``prefill_latency_s`` and ``prefill_service_s``, every pass of every
-        request costed at once (the planner and the evaluator both use this)."""
+        request costed at once, and each pass alone (the planner and the evaluator both
+        use this)."""
         chunk = self.cal.knobs.prefill_chunk_tokens
         host = self.cal.knobs.prefix_cache == "host"
         new, before, owner, cached = [], [], [], []
@@ -419,7 +419,8 @@ class Instance:
         def per_request(x) -> np.ndarray:
             return np.bincount(owner, weights=np.broadcast_to(x, t.shape), minlength=n)
 
-        latency = per_request(self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0)))
+        alone = self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0))
+        latency = per_request(alone)
         full = self._pass_cost(t, p, t / chunk, h, groups=self.attention_groups)
         service = self._seconds(
             _Cost(
@@ -429,7 +430,7 @@ class Instance:
                 per_request(full.serial_s),
             )
         )
-        return latency, service
+        return PrefillFigures(latency, service, np.asarray(alone), np.asarray(owner, dtype=int))
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
         """Instance-seconds one request costs when every pass is filled to
@@ -439,6 +440,17 @@ class Instance:
         requests of its own, so attention spreads over all GPUs."""
         costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
         return self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0)))
+
+
+class PrefillFigures(NamedTuple):
+    """Per request of a list: prefill latency alone and service time (``Instance``'s
+    ``prefill_latency_s`` and ``prefill_service_s``), and every pass that prefills them:
+    its time alone and the request it belongs to."""
+
+    latency: np.ndarray
+    service: np.ndarray
+    pass_s: np.ndarray
+    pass_owner: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)

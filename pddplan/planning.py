@@ -38,7 +38,7 @@ from pddplan.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
-from pddplan.perf import Instance, instance_fits, make_instance
+from pddplan.perf import Instance, PrefillFigures, instance_fits, make_instance
 from pddplan.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.queueing import loaded_prefill_latency, prefill_wait_tail
 from pddplan.scenario import ROLES, Link, LinkTier, Role, Scenario
@@ -297,8 +297,9 @@ class Space:
         """The minimum-count tables at ``rate_rps``."""
         return Requirements(self, rate_rps)
 
-    def prefill_times(self, option: PoolOption) -> tuple[np.ndarray, np.ndarray]:
-        """Per class: the prefill latency alone and the service time, on ``option``."""
+    def prefill_times(self, option: PoolOption) -> PrefillFigures:
+        """Per class: the prefill latency alone and the service time, on ``option`` (and
+        each pass alone)."""
         key = (option.chip, option.gpus)  # the same in every datacenter
         if key not in self._prefill:
             self._prefill[key] = option.instance.prefill_figures(self.inp, self.hit)
@@ -462,7 +463,8 @@ class Requirements:
 
     def _prefill(self, o: PoolOption, st: State) -> np.ndarray:
         sp, lam = self.space, self.rate
-        lat, svc = sp.prefill_times(o)
+        figures = sp.prefill_times(o)
+        svc = figures.service
         svc_sum = float(sp.w @ svc)
         cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
@@ -478,7 +480,7 @@ class Requirements:
             if util > sp.rho:
                 return np.zeros(len(rows), dtype=bool)
             ok = np.ones(len(rows), dtype=bool)
-            loaded = loaded_prefill_latency(lat, svc, groups=groups, utilization=util)
+            loaded = loaded_prefill_latency(figures, sp.w, groups=groups, utilization=util)
             for (_, budget), bound in zip(TAIL_BUDGETS, bounds, strict=True):
                 tail = prefill_wait_tail(
                     bound - loaded - rests[rows],

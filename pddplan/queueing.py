@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pddplan.perf import PrefillFigures
+
 
 def erlang_c(servers: int, offered_erlangs: float) -> float:
     """Probability that an arrival waits, for ``servers`` servers and ``offered_erlangs``
@@ -107,18 +109,42 @@ def percentile(
 
 
 def loaded_prefill_latency(
-    latency_s: np.ndarray, service_s: np.ndarray, *, groups: int, utilization: float
+    figures: PrefillFigures, weights: np.ndarray, *, groups: int, utilization: float
 ) -> np.ndarray:
     """Each class's prefill latency when its pool runs at ``utilization``.
 
     A prefill instance with ``groups`` attention groups (data-parallel attention ranks)
-    prefills one request per group at a time, all groups in the same passes. Alone, a
-    request takes ``latency_s``; with every group busy, a pass carries ``groups`` chunks,
-    so the request takes ``groups x service_s`` (its share of full passes, times the
-    requests sharing them). In between the latency grows linearly with the busy groups,
-    i.e. with utilization: ``latency + utilization x max(0, groups x service - latency)``.
+    prefills one request per group at a time, all groups in the same passes, so a pass
+    lasts as long as its slowest group's chunk, plus the experts' and weights' work for
+    the other groups' tokens:
+
+    - each other group is busy with probability ``utilization``, with a pass drawn from
+      the workload's passes (``figures.pass_s``, weighted by the classes' ``weights``),
+      so the longest other pass ``M`` has ``P(M <= x) = (1 - u + u F(x))^(groups - 1)``,
+      and a pass of ``c`` alone takes ``E[max(c, M)] = c + integral_c^inf (1 - P(M <= x)) dx``
+      in company;
+    - the shared work grows linearly with the busy groups, from nothing alone to
+      ``groups x service - latency`` with every group busy on requests like it (what a
+      full pass of identical chunks costs beyond one alone).
+
+    One attention group per instance leaves the latency alone.
     """
-    return latency_s + utilization * np.maximum(0.0, groups * service_s - latency_s)
+    latency = figures.latency
+    if groups <= 1 or utilization <= 0:
+        return latency
+    passes = figures.pass_s
+    w = weights[figures.pass_owner]
+    order = np.argsort(passes, kind="stable")
+    x = passes[order]
+    cdf = np.cumsum(w[order]) / w.sum()
+    others = (1.0 - utilization + utilization * cdf) ** (groups - 1)
+    widths = np.diff(x, append=x[-1])
+    above = np.cumsum(((1.0 - others) * widths)[::-1])[::-1]  # integral from x_i upward
+    company = np.empty_like(passes)
+    company[order] = x + above
+    slowed = np.bincount(figures.pass_owner, weights=company, minlength=len(latency))
+    shared = np.maximum(0.0, groups * figures.service - latency)
+    return slowed + utilization * shared
 
 
 def prefill_wait_tail(

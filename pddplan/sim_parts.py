@@ -56,13 +56,14 @@ class _Flow:
 class WanLink:
     """One direction of a WAN link, as a fluid pipe of ``goodput`` bytes/s.
 
-    ``n`` flows in flight each get a fair share ``goodput / n``, capped by the flow's own
-    window. A flow starts in slow start: it has sent ``W0 (2^(t/RTT) - 1)`` bytes ``t``
-    after it starts (its window doubles every RTT from ``W0``), until its window covers its
-    share's bandwidth-delay product (``share x RTT`` bytes sent); from then on it sends at
-    the share (processor sharing among such flows, by a virtual clock). A share a
-    slow-starting flow cannot use is left idle (no redistribution). A flow that was past
-    slow start keeps the share when the share later grows. Each flow may also pay
+    A flow starts in slow start: ``t`` after it starts it has sent ``W0 (2^(t/RTT) - 1)``
+    bytes (its window doubles every RTT from ``W0``; it sends at ``ln 2 / RTT`` times
+    its bytes sent plus ``W0``), until its window covers its fair share's
+    bandwidth-delay product (``goodput / n x RTT`` bytes sent, ``n`` flows in flight), the
+    analytic model's rule. From then on it is past slow start: such flows split what the
+    slow-starting flows leave equally (processor sharing, by a virtual clock). The split is
+    recomputed at every flow's start, end and exit from slow start, and every RTT while
+    both kinds are in flight. A flow past slow start stays so. Each flow may also pay
     ``setup_rtts`` round trips of connection set-up before its first byte (0: the warm,
     reused connections the analytic model's calibrated window assumes).
     """
@@ -73,8 +74,10 @@ class WanLink:
         self.ev, self.goodput, self.rtt, self.w0 = events, goodput, rtt_s, w0
         self.setup_s = setup_rtts * rtt_s
         self.n = 0
-        self.v = 0.0  # bytes each steady flow has been offered so far
+        self.v = 0.0  # bytes each flow past slow start has been offered so far
         self.t = 0.0
+        self.rate = goodput  # of each flow past slow start, until the next event
+        self._ramping: dict[int, _Flow] = {}
         self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
         self._ramp_k: list[tuple[float, int, _Flow]] = []  # (-k): the first to leave ramp
         self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
@@ -84,6 +87,7 @@ class WanLink:
 
     @property
     def share(self) -> float:
+        """The fair share that ends slow start."""
         return self.goodput / self.n if self.n else self.goodput
 
     def _sent(self, f: _Flow, t: float) -> float:
@@ -101,32 +105,21 @@ class WanLink:
             self._add(f)
         return f
 
-    def cancel(self, f: _Flow) -> None:
-        """Stop a flow (the request no longer needs it); the bytes sent so far count."""
-        if not f.alive:
-            return
-        self._advance(self.ev.now)
-        f.alive = False
-        if f.start <= self.ev.now:  # past set-up: it holds a share
-            self.bytes_sent += max(0.0, self._sent(f, self.ev.now))
-            self.n -= 1
-        self._reschedule()
-
     def _add(self, f: _Flow) -> None:
-        if not f.alive:
-            return
         now = self.ev.now
         self._advance(now)
         self.n += 1
         self._to_steady(now)
         seq = next(self._seq)
+        self._ramping[seq] = f
+        f.v_end = seq  # (its key among the ramping flows until it leaves slow start)
         heapq.heappush(self._ramp_end, (self.rtt * (math.log2(f.size + self.w0) - f.k), seq, f))
         heapq.heappush(self._ramp_k, (-f.k, seq, f))
         self._reschedule()
 
     def _advance(self, t: float) -> None:
         if t > self.t:
-            self.v += self.share * (t - self.t)
+            self.v += self.rate * (t - self.t)
             self.t = t
 
     def _to_steady(self, t: float) -> None:
@@ -142,18 +135,33 @@ class WanLink:
             if sent < bdp * (1 - EPS) or sent >= f.size:
                 return
             heapq.heappop(heap)
+            del self._ramping[int(f.v_end)]
             f.steady = True
             f.v_end = self.v + (f.size - sent)
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
 
+    def _split(self, t: float) -> bool:
+        """The rate of each flow past slow start: what the ramping flows leave. Returns
+        whether both kinds are in flight."""
+        ramping = sum(2.0 ** (f.k + t / self.rtt) for f in self._ramping.values())
+        steady = self.n - len(self._ramping)
+        if steady <= 0:
+            self.rate = self.goodput
+            return False
+        left = self.goodput - math.log(2) / self.rtt * ramping
+        self.rate = max(left, self.goodput * EPS) / steady
+        return bool(self._ramping)
+
     def _reschedule(self) -> None:
         self._version += 1
-        t_next = math.inf
+        now = self.ev.now
+        both = self._split(now)
+        t_next = now + self.rtt if both else math.inf
         heap = self._ramp_end
         while heap and (not heap[0][2].alive or heap[0][2].steady):
             heapq.heappop(heap)
         if heap:
-            t_next = heap[0][0]
+            t_next = min(t_next, heap[0][0])
         heap = self._ramp_k
         while heap and (not heap[0][2].alive or heap[0][2].steady):
             heapq.heappop(heap)
@@ -164,9 +172,9 @@ class WanLink:
         while heap and not heap[0][2].alive:
             heapq.heappop(heap)
         if heap:
-            t_next = min(t_next, self.t + (heap[0][0] - self.v) / self.share)
+            t_next = min(t_next, self.t + (heap[0][0] - self.v) / self.rate)
         if t_next < math.inf:
-            self.ev.at(max(t_next, self.ev.now), self._wake, self._version)
+            self.ev.at(max(t_next, now), self._wake, self._version)
 
     def _wake(self, version: int) -> None:
         if version != self._version:
@@ -177,8 +185,9 @@ class WanLink:
         finished = []
         heap = self._ramp_end
         while heap and heap[0][0] <= now + EPS:
-            f = heapq.heappop(heap)[2]
+            _, seq, f = heapq.heappop(heap)
             if f.alive and not f.steady:
+                del self._ramping[seq]
                 finished.append(f)
         heap = self._steady
         while heap and heap[0][0] <= self.v + EPS * max(1.0, self.v):

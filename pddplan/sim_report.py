@@ -94,6 +94,11 @@ def simulation_report(v: dict[str, Any]) -> Group:
         if v["sla_met"]
         else Text("SLA missed: " + "; ".join(v["misses"]), style="bold red")
     )
+    tb = v["ttft_tail_breakdown_s"]
+    tail = Text(
+        f"TTFT above its P90, on average: {tb['prefill']:.2f} s prefill (queue and passes), "
+        f"{tb['transfer']:.2f} s KV transfer, {tb['decode']:.2f} s to the first token"
+    )
     speed = Text(
         f"{v['events']:,} events in {v['wall_seconds']:.2f} s "
         f"({v['events_per_second'] or 0:,.0f} events/s)",
@@ -103,7 +108,7 @@ def simulation_report(v: dict[str, Any]) -> Group:
         "error = (analytic - simulated) / simulated; CI: 95% batch means over 10 batches",
         style="dim",
     )
-    return Group(head, simulation_table(v), note, routes, verdict, speed)
+    return Group(head, simulation_table(v), note, routes, tail, verdict, speed)
 
 
 def verification_report(v: dict[str, Any]) -> Group:
@@ -111,7 +116,7 @@ def verification_report(v: dict[str, Any]) -> Group:
         "Verification: plan, simulate, tighten",
         (
             "#",
-            "planning\nP90/P99/TPOT/caps",
+            "planning x P90/P99/\nTPOT/caps/link/MD hit",
             "GPUs",
             "$/hour",
             "load\nreq/s",
@@ -122,7 +127,9 @@ def verification_report(v: dict[str, Any]) -> Group:
     )
     for st in v["iterations"]:
         f = st["planning_factors"]
-        factors = f"x{f['ttft_p90']:.2f}/{f['ttft_p99']:.2f}/{f['tpot']:.2f}/{f['utilization']:.2f}"
+        factors = "/".join(
+            f"{f[k]:.2f}" for k in ("ttft_p90", "ttft_p99", "tpot", "utilization", "md_hit")
+        )
         sim = st["simulation"]
         if sim is None:
             t.add_row(str(st["iteration"]), factors, "—", "—", "—", "—", "—", st["status"])

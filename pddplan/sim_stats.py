@@ -93,6 +93,10 @@ class SimResult:
     sla_met: bool
     """Simulated TTFT P90, P99 and TPOT P99 all within the SLA."""
     misses: list[str]
+    tail_breakdown: dict[str, float]
+    """Mean seconds of each TTFT segment (``prefill``: queue and passes; ``transfer``: KV
+    to the decode instance; ``decode``: admission, first step and the return hop) over the
+    requests above the simulated TTFT P90."""
     events: int
     wall_s: float
     notes: list[str] = field(default_factory=list)
@@ -237,6 +241,12 @@ def _summarize(
         misses.append(f"TTFT P99 {ttft_fig['p99'].simulated:.2f} s above {s.sla.ttft_p99_s:g} s")
     if tpot["p99"].simulated > s.sla.tpot_ms * (1 + 1e-9):
         misses.append(f"TPOT P99 {tpot['p99'].simulated:.1f} ms above {s.sla.tpot_ms:g} ms")
+    slow = rec.ttft_s >= ttft_fig["p90"].simulated
+    tail = {
+        "prefill": float(rec.prefill_s[slow].mean()),
+        "transfer": float(rec.transfer_s[slow].mean()),
+        "decode": float((rec.ttft_s - rec.prefill_s - rec.transfer_s)[slow].mean()),
+    }
     return SimResult(
         scenario=s.name,
         fleet=fleet.name,
@@ -259,6 +269,7 @@ def _summarize(
         sla=sla,
         sla_met=not misses,
         misses=misses,
+        tail_breakdown=tail,
         events=raw.events,
         wall_s=wall,
     )

@@ -27,8 +27,9 @@ caches, routing and handoffs are simulated. A request's life:
    tokens, stalling its batch) or, above ``catch_up_above_tokens``, catch-up (one chunk of
    ``chunk_tokens`` per MD step, RLD decoding until the last chunk; the tokens it made
    meanwhile ride in the last chunk). A request still queued at RLD when its KV reaches MD
-   goes straight to MD; one that finishes on RLD first cancels its transfer. Singular
-   requests finish on RLD and cancel theirs.
+   goes straight to MD. Singular requests, and relayed ones that finish on RLD first,
+   finish there; their transfer still completes (the analytic model bills the link for it
+   too) and warms MD's cache for the session's next turn.
 4. Its KV enters MD's cache when MD has the whole context.
 """
 
@@ -80,6 +81,7 @@ class _Req:
         "p_dc",
         "path",
         "prefilled",
+        "ready",
         "rld",
         "rld_made",
         "run",
@@ -89,7 +91,7 @@ class _Req:
     def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
         self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
         self.done = self.run = 0
-        self.prefilled = 0.0
+        self.prefilled = self.ready = 0.0
         self.hit_p = self.hit_md = 0.0
         self.path = DIRECT
         self.first = math.nan
@@ -137,6 +139,9 @@ class SimRecord:
     ttft_s: np.ndarray
     prefill_s: np.ndarray
     """Arrival to the end of prefill (queue and passes)."""
+    transfer_s: np.ndarray
+    """End of prefill to the KV at the decode instance that makes the first token (RLD by
+    RDMA, or MD over the link)."""
     finish_s: np.ndarray
     output_tokens: np.ndarray
     rld_tokens: np.ndarray
@@ -443,22 +448,23 @@ class Simulation:
     def _at_rld(self, r: _Req) -> None:
         if r.finished or r.gone_md:
             return  # the KV reached MD first (the request went straight there)
+        r.ready = self.ev.now
         self._admit(self._pool(self.rld[r.p_dc]), r, max(r.out, 1), 0.0)
 
     def _at_md(self, r: _Req) -> None:
-        if r.finished:
-            return
         cache = self.md_cache[r.md_dc]
         if cache is not None:
             cache.insert(r.blocks)
-        if r.path == SINGULAR:
-            return  # RLD finishes it
+        if r.finished or r.path == SINGULAR:
+            return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
         if r.path == DIRECT or r.rld is None:
             if r.path == RELAY:  # not on RLD yet: leave its queue, go straight to MD
                 r.gone_md = True
                 for dp in self.rld[r.p_dc]:
                     dp.queue = deque(x for x in dp.queue if x[0] is not r)
+            if math.isnan(r.first):
+                r.ready = self.ev.now
             self._admit(pool, r, max(r.out, 1), 0.0)
             return
         self._handoff(pool, r)
@@ -551,12 +557,9 @@ class Simulation:
             self._record(r, self.ev.now)
 
     def _finished(self, inst: DecodeInstance, r: _Req, t: float) -> None:
-        if r.rld is inst:  # finished on RLD: its transfer is no longer needed
+        if r.rld is inst:  # finished on RLD (its transfer runs on, into MD's cache)
             r.rld = None
             r.rld_made = r.out
-            if r.flow is not None:
-                self.links[(r.p_dc, r.md_dc)].cancel(r.flow)
-                r.flow = None
         self._record(r, t)
         dp = self._pool_of[id(inst)]
         while dp.queue:
@@ -575,6 +578,7 @@ class Simulation:
         rec["arrival_s"].append(r.t0)
         rec["ttft_s"].append(r.first - r.t0)
         rec["prefill_s"].append(r.prefilled - r.t0)
+        rec["transfer_s"].append(r.ready - r.prefilled)
         rec["finish_s"].append(t)
         rec["output_tokens"].append(r.out)
         rec["rld_tokens"].append(r.rld_made)

@@ -5,8 +5,11 @@ A plan is checked at the load it claims: its SLA capacity for max BCR and max ca
 (the rate its BCR rests on), the scenario's demand for min cost. When the simulation
 misses a bound, the planner's copy of that bound is scaled by how far the simulation
 missed it (bound / simulated, less a ``MARGIN``), so that the next plan holds the analytic
-percentile that much below the SLA; a simulated pool or link above its utilization cap
-lowers the caps by ``CAP_STEP``. The SLA the plan is reported against stays the user's.
+percentile that much below the SLA (by ``MAX_STEP`` at most per iteration). The cap of
+whatever holds the slow requests longest (the link when their KV transfer outlasts the
+rest of their TTFT, the pools otherwise), and of any pool or link simulated above its
+cap, falls by ``CAP_STEP``. A simulated decode-side hit below the scenario's (the
+cache holds less of the sessions than assumed) scales the planner's MD hits down to it. The SLA the plan is reported against stays the user's.
 After ``max_iterations`` plans without a confirmed one, the last plan is returned marked
 unconfirmed.
 """
@@ -14,8 +17,9 @@ unconfirmed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from pddplan.classes import md_cache_hits
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.results import PlanResult
@@ -24,9 +28,15 @@ from pddplan.sim_stats import SimResult, simulate
 
 MARGIN = 0.95
 """The tightened bound aims this far below what the simulation says would just pass."""
+MAX_STEP = 0.8
+"""No planning factor falls below this share of its last value in one iteration."""
+MAX_HIT_STEP = 0.25
+"""The decode-side hit factor falls at most to this share of its last value at once."""
+HIT_SLACK = 0.9
+"""A simulated decode-side hit under this share of the plan's is corrected first."""
 CAP_STEP = 0.9
 """Utilization caps shrink by this factor when a simulated pool or link runs above them."""
-MAX_ITERATIONS = 4
+MAX_ITERATIONS = 6
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,10 @@ class Tightening:
     ttft_p99: float = 1.0
     tpot: float = 1.0
     utilization: float = 1.0
+    """Pools' utilization cap."""
+    link_utilization: float = 1.0
+    md_hit: float = 1.0
+    """Decode-side cache hits (each ``md_cache`` option's, per class) times this."""
 
     def apply(self, s: Scenario) -> Scenario:
         sla = s.sla.model_copy(
@@ -49,10 +63,19 @@ class Tightening:
         search = s.search.model_copy(
             update={
                 "max_utilization": s.search.max_utilization * self.utilization,
-                "max_link_utilization": s.search.max_link_utilization * self.utilization,
+                "max_link_utilization": s.search.max_link_utilization * self.link_utilization,
             }
         )
-        return s.model_copy(update={"sla": sla, "search": search})
+        update = {"sla": sla, "search": search}
+        if s.md_cache is not None and self.md_hit < 1.0:
+            hits = md_cache_hits(s.workload, s.md_cache)
+            update["md_cache"] = tuple(
+                o.model_copy(
+                    update={"md_prefix_hit": None, "md_hit": tuple(x * self.md_hit for x in h)}
+                )
+                for o, h in zip(s.md_cache, hits, strict=True)
+            )
+        return s.model_copy(update=update)
 
 
 @dataclass(frozen=True)
@@ -87,23 +110,37 @@ def _load(plan: PlanResult, scenario: Scenario) -> float | None:
 
 
 def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
+    """The next planning model: see the module docstring. A decode-side hit short of the
+    plan's is the cause of every other miss it brings (bigger transfers, a busier link),
+    so it is corrected first, alone; no factor falls by more than ``MAX_STEP`` at once."""
+    planned = (sim.md_hit.predicted or 0.0) * t.md_hit  # the scenario's hit, as planned
+    if planned and sim.md_hit.simulated < planned * HIT_SLACK:
+        ratio = max(MAX_HIT_STEP, sim.md_hit.simulated / planned)
+        return replace(t, md_hit=t.md_hit * ratio)
+
     def scaled(factor: float, simulated: float, bound: float) -> float:
         if simulated <= bound:
             return factor
-        return factor * bound / simulated * MARGIN
+        return factor * max(MAX_STEP, bound / simulated * MARGIN)
 
-    util = t.utilization
-    too_busy = [f for _, f in sim.pool_utilization if f.simulated > caps.search.max_utilization]
-    links = [
-        f for f in sim.link_utilization.values() if f.simulated > caps.search.max_link_utilization
-    ]
-    if too_busy or links:
+    util, link = t.utilization, t.link_utilization
+    tail = sim.tail_breakdown
+    ttft_missed = any(m.startswith("TTFT") for m in sim.misses)
+    busy = any(f.simulated > caps.search.max_utilization for _, f in sim.pool_utilization)
+    if busy or (ttft_missed and tail["transfer"] < tail["prefill"] + tail["decode"]):
         util *= CAP_STEP
-    return Tightening(
+    links = sim.link_utilization.values()
+    if any(f.simulated > caps.search.max_link_utilization for f in links) or (
+        ttft_missed and tail["transfer"] >= tail["prefill"] + tail["decode"]
+    ):
+        link *= CAP_STEP
+    return replace(
+        t,
         ttft_p90=scaled(t.ttft_p90, sim.ttft_s["p90"].simulated, sim.sla["ttft_p90_s"]),
         ttft_p99=scaled(t.ttft_p99, sim.ttft_s["p99"].simulated, sim.sla["ttft_p99_s"]),
         tpot=scaled(t.tpot, sim.tpot_ms["p99"].simulated, sim.sla["tpot_ms"]),
         utilization=util,
+        link_utilization=link,
     )
 
 

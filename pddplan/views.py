@@ -330,6 +330,7 @@ def simulation_view(r: SimResult) -> dict[str, Any]:
         "sla": r.sla,
         "sla_met": r.sla_met,
         "misses": r.misses,
+        "ttft_tail_breakdown_s": r.tail_breakdown,
         "events": r.events,
         "wall_seconds": r.wall_s,
         "events_per_second": r.events / r.wall_s if r.wall_s else None,
