@@ -61,9 +61,10 @@ class WanLink:
     its bytes sent plus ``W0``), until its window covers its fair share's
     bandwidth-delay product (``goodput / n x RTT`` bytes sent, ``n`` flows in flight), the
     analytic model's rule. From then on it is past slow start: such flows split what the
-    slow-starting flows leave equally (processor sharing, by a virtual clock). The split is
-    recomputed at every flow's start, end and exit from slow start, and every RTT while
-    both kinds are in flight. A flow past slow start stays so. Each flow may also pay
+    slow-starting flows leave equally (processor sharing, by a virtual clock), and never
+    less than the fair share. The split is recomputed at every flow's start, end and exit
+    from slow start, with the slow-starting flows' rates half an RTT ahead. A flow past
+    slow start stays so. Each flow may also pay
     ``setup_rtts`` round trips of connection set-up before its first byte (0: the warm,
     reused connections the analytic model's calibrated window assumes).
     """
@@ -140,23 +141,23 @@ class WanLink:
             f.v_end = self.v + (f.size - sent)
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
 
-    def _split(self, t: float) -> bool:
-        """The rate of each flow past slow start: what the ramping flows leave. Returns
-        whether both kinds are in flight."""
-        ramping = sum(2.0 ** (f.k + t / self.rtt) for f in self._ramping.values())
+    def _split(self, t: float) -> None:
+        """The rate of each flow past slow start: what the ramping flows leave, at their
+        rates half an RTT from now (held until the next event)."""
         steady = self.n - len(self._ramping)
-        if steady <= 0:
-            self.rate = self.goodput
-            return False
+        if steady <= 0 or not self._ramping:
+            self.rate = self.goodput / max(steady, 1)
+            return
+        ahead = t / self.rtt + 0.5
+        ramping = sum(2.0 ** (f.k + ahead) for f in self._ramping.values())
         left = self.goodput - math.log(2) / self.rtt * ramping
-        self.rate = max(left, self.goodput * EPS) / steady
-        return bool(self._ramping)
+        self.rate = max(left, self.goodput / self.n) / steady
 
     def _reschedule(self) -> None:
         self._version += 1
         now = self.ev.now
-        both = self._split(now)
-        t_next = now + self.rtt if both else math.inf
+        self._split(now)
+        t_next = math.inf
         heap = self._ramp_end
         while heap and (not heap[0][2].alive or heap[0][2].steady):
             heapq.heappop(heap)

@@ -1,0 +1,317 @@
+"""The discrete-event simulator (issue #6): its parts against hand-worked figures, the
+session generator, end-to-end runs with confidence intervals, trace replay, bad input and
+the verify loop."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import DATA, ROOT
+from typer.testing import CliRunner
+
+from pddplan.calibration import resolve_calibration
+from pddplan.cli import app
+from pddplan.errors import InputError
+from pddplan.fleet import Routing
+from pddplan.loaders import load_fleet, load_scenario
+from pddplan.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, wan_transfer_s
+from pddplan.perf import PrefillFigures, make_instance
+from pddplan.queueing import loaded_prefill_latency
+from pddplan.sim_parts import DecodeInstance, Events, WanLink
+from pddplan.sim_requests import SessionOptions, SessionSource, block_tokens
+from pddplan.sim_stats import Figure, simulate
+from pddplan.trace import PrefixCache
+from pddplan.verify import Tightening, _tighter
+
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+SLICE = DATA / "traces" / "conversation-2000.jsonl"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def small():
+    s, hw, models = load_scenario(SMALL)
+    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", s, hw)
+
+
+# --- the parts, by hand -----------------------------------------------------------------------
+def test_one_flow_on_an_idle_link_is_the_calibrated_handoff():
+    """DeepSeek-V4's 4.56 MB window state on an idle 100 Gbit/s, 30 ms link: slow start
+    alone, log2(4.56e6 / 91,600 + 1) = 5.666 RTTs = 170.0 ms; with the last byte's 15 ms
+    propagation, the paper's measured 185 ms mean (the analytic formula's calibration)."""
+    ev = Events()
+    link = WanLink(ev, link_bytes_per_s(100, 0.9), 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    done = []
+    ev.at(0.0, lambda _: link.start(4.56e6, done.append))
+    ev.run()
+    assert done[0] == pytest.approx(0.030 * math.log2(4.56e6 / 91_600 + 1), rel=1e-9)
+    assert done[0] + 0.015 == pytest.approx(0.185, abs=0.001)
+    analytic = wan_transfer_s(4.56e6, rtt_s=0.03, share_bytes_per_s=link_bytes_per_s(100, 0.9))
+    assert done[0] + 0.015 == pytest.approx(analytic, rel=1e-9)
+
+
+def test_flows_share_the_link_and_never_beat_its_goodput():
+    """Four 100 MB flows started together on 1 GB/s finish together, no sooner than
+    400 MB / 1 GB/s; a lone one takes its slow start plus 100 MB at the full rate."""
+    ev = Events()
+    link = WanLink(ev, 1e9, 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    done: list[float] = []
+    for _ in range(4):
+        ev.at(0.0, lambda _: link.start(100e6, done.append))
+    ev.run()
+    assert max(done) - min(done) < 1e-9
+    assert min(done) >= 0.4
+    assert link.bytes_sent == pytest.approx(400e6)
+    alone = Events()
+    one = WanLink(alone, 1e9, 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    t: list[float] = []
+    alone.at(0.0, lambda _: one.start(100e6, t.append))
+    alone.run()
+    assert t[0] == pytest.approx(wan_transfer_s(100e6, rtt_s=0.03, share_bytes_per_s=1e9) - 0.015)
+
+
+def test_decode_instance_steps_and_stalls(models, hardware):
+    """One sequence of 100 tokens alone takes 100 steps at decode_step_s(1, context) (the
+    context rounded to the step table's 256-token cells: 4,096 -> 4,224); a 0.5 s extend
+    stall on the way delays its end by exactly 0.5 s."""
+    cal = resolve_calibration(hardware, "h200-sxm")
+    inst = make_instance(models["llama-3.1-8b"], hardware.chips["h200-sxm"], 1, cal)
+    for stall in (0.0, 0.5):
+        ev = Events()
+        gaps: dict[int, float] = {}
+        left = []
+        d = DecodeInstance(
+            ev,
+            inst,
+            max_seqs=8,
+            kv_bytes=1e12,
+            step_memo={},
+            gaps=gaps,
+            on_leave=lambda _i, r, t: left.append(t),
+        )
+        ev.at(0.0, lambda _: d.join("r", 4096.0, 100, 1.0))
+        if stall:
+            ev.at(0.2, lambda _: d.stall(stall))
+        ev.run()
+        step = inst.decode_step_s(1, 4224.0)
+        assert left[0] == pytest.approx(100 * step + stall, rel=1e-6)
+        assert sum(gaps.values()) == pytest.approx(100, rel=1e-6)
+
+
+def test_a_pass_alone_is_prefill_pass_s_and_identical_ranks_spread_evenly(models, hardware):
+    cal = resolve_calibration(hardware, "h100-sxm")
+    inst = make_instance(models["deepseek-v4-pro"], hardware.chips["h100-sxm"], 16, cal)
+    assert inst.batched_pass_s([[(6400.0, 57600.0, 0.0)]]) == pytest.approx(
+        inst.prefill_pass_s(6400.0, 57600.0), rel=1e-12
+    )
+    # one long chunk makes a pass slower than the same ranks with a short chunk instead
+    short = inst.batched_pass_s([[(6400.0, 1000.0, 0.0)], [(512.0, 1000.0, 0.0)]])
+    long = inst.batched_pass_s([[(6400.0, 1000.0, 0.0)], [(6400.0, 100000.0, 0.0)]])
+    assert long > short
+
+
+def test_prefill_latency_in_company_by_hand():
+    """Two classes of one pass each, 1 s and 3 s alone, equal weights; two attention groups,
+    the other always busy (u = 1): the 1 s pass waits for the other group's pass, 1 or 3 s
+    (mean 2 s); the 3 s pass is the longest either way. The shared term is 0 here
+    (groups x service = latency)."""
+    figures = PrefillFigures(
+        latency=np.array([1.0, 3.0]),
+        service=np.array([0.5, 1.5]),
+        pass_s=np.array([1.0, 3.0]),
+        pass_owner=np.array([0, 1]),
+    )
+    w = np.array([0.5, 0.5])
+    loaded = loaded_prefill_latency(figures, w, groups=2, utilization=1.0)
+    assert loaded == pytest.approx([2.0, 3.0])
+    half = loaded_prefill_latency(figures, w, groups=2, utilization=0.5)
+    assert half == pytest.approx([1.0 + 0.5 * 0.5 * 2.0, 3.0])  # busy half the time
+    assert loaded_prefill_latency(figures, w, groups=1, utilization=1.0) == pytest.approx([1, 3])
+
+
+def test_prefix_cache_lookup_leaves_it_unchanged():
+    cache = PrefixCache(4)
+    cache.insert([1, 2, 3])
+    assert cache.lookup([1, 2, 9]) == 2
+    assert cache.lookup([1, 2, 9]) == 2
+    cache.insert([4, 5])  # five blocks in four: the oldest entry's tail (3) goes
+    assert cache.lookup([1, 2, 3]) == 2
+    cache.insert([6])  # then its next block from the tail (2)
+    assert cache.lookup([1, 2, 3]) == 1
+
+
+# --- the session generator --------------------------------------------------------------------
+def test_sessions_are_deterministic_and_reach_the_hit_target():
+    s, _, _ = load_scenario(PAPER)
+    options = SessionOptions(rate_rps=20, ready_after_s=4, tpot_s=0.06)
+    first = list(SessionSource(s.workload, 3000, options, seed=7))
+    again = list(SessionSource(s.workload, 3000, options, seed=7))
+    assert first == again
+    src = SessionSource(s.workload, 8000, options, seed=1)
+    cache = PrefixCache(None)
+    for blocks in src.warm:
+        cache.insert(blocks)
+    hits = []
+    for _, length, _, ids in src:
+        hits.append(min(cache.lookup(ids) * src.block_tokens, length) / length)
+        cache.insert(ids)
+    assert np.mean(hits[800:]) == pytest.approx(0.91, abs=0.05)  # the scenario's mean hit
+    arrivals = np.array([t for t, *_ in first])
+    assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
+
+
+def test_block_size_follows_the_median_input():
+    assert block_tokens(load_scenario(PAPER)[0].workload) == 512  # 64K median: capped
+    assert block_tokens(load_scenario(SMALL)[0].workload) == 32  # 1,500 / 64 = 23 -> 32
+
+
+# --- end to end -------------------------------------------------------------------------------
+def test_small_scenario_at_its_demand_meets_the_sla_with_intervals(small):
+    s, hw, models, fleet = small
+    r = simulate(s, hw, models, fleet, requests=12_000, rate_rps=10.0, seed=3)
+    assert r.requests == 10_800 and r.warmup_requests == 1_200
+    t = r.ttft_s
+    assert t["p50"].simulated <= t["p90"].simulated <= t["p99"].simulated
+    for f in t.values():
+        assert f.low <= f.simulated <= f.high
+    assert r.sla_met
+    assert r.goodput_rps.simulated == pytest.approx(10.0, rel=0.1)
+    assert r.rld_token_share.simulated == 0.0  # no RLD pool
+    assert 0 < r.link_utilization["east->west"].simulated < 1
+
+
+def test_the_check_can_fail_past_capacity(small):
+    s, hw, models, fleet = small
+    r = simulate(s, hw, models, fleet, requests=6_000, rate_rps=200.0, seed=3)
+    assert not r.sla_met and r.misses
+
+
+def test_same_seed_same_result_different_seed_differs(small):
+    s, hw, models, fleet = small
+    a = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=5)
+    b = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=5)
+    c = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=6)
+    assert a.ttft_s == b.ttft_s and a.tpot_ms == b.tpot_ms
+    assert a.ttft_s != c.ttft_s
+
+
+def test_relay_and_handoffs_run_on_the_paper_scenario():
+    s, hw, models = load_scenario(PAPER)
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    fleet = fleet.model_copy(
+        update={"routing": Routing(relay_above_mb=20.0, singular_max_output_tokens=100)}
+    )
+    r = simulate(s, hw, models, fleet, requests=3_000, rate_rps=3.0, seed=1)
+    assert r.pipelines["p_rld_md"] > 0 and r.pipelines["singular"] > 0
+    assert r.handoffs > 0 and r.handoff_stall_ms > 0
+    assert 0 < r.rld_token_share.simulated < 1
+
+
+# --- traces and bad input ---------------------------------------------------------------------
+def test_trace_replay_uses_its_timing(small):
+    s, hw, models, fleet = small
+    r = simulate(s, hw, models, fleet, trace=SLICE)
+    assert r.requests == 2000 and r.source == str(SLICE)
+    assert r.p_hit.simulated > 0.2  # the trace's shared prefixes hit
+
+
+def test_trace_errors_name_the_lines(tmp_path, small):
+    s, hw, models, fleet = small
+    bad = tmp_path / "bad.jsonl"
+    lines = SLICE.read_text().splitlines()[:50]
+    lines[3] = "{not json"
+    lines[7] = '{"timestamp": 5, "input_length": -1, "output_length": 3, "hash_ids": []}'
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"line 4.*line 8.*--skip-bad"):
+        simulate(s, hw, models, fleet, trace=bad)
+    r = simulate(s, hw, models, fleet, trace=bad, skip_bad=True)
+    assert r.requests == 48
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError, match="no requests"):
+        simulate(s, hw, models, fleet, trace=empty)
+
+
+def _cli(*args: str):
+    result = runner.invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_simulate_cli_json_keys():
+    r = _cli(
+        "simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"),
+        "--requests", "2000", "--rate-rps", "5", "--json",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    view = json.loads(r.stdout)
+    for key in ("ttft_s", "tpot_ms", "goodput_rps", "rld_token_share", "link_utilization"):
+        assert key in view and key in view["predicted"]
+    assert set(view["ttft_s"]) == {"p50", "p90", "p99"} and set(view["tpot_ms"]) == {"p50", "p99"}
+    assert view["requests"] == 1800
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--requests", "0"], "--requests must be at least 1"),
+        (["--trace", "missing.jsonl"], "file not found"),
+    ],
+)
+def test_simulate_bad_input_is_one_line(args, message):
+    r = _cli("simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"), *args)
+    assert r.exit_code != 0 and message in r.output
+    assert len([x for x in r.output.splitlines() if x.startswith("Error")]) == 1
+
+
+def test_a_plan_for_another_scenario_is_refused(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"model": "deepseek-v4-pro", "deployment": {"name": "x"}}))
+    r = _cli("simulate", str(SMALL), "--plan", str(plan))
+    assert r.exit_code != 0 and "the plan is for 'deepseek-v4-pro'" in r.output
+
+
+# --- the verify loop --------------------------------------------------------------------------
+def test_tightening_scales_the_planners_model(small):
+    s = small[0]
+    t = Tightening(ttft_p90=0.5, utilization=0.9, link_utilization=0.8)
+    tight = t.apply(s)
+    assert tight.sla.ttft_p90_s == pytest.approx(s.sla.ttft_p90_s * 0.5)
+    assert tight.sla.ttft_p99_s == s.sla.ttft_p99_s
+    assert tight.search.max_utilization == pytest.approx(s.search.max_utilization * 0.9)
+    assert tight.search.max_link_utilization == pytest.approx(
+        s.search.max_link_utilization * 0.8
+    )
+
+
+def test_a_short_decode_side_hit_is_corrected_first(small):
+    from dataclasses import replace
+
+    s, hw, models, fleet = small
+    sim = simulate(s, hw, models, fleet, requests=2_000, rate_rps=5.0)
+    short = replace(sim, md_hit=Figure(0.2, predicted=0.8), misses=["TTFT P99 20 s above 2 s"])
+    t = _tighter(Tightening(), short, s)
+    assert t.md_hit == pytest.approx(0.25) and t.ttft_p99 == 1.0
+    late = replace(
+        sim,
+        ttft_s={**sim.ttft_s, "p99": Figure(2 * s.sla.ttft_p99_s)},
+        misses=["TTFT P99"],
+    )
+    t = _tighter(Tightening(), late, s)
+    assert t.ttft_p99 == pytest.approx(0.8)  # at most MAX_STEP at once
+    assert t.md_hit == 1.0
+
+
+def test_solve_verify_on_the_small_scenario():
+    r = _cli("solve", str(SMALL), "--verify", "--verify-requests", "4000", "--json")
+    view = json.loads(r.stdout)
+    v = view["verification"]
+    assert v["iterations"] and v["message"]
+    if v["confirmed"]:
+        assert r.exit_code == 0 and v["iterations"][-1]["simulation"]["sla_met"]
+    else:
+        assert r.exit_code == 1 and "no simulator-confirmed plan" in v["message"]
