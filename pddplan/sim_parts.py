@@ -18,6 +18,8 @@ from typing import Any
 from pddplan.perf import Instance
 
 EPS = 1e-9
+REBASE_RTTS = 64.0
+"""The link's running sum of slow-starting rates is recomputed every this many RTTs."""
 
 
 class Events:
@@ -79,6 +81,8 @@ class WanLink:
         self.t = 0.0
         self.rate = goodput  # of each flow past slow start, until the next event
         self._ramping: dict[int, _Flow] = {}
+        self._base = 0.0  # the ramping flows' sum of 2^(k + base): rebased as time goes on
+        self._ramp_sum = 0.0
         self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
         self._ramp_k: list[tuple[float, int, _Flow]] = []  # (-k): the first to leave ramp
         self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
@@ -113,6 +117,7 @@ class WanLink:
         self._to_steady(now)
         seq = next(self._seq)
         self._ramping[seq] = f
+        self._ramp_sum += 2.0 ** (f.k + self._base)
         f.v_end = seq  # (its key among the ramping flows until it leaves slow start)
         heapq.heappush(self._ramp_end, (self.rtt * (math.log2(f.size + self.w0) - f.k), seq, f))
         heapq.heappush(self._ramp_k, (-f.k, seq, f))
@@ -137,6 +142,7 @@ class WanLink:
                 return
             heapq.heappop(heap)
             del self._ramping[int(f.v_end)]
+            self._ramp_sum -= 2.0 ** (f.k + self._base)
             f.steady = True
             f.v_end = self.v + (f.size - sent)
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
@@ -149,7 +155,10 @@ class WanLink:
             self.rate = self.goodput / max(steady, 1)
             return
         ahead = t / self.rtt + 0.5
-        ramping = sum(2.0 ** (f.k + ahead) for f in self._ramping.values())
+        if ahead - self._base > REBASE_RTTS:  # keep the running sum in range
+            self._base = ahead
+            self._ramp_sum = sum(2.0 ** (f.k + ahead) for f in self._ramping.values())
+        ramping = self._ramp_sum * 2.0 ** (ahead - self._base)
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady
 
@@ -189,6 +198,7 @@ class WanLink:
             _, seq, f = heapq.heappop(heap)
             if f.alive and not f.steady:
                 del self._ramping[seq]
+                self._ramp_sum -= 2.0 ** (f.k + self._base)
                 finished.append(f)
         heap = self._steady
         while heap and heap[0][0] <= self.v + EPS * max(1.0, self.v):

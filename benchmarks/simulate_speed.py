@@ -1,0 +1,78 @@
+"""Simulator speed: requests and events per second, and memory, against run length.
+
+    python benchmarks/simulate_speed.py [--requests 10000,30000,100000] [--million]
+
+For each shipped scenario it plans (max BCR, CBC), then simulates the plan at its planned
+load (its SLA capacity) with sampled sessions, and prints wall time, events per second,
+microseconds per request and the peak resident memory of this process. ``--million`` adds
+one run of a million requests on the small scenario, to show that memory stays bounded
+(requests leave the simulator when they finish; only per-request figures, 8 bytes each,
+are kept).
+
+This machine is shared and noisy: compare ratios measured in one run, not absolute times
+across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+from pddplan.evaluate import evaluate  # noqa: E402
+from pddplan.loaders import load_scenario  # noqa: E402
+from pddplan.optimize import solve_plan  # noqa: E402
+from pddplan.sim_requests import SessionOptions, SessionSource  # noqa: E402
+from pddplan.simulate import Simulation  # noqa: E402
+
+SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(name: str, counts: list[int]) -> None:
+    s, hw, models = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    plan = solve_plan(s, hw, models)
+    assert plan.fleet is not None and plan.evaluation is not None
+    fleet = plan.fleet
+    rate = evaluate(s, hw, models, fleet).sla_capacity_rps
+    for n in counts:
+        options = SessionOptions(
+            rate_rps=rate, ready_after_s=s.sla.ttft_p90_s, tpot_s=s.sla.tpot_ms / 1000
+        )
+        start = time.perf_counter()
+        source = SessionSource(s.workload, n, options, seed=0)
+        sim = Simulation(s, hw, models, fleet, block_tokens=source.block_tokens)
+        raw = sim.run(source, warm=source.warm, warmup=n // 10)
+        wall = time.perf_counter() - start
+        print(
+            f"| {name} | {rate:,.1f} | {n:,} | {wall:,.2f} | {raw.events:,} | "
+            f"{raw.events / wall:,.0f} | {wall / n * 1e6:,.0f} | {peak_rss_mb():,.0f} |",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", default="10000,30000,100000")
+    parser.add_argument("--million", action="store_true")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    args = parser.parse_args()
+    counts = [int(x) for x in args.requests.split(",")]
+    print("| scenario | load req/s | requests | wall s | events | events/s | us/request | peak RSS MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name in args.scenarios.split(","):
+        run(name, counts)
+    if args.million:
+        run("small-llama-8b", [1_000_000])
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
