@@ -33,7 +33,12 @@ from pddplan.fleet import Fleet, Routing
 from pddplan.fleet_model import FleetModel, fleet_model
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
-from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.network import (
+    link_bytes_per_s,
+    rdma_transfer_s,
+    wan_queueing_mean_s,
+    wan_transfer_s_many,
+)
 from pddplan.pricing import fleet_cost
 from pddplan.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
 from pddplan.results import Evaluation, LinkResult, PoolResult
@@ -108,6 +113,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # WAN links: flows from every P datacenter to every MD datacenter. Every request's
     # payload counts, the singular path's too: its transfer starts before RLD finishes it.
     wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
+    wan_queueing = {}  # (p_dc, md_dc) -> the part of it other flows add (mean, random)
     link_util: dict[tuple[str, str], float] = {}
     for pdc in p_dcs:
         for mdc in md_dcs:
@@ -115,6 +121,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 # inside one datacenter: RDMA at the sending (prefill) chip's NIC
                 nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
                 wan_time[(pdc, mdc)] = rdma_transfer_s(m.payload, nic_bytes_per_s=nic)
+                wan_queueing[(pdc, mdc)] = np.zeros_like(m.payload)
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
@@ -131,6 +138,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             # the transfer, then the first token's trip back to the user's side
             wan = wan_transfer_s_many(m.payload, rtt_s=rtt, share_bytes_per_s=share)
             wan_time[(pdc, mdc)] = wan + rtt / 2
+            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+            wan_queueing[(pdc, mdc)] = wan_queueing_mean_s(
+                m.payload, goodput_bytes_per_s=goodput, utilization=u
+            )
     for (a, b), u in link_util.items():
         if u > m.link_max:
             failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")
@@ -189,10 +200,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
     first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
     rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
-    rest = {}
+    rest, extra = {}, {}
     for a in p_dcs:
         for b in md_dcs:
-            rest[(a, b)] = np.where(direct, wan_time[(a, b)], rdma) + first_token
+            queueing = wan_queueing[(a, b)]
+            fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
+            rest[(a, b)] = np.where(direct, fixed, rdma) + first_token
+            extra[(a, b)] = np.where(direct, queueing, 0.0)
     svc_mean = [float(w @ svc) for svc in m.p_svc]
     svc_cv2 = [
         float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
@@ -218,6 +232,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     utilization=min(p_util[j], 1.0),
                     mean_service_s=svc_mean[j],
                     service_cv2=svc_cv2[j],
+                    extra_mean_s=extra[(a, b)],
                 )
                 total += share * dc_share_md[b] * float(w @ tail)
         return total

@@ -79,3 +79,16 @@ def wan_transfer_s_many(
         out = np.where(nbytes <= sent_ss, ramp_small, ramp_big) + rtt_s / 2
         out = np.where(share > 0, out, np.inf)
     return np.where(nbytes > 0, out, 0.0)
+
+
+def wan_queueing_mean_s(
+    nbytes: np.ndarray, *, goodput_bytes_per_s: float, utilization: float
+) -> np.ndarray:
+    """The part of each transfer's time that other flows add on a link at ``utilization``
+    (processor sharing: ``B / (goodput (1 - u)) - B / goodput``); the TTFT tails take it
+    as exponentially distributed around this mean, the rest of the transfer as fixed."""
+    nbytes = np.asarray(nbytes, dtype=float)
+    u = min(max(utilization, 0.0), 1.0)
+    if u >= 1.0:
+        return np.full_like(nbytes, np.inf)
+    return nbytes / goodput_bytes_per_s * u / (1.0 - u)

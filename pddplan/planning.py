@@ -37,7 +37,12 @@ from pddplan.evaluate import TAIL_BUDGETS
 from pddplan.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
-from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.network import (
+    link_bytes_per_s,
+    rdma_transfer_s,
+    wan_queueing_mean_s,
+    wan_transfer_s_many,
+)
 from pddplan.perf import Instance, PrefillFigures, instance_fits, make_instance
 from pddplan.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.queueing import loaded_prefill_latency, prefill_wait_tail
@@ -358,10 +363,13 @@ class Requirements:
         self.space, self.rate = space, rate
         self.wan: dict[str, np.ndarray] = {}
         """Per state: each class's P->MD transfer time plus the first token's way back."""
+        self.wan_queueing: dict[str, np.ndarray] = {}
+        """Per state: the part of ``wan`` other flows add (``wan_queueing_mean_s``)."""
         self.feasible_states: list[State] = []
         """States whose link stays within its utilization cap at this rate."""
         for st in space.states:
             self.wan[st.key], u = self._wan(st)
+            self.wan_queueing[st.key] = self._queueing(st, u)
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
@@ -381,6 +389,14 @@ class Requirements:
         share = goodput * max(0.0, 1.0 - u)
         rtt = st.link.rtt_ms * units.MS
         return wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
+
+    def _queueing(self, st: State, u: float) -> np.ndarray:
+        sp = self.space
+        payload = sp.payloads[st.cache]
+        if st.gbps is None:
+            return np.zeros_like(payload)
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        return wan_queueing_mean_s(payload, goodput_bytes_per_s=goodput, utilization=u)
 
     @cached_property
     def eager(self) -> dict[str, np.ndarray]:
@@ -468,9 +484,13 @@ class Requirements:
         svc_sum = float(sp.w @ svc)
         cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
-        rest_direct = self.wan[st.key] + sp.tpot_s  # the first token: one step at the bound
+        queueing = self.wan_queueing[st.key]
+        # the first token: one step at the bound; the link's queueing is the random part
+        fixed = np.where(np.isfinite(queueing), self.wan[st.key] - queueing, np.inf)
+        rest_direct = fixed + sp.tpot_s
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic) + sp.tpot_s
         rests = np.where(sp.relay_matrix[st.cache], rest_relay, rest_direct)  # cuts x classes
+        extra = np.where(sp.relay_matrix[st.cache], 0.0, queueing)
         bounds = (sp.scenario.sla.ttft_p90_s, sp.scenario.sla.ttft_p99_s)
 
         groups = o.instance.attention_groups
@@ -489,6 +509,7 @@ class Requirements:
                     utilization=min(util, 1.0),
                     mean_service_s=svc_sum,
                     service_cv2=cv2,
+                    extra_mean_s=extra[rows],
                 )
                 ok &= tail @ sp.w <= budget + 1e-12
             return ok

@@ -155,15 +155,35 @@ def prefill_wait_tail(
     utilization: float,
     mean_service_s: float,
     service_cv2: float,
+    extra_mean_s: np.ndarray | float = 0.0,
 ) -> np.ndarray:
-    """P(wait > t) at a prefill pool of ``instances`` instances: ``instances x groups``
+    """P(wait + X > t) at a prefill pool of ``instances`` instances: ``instances x groups``
     servers (one per attention group), each holding a request for ``groups`` times its
-    service time at full load, at ``utilization`` (M/G/c, ``wait_tail_many``). One
-    attention group per instance is the plain M/G/c of instances."""
-    return wait_tail_many(
-        t_s,
-        servers=instances * groups,
-        utilization=utilization,
-        mean_service_s=groups * mean_service_s,
-        service_cv2=service_cv2,
-    )
+    service time at full load, at ``utilization`` (M/G/c, ``wait_tail_many``; one attention
+    group per instance is the plain M/G/c of instances). X is an independent exponential
+    delay of mean ``extra_mean_s`` (per entry of ``t_s``; 0: none), the link's queueing
+    (``network.wan_queueing_mean_s``):
+
+        P(W + X > t) = (1 - C) e^(-b t) + C (a e^(-b t) - b e^(-a t)) / (a - b)
+
+    for ``P(W > t) = C e^(-a t)`` and ``b = 1 / mean``; 1 for negative ``t``.
+    """
+    t_s = np.asarray(t_s, dtype=float)
+    servers = instances * groups
+    if utilization >= 1.0:
+        return np.ones_like(t_s)
+    c = erlang_c(servers, utilization * servers)
+    a = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * groups * mean_service_s)
+    m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
+    t = np.maximum(t_s, 0.0)
+    plain = c * np.exp(-a * t)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        b = np.where(m > 0, 1.0 / m, np.inf)
+        x = np.where(np.isfinite(b), np.exp(-b * t), 0.0)
+        close = np.abs(a - b) <= 1e-9 * a
+        both = np.where(
+            close, (1.0 + a * t) * np.exp(-a * t), (a * x - b * np.exp(-a * t)) / (a - b)
+        )
+        mixed = (1.0 - c) * x + c * both
+    out = np.where(m > 0, np.where(np.isinf(m), 1.0, mixed), plain)
+    return np.where(t_s < 0, 1.0, out)

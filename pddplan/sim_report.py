@@ -96,7 +96,8 @@ def simulation_report(v: dict[str, Any]) -> Group:
     )
     tb = v["ttft_tail_breakdown_s"]
     tail = Text(
-        f"TTFT above its P90, on average: {tb['prefill']:.2f} s prefill (queue and passes), "
+        f"TTFT above its P90, on average: {tb['queue']:.2f} s prefill queue, "
+        f"{tb['prefill']:.2f} s prefill passes, "
         f"{tb['transfer']:.2f} s KV transfer, {tb['decode']:.2f} s to the first token"
     )
     speed = Text(

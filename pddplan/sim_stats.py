@@ -94,9 +94,9 @@ class SimResult:
     """Simulated TTFT P90, P99 and TPOT P99 all within the SLA."""
     misses: list[str]
     tail_breakdown: dict[str, float]
-    """Mean seconds of each TTFT segment (``prefill``: queue and passes; ``transfer``: KV
-    to the decode instance; ``decode``: admission, first step and the return hop) over the
-    requests above the simulated TTFT P90."""
+    """Mean seconds of each TTFT segment (``queue``: waiting for a prefill pass; ``prefill``:
+    the passes; ``transfer``: KV to the decode instance; ``decode``: admission, first step
+    and the return hop) over the requests above the simulated TTFT P90."""
     events: int
     wall_s: float
     notes: list[str] = field(default_factory=list)
@@ -243,7 +243,8 @@ def _summarize(
         misses.append(f"TPOT P99 {tpot['p99'].simulated:.1f} ms above {s.sla.tpot_ms:g} ms")
     slow = rec.ttft_s >= ttft_fig["p90"].simulated
     tail = {
-        "prefill": float(rec.prefill_s[slow].mean()),
+        "queue": float(rec.queue_s[slow].mean()),
+        "prefill": float((rec.prefill_s - rec.queue_s)[slow].mean()),
         "transfer": float(rec.transfer_s[slow].mean()),
         "decode": float((rec.ttft_s - rec.prefill_s - rec.transfer_s)[slow].mean()),
     }

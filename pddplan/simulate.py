@@ -86,12 +86,13 @@ class _Req:
         "rld_made",
         "run",
         "t0",
+        "taken",
     )
 
     def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
         self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
         self.done = self.run = 0
-        self.prefilled = self.ready = 0.0
+        self.prefilled = self.ready = self.taken = 0.0
         self.hit_p = self.hit_md = 0.0
         self.path = DIRECT
         self.first = math.nan
@@ -137,6 +138,8 @@ class SimRecord:
     index: np.ndarray
     arrival_s: np.ndarray
     ttft_s: np.ndarray
+    queue_s: np.ndarray
+    """Arrival to the first prefill pass (the datacenter queue)."""
     prefill_s: np.ndarray
     """Arrival to the end of prefill (queue and passes)."""
     transfer_s: np.ndarray
@@ -384,6 +387,7 @@ class Simulation:
             r = dc.queue.popleft()
             run = dc.cache.lookup(r.blocks) if dc.cache is not None else 0
             r.run = run
+            r.taken = self.ev.now
             r.done = min(run * self.block, r.inp - 1)
             r.hit_p = r.done / r.inp
             take = min(r.inp - r.done, chunk - load)
@@ -577,6 +581,7 @@ class Simulation:
         rec["index"].append(r.i)
         rec["arrival_s"].append(r.t0)
         rec["ttft_s"].append(r.first - r.t0)
+        rec["queue_s"].append(r.taken - r.t0)
         rec["prefill_s"].append(r.prefilled - r.t0)
         rec["transfer_s"].append(r.ready - r.prefilled)
         rec["finish_s"].append(t)

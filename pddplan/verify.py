@@ -127,11 +127,12 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
     tail = sim.tail_breakdown
     ttft_missed = any(m.startswith("TTFT") for m in sim.misses)
     busy = any(f.simulated > caps.search.max_utilization for _, f in sim.pool_utilization)
-    if busy or (ttft_missed and tail["transfer"] < tail["prefill"] + tail["decode"]):
+    pools_slow = tail["queue"] + tail["prefill"] + tail["decode"]
+    if busy or (ttft_missed and tail["transfer"] < pools_slow):
         util *= CAP_STEP
     links = sim.link_utilization.values()
     if any(f.simulated > caps.search.max_link_utilization for f in links) or (
-        ttft_missed and tail["transfer"] >= tail["prefill"] + tail["decode"]
+        ttft_missed and tail["transfer"] >= pools_slow
     ):
         link *= CAP_STEP
     return replace(
