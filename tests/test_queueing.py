@@ -41,3 +41,38 @@ def test_deterministic_service_halves_the_decay_time():
 def test_bigger_pools_wait_less_at_the_same_utilization(c, rho):
     """Economies of scale: at equal utilization, more servers means fewer waits."""
     assert erlang_c(c + 1, rho * (c + 1)) <= erlang_c(c, rho * c) + 1e-12
+
+
+def test_wait_plus_an_exponential_link_delay_by_hand():
+    """P(W + X > t) with X exponential: no wait (an idle pool) leaves e^(-t/m); no X is the
+    plain M/G/c tail; with both, the hypoexponential mixture, checked by sampling."""
+    import numpy as np
+
+    from pddplan.network import wan_queueing_mean_s
+    from pddplan.queueing import prefill_wait_tail, wait_tail_many
+
+    t = np.array([-1.0, 0.0, 0.5, 2.0])
+    idle = prefill_wait_tail(
+        t, instances=4, groups=1, utilization=1e-9, mean_service_s=1.0, service_cv2=1.0,
+        extra_mean_s=0.5,
+    )  # fmt: skip
+    assert idle == pytest.approx([1.0, 1.0, math.exp(-1.0), math.exp(-4.0)], rel=1e-6)
+    plain = wait_tail_many(t, servers=4, utilization=0.8, mean_service_s=1.0, service_cv2=1.0)
+    same = prefill_wait_tail(
+        t, instances=4, groups=1, utilization=0.8, mean_service_s=1.0, service_cv2=1.0
+    )
+    assert same == pytest.approx(plain)
+    both = prefill_wait_tail(
+        np.array([1.0]), instances=1, groups=1, utilization=0.5, mean_service_s=1.0,
+        service_cv2=1.0, extra_mean_s=0.25,
+    )[0]  # fmt: skip
+    rng = np.random.default_rng(0)
+    n = 400_000
+    # M/M/1 at rho 0.5: waits w.p. 0.5, then exponential with rate mu - lambda = 0.5
+    waits = np.where(rng.random(n) < 0.5, rng.exponential(2.0, n), 0.0)
+    sampled = np.mean(waits + rng.exponential(0.25, n) > 1.0)
+    assert both == pytest.approx(sampled, abs=0.003)
+    # the link's share of a transfer: 1 GB at 1 GB/s on a link half busy waits 1 s more
+    assert wan_queueing_mean_s(
+        np.array([1e9]), goodput_bytes_per_s=1e9, utilization=0.5
+    ) == pytest.approx([1.0])
