@@ -204,7 +204,8 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     for a in p_dcs:
         for b in md_dcs:
             queueing = wan_queueing[(a, b)]
-            fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
+            with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+                fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
             rest[(a, b)] = np.where(direct, fixed, rdma) + first_token
             extra[(a, b)] = np.where(direct, queueing, 0.0)
     svc_mean = [float(w @ svc) for svc in m.p_svc]

@@ -486,7 +486,8 @@ class Requirements:
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         queueing = self.wan_queueing[st.key]
         # the first token: one step at the bound; the link's queueing is the random part
-        fixed = np.where(np.isfinite(queueing), self.wan[st.key] - queueing, np.inf)
+        with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+            fixed = np.where(np.isfinite(queueing), self.wan[st.key] - queueing, np.inf)
         rest_direct = fixed + sp.tpot_s
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic) + sp.tpot_s
         rests = np.where(sp.relay_matrix[st.cache], rest_relay, rest_direct)  # cuts x classes

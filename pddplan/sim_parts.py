@@ -37,11 +37,13 @@ class Events:
 
     def run(self) -> None:
         heap, pop = self._heap, heapq.heappop
+        count = 0
         while heap:
             t, _, fn, arg = pop(heap)
             self.now = t
-            self.count += 1
+            count += 1
             fn(arg)
+        self.count += count
 
 
 # --- the WAN link ----------------------------------------------------------------------------
@@ -252,6 +254,7 @@ class DecodeInstance:
         self._seq = itertools.count()
         self._version = 0
         self.tokens = 0.0
+        self._key_step, self._key = -1.0, 0
         self.stall_s = 0.0
         self.stalls = 0
 
@@ -276,8 +279,9 @@ class DecodeInstance:
                 self.S += steps
                 made = steps * self.n
                 self.tokens += made
-                key = _gap_key(self.step)
-                self._gaps[key] = self._gaps.get(key, 0.0) + made
+                if self.step != self._key_step:
+                    self._key_step, self._key = self.step, _gap_key(self.step)
+                self._gaps[self._key] = self._gaps.get(self._key, 0.0) + made
         self.t = max(self.t, t)
 
     def join(self, req: Any, context: float, tokens: int, kv_need: float) -> float:

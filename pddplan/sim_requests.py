@@ -122,22 +122,24 @@ class SessionSource:
         done = 0
         while done < self.n:
             m = min(DRAW_BATCH, self.n - done)
-            gaps = rng.exponential(1.0 / options.rate_rps, m)
-            inp, out, hit = _shapes(self.workload, rng, m)
-            pick = rng.random(m)
-            ends = rng.random(m) < 1.0 / options.mean_turns
-            think = rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
+            gaps = rng.exponential(1.0 / options.rate_rps, m).tolist()
+            inp, out, hit = (x.tolist() for x in _shapes(self.workload, rng, m))
+            pick = rng.random(m).tolist()
+            ends = (rng.random(m) < 1.0 / options.mean_turns).tolist()
+            think = (
+                rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
+            ).tolist()
             for i in range(m):
-                t += float(gaps[i])
+                t += gaps[i]
                 while waiting and waiting[0][0] <= t:
                     _, sid = heapq.heappop(waiting)
                     j = bisect.bisect_left(ready_len, len(contexts[sid]))
                     ready_len.insert(j, len(contexts[sid]))
                     ready_id.insert(j, sid)
-                length = max(1, round(float(inp[i])))
-                tokens_out = max(0, round(float(out[i])))
+                length = max(1, round(inp[i]))
+                tokens_out = max(0, round(out[i]))
                 blocks = -(-length // block)
-                want = min(int(float(hit[i]) * length) // block, blocks)
+                want = min(int(hit[i] * length) // block, blocks)
                 j = bisect.bisect_left(ready_len, want) if want > 0 else len(ready_len)
                 if want > 0 and j == len(ready_len) and ready_len:
                     j -= 1  # none holds the whole target prefix: the longest one
@@ -154,7 +156,7 @@ class SessionSource:
                     contexts.pop(sid, None)
                 else:
                     contexts[sid] = ids
-                    gap = options.ready_after_s + tokens_out * options.tpot_s + float(think[i])
+                    gap = options.ready_after_s + tokens_out * options.tpot_s + think[i]
                     heapq.heappush(waiting, (t + gap, sid))
                 yield t, length, tokens_out, ids
             done += m

@@ -281,6 +281,12 @@ class Simulation:
         self.stall_s = 0.0
         self.handoffs = 0
         self._rec = {k: array("d") for k in SimRecord.__dataclass_fields__}
+        order = (
+            "index", "arrival_s", "ttft_s", "queue_s", "prefill_s", "transfer_s", "finish_s",
+            "output_tokens", "rld_tokens", "path", "p_hit", "md_hit",
+        )  # fmt: skip
+        assert set(order) == set(self._rec)
+        self._adds = [self._rec[k].append for k in order]
 
     # --- arrivals and prefill ---------------------------------------------------------------
     def run(
@@ -577,19 +583,25 @@ class Simulation:
 
     def _record(self, r: _Req, t: float) -> None:
         r.finished = True
-        rec = self._rec
-        rec["index"].append(r.i)
-        rec["arrival_s"].append(r.t0)
-        rec["ttft_s"].append(r.first - r.t0)
-        rec["queue_s"].append(r.taken - r.t0)
-        rec["prefill_s"].append(r.prefilled - r.t0)
-        rec["transfer_s"].append(r.ready - r.prefilled)
-        rec["finish_s"].append(t)
-        rec["output_tokens"].append(r.out)
-        rec["rld_tokens"].append(r.rld_made)
-        rec["path"].append(r.path)
-        rec["p_hit"].append(r.hit_p)
-        rec["md_hit"].append(r.hit_md)
+        for add, value in zip(
+            self._adds,
+            (
+                r.i,
+                r.t0,
+                r.first - r.t0,
+                r.taken - r.t0,
+                r.prefilled - r.t0,
+                r.ready - r.prefilled,
+                t,
+                r.out,
+                r.rld_made,
+                r.path,
+                r.hit_p,
+                r.hit_md,
+            ),
+            strict=True,
+        ):
+            add(value)
 
     # --- measurement ------------------------------------------------------------------------
     def _mark(self, t: float) -> None:

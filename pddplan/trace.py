@@ -85,6 +85,12 @@ class PrefixCache:
         """Every block enters the cache as the most recently used, evicting the least
         recently used ones beyond capacity."""
         if self.capacity is None:
+            seen = self._seen
+            if seen is not None and hash_ids and min(hash_ids) >= 0:
+                hi = max(hash_ids)
+                if hi < len(seen):
+                    _drain(map(seen.__setitem__, hash_ids, repeat(1)))
+                    return
             self._replay_unbounded(hash_ids)
             return
         last = self._last
