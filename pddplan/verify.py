@@ -97,7 +97,9 @@ class Verification:
 
     @property
     def final(self) -> VerifyStep | None:
-        return self.steps[-1] if self.steps else None
+        """The confirmed step, or else the last one with a plan."""
+        with_plan = [st for st in self.steps if st.plan.fleet is not None]
+        return with_plan[-1] if with_plan else None
 
 
 def _load(plan: PlanResult, scenario: Scenario) -> float | None:
@@ -158,8 +160,10 @@ def verify(
     progress: Callable[[str], None] | None = None,
 ) -> Verification:
     """The loop in the module docstring. ``solve`` plans a (tightened) scenario; ``first``
-    is a plan already made for the scenario itself."""
-    tightening = Tightening()
+    is a plan already made for the scenario itself. When a tightened SLA leaves the
+    planner no plan (the latency of the longest requests alone may not fit it), the
+    iteration keeps the SLA as it was and lowers only the utilization caps."""
+    tightening, last_good = Tightening(), Tightening()
     steps: list[VerifyStep] = []
     for i in range(1, max_iterations + 1):
         planned = tightening.apply(scenario)
@@ -167,12 +171,16 @@ def verify(
         load = _load(plan, scenario)
         if plan.fleet is None or not load:
             steps.append(VerifyStep(i, tightening, plan, None, None, False))
-            return Verification(
-                steps,
-                False,
-                f"iteration {i}: the tightened model has no plan ({plan.status}); "
-                "no simulator-confirmed plan was found",
+            caps_only = replace(
+                last_good,
+                utilization=min(tightening.utilization, last_good.utilization * CAP_STEP),
+                link_utilization=tightening.link_utilization,
+                md_hit=tightening.md_hit,
             )
+            if caps_only == tightening:
+                break
+            tightening = caps_only
+            continue
         if progress is not None:
             progress(f"iteration {i}: simulating {plan.fleet.name} at {load:.2f} req/s")
         sim = simulate(
@@ -183,11 +191,13 @@ def verify(
             return Verification(
                 steps, True, f"iteration {i}: the simulator confirms the plan at {load:.2f} req/s"
             )
+        last_good = tightening
         tightening = _tighter(tightening, sim, planned)
-    last = steps[-1].sim
-    missed = "; ".join(last.misses) if last is not None else ""
+    tried = [st for st in steps if st.sim is not None]
+    missed = "; ".join(tried[-1].sim.misses) if tried and tried[-1].sim is not None else ""
     return Verification(
         steps,
         False,
-        f"no simulator-confirmed plan in {max_iterations} iterations (last: {missed})",
+        f"no simulator-confirmed plan in {len(steps)} iterations"
+        + (f" (the last plan simulated: {missed})" if missed else ""),
     )
