@@ -147,6 +147,21 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
     )
 
 
+def _halfway(good: Tightening, tight: Tightening) -> Tightening:
+    """SLA factors halfway (geometrically) from the last plannable ones to ``tight``'s;
+    ``tight``'s caps and hits. The same when they are within 1%."""
+
+    def mid(a: float, b: float) -> float:
+        return a if b >= a * 0.99 else (a * b) ** 0.5
+
+    return replace(
+        tight,
+        ttft_p90=mid(good.ttft_p90, tight.ttft_p90),
+        ttft_p99=mid(good.ttft_p99, tight.ttft_p99),
+        tpot=mid(good.tpot, tight.tpot),
+    )
+
+
 def verify(
     scenario: Scenario,
     hardware: HardwareCatalog,
@@ -161,8 +176,8 @@ def verify(
 ) -> Verification:
     """The loop in the module docstring. ``solve`` plans a (tightened) scenario; ``first``
     is a plan already made for the scenario itself. When a tightened SLA leaves the
-    planner no plan (the latency of the longest requests alone may not fit it), the
-    iteration keeps the SLA as it was and lowers only the utilization caps."""
+    planner no plan (the latency of the longest requests alone may not fit it), the next
+    iteration tightens it half as much (``_halfway``)."""
     tightening, last_good = Tightening(), Tightening()
     steps: list[VerifyStep] = []
     for i in range(1, max_iterations + 1):
@@ -171,15 +186,10 @@ def verify(
         load = _load(plan, scenario)
         if plan.fleet is None or not load:
             steps.append(VerifyStep(i, tightening, plan, None, None, False))
-            caps_only = replace(
-                last_good,
-                utilization=min(tightening.utilization, last_good.utilization * CAP_STEP),
-                link_utilization=tightening.link_utilization,
-                md_hit=tightening.md_hit,
-            )
-            if caps_only == tightening:
+            milder = _halfway(last_good, tightening)
+            if milder == tightening:
                 break
-            tightening = caps_only
+            tightening = milder
             continue
         if progress is not None:
             progress(f"iteration {i}: simulating {plan.fleet.name} at {load:.2f} req/s")
