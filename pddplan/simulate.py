@@ -372,6 +372,9 @@ class Simulation:
         then the datacenter queue's head goes, one request at a time, to the rank with the
         fewest tokens in the pass (a free rank first), until every rank is full. The
         ranks' chunks run as one pass."""
+        if not dc.queue and not any(pi.ranks):
+            pi.busy = False
+            return
         chunk = pi.inst.cal.knobs.prefill_chunk_tokens
         host = pi.inst.cal.knobs.prefix_cache == "host"
         members = []
