@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy import special
 
 from pddplan.perf import PrefillFigures
 
@@ -34,9 +35,12 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
         return 0.0
     if offered_erlangs >= servers:
         return 1.0
-    blocking = 1.0  # Erlang B by its stable recursion
-    for n in range(1, servers + 1):
-        blocking = offered_erlangs * blocking / (n + offered_erlangs * blocking)
+    # Erlang B = P(N = c) / P(N <= c) for N ~ Poisson(a), the closed form of the recursion
+    # B_n = a B_(n-1) / (n + a B_(n-1)); in logs, and with the regularized incomplete gamma
+    # for the sum, so that it costs the same for 10 servers and for 10,000
+    a = offered_erlangs
+    log_pmf = servers * math.log(a) - a - special.gammaln(servers + 1)
+    blocking = min(1.0, math.exp(log_pmf) / special.gammaincc(servers + 1, a))
     rho = offered_erlangs / servers
     return blocking / (1.0 - rho * (1.0 - blocking))
 
@@ -176,14 +180,14 @@ def prefill_wait_tail(
     a = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * groups * mean_service_s)
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
     t = np.maximum(t_s, 0.0)
-    plain = c * np.exp(-a * t)
+    ea = np.exp(-a * t)
+    if not (m > 0).any():
+        return np.where(t_s < 0, 1.0, c * ea)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        b = np.where(m > 0, 1.0 / m, np.inf)
-        x = np.where(np.isfinite(b), np.exp(-b * t), 0.0)
-        close = np.abs(a - b) <= 1e-9 * a
-        both = np.where(
-            close, (1.0 + a * t) * np.exp(-a * t), (a * x - b * np.exp(-a * t)) / (a - b)
-        )
-        mixed = (1.0 - c) * x + c * both
-    out = np.where(m > 0, np.where(np.isinf(m), 1.0, mixed), plain)
+        b = 1.0 / m  # inf where there is no delay
+        b = np.where(np.abs(a - b) <= 1e-9 * a, b * (1 + 1e-6), b)  # a = b: the limit
+        x = np.exp(-b * t)
+        out = (1.0 - c) * x + c * (a * x - b * ea) / (a - b)
+    out = np.where(m > 0, out, c * ea)
+    out = np.where(np.isinf(m), 1.0, out)
     return np.where(t_s < 0, 1.0, out)
