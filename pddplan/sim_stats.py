@@ -35,7 +35,8 @@ from pddplan.sim_requests import (
     SimRequest,
     trace_requests,
 )
-from pddplan.simulate import DIRECT, RELAY, SINGULAR, SimRaw, Simulation
+from pddplan.sim_state import DIRECT, RELAY, SINGULAR, SimRaw
+from pddplan.simulate import Simulation
 
 BATCHES = 10
 """Batches for the batch-means confidence intervals."""

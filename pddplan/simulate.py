@@ -40,8 +40,6 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -52,123 +50,24 @@ from pddplan.fleet_model import fleet_model
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
-from pddplan.perf import Instance
 from pddplan.scenario import Scenario
 from pddplan.sim_parts import DecodeInstance, Events, WanLink
 from pddplan.sim_requests import BLOCK_TOKENS, SimRequest
+from pddplan.sim_state import (
+    DIRECT,
+    RELAY,
+    SINGULAR,
+    DecodePool,
+    PrefillInstance,
+    PrefillSite,
+    Req,
+    SimRaw,
+    SimRecord,
+)
 from pddplan.trace import PrefixCache
 
-DIRECT, RELAY, SINGULAR = 0, 1, 2
 PROGRESS_EVERY = 1000
 """Requests between progress callbacks."""
-
-
-class _Req:
-    __slots__ = (
-        "blocks",
-        "cross",
-        "done",
-        "finished",
-        "first",
-        "flow",
-        "gone_md",
-        "hit_md",
-        "hit_p",
-        "i",
-        "inp",
-        "md_dc",
-        "out",
-        "p_dc",
-        "path",
-        "prefilled",
-        "ready",
-        "rld",
-        "rld_made",
-        "run",
-        "t0",
-        "taken",
-    )
-
-    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
-        self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
-        self.done = self.run = 0
-        self.prefilled = self.ready = self.taken = 0.0
-        self.hit_p = self.hit_md = 0.0
-        self.path = DIRECT
-        self.first = math.nan
-        self.flow: Any = None
-        self.rld: DecodeInstance | None = None
-        self.finished = False
-        self.cross = False
-        self.rld_made = 0
-        self.gone_md = False
-
-
-class _PInst:
-    """A prefill instance: one FIFO of started requests per attention rank."""
-
-    __slots__ = ("busy", "busy_s", "inst", "pool", "ranks")
-
-    def __init__(self, inst: Instance, pool: int) -> None:
-        self.inst, self.pool = inst, pool
-        self.busy = False
-        self.ranks: list[deque[_Req]] = [deque() for _ in range(inst.attention_groups)]
-        self.busy_s = 0.0
-
-
-class _Prefill:
-    def __init__(self, cache: PrefixCache | None) -> None:
-        self.queue: deque[_Req] = deque()
-        self.instances: list[_PInst] = []
-        self.cache = cache
-
-
-class _DecodePool:
-    def __init__(self, role: str, index: int) -> None:
-        self.role, self.index = role, index
-        self.instances: list[DecodeInstance] = []
-        self.queue: deque[tuple[_Req, int, float]] = deque()  # (request, tokens, stall)
-        self.op_batch, self.op_step = 1, 0.0
-
-
-@dataclass(frozen=True)
-class SimRecord:
-    """Per finished request, in completion order (numpy arrays)."""
-
-    index: np.ndarray
-    arrival_s: np.ndarray
-    ttft_s: np.ndarray
-    queue_s: np.ndarray
-    """Arrival to the first prefill pass (the datacenter queue)."""
-    prefill_s: np.ndarray
-    """Arrival to the end of prefill (queue and passes)."""
-    transfer_s: np.ndarray
-    """End of prefill to the KV at the decode instance that makes the first token (RLD by
-    RDMA, or MD over the link)."""
-    finish_s: np.ndarray
-    output_tokens: np.ndarray
-    rld_tokens: np.ndarray
-    path: np.ndarray
-    p_hit: np.ndarray
-    md_hit: np.ndarray
-
-
-@dataclass(frozen=True)
-class SimRaw:
-    """What one run measured, before statistics (``pddplan.sim_stats``)."""
-
-    records: SimRecord
-    window_s: float
-    """Arrival window measured (after warm-up), for rates and utilizations."""
-    pool_util: list[tuple[str, str, str, float]]
-    """(datacenter, role, chip, utilization) per pool, in the fleet's order."""
-    link_util: dict[tuple[str, str], float]
-    gaps: dict[int, float]
-    """Inter-token gap histogram (``sim_parts.gap_seconds(key)`` -> tokens), after warm-up."""
-    handoffs: int
-    stall_s: float
-    events: int
-    warmup_requests: int
 
 
 class Simulation:
@@ -198,11 +97,11 @@ class Simulation:
         self.gaps: dict[int, float] = {}
         memo: dict[tuple[str, int], dict] = {}
         # prefill datacenters, their instances and caches
-        self.prefill: dict[str, _Prefill] = {}
+        self.prefill: dict[str, PrefillSite] = {}
         cap: dict[str, float] = {}
         for j, ((pool, inst), share) in enumerate(zip(m.roles["prefill"], m.p_share, strict=True)):
-            dc = self.prefill.setdefault(pool.datacenter, _Prefill(None))
-            dc.instances += [_PInst(inst, j) for _ in range(pool.instances)]
+            dc = self.prefill.setdefault(pool.datacenter, PrefillSite(None))
+            dc.instances += [PrefillInstance(inst, j) for _ in range(pool.instances)]
             cap[pool.datacenter] = cap.get(pool.datacenter, 0.0) + share
         for dc in self.prefill.values():
             if p_cache_tokens is None:
@@ -212,18 +111,18 @@ class Simulation:
         self.p_dcs = sorted(self.prefill)
         self.p_weights = np.array([cap[d] for d in self.p_dcs])
         # decode pools
-        self.md: dict[str, list[_DecodePool]] = {}
-        self.rld: dict[str, list[_DecodePool]] = {}
+        self.md: dict[str, list[DecodePool]] = {}
+        self.rld: dict[str, list[DecodePool]] = {}
         md_cap: dict[str, float] = {}
         reserve = (fleet.md_cache_gb_per_gpu or 0.0) * units.GB
         self.md_cache: dict[str, PrefixCache | None] = {}
-        self._pool_of: dict[int, _DecodePool] = {}
+        self._pool_of: dict[int, DecodePool] = {}
         for role, points, pools, out in (
             ("main_decode", list(m.md_points.values()), m.roles["main_decode"], self.md),
             ("relay_decode", m.rld_points, m.roles["relay_decode"], self.rld),
         ):
             for j, ((pool, inst), (batch, step)) in enumerate(zip(pools, points, strict=True)):
-                dp = _DecodePool(role, j)
+                dp = DecodePool(role, j)
                 dp.op_batch, dp.op_step = max(batch, 1), step
                 res = reserve * pool.gpus_per_instance if role == "main_decode" else 0.0
                 steps = memo.setdefault((pool.chip, pool.gpus_per_instance), {})
@@ -343,10 +242,10 @@ class Simulation:
             self._mark(self._last_arrival)
             return
         t, inp, out, blocks = nxt
-        self.ev.at(t, self._arrive, _Req(self._count, t, inp, out, blocks))
+        self.ev.at(t, self._arrive, Req(self._count, t, inp, out, blocks))
         self._count += 1
 
-    def _arrive(self, r: _Req) -> None:
+    def _arrive(self, r: Req) -> None:
         self._last_arrival = r.t0
         if r.i == self._warmup and self._warmup:
             self._mark(r.t0)
@@ -367,7 +266,7 @@ class Simulation:
             return names[0]
         return names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
 
-    def _start_pass(self, dc: _Prefill, pi: _PInst) -> None:
+    def _start_pass(self, dc: PrefillSite, pi: PrefillInstance) -> None:
         """Each attention rank takes up to ``prefill_chunk_tokens`` of its started requests;
         then the datacenter queue's head goes, one request at a time, to the rank with the
         fewest tokens in the pass (a free rank first), until every rank is full. The
@@ -413,7 +312,9 @@ class Simulation:
         pi.busy_s += seconds * len(ranks) / len(pi.ranks)  # attention groups occupied
         self.ev.at(self.ev.now + seconds, self._end_pass, (dc, pi, members))
 
-    def _end_pass(self, arg: tuple[_Prefill, _PInst, list[tuple[_Req, int, deque]]]) -> None:
+    def _end_pass(
+        self, arg: tuple[PrefillSite, PrefillInstance, list[tuple[Req, int, deque]]]
+    ) -> None:
         dc, pi, members = arg
         for r, take, running in members:
             r.done += take
@@ -426,7 +327,7 @@ class Simulation:
         self._start_pass(dc, pi)
 
     # --- routing and transfers --------------------------------------------------------------
-    def _dispatch(self, r: _Req) -> None:
+    def _dispatch(self, r: Req) -> None:
         now = self.ev.now
         r.md_dc = self._pick(self.md_dcs, self.md_weights)
         cache = self.md_cache[r.md_dc]
@@ -454,17 +355,17 @@ class Simulation:
             nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
             self.ev.at(now + rdma_transfer_s(payload, nic_bytes_per_s=nic), self._at_md, r)
 
-    def _kv_sent(self, r: _Req, t: float) -> None:
+    def _kv_sent(self, r: Req, t: float) -> None:
         r.flow = None
         self.ev.at(t + self.rtt[(r.p_dc, r.md_dc)] / 2, self._at_md, r)
 
-    def _at_rld(self, r: _Req) -> None:
+    def _at_rld(self, r: Req) -> None:
         if r.finished or r.gone_md:
             return  # the KV reached MD first (the request went straight there)
         r.ready = self.ev.now
         self._admit(self._pool(self.rld[r.p_dc]), r, max(r.out, 1), 0.0)
 
-    def _at_md(self, r: _Req) -> None:
+    def _at_md(self, r: Req) -> None:
         cache = self.md_cache[r.md_dc]
         if cache is not None:
             cache.insert(r.blocks)
@@ -482,14 +383,14 @@ class Simulation:
             return
         self._handoff(pool, r)
 
-    def _pool(self, pools: list[_DecodePool]) -> _DecodePool:
+    def _pool(self, pools: list[DecodePool]) -> DecodePool:
         if len(pools) == 1:
             return pools[0]
         free = [sum(i.max_seqs - i.n for i in p.instances) for p in pools]
         return pools[int(np.argmax(free))]
 
     # --- decode and handoff -----------------------------------------------------------------
-    def _admit(self, pool: _DecodePool, r: _Req, tokens: int, stall: float) -> None:
+    def _admit(self, pool: DecodePool, r: Req, tokens: int, stall: float) -> None:
         need = self._kv_need(r)
         best = None
         for inst in pool.instances:
@@ -500,7 +401,7 @@ class Simulation:
             return
         self._join(pool, best, r, tokens, stall, need)
 
-    def _kv_need(self, r: _Req) -> float:
+    def _kv_need(self, r: Req) -> float:
         """KV bytes a sequence is admitted against: its context at the middle of its output,
         the memory it holds on average when pages are allocated as tokens come (the
         context the analytic operating point is sized at)."""
@@ -508,9 +409,9 @@ class Simulation:
 
     def _join(
         self,
-        pool: _DecodePool,
+        pool: DecodePool,
         inst: DecodeInstance,
-        r: _Req,
+        r: Req,
         tokens: int,
         stall: float,
         need: float,
@@ -525,7 +426,7 @@ class Simulation:
             back = self.rtt[(r.p_dc, r.md_dc)] / 2 if pool.role == "main_decode" and r.cross else 0
             r.first = first + back
 
-    def _handoff(self, pool: _DecodePool, r: _Req) -> None:
+    def _handoff(self, pool: DecodePool, r: Req) -> None:
         rld = r.rld
         assert rld is not None
         eager = rld.tokens_done(r)
@@ -550,26 +451,28 @@ class Simulation:
         step = target.step or pool.op_step
         for c in range(chunks):
             self.ev.at(self.ev.now + c * (step + extend), self._catch_up_chunk, (target, extend))
-        self.ev.at(self.ev.now + chunks * (step + extend), self._catch_up_done, (pool, r))
+        self.ev.at(self.ev.now + chunks * (step + extend), self._catch_up_done, (pool, target, r))
 
     def _catch_up_chunk(self, arg: tuple[DecodeInstance, float]) -> None:
         inst, extend = arg
         inst.stall(extend)
         self.stall_s += extend
 
-    def _catch_up_done(self, arg: tuple[_DecodePool, _Req]) -> None:
-        pool, r = arg
+    def _catch_up_done(self, arg: tuple[DecodePool, DecodeInstance, Req]) -> None:
+        pool, target, r = arg
         if r.finished or r.rld is None:
             return
         made = r.rld.remove(r)
         r.rld = None
         r.rld_made = made
-        if made < r.out:
-            self._admit(pool, r, r.out - made, 0.0)
-        else:
+        if made >= r.out:
             self._record(r, self.ev.now)
+        elif target.fits(self._kv_need(r)):  # the instance the chunks went to
+            self._join(pool, target, r, r.out - made, 0.0, self._kv_need(r))
+        else:
+            self._admit(pool, r, r.out - made, 0.0)
 
-    def _finished(self, inst: DecodeInstance, r: _Req, t: float) -> None:
+    def _finished(self, inst: DecodeInstance, r: Req, t: float) -> None:
         if r.rld is inst:  # finished on RLD (its transfer runs on, into MD's cache)
             r.rld = None
             r.rld_made = r.out
@@ -584,7 +487,7 @@ class Simulation:
             if not q.finished:
                 self._join(dp, inst, q, tokens, stall, need)
 
-    def _record(self, r: _Req, t: float) -> None:
+    def _record(self, r: Req, t: float) -> None:
         r.finished = True
         for add, value in zip(
             self._adds,

@@ -1,0 +1,127 @@
+"""The simulator's state records: a request in flight, a prefill instance and site, a
+decode pool, and what a run measured (``pddplan.simulate`` moves them; nothing here has
+behaviour of its own)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pddplan.perf import Instance
+from pddplan.sim_parts import DecodeInstance
+from pddplan.trace import PrefixCache
+
+DIRECT, RELAY, SINGULAR = 0, 1, 2
+"""A request's pipeline: P -> MD, P -> RLD -> MD, P -> RLD (singular)."""
+
+
+class Req:
+    __slots__ = (
+        "blocks",
+        "cross",
+        "done",
+        "finished",
+        "first",
+        "flow",
+        "gone_md",
+        "hit_md",
+        "hit_p",
+        "i",
+        "inp",
+        "md_dc",
+        "out",
+        "p_dc",
+        "path",
+        "prefilled",
+        "ready",
+        "rld",
+        "rld_made",
+        "run",
+        "t0",
+        "taken",
+    )
+
+    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
+        self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
+        self.done = self.run = 0
+        self.prefilled = self.ready = self.taken = 0.0
+        self.hit_p = self.hit_md = 0.0
+        self.path = DIRECT
+        self.first = math.nan
+        self.flow: Any = None
+        self.rld: DecodeInstance | None = None
+        self.finished = False
+        self.cross = False
+        self.rld_made = 0
+        self.gone_md = False
+
+
+class PrefillInstance:
+    """A prefill instance: one FIFO of started requests per attention rank."""
+
+    __slots__ = ("busy", "busy_s", "inst", "pool", "ranks")
+
+    def __init__(self, inst: Instance, pool: int) -> None:
+        self.inst, self.pool = inst, pool
+        self.busy = False
+        self.ranks: list[deque[Req]] = [deque() for _ in range(inst.attention_groups)]
+        self.busy_s = 0.0
+
+
+class PrefillSite:
+    def __init__(self, cache: PrefixCache | None) -> None:
+        self.queue: deque[Req] = deque()
+        self.instances: list[PrefillInstance] = []
+        self.cache = cache
+
+
+class DecodePool:
+    def __init__(self, role: str, index: int) -> None:
+        self.role, self.index = role, index
+        self.instances: list[DecodeInstance] = []
+        self.queue: deque[tuple[Req, int, float]] = deque()  # (request, tokens, stall)
+        self.op_batch, self.op_step = 1, 0.0
+
+
+@dataclass(frozen=True)
+class SimRecord:
+    """Per finished request, in completion order (numpy arrays)."""
+
+    index: np.ndarray
+    arrival_s: np.ndarray
+    ttft_s: np.ndarray
+    queue_s: np.ndarray
+    """Arrival to the first prefill pass (the datacenter queue)."""
+    prefill_s: np.ndarray
+    """Arrival to the end of prefill (queue and passes)."""
+    transfer_s: np.ndarray
+    """End of prefill to the KV at the decode instance that makes the first token (RLD by
+    RDMA, or MD over the link)."""
+    finish_s: np.ndarray
+    output_tokens: np.ndarray
+    rld_tokens: np.ndarray
+    path: np.ndarray
+    p_hit: np.ndarray
+    md_hit: np.ndarray
+
+
+@dataclass(frozen=True)
+class SimRaw:
+    """What one run measured, before statistics (``pddplan.sim_stats``)."""
+
+    records: SimRecord
+    window_s: float
+    """Arrival window measured (after warm-up), for rates and utilizations."""
+    pool_util: list[tuple[str, str, str, float]]
+    """(datacenter, role, chip, utilization) per pool, in the fleet's order."""
+    link_util: dict[tuple[str, str], float]
+    gaps: dict[int, float]
+    """Inter-token gap histogram (``sim_parts.gap_seconds(key)`` -> tokens), after warm-up."""
+    handoffs: int
+    stall_s: float
+    events: int
+    warmup_requests: int
