@@ -65,7 +65,9 @@ def main() -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     args = parser.parse_args()
     counts = [int(x) for x in args.requests.split(",")]
-    print("| scenario | load req/s | requests | wall s | events | events/s | us/request | peak RSS MB |")
+    print(
+        "| scenario | load req/s | requests | wall s | events | events/s | us/request | peak RSS MB |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.scenarios.split(","):
         run(name, counts)

@@ -12,7 +12,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"
 ALLOWED = {
     "typer": {"cli.py", "cli_base.py", "cli_compare.py", "cli_simulate.py"},
-    "rich": {"cli.py", "cli_base.py", "cli_compare.py", "cli_simulate.py", "report.py", "sim_report.py"},
+    "rich": {
+        "cli.py",
+        "cli_base.py",
+        "cli_compare.py",
+        "cli_simulate.py",
+        "report.py",
+        "sim_report.py",
+    },
     "pulp": {"milp.py", "solver.py"},
     "yaml": {"loaders.py"},
     "matplotlib": {"plot.py"},

@@ -80,26 +80,31 @@ def test_decode_instance_steps_and_stalls(models, hardware):
     stall on the way delays its end by exactly 0.5 s."""
     cal = resolve_calibration(hardware, "h200-sxm")
     inst = make_instance(models["llama-3.1-8b"], hardware.chips["h200-sxm"], 1, cal)
-    for stall in (0.0, 0.5):
-        ev = Events()
-        gaps: dict[int, float] = {}
-        left = []
-        d = DecodeInstance(
-            ev,
-            inst,
-            max_seqs=8,
-            kv_bytes=1e12,
-            step_memo={},
-            gaps=gaps,
-            on_leave=lambda _i, r, t: left.append(t),
-        )
-        ev.at(0.0, lambda _: d.join("r", 4096.0, 100, 1.0))
-        if stall:
-            ev.at(0.2, lambda _: d.stall(stall))
-        ev.run()
-        step = inst.decode_step_s(1, 4224.0)
-        assert left[0] == pytest.approx(100 * step + stall, rel=1e-6)
-        assert sum(gaps.values()) == pytest.approx(100, rel=1e-6)
+    step = inst.decode_step_s(1, 4224.0)
+    assert _decode_alone(inst, stall=0.0) == pytest.approx(100 * step, rel=1e-6)
+    assert _decode_alone(inst, stall=0.5) == pytest.approx(100 * step + 0.5, rel=1e-6)
+
+
+def _decode_alone(inst, *, stall: float) -> float:
+    """When a 100-token sequence alone leaves a decode instance (a stall at 0.2 s)."""
+    ev = Events()
+    gaps: dict[int, float] = {}
+    left: list[float] = []
+    d = DecodeInstance(
+        ev,
+        inst,
+        max_seqs=8,
+        kv_bytes=1e12,
+        step_memo={},
+        gaps=gaps,
+        on_leave=lambda _i, _r, t: left.append(t),
+    )
+    ev.at(0.0, lambda _: d.join("r", 4096.0, 100, 1.0))
+    if stall:
+        ev.at(0.2, lambda _: d.stall(stall))
+    ev.run()
+    assert sum(gaps.values()) == pytest.approx(100, rel=1e-6)
+    return left[0]
 
 
 def test_a_pass_alone_is_prefill_pass_s_and_identical_ranks_spread_evenly(models, hardware):
@@ -283,9 +288,7 @@ def test_tightening_scales_the_planners_model(small):
     assert tight.sla.ttft_p90_s == pytest.approx(s.sla.ttft_p90_s * 0.5)
     assert tight.sla.ttft_p99_s == s.sla.ttft_p99_s
     assert tight.search.max_utilization == pytest.approx(s.search.max_utilization * 0.9)
-    assert tight.search.max_link_utilization == pytest.approx(
-        s.search.max_link_utilization * 0.8
-    )
+    assert tight.search.max_link_utilization == pytest.approx(s.search.max_link_utilization * 0.8)
 
 
 def test_a_short_decode_side_hit_is_corrected_first(small):
