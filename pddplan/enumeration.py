@@ -28,9 +28,10 @@ from dataclasses import replace
 from pddplan.errors import InputError
 from pddplan.evaluate import meets_sla, sla_capacity
 from pddplan.hardware import HardwareCatalog
+from pddplan.limits import within_limits
 from pddplan.llm import ModelSpec
 from pddplan.optimize import finish_plan
-from pddplan.planning import Choice, PoolOption, Space, within_limits
+from pddplan.planning import Choice, PoolOption, Space
 from pddplan.results import PlanResult, SolveStats
 from pddplan.scenario import Scenario
 

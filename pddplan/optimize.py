@@ -37,8 +37,9 @@ from pddplan.fleet import Fleet, LinkChoice
 from pddplan.fleet_model import seeded_memo
 from pddplan.hardware import HardwareCatalog
 from pddplan.kv import KvModel
+from pddplan.limits import within_limits
 from pddplan.llm import ModelSpec
-from pddplan.planning import Choice, NoOptionsError, Space, within_limits
+from pddplan.planning import Choice, NoOptionsError, Space
 from pddplan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
 from pddplan.scenario import Scenario
 
