@@ -85,6 +85,14 @@ def simulate(
             help="Prefill-side prefix cache per datacenter, in tokens (default: unbounded).",
         ),
     ] = None,
+    setup_rtts: Annotated[
+        float,
+        typer.Option(
+            "--setup-rtts",
+            min=0.0,
+            help="Round trips of connection set-up each WAN transfer pays (0: warm connections).",
+        ),
+    ] = 0.0,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -116,6 +124,7 @@ def simulate(
             skip_bad=skip_bad,
             seed=seed,
             p_cache_tokens=p_cache_tokens,
+            setup_rtts=setup_rtts,
             progress=tick,
         )
     view = views.simulation_view(result)

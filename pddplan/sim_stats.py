@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +100,6 @@ class SimResult:
     and the return hop) over the requests above the simulated TTFT P90."""
     events: int
     wall_s: float
-    notes: list[str] = field(default_factory=list)
 
 
 def _batch_ci(values: np.ndarray, q: float) -> tuple[float, float, float]:
@@ -136,6 +135,7 @@ def simulate(
     skip_bad: bool = False,
     seed: int = 0,
     p_cache_tokens: int | None = None,
+    setup_rtts: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimResult:
     """Simulate ``fleet`` on ``scenario`` with ``requests`` sampled session requests at
@@ -175,6 +175,7 @@ def simulate(
         seed=seed,
         p_cache_tokens=p_cache_tokens,
         block_tokens=block,
+        setup_rtts=setup_rtts,
     )
     tick = (lambda done: progress(done, total or 0)) if progress is not None else None
     start = time.perf_counter()
