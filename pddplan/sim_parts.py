@@ -18,8 +18,6 @@ from typing import Any
 from pddplan.perf import Instance
 
 EPS = 1e-9
-REBASE_RTTS = 64.0
-"""The link's running sum of slow-starting rates is recomputed every this many RTTs."""
 
 
 class Events:
@@ -48,12 +46,13 @@ class Events:
 
 # --- the WAN link ----------------------------------------------------------------------------
 class _Flow:
-    __slots__ = ("alive", "done", "k", "size", "start", "steady", "v_end")
+    __slots__ = ("alive", "done", "key", "size", "start", "steady", "v_end")
 
-    def __init__(self, size: float, k: float, done: Callable[[float], None], start: float):
-        self.size, self.k, self.done, self.start = size, k, done, start
+    def __init__(self, size: float, done: Callable[[float], None], start: float) -> None:
+        self.size, self.done, self.start = size, done, start
         self.steady = False
         self.v_end = 0.0
+        self.key = 0
         self.alive = True
 
 
@@ -68,9 +67,10 @@ class WanLink:
     slow-starting flows leave equally (processor sharing, by a virtual clock), and never
     less than the fair share. The split is recomputed at every flow's start, end and exit
     from slow start, with the slow-starting flows' rates half an RTT ahead. A flow past
-    slow start stays so. Each flow may also pay
-    ``setup_rtts`` round trips of connection set-up before its first byte (0: the warm,
-    reused connections the analytic model's calibrated window assumes).
+    slow start stays so. Each flow may also pay ``setup_rtts`` round trips of connection
+    set-up before its first byte (0: the warm, reused connections the analytic model's
+    calibrated window assumes). Times within a flow are kept relative to its start, so
+    that a long run loses no precision.
     """
 
     def __init__(
@@ -83,10 +83,8 @@ class WanLink:
         self.t = 0.0
         self.rate = goodput  # of each flow past slow start, until the next event
         self._ramping: dict[int, _Flow] = {}
-        self._base = 0.0  # the ramping flows' sum of 2^(k + base): rebased as time goes on
-        self._ramp_sum = 0.0
         self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
-        self._ramp_k: list[tuple[float, int, _Flow]] = []  # (-k): the first to leave ramp
+        self._ramp_first: list[tuple[float, int, _Flow]] = []  # (start): the first to leave
         self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
         self._seq = itertools.count()
         self._version = 0
@@ -97,15 +95,17 @@ class WanLink:
         """The fair share that ends slow start."""
         return self.goodput / self.n if self.n else self.goodput
 
-    def _sent(self, f: _Flow, t: float) -> float:
-        if f.steady:
-            return f.size - (f.v_end - self.v)
-        return min(f.size, 2.0 ** (f.k + t / self.rtt) - self.w0)
+    def _ramp_sent(self, f: _Flow, t: float) -> float:
+        return self.w0 * (2.0 ** ((t - f.start) / self.rtt) - 1.0)
+
+    def _ramp_until(self, f: _Flow, nbytes: float) -> float:
+        """When a slow-starting flow has sent ``nbytes``."""
+        return f.start + self.rtt * math.log2(nbytes / self.w0 + 1.0)
 
     def start(self, nbytes: float, done: Callable[[float], None]) -> _Flow:
         """Start a flow of ``nbytes``; ``done(t)`` is called when its last byte is sent."""
         t = self.ev.now + self.setup_s
-        f = _Flow(nbytes, math.log2(self.w0) - t / self.rtt, done, t)
+        f = _Flow(nbytes, done, t)
         if self.setup_s:
             self.ev.at(t, self._add, f)
         else:
@@ -117,12 +117,10 @@ class WanLink:
         self._advance(now)
         self.n += 1
         self._to_steady(now)
-        seq = next(self._seq)
+        f.key = seq = next(self._seq)
         self._ramping[seq] = f
-        self._ramp_sum += 2.0 ** (f.k + self._base)
-        f.v_end = seq  # (its key among the ramping flows until it leaves slow start)
-        heapq.heappush(self._ramp_end, (self.rtt * (math.log2(f.size + self.w0) - f.k), seq, f))
-        heapq.heappush(self._ramp_k, (-f.k, seq, f))
+        heapq.heappush(self._ramp_end, (self._ramp_until(f, f.size), seq, f))
+        heapq.heappush(self._ramp_first, (f.start, seq, f))
         self._reschedule()
 
     def _advance(self, t: float) -> None:
@@ -131,22 +129,21 @@ class WanLink:
             self.t = t
 
     def _to_steady(self, t: float) -> None:
-        """Ramping flows whose window now covers their share leave slow start."""
+        """Ramping flows whose window now covers their share leave slow start (a time test,
+        the same one that schedules it, so that a wake-up always makes progress)."""
         bdp = self.share * self.rtt
-        heap = self._ramp_k
+        heap = self._ramp_first
         while heap:
             f = heap[0][2]
             if not f.alive or f.steady:
                 heapq.heappop(heap)
                 continue
-            sent = 2.0 ** (f.k + t / self.rtt) - self.w0
-            if sent < bdp * (1 - EPS) or sent >= f.size:
-                return
+            if self._ramp_until(f, bdp) > t + EPS or self._ramp_until(f, f.size) <= t + EPS:
+                return  # not yet; or it completes in slow start (``_ramp_end``)
             heapq.heappop(heap)
-            del self._ramping[int(f.v_end)]
-            self._ramp_sum -= 2.0 ** (f.k + self._base)
+            del self._ramping[f.key]
             f.steady = True
-            f.v_end = self.v + (f.size - sent)
+            f.v_end = self.v + (f.size - min(self._ramp_sent(f, t), f.size))
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
 
     def _split(self, t: float) -> None:
@@ -156,11 +153,8 @@ class WanLink:
         if steady <= 0 or not self._ramping:
             self.rate = self.goodput / max(steady, 1)
             return
-        ahead = t / self.rtt + 0.5
-        if ahead - self._base > REBASE_RTTS:  # keep the running sum in range
-            self._base = ahead
-            self._ramp_sum = sum(2.0 ** (f.k + ahead) for f in self._ramping.values())
-        ramping = self._ramp_sum * 2.0 ** (ahead - self._base)
+        ahead = t + self.rtt / 2
+        ramping = sum(self._ramp_sent(f, ahead) + self.w0 for f in self._ramping.values())
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady
 
@@ -173,13 +167,12 @@ class WanLink:
         while heap and (not heap[0][2].alive or heap[0][2].steady):
             heapq.heappop(heap)
         if heap:
-            t_next = min(t_next, heap[0][0])
-        heap = self._ramp_k
+            t_next = heap[0][0]
+        heap = self._ramp_first
         while heap and (not heap[0][2].alive or heap[0][2].steady):
             heapq.heappop(heap)
         if heap:
-            k = -heap[0][0]
-            t_next = min(t_next, self.rtt * (math.log2(self.share * self.rtt + self.w0) - k))
+            t_next = min(t_next, self._ramp_until(heap[0][2], self.share * self.rtt))
         heap = self._steady
         while heap and not heap[0][2].alive:
             heapq.heappop(heap)
@@ -200,7 +193,6 @@ class WanLink:
             _, seq, f = heapq.heappop(heap)
             if f.alive and not f.steady:
                 del self._ramping[seq]
-                self._ramp_sum -= 2.0 ** (f.k + self._base)
                 finished.append(f)
         heap = self._steady
         while heap and heap[0][0] <= self.v + EPS * max(1.0, self.v):
