@@ -20,14 +20,18 @@ from pddplan.classes import HIT_EDGES
 from pddplan.cli_base import (
     OBJECTIVES,
     SOLVERS,
+    FleetOpt,
     HardwareOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelsOpt,
+    PlanOpt,
+    ScenarioArg,
     SolverOpt,
     check_choice,
     emit,
     err,
+    load_deployment,
     out,
     print_json,
     user_errors,
@@ -40,7 +44,6 @@ from pddplan.instance_perf import analyze_instance
 from pddplan.loaders import (
     add_model_entry,
     import_hf_config,
-    load_fleet,
     load_hardware,
     load_models,
     load_scenario,
@@ -374,13 +377,9 @@ def solve(
 @app.command()
 @user_errors
 def evaluate(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-    fleet: Annotated[
-        Path | None, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")
-    ] = None,
-    plan: Annotated[
-        Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")
-    ] = None,
+    scenario: ScenarioArg,
+    fleet: FleetOpt = None,
+    plan: PlanOpt = None,
     demand_rps: Annotated[
         float | None,
         typer.Option(
@@ -403,10 +402,7 @@ def evaluate(
 
     Example: [bold]pddplan evaluate scenarios/pdd-h100-h200.yaml --fleet fleets/pdd-h100-h200-example.yaml[/bold]
     """
-    if (fleet is None) == (plan is None):
-        raise InputError("give the deployment as exactly one of --fleet or --plan")
-    s, hw, catalog = load_scenario(scenario)
-    deployment = load_fleet(fleet or plan, s, hw)
+    s, hw, catalog, deployment = load_deployment(scenario, fleet, plan)
     if cost_only:
         cost = fleet_cost(s, hw, deployment)
         emit(

@@ -14,6 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from pddplan.errors import InputError, PddplanError
+from pddplan.fleet import Fleet
+from pddplan.hardware import HardwareCatalog
+from pddplan.llm import ModelSpec
+from pddplan.loaders import load_fleet, load_scenario
+from pddplan.scenario import Scenario
 
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
@@ -34,6 +39,11 @@ SOLVERS = ("cbc", "highs")
 SolverOpt = Annotated[
     str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
 ]
+ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.")]
+FleetOpt = Annotated[
+    Path | None, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")
+]
+PlanOpt = Annotated[Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")]
 KvDtypeOpt = Annotated[
     str | None,
     typer.Option("--kv-dtype", help="KV cache dtype: bf16 or fp8 (default: the model's)."),
@@ -84,3 +94,13 @@ def emit(json_out: bool, data: Any, render: Callable[[], Any]) -> None:
 def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
         raise InputError(f"{name}: '{value}' is not allowed; choose one of {', '.join(allowed)}")
+
+
+def load_deployment(
+    scenario: Path, fleet: Path | None, plan: Path | None
+) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec], Fleet]:
+    """The scenario and the deployment given as exactly one of ``--fleet`` or ``--plan``."""
+    if (fleet is None) == (plan is None):
+        raise InputError("give the deployment as exactly one of --fleet or --plan")
+    s, hw, catalog = load_scenario(scenario)
+    return s, hw, catalog, load_fleet(fleet or plan, s, hw)  # type: ignore[arg-type]

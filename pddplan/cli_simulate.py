@@ -13,11 +13,19 @@ from rich.console import Group, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from pddplan import sim_report, views
-from pddplan.cli_base import JsonOpt, emit, err, user_errors
+from pddplan.cli_base import (
+    FleetOpt,
+    JsonOpt,
+    PlanOpt,
+    ScenarioArg,
+    emit,
+    err,
+    load_deployment,
+    user_errors,
+)
 from pddplan.errors import InputError
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
-from pddplan.loaders import load_fleet, load_scenario
 from pddplan.results import PlanResult
 from pddplan.scenario import Scenario
 from pddplan.sim_stats import simulate as run_simulation
@@ -56,11 +64,9 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
 
 @user_errors
 def simulate(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-    plan: Annotated[
-        Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")
-    ] = None,
-    fleet: Annotated[Path | None, typer.Option(help="Fleet YAML, instead of a plan.")] = None,
+    scenario: ScenarioArg,
+    plan: PlanOpt = None,
+    fleet: FleetOpt = None,
     requests: RequestsOpt = 20_000,
     trace: Annotated[
         Path | None,
@@ -106,12 +112,9 @@ def simulate(
 
     Example: [bold]pddplan simulate scenarios/pdd-h100-h200.yaml --plan plan.json --requests 50000[/bold]
     """
-    if (fleet is None) == (plan is None):
-        raise InputError("give the deployment as exactly one of --plan or --fleet")
     if trace is None and requests < 1:
         raise InputError(f"--requests must be at least 1, got {requests}")
-    s, hw, catalog = load_scenario(scenario)
-    deployment = load_fleet(plan or fleet, s, hw)  # type: ignore[arg-type]
+    s, hw, catalog, deployment = load_deployment(scenario, fleet, plan)
     with progress_bar("simulating") as tick:
         result = run_simulation(
             s,
