@@ -172,20 +172,11 @@ class Simulation:
                     CALIBRATED_INITIAL_WINDOW_BYTES,
                     setup_rtts,
                 )
-        self.rtt = {
-            k: next(x for x in scenario.links if set(x.between) == set(k)).rtt_ms * units.MS
-            for k in self.links
-        }
         self.handoff = fleet.handoff
         self.stall_s = 0.0
         self.handoffs = 0
         self._rec = {k: array("d") for k in SimRecord.__dataclass_fields__}
-        order = (
-            "index", "arrival_s", "ttft_s", "queue_s", "prefill_s", "transfer_s", "finish_s",
-            "output_tokens", "rld_tokens", "path", "p_hit", "md_hit",
-        )  # fmt: skip
-        assert set(order) == set(self._rec)
-        self._adds = [self._rec[k].append for k in order]
+        self._adds = [column.append for column in self._rec.values()]  # in field order
 
     # --- arrivals and prefill ---------------------------------------------------------------
     def run(
@@ -357,7 +348,7 @@ class Simulation:
 
     def _kv_sent(self, r: Req, t: float) -> None:
         r.flow = None
-        self.ev.at(t + self.rtt[(r.p_dc, r.md_dc)] / 2, self._at_md, r)
+        self.ev.at(t + self.links[(r.p_dc, r.md_dc)].rtt / 2, self._at_md, r)
 
     def _at_rld(self, r: Req) -> None:
         if r.finished or r.gone_md:
@@ -423,7 +414,11 @@ class Simulation:
         if pool.role == "relay_decode":
             r.rld = inst
         if math.isnan(r.first):
-            back = self.rtt[(r.p_dc, r.md_dc)] / 2 if pool.role == "main_decode" and r.cross else 0
+            back = (
+                self.links[(r.p_dc, r.md_dc)].rtt / 2
+                if pool.role == "main_decode" and r.cross
+                else 0
+            )
             r.first = first + back
 
     def _handoff(self, pool: DecodePool, r: Req) -> None:
@@ -489,7 +484,7 @@ class Simulation:
 
     def _record(self, r: Req, t: float) -> None:
         r.finished = True
-        for add, value in zip(
+        for add, value in zip(  # SimRecord's fields, in order
             self._adds,
             (
                 r.i,
