@@ -248,7 +248,6 @@ class DecodeInstance:
         self.tokens = 0.0
         self._key_step, self._key = -1.0, 0
         self.stall_s = 0.0
-        self.stalls = 0
 
     def fits(self, kv_need: float) -> bool:
         return self.n < self.max_seqs and kv_need <= self.kv_free
@@ -315,7 +314,6 @@ class DecodeInstance:
         self._advance(now)
         self.stall_until = max(now, self.stall_until) + seconds
         self.stall_s += seconds
-        self.stalls += 1
         if self.n:
             key, plain = _gap_key(self.step + seconds), _gap_key(self.step)
             self._gaps[key] = self._gaps.get(key, 0.0) + self.n
