@@ -3,12 +3,70 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pddplan import units
 from pddplan.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.planning import PoolOption, Space
+from pddplan.requirements import Requirements
 from pddplan.scenario import Role
+
+
+def _low(space: Space, o: PoolOption, n):
+    """The cost of ``n`` instances of ``o``, as many of its GPUs owned as the inventory
+    allows (owned GPUs at their running cost), so never above what a plan pays."""
+    owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
+    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+
+
+def _cheapest(space: Space, needs: list[tuple[PoolOption, np.ndarray]], shape) -> np.ndarray:
+    """Elementwise, the cheapest of the options' minimum counts (inf past an option's
+    maximum, or with no option)."""
+    best = np.full(shape, np.inf)
+    for o, n in needs:
+        best = np.minimum(best, np.where(n > o.max_instances, np.inf, _low(space, o, n)))
+    return best
+
+
+def relaxed_cost(req: Requirements) -> float:
+    """A lower bound on the minimum-cost MILP's optimum at ``req.rate`` (inf: no plan).
+
+    The MILP picks one option per role, one transfer state and one relay, singular and
+    catch-up cut, each option at least its minimum count for those choices
+    (``Requirements``). Dropping the datacenter limits (GPUs, power) and pricing each pool
+    with as many of its GPUs owned as the inventory allows leaves, per transfer state and
+    cut, the sum of each role's cheapest option at its minimum count: the minimum of that
+    over the choices never exceeds the MILP's optimum, and equals it when no limit binds."""
+    sp = req.space
+    ncut = len(sp.cuts)
+    best = math.inf
+    for st in req.feasible_states:
+        prefill = _cheapest(
+            sp,
+            [
+                (o, req.prefill(o, st))
+                for o in sp.options["prefill"]
+                if o.datacenter == st.p_dc and (st.p_chip is None or st.p_chip == o.chip)
+            ],
+            ncut,
+        )
+        if not np.isfinite(prefill).any():
+            continue
+        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
+        relays = sp.relay_matrix[st.cache].any(axis=1)
+        main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
+        for s in sp.singular_cuts:
+            if rld:
+                relay = _cheapest(sp, [(o, req.relay(o, st, s)) for o in rld], ncut)
+            else:
+                relay = np.where(relays, np.inf, 0.0)
+            for h in sp.catch_up_cuts:
+                decode = _cheapest(sp, [(o, req.main(o, st, s, h)) for o in main], ncut)
+                total = float((prefill + relay + decode).min()) + st.usd_per_hour
+                best = min(best, total)
+    return best
 
 
 def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
@@ -27,11 +85,6 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
     w = space.w
 
-    def low(o: PoolOption, n):
-        """The cost of ``n`` instances, owned GPUs at their running cost."""
-        owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
-        return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
-
     def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
         best = np.full_like(lo, np.inf)
         for o in space.options[role]:
@@ -46,7 +99,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
                 per_instance = space.rho * batch / step / np.maximum(tokens, 1e-12)
             n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
             n = np.ceil(n / o.unit_step) * o.unit_step
-            cost = np.where(n <= o.max_instances, low(o, n), np.inf)
+            cost = np.where(n <= o.max_instances, _low(space, o, n), np.inf)
             best = np.minimum(best, cost)
         return best
 
@@ -81,7 +134,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
             singular = space.out <= max(space.singular_cuts)
             fewest = np.where(singular, 0.0, space.out - eager) @ w
-            rld = min(float(low(o, o.unit_step)) for o in space.options["relay_decode"])
+            rld = min(float(_low(space, o, o.unit_step)) for o in space.options["relay_decode"])
             decode = np.minimum(decode, cheapest("main_decode", fewest, here[0]) + rld)
         total = np.minimum(total, decode + states)
     return prefill + total

@@ -32,6 +32,7 @@ from pddplan.errors import InputError
 from pddplan.fleet import Fleet, Routing
 from pddplan.fleet_model import FleetModel, fleet_model
 from pddplan.hardware import HardwareCatalog
+from pddplan.kv import session_working_set_bytes
 from pddplan.llm import ModelSpec
 from pddplan.network import (
     link_bytes_per_s,
@@ -142,6 +143,18 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             wan_queueing[(pdc, mdc)] = wan_queueing_mean_s(
                 m.payload, goodput_bytes_per_s=goodput, utilization=u
             )
+    interval = s.workload.turn_interval_s
+    if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
+        context = float(w @ m.rdma_bytes)
+        for b in md_dcs:
+            gpus = sum(p.instances * p.gpus_per_instance for p, _ in pools_m if p.datacenter == b)
+            held = gpus * fleet.md_cache_gb_per_gpu * units.GB
+            need = session_working_set_bytes(lam * dc_share_md[b], interval, context)
+            if need > held * (1 + 1e-9):
+                failures.append(
+                    f"decode-side cache in {b} holds {held / units.GB:,.0f} GB; the open "
+                    f"sessions' contexts need {need / units.GB:,.0f} GB"
+                )
     for (a, b), u in link_util.items():
         if u > m.link_max:
             failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")

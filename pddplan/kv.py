@@ -190,3 +190,17 @@ class KvModel:
         one latent per token cannot be split by head)."""
         m = self.model
         return 1 if m.attention in ("mla", "compressed") else m.num_key_value_heads
+
+
+def session_working_set_bytes(
+    rate_rps: float, turn_interval_s: float, context_bytes: float
+) -> float:
+    """Bytes a decode-side cache needs to keep every open session's context: ``rate x
+    turn_interval`` sessions are open (Little's law: each comes back once per interval),
+    each with a context of ``context_bytes`` (the mean KV of a request's whole input).
+
+    A session's next turn hits only if its context is still cached; under LRU, with sessions
+    returning at random, a cache of ``C`` bytes keeps about ``C / working set`` of them
+    (Che's approximation with exponential return times), so a cache that holds the working
+    set is what makes the scenario's MD hit rates hold."""
+    return rate_rps * turn_interval_s * context_bytes

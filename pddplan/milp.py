@@ -10,7 +10,7 @@ The requirement rows
 
 written as ``need[0] + sum_j (need[j] - need[j-1]) reach[j]`` with ``reach[j]`` = 1 when
 the chosen cut relays at least what cut j relays (sparse: a term only where the need
-changes), carry the minimum counts that ``pddplan.planning.Requirements`` computed from the nonlinear
+changes), carry the minimum counts that ``pddplan.requirements.Requirements`` computed from the nonlinear
 model; they bind only when all the choices they name are on. Rows are added for the
 combinations a solution uses (row generation): a solution that satisfies the rows of its
 own combination meets every limit, and every row is valid, so the first such solution of a
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import pulp
 
-from pddplan.planning import Choice, PoolOption, Requirements, State
+from pddplan.planning import Choice, PoolOption, State
+from pddplan.requirements import Requirements
 from pddplan.scenario import ROLES
 from pddplan.solver import SolveResult, solve
 

@@ -7,15 +7,16 @@
 - **max BCR** (SLA capacity per dollar-hour, capacity at least the demand): Dinkelbach's
   method. Let ``C(r)`` be the MILP's minimum cost at rate ``r``; it does not decrease with
   ``r``, and the best BCR is ``max_r r / C(r)``. For the current ratio ``q``, the
-  parametric problem ``max_r r - q C(r)`` is solved over rate intervals: an evaluated rate
-  ``r_i`` gives a deployment of cost ``c_i`` whose evaluated capacity ``b_i`` covers
-  ``[r_i, b_i]`` exactly. Above ``b_i`` and up to the next evaluated rate the cost is at
-  least ``c_i`` (``C`` does not decrease) and at least ``cost_floor`` (a cheap lower bound
-  per rate cell), which bounds the ratio any rate there can reach. The interval with the
-  best bound is tried next: split in the middle when wide (``WIDE_INTERVAL``), else just
-  past ``b_i``, which reveals the next cost step. ``q`` follows the best evaluated ratio.
-  It stops when no bound exceeds ``q (1 + BCR_TOLERANCE)``, which proves the optimum to
-  that tolerance; the largest bound is reported.
+  parametric problem ``max_r r - q C(r)`` is bounded over rate segments, a branch and bound
+  on the rate: a solve at ``r_i`` gives a deployment of cost ``c_i`` whose evaluated
+  capacity ``b_i`` covers ``[r_i, b_i]`` exactly; a *probe* at ``t`` (``relaxed_cost``, the
+  MILP without its datacenter rows, no solver) gives a lower bound on ``C`` from ``t`` on;
+  and ``cost_floor`` bounds each cell of a rate grid. The segment with the best bound is
+  worked next: probed just past its start when that is a capacity (the next cost step),
+  probed at ``q`` times its lower bound when its start cannot reach ``q`` (closing
+  everything below), else solved. ``q`` follows the best evaluated ratio. It stops when no
+  bound exceeds ``q (1 + BCR_TOLERANCE)``, which proves the optimum to that tolerance; the
+  largest bound is reported.
 
 Every deployment is scored by the evaluator (``pddplan.evaluate``), so the report's
 capacity, TTFT and BCR are the evaluator's, not the MILP's.
@@ -23,6 +24,7 @@ capacity, TTFT and BCR are the evaluator's, not the MILP's.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import replace
@@ -30,7 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from pddplan import milp
-from pddplan.bounds import cost_floor
+from pddplan.bounds import cost_floor, relaxed_cost
 from pddplan.errors import InputError
 from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
 from pddplan.fleet import Fleet, LinkChoice
@@ -40,6 +42,7 @@ from pddplan.kv import KvModel
 from pddplan.limits import within_limits
 from pddplan.llm import ModelSpec
 from pddplan.planning import Choice, NoOptionsError, Space
+from pddplan.requirements import Requirements
 from pddplan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
 from pddplan.scenario import Scenario
 
@@ -64,6 +67,8 @@ class _Search:
         self.timed_out = False
         self.points: dict[float, tuple[Choice | None, float, float]] = {}
         self.last_gap: float | None = None
+        self.tables: dict[float, Requirements] = {}
+        """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
         prefill = space.options["prefill"]
         self.memo = seeded_memo(
             space.classes,
@@ -81,8 +86,9 @@ class _Search:
         if left <= 0 or self.solves >= MAX_MILP_SOLVES:
             self.timed_out = True
             return None, math.inf, 0.0
+        req = self.tables.pop(rate, None) or self.space.at(rate)
         out = milp.min_cost(
-            self.space.at(rate),
+            req,
             solver=self.solver,
             time_limit_s=left,
             mip_gap=self.space.scenario.solver.mip_gap,
@@ -110,6 +116,16 @@ class _Search:
             point = (out.choice, out.cost_per_hour, max(capacity, rate))
         self.points[rate] = point
         return point
+
+    def relaxed(self, rate: float) -> float:
+        """A lower bound on the minimum cost at ``rate`` (``relaxed_cost``); its tables
+        are kept for a solve there. Past the time limit: 0, and the search stops."""
+        if time.perf_counter() >= self.deadline:
+            self.timed_out = True
+            return 0.0
+        req = self.space.at(rate)
+        self.tables[rate] = req
+        return relaxed_cost(req)
 
 
 def plan_kv_figures(
@@ -267,7 +283,7 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
 
 # --- max BCR ----------------------------------------------------------------------------------
 WIDE_INTERVAL = 1.02
-"""An uncovered rate interval wider than this ratio is split in the middle."""
+"""An open rate interval wider than this ratio is split in the middle by a probe."""
 FLOOR_CELLS = 2000
 """Geometric cells over the rate range on which the cost floor bounds each interval."""
 
@@ -278,71 +294,92 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
     if first is None:
         return None, 0, None
     evaluated = [(demand, cost, cap, first)]  # (rate, cost, capacity, choice)
-    top = cap  # the first rate no plan serves, by doubling
+    probes: dict[float, float] = {}  # rate -> relaxed_cost there (a lower bound above it)
+    top = cap  # the first rate not even the relaxation serves, by doubling
     while not search.timed_out:
         top *= 2
-        choice, c, b = search.at(top)
-        if choice is None:
+        probes[top] = search.relaxed(top)
+        if math.isinf(probes[top]):
             break
-        evaluated.append((top, c, b, choice))
         if top > MAX_RATE_RPS:
             search.timed_out = True  # no limit found: report what we have
-            break
-    # a rate whose solve ran out of time is not proven infeasible: nothing above is bounded
+    # past the time limit nothing above the last proven rate is bounded
     infeasible_above = math.inf if search.timed_out else top
     grid = np.geomspace(demand, top, FLOOR_CELLS + 1)
     floor = cost_floor(search.space, grid)
+    if top / 2 > cap and not search.timed_out:  # the largest rate the relaxation serves:
+        choice, c, b = search.at(top / 2)  # usually the best ratio's neighbourhood
+        if choice is not None:
+            evaluated.append((top / 2, c, b, choice))
     q = max(b / c for _, c, b, _ in evaluated)
     iterations = 1
     bound = math.inf
     while not search.timed_out:
-        # Dinkelbach's parametric problem at q, bounded over the uncovered intervals
-        bound, point = _best_gap(evaluated, infeasible_above, grid, floor)
-        if bound <= q * (1 + BCR_TOLERANCE) or point is None:
+        # Dinkelbach's parametric problem at q, bounded over the open intervals
+        bound, segment = _best_gap(evaluated, probes, infeasible_above, grid, floor)
+        if bound <= q * (1 + BCR_TOLERANCE) or segment is None:
             break
-        choice, c, b = search.at(point)
-        if choice is None:
-            if not search.timed_out:
-                infeasible_above = min(infeasible_above, point)
+        start, low = segment
+        if start in probes and start not in search.points and start / low >= q:
+            # its own minimum cost could beat q: the MILP there gives the plan (and
+            # reveals the next step of C)
+            choice, c, b = search.at(start)
+            if choice is None:
+                if not search.timed_out:
+                    infeasible_above = min(infeasible_above, start)
+                continue
+            evaluated.append((start, c, b, choice))
+            if b / c > q:
+                q, iterations = b / c, iterations + 1
             continue
-        evaluated.append((point, c, b, choice))
-        if b / c > q:
-            q, iterations = b / c, iterations + 1
-    bound = max(q, _best_gap(evaluated, infeasible_above, grid, floor)[0])
+        if start in probes and start not in search.points:
+            point = q * low  # no rate up to q x low can beat q
+        else:  # a capacity's end: the step of C just past it
+            point = start * (1 + BCR_TOLERANCE / 2)
+        if point in probes:  # the bound there is already known: this would never end
+            raise RuntimeError(f"planner bug: the max-BCR search probed {point:.6g} req/s twice")
+        probes[point] = search.relaxed(point)
+        if math.isinf(probes[point]):  # not even the relaxation has a plan there
+            infeasible_above = min(infeasible_above, point)
+    bound = max(q, _best_gap(evaluated, probes, infeasible_above, grid, floor)[0])
     best = max(evaluated, key=lambda e: (e[2] / e[1], -e[1]))
     return best[3], iterations, bound
 
 
-def _best_gap(evaluated, infeasible_above: float, grid: np.ndarray, floor: np.ndarray):
+def _best_gap(
+    evaluated, probes: dict[float, float], infeasible_above: float, grid, floor
+) -> tuple[float, tuple[float, float] | None]:
     """The highest BCR any rate outside the evaluated plans' capacities could reach, and the
-    rate to try next. Between a plan's capacity ``b_i`` and the next evaluated rate the cost
-    is at least that plan's ``c_i`` and at least the cost floor at each cell's start."""
-    points = sorted(evaluated, key=lambda e: e[0])
+    open segment where, as ``(start, lower bound on C at start)``. ``C`` does not decrease, so at a rate ``r`` it is
+    at least the cost of every plan solved at or below ``r``, every probe's relaxed cost at
+    or below ``r``, and the cost floor of ``r``'s cell. The segments run between solved
+    rates, capacities and probes; the ratio bound in each is taken per cell."""
+    solved = sorted((e[0], e[1], e[2]) for e in evaluated)
+    marks = sorted(
+        {r for r, _, _ in solved} | {b for _, _, b in solved} | set(probes) | {infeasible_above}
+    )
+    marks = [m for m in marks if m <= infeasible_above]
+    known = sorted([(r, c) for r, c, _ in solved] + list(probes.items()))
     best, where = 0.0, None
-    for i, (_, cost, cap, _) in enumerate(points):
-        hi = points[i + 1][0] if i + 1 < len(points) else infeasible_above
-        hi = min(hi, infeasible_above)
-        if cap >= hi:
-            continue
-        if not math.isfinite(hi):  # above every proven rate: nothing bounds it
+    low, k = 0.0, 0
+    for start, end in itertools.pairwise(marks):
+        while k < len(known) and known[k][0] <= start:
+            low = max(low, known[k][1])
+            k += 1
+        if any(r <= start and end <= b for r, _, b in solved):
+            continue  # covered: its best ratio is a plan's, known
+        if not math.isfinite(end):  # above every proven rate: nothing bounds it
             return math.inf, None
-        # the interval starts right after b_i: trying there reveals the next cost step
-        first = max(int(np.searchsorted(grid, cap, side="right")) - 1, 0)
-        last = min(int(np.searchsorted(grid, hi, side="left")), len(grid) - 1)
+        first = max(int(np.searchsorted(grid, start, side="right")) - 1, 0)
+        last = min(int(np.searchsorted(grid, end, side="left")), len(grid) - 1)
         cells = np.arange(first, last)
         if len(cells) == 0:
-            ratio = hi / cost
+            ratio = end / low
         else:
-            ratios = np.minimum(grid[cells + 1], hi) / np.maximum(cost, floor[cells])
+            ratios = np.minimum(grid[cells + 1], end) / np.maximum(low, floor[cells])
             ratio = float(ratios.max())
         if ratio > best:
-            # a wide interval is split in the middle; a narrow one is walked from its
-            # start, just past b_i (that reveals the next cost step)
-            if math.isfinite(hi) and hi > cap * WIDE_INTERVAL:
-                point = math.sqrt(cap * hi)
-            else:
-                point = cap * (1 + BCR_TOLERANCE / 2)
-            best, where = ratio, point
+            best, where = ratio, (start, low)
     return best, where
 
 

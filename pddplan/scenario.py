@@ -125,6 +125,11 @@ class Workload(Frozen):
     classes: tuple[ClassSpec, ...] | None = None
     """Request classes given explicitly, instead of the four distributions."""
     trace: TraceRef | None = None
+    turn_interval_s: Positive | None = None
+    """Mean seconds between the starts of a session's consecutive requests: how long its
+    context must stay in the decode-side cache for its next turn to hit there. With it, a
+    plan's MD cache must hold every open session's context (``kv.session_working_set_bytes``);
+    without it, the MD hit rates are taken as given at any load."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:

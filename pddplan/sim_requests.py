@@ -8,7 +8,9 @@ simulator's prefix caches decide the hits.
 length, output length and a *target* prefix hit from the scenario's workload (its
 distributions, or its classes by weight). It then continues a session that is ready (its
 previous turn has had time to finish: the SLA's TTFT P90 + output x TPOT + a think time)
-and whose context holds at least the target's prefix: the request's first ``floor(hit x
+and whose context holds at least the target's prefix (``rate x turn_interval_s`` sessions
+are open, so each comes back about once per ``turn_interval_s``, the workload's figure when
+it gives one): the request's first ``floor(hit x
 input / block)`` blocks are that context's first blocks, the rest are new. Its input becomes
 the session's context (a growing prefix when the input grows, a fork when it shrinks). With
 no such session, or a target under one block, the request opens a new session; a session
@@ -45,8 +47,9 @@ MEAN_TURNS = 50
 THINK_S = 5.0
 """Assumption: mean pause between a turn's end and the next turn (a tool call)."""
 SURPLUS = 2.0
-"""Sessions open at the start per session the arrival rate keeps busy (the rest are ready
-for a next turn, so that a request usually finds one with its target prefix)."""
+"""Without the workload's ``turn_interval_s``: sessions open at the start per session the
+arrival rate keeps busy (the rest are ready for a next turn, so that a request usually finds
+one with its target prefix)."""
 DRAW_BATCH = 4096
 """Requests drawn per numpy call."""
 
@@ -97,7 +100,8 @@ class SessionSource:
         self._next_block = 0
         inp, out, _ = _shapes(workload, self._rng, DRAW_BATCH)
         gap = options.ready_after_s + float(np.mean(out)) * options.tpot_s + options.think_s
-        opened = int(SURPLUS * options.rate_rps * gap)
+        interval = workload.turn_interval_s or SURPLUS * gap
+        opened = int(options.rate_rps * max(interval, gap))
         self.warm: list[list[int]] = []
         ready = np.sort(self._rng.random(opened)) * gap
         for sid in range(opened):

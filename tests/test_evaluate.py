@@ -302,3 +302,37 @@ def test_md_cache_scenario_errors_are_located(tmp_path, md_cache, message):
     with pytest.raises(InputError) as err:
         load_scenario(path)
     assert any(message in p and "s.yaml:" in p for p in err.value.problems), err.value.problems
+
+
+def test_session_working_set_by_hand():
+    """200 req/s, a turn every 60 s: 12,000 open sessions of 1 GB each."""
+    from pddplan.kv import session_working_set_bytes
+
+    assert session_working_set_bytes(200.0, 60.0, 1e9) == pytest.approx(12_000e9)
+
+
+def test_md_cache_must_hold_the_open_sessions():
+    """The example fleet's MD: 2 x 16 H200 x 40 GB = 1,280 GB of cache. With a turn every
+    60 s and the workload's mean context KV ``E[bytes]``, it holds the sessions of
+    1,280 GB / (60 s x E[bytes]) req/s and no more: that caps the SLA capacity (prefill,
+    link and decode are sized well above it), and the failure names the cache. Without
+    ``turn_interval_s`` the cap is gone."""
+    s, hw, models, fleet = _paper_with({})
+    link = fleet.links[0].model_copy(update={"gbps": 100.0})
+    pools = tuple(
+        p.model_copy(update={"instances": 12}) if p.role == "prefill" else p for p in fleet.pools
+    )
+    fleet = fleet.model_copy(update={"pools": pools, "links": (link,)})
+    from pddplan.fleet_model import fleet_model
+
+    m = fleet_model(s, hw, models, fleet, None)
+    context = float(m.w @ m.rdma_bytes)
+    assert 3.0e8 < context < 4.0e8  # ~66K tokens x 5,511 B (DeepSeek-V4-Pro, fp8)
+    cap = 2 * 16 * 40e9 / (60.0 * context)
+    e = evaluate(s, hw, models, fleet)
+    assert e.sla_capacity_rps == pytest.approx(cap, rel=1e-5)
+    assert any("decode-side cache in cluster-b holds 1,280 GB" in b for b in e.binding)
+    free = s.model_copy(
+        update={"workload": s.workload.model_copy(update={"turn_interval_s": None})}
+    )
+    assert evaluate(free, hw, models, fleet).sla_capacity_rps > cap * 1.2

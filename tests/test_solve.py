@@ -3,6 +3,7 @@ that cannot shrink, infeasibility explained, time limits, the plan file, the CLI
 
 from __future__ import annotations
 
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -16,7 +17,8 @@ from pddplan.cli import app
 from pddplan.evaluate import meets_sla
 from pddplan.loaders import load_scenario
 from pddplan.optimize import _relaxed, solve_plan
-from pddplan.planning import PoolOption, Requirements, Space, State
+from pddplan.planning import PoolOption, Space, State
+from pddplan.requirements import Requirements
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -216,10 +218,10 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
 
 
 def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
-    """Stopped after twelve MILPs, past the doubling that proves an upper rate (the same
-    flag a time limit sets): the best plan so far, marked not converged, with a bound above
-    its BCR."""
-    monkeypatch.setattr(optimize, "MAX_MILP_SOLVES", 12)
+    """Stopped after two MILPs (at the demand and at the top of the range), past the probes
+    that prove an upper rate (the same flag a time limit sets): the best plan so far, marked
+    not converged, with a bound above its BCR."""
+    monkeypatch.setattr(optimize, "MAX_MILP_SOLVES", 2)
     s, hw, catalog = load_scenario(PAPER)
     r = solve_plan(s, hw, catalog, objective="max-bcr")
     assert r.status == "not_converged"
@@ -349,3 +351,81 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
         if out.choice is None:
             continue
         assert floor[cell] <= out.cost_per_hour * (1 + 1e-9), (rate, floor[cell], out)
+
+
+@pytest.mark.parametrize("path", [PAPER, SMALL])
+def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
+    """The max-BCR search's probes: relaxed_cost never exceeds the MILP's minimum cost, is
+    infinite only where the MILP has no plan, and (no datacenter limit binds in these
+    scenarios) equals it."""
+    from pddplan.bounds import relaxed_cost
+
+    s, hw, catalog = load_scenario(path)
+    space = Space(s, hw, catalog)
+    for rate in np.geomspace(s.workload.arrival_rps / 2, s.workload.arrival_rps * 80, 9):
+        req = space.at(float(rate))
+        low = relaxed_cost(req)
+        out = milp.min_cost(req)
+        if out.choice is None:
+            assert low == np.inf or out.status == "infeasible", (rate, low)
+            continue
+        assert low == pytest.approx(out.cost_per_hour, rel=1e-9), (rate, low, out)
+
+
+def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
+    """Requirements starts each prefill count from the counts found at other rates. In any
+    order of rates, the counts equal those of a fresh Space; the random scenario (seed 2)
+    has a count that falls as the rate grows (slow start: a smaller share ends the ramp
+    sooner), where the hint is wrong and must be caught."""
+    from test_enumerate import random_scenario
+
+    scenarios = [load_scenario(PAPER)[0], random_scenario(2)]
+    for s, shuffle in itertools.product(scenarios, (False, True)):
+        warm = Space(s, hardware, models)
+        rates = np.geomspace(s.workload.arrival_rps / 4, s.workload.arrival_rps * 40, 30)
+        if shuffle:
+            rates = np.random.default_rng(0).permutation(rates)
+        for rate in rates:
+            cold, hinted = Space(s, hardware, models).at(rate), warm.at(rate)
+            for st in hinted.feasible_states:
+                for o in warm.options["prefill"]:
+                    if o.datacenter == st.p_dc and st.p_chip in (None, o.chip):
+                        assert np.array_equal(cold.prefill(o, st), hinted.prefill(o, st))
+
+
+def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
+    """A hint above the true count (as a count that falls with the rate would give) must
+    not raise the count: the first count tried is checked against one instance fewer."""
+    s = load_scenario(PAPER)[0]
+    rate = s.workload.arrival_rps * 20
+    cold = Space(s, hardware, models).at(rate)
+    o = cold.space.options["prefill"][0]
+    states = [st for st in cold.feasible_states if st.p_chip in (None, o.chip)]
+    expected = [cold.prefill(o, st) for st in states]
+    assert states and max(e.max() for e in expected) < 40
+    monkeypatch.setattr(
+        Space,
+        "prefill_needs",
+        lambda self, o, st, r: (np.full(len(self.cuts), 40), np.full(len(self.cuts), 41)),
+    )
+    hinted = Space(s, hardware, models).at(rate)
+    for st, want in zip(states, expected, strict=True):
+        assert np.array_equal(hinted.prefill(o, st), want)
+
+
+def test_main_decode_count_holds_the_open_sessions(hardware, models):
+    """At 100 req/s with a turn every 60 s, MD's 40 GB/GPU cache must hold
+    100 x 60 x E[context KV] bytes: at least that many 16-GPU H200 instances, for every
+    cut; with no cache (0 GB) nothing is kept and the count is lower."""
+    s = load_scenario(PAPER)[0]
+    req = Space(s, hardware, models).at(100.0)
+    sp = req.space
+    o = next(o for o in sp.options["main_decode"] if o.chip == "h200-sxm" and o.gpus == 16)
+    cached = next(st for st in req.feasible_states if st.cache_gb == 40.0)
+    bare = next(st for st in sp.states if st.cache_gb == 0.0 and st.gbps == cached.gbps)
+    need = 100.0 * 60.0 * float(sp.w @ sp.rdma_bytes)
+    least = int(np.ceil(need / (40e9 * 16)))
+    assert least == 4  # ~2.2 TB of contexts in 640 GB instances: 3.4, rounded up
+    counts = req.main(o, cached, sp.singular_cuts[0], sp.catch_up_cuts[0])
+    assert counts.min() >= least
+    assert req.main(o, bare, sp.singular_cuts[0], sp.catch_up_cuts[0]).min() < least
