@@ -282,8 +282,6 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
 
 
 # --- max BCR ----------------------------------------------------------------------------------
-WIDE_INTERVAL = 1.02
-"""An open rate interval wider than this ratio is split in the middle by a probe."""
 FLOOR_CELLS = 2000
 """Geometric cells over the rate range on which the cost floor bounds each interval."""
 
