@@ -309,6 +309,8 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
         choice, c, b = search.at(top / 2)  # usually the best ratio's neighbourhood
         if choice is not None:
             evaluated.append((top / 2, c, b, choice))
+        elif not search.timed_out:  # a datacenter limit the relaxation drops binds there
+            infeasible_above = top / 2
     q = max(b / c for _, c, b, _ in evaluated)
     iterations = 1
     bound = math.inf
@@ -318,7 +320,8 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
         if bound <= q * (1 + BCR_TOLERANCE) or segment is None:
             break
         start, low = segment
-        if start in probes and start not in search.points and start / low >= q:
+        probed = start in probes and start not in search.points
+        if probed and start / low >= q * (1 - 1e-9):
             # its own minimum cost could beat q: the MILP there gives the plan (and
             # reveals the next step of C)
             choice, c, b = search.at(start)
@@ -330,8 +333,8 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
             if b / c > q:
                 q, iterations = b / c, iterations + 1
             continue
-        if start in probes and start not in search.points:
-            point = q * low  # no rate up to q x low can beat q
+        if probed:
+            point = q * low  # no rate up to q x low can beat q (and q x low > start)
         else:  # a capacity's end: the step of C just past it
             point = start * (1 + BCR_TOLERANCE / 2)
         if point in probes:  # the bound there is already known: this would never end

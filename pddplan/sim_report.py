@@ -128,8 +128,12 @@ def verification_report(v: dict[str, Any]) -> Group:
     )
     for st in v["iterations"]:
         f = st["planning_factors"]
-        factors = "/".join(
-            f"{f[k]:.2f}" for k in ("ttft_p90", "ttft_p99", "tpot", "utilization", "md_hit")
+        factors = "\n".join(  # two lines, to keep the table narrow
+            "/".join(f"{f[k]:.2f}" for k in keys)
+            for keys in (
+                ("ttft_p90", "ttft_p99", "tpot"),
+                ("utilization", "link_utilization", "md_hit"),
+            )
         )
         sim = st["simulation"]
         if sim is None:

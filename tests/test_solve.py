@@ -429,3 +429,16 @@ def test_main_decode_count_holds_the_open_sessions(hardware, models):
     counts = req.main(o, cached, sp.singular_cuts[0], sp.catch_up_cuts[0])
     assert counts.min() >= least
     assert req.main(o, bare, sp.singular_cuts[0], sp.catch_up_cuts[0]).min() < least
+
+
+def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
+    """Intra-DC H100 on the small scenario: above about 660 req/s the datacenter's GPU limit
+    binds, which the relaxation drops, and the search's probes and solves meet exactly at
+    q (a probe at q x low whose own ratio is q to the last bit). It used to stop with
+    'probed ... twice'; it must end optimal, its bound at least its BCR."""
+    from pddplan.compare import intra_dc
+
+    s = intra_dc(load_scenario(SMALL)[0], ["h100-sxm"], ["h100-sxm"])
+    r = solve_plan(s, hardware, models, explain=False)
+    assert r.status == "optimal"
+    assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)
