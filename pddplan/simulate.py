@@ -364,10 +364,8 @@ class Simulation:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
         if r.path == DIRECT or r.rld is None:
-            if r.path == RELAY:  # not on RLD yet: leave its queue, go straight to MD
+            if r.path == RELAY:  # not on RLD yet: go straight to MD (RLD's queue skips it)
                 r.gone_md = True
-                for dp in self.rld[r.p_dc]:
-                    dp.queue = deque(x for x in dp.queue if x[0] is not r)
             if math.isnan(r.first):
                 r.ready = self.ev.now
             self._admit(pool, r, max(r.out, 1), 0.0)
@@ -473,13 +471,16 @@ class Simulation:
             r.rld_made = r.out
         self._record(r, t)
         dp = self._pool_of[id(inst)]
+        relay = dp.role == "relay_decode"
         while dp.queue:
             q, tokens, stall = dp.queue[0]
+            # a request that went straight to MD leaves RLD's queue here, at its head
+            gone = q.finished or (relay and q.gone_md)
             need = self._kv_need(q)
-            if not q.finished and not inst.fits(need):
+            if not gone and not inst.fits(need):
                 break
             dp.queue.popleft()
-            if not q.finished:
+            if not gone:
                 self._join(dp, inst, q, tokens, stall, need)
 
     def _record(self, r: Req, t: float) -> None:
