@@ -153,8 +153,11 @@ class WanLink:
         if steady <= 0 or not self._ramping:
             self.rate = self.goodput / max(steady, 1)
             return
-        ahead = t + self.rtt / 2
-        ramping = sum(self._ramp_sent(f, ahead) + self.w0 for f in self._ramping.values())
+        ahead, rtt, w0 = t + self.rtt / 2, self.rtt, self.w0
+        # _ramp_sent(f, ahead) + w0, inlined (this runs at every event of the link)
+        ramping = sum(
+            w0 * (2.0 ** ((ahead - f.start) / rtt) - 1.0) + w0 for f in self._ramping.values()
+        )
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady
 

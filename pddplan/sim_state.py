@@ -83,7 +83,9 @@ class DecodePool:
     def __init__(self, role: str, index: int) -> None:
         self.role, self.index = role, index
         self.instances: list[DecodeInstance] = []
-        self.queue: deque[tuple[Req, int, float]] = deque()  # (request, tokens, stall)
+        # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
+        # pool those that went straight to MD (``Req.gone_md``), leave it at its head
+        self.queue: deque[tuple[Req, int, float]] = deque()
         self.op_batch, self.op_step = 1, 0.0
 
 

@@ -35,6 +35,7 @@ caches, routing and handoffs are simulated. A request's life:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from array import array
@@ -110,6 +111,7 @@ class Simulation:
                 dc.cache = PrefixCache(p_cache_tokens // block)
         self.p_dcs = sorted(self.prefill)
         self.p_weights = np.array([cap[d] for d in self.p_dcs])
+        self.p_cdf = _cdf(self.p_weights)
         # decode pools
         self.md: dict[str, list[DecodePool]] = {}
         self.rld: dict[str, list[DecodePool]] = {}
@@ -157,6 +159,7 @@ class Simulation:
         self.md_dcs = sorted(self.md)
         w = np.array([md_cap[d] for d in self.md_dcs])
         self.md_weights = w if w.sum() > 0 else np.ones(len(w))
+        self.md_cdf = _cdf(self.md_weights)
         # links, one per direction used
         self.links: dict[tuple[str, str], WanLink] = {}
         for a in self.p_dcs:
@@ -195,7 +198,7 @@ class Simulation:
             for dc in self.prefill.values():
                 if dc.cache is not None:
                     dc.cache.insert(blocks)
-            cache = self.md_cache[self._pick(self.md_dcs, self.md_weights)]
+            cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
             if cache is not None:
                 cache.insert(blocks)
         self._source = iter(requests)
@@ -243,7 +246,7 @@ class Simulation:
         if self._progress is not None and (r.i + 1) % PROGRESS_EVERY == 0:
             self._progress(r.i + 1)
         self._next_arrival()
-        r.p_dc = self._pick(self.p_dcs, self.p_weights)
+        r.p_dc = self._pick(self.p_dcs, self.p_cdf)
         dc = self.prefill[r.p_dc]
         dc.queue.append(r)
         for pi in dc.instances:
@@ -252,10 +255,13 @@ class Simulation:
                 if not dc.queue:
                     break
 
-    def _pick(self, names: list[str], weights: np.ndarray) -> str:
+    def _pick(self, names: list[str], cdf: list[float]) -> str:
+        """A name drawn with the weights ``cdf`` was made from (``_cdf``): the draw, and
+        the random stream it uses, of ``rng.choice(len(names), p=weights / weights.sum())``
+        without its per-call numpy overhead."""
         if len(names) == 1:
             return names[0]
-        return names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
+        return names[bisect.bisect_right(cdf, self.rng.random())]
 
     def _start_pass(self, dc: PrefillSite, pi: PrefillInstance) -> None:
         """Each attention rank takes up to ``prefill_chunk_tokens`` of its started requests;
@@ -320,7 +326,7 @@ class Simulation:
     # --- routing and transfers --------------------------------------------------------------
     def _dispatch(self, r: Req) -> None:
         now = self.ev.now
-        r.md_dc = self._pick(self.md_dcs, self.md_weights)
+        r.md_dc = self._pick(self.md_dcs, self.md_cdf)
         cache = self.md_cache[r.md_dc]
         hit_tokens = min(cache.lookup(r.blocks) * self.block, r.inp) if cache else 0
         r.hit_md = hit_tokens / r.inp
@@ -364,10 +370,8 @@ class Simulation:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
         if r.path == DIRECT or r.rld is None:
-            if r.path == RELAY:  # not on RLD yet: leave its queue, go straight to MD
+            if r.path == RELAY:  # not on RLD yet: go straight to MD (RLD's queue skips it)
                 r.gone_md = True
-                for dp in self.rld[r.p_dc]:
-                    dp.queue = deque(x for x in dp.queue if x[0] is not r)
             if math.isnan(r.first):
                 r.ready = self.ev.now
             self._admit(pool, r, max(r.out, 1), 0.0)
@@ -473,13 +477,16 @@ class Simulation:
             r.rld_made = r.out
         self._record(r, t)
         dp = self._pool_of[id(inst)]
+        relay = dp.role == "relay_decode"
         while dp.queue:
             q, tokens, stall = dp.queue[0]
+            # a request that went straight to MD leaves RLD's queue here, at its head
+            gone = q.finished or (relay and q.gone_md)
             need = self._kv_need(q)
-            if not q.finished and not inst.fits(need):
+            if not gone and not inst.fits(need):
                 break
             dp.queue.popleft()
-            if not q.finished:
+            if not gone:
                 self._join(dp, inst, q, tokens, stall, need)
 
     def _record(self, r: Req, t: float) -> None:
@@ -556,6 +563,14 @@ class Simulation:
             for key, x in self.links.items()
         }
         return out, links
+
+
+def _cdf(weights: np.ndarray) -> list[float]:
+    """The cumulative distribution numpy's ``Generator.choice`` draws from for
+    ``p=weights / weights.sum()`` (it then takes ``searchsorted(random(), side="right")``)."""
+    cdf = (weights / weights.sum()).cumsum()
+    cdf /= cdf[-1]
+    return cdf.tolist()
 
 
 def _grow(cache: PrefixCache | None, blocks: float) -> PrefixCache | None:
