@@ -333,10 +333,9 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
             if b / c > q:
                 q, iterations = b / c, iterations + 1
             continue
-        if probed:
-            point = q * low  # no rate up to q x low can beat q (and q x low > start)
-        else:  # a capacity's end: the step of C just past it
-            point = start * (1 + BCR_TOLERANCE / 2)
+        # a probe below q: no rate up to q x low can beat q; a capacity's end: the step of C
+        # just past it
+        point = q * low if probed else start * (1 + BCR_TOLERANCE / 2)
         if point in probes:  # the bound there is already known: this would never end
             raise RuntimeError(f"planner bug: the max-BCR search probed {point:.6g} req/s twice")
         probes[point] = search.relaxed(point)
