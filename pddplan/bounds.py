@@ -45,11 +45,7 @@ def relaxed_cost(req: Requirements) -> float:
     for st in req.feasible_states:
         prefill = _cheapest(
             sp,
-            [
-                (o, req.prefill(o, st))
-                for o in sp.options["prefill"]
-                if o.datacenter == st.p_dc and (st.p_chip is None or st.p_chip == o.chip)
-            ],
+            [(o, req.prefill(o, st)) for o in sp.options["prefill"] if st.sent_by(o)],
             ncut,
         )
         if not np.isfinite(prefill).any():

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from pddplan.planning import Choice, PoolOption, State
+from pddplan.planning import Choice, PoolOption
 from pddplan.requirements import Requirements
 from pddplan.scenario import ROLES
 from pddplan.solver import SolveResult, solve
@@ -134,7 +134,7 @@ class Formulation:
         prob += pulp.lpSum(self.singular.values()) == 1, "one_singular"
         prob += pulp.lpSum(self.catch_up.values()) == 1, "one_catch_up"
         for st in self.states:
-            senders = [o for o in by_role["prefill"] if _sends(o, st)]
+            senders = [o for o in by_role["prefill"] if st.sent_by(o)]
             receivers = [o for o in by_role["main_decode"] if o.datacenter == st.md_dc]
             prob += (
                 self.transfer[st.key] <= pulp.lpSum(self.use[o.key] for o in senders),
@@ -187,10 +187,10 @@ class Formulation:
         out: list[tuple] = []
         for st in self.states:
             for o in self.by_role["prefill"]:
-                if _sends(o, st):
+                if st.sent_by(o):
                     out.append(("prefill", o, st))
             for o in self.by_role["relay_decode"]:
-                if o.datacenter == st.p_dc and any(_sends(p, st) for p in self.by_role["prefill"]):
+                if o.datacenter == st.p_dc and any(st.sent_by(p) for p in self.by_role["prefill"]):
                     out += [("relay_decode", o, st, s) for s in sp.singular_cuts]
             for o in self.by_role["main_decode"]:
                 if o.datacenter == st.md_dc:
@@ -250,7 +250,7 @@ class Formulation:
             least = {}
             for st in self.states:
                 if o.role == "prefill":
-                    if _sends(o, st):
+                    if st.sent_by(o):
                         least[st.key] = int(req.prefill(o, st).min())
                 elif o.datacenter == st.md_dc:
                     least[st.key] = min(
@@ -300,11 +300,6 @@ class Formulation:
         if normalize and self.sp.cuts[j] is None:  # nothing relayed: the others do not matter
             singular, catch_up = self.sp.singular_cuts[0], self.sp.catch_up_cuts[0]
         return Choice(options, instances, state, self.sp.cuts[j], singular, catch_up)
-
-
-def _sends(o: PoolOption, st: State) -> bool:
-    """Whether prefill option ``o`` is the sender of transfer state ``st``."""
-    return o.datacenter == st.p_dc and (st.p_chip is None or st.p_chip == o.chip)
 
 
 def min_cost(

@@ -350,9 +350,9 @@ def _best_gap(
     evaluated, probes: dict[float, float], infeasible_above: float, grid, floor
 ) -> tuple[float, tuple[float, float] | None]:
     """The highest BCR any rate outside the evaluated plans' capacities could reach, and the
-    open segment where, as ``(start, lower bound on C at start)``. ``C`` does not decrease, so at a rate ``r`` it is
-    at least the cost of every plan solved at or below ``r``, every probe's relaxed cost at
-    or below ``r``, and the cost floor of ``r``'s cell. The segments run between solved
+    open segment where, as ``(start, lower bound on C at start)``. ``C`` does not
+    decrease, so at a rate ``r`` it is at least the cost of every plan solved at or below
+    ``r``, every probe's relaxed cost at or below ``r``, and the cost floor of ``r``'s cell. The segments run between solved
     rates, capacities and probes; the ratio bound in each is taken per cell."""
     solved = sorted((e[0], e[1], e[2]) for e in evaluated)
     marks = sorted(

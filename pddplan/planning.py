@@ -94,6 +94,11 @@ class State:
             return f"{self.p_dc}.rdma.{self.p_chip}{cache}"
         return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G{cache}"
 
+    def sent_by(self, o: PoolOption) -> bool:
+        """Whether prefill option ``o`` is this state's sender (in ``p_dc``, and of
+        ``p_chip`` for an RDMA state)."""
+        return o.datacenter == self.p_dc and (self.p_chip is None or self.p_chip == o.chip)
+
 
 @dataclass(frozen=True)
 class Choice:

@@ -124,7 +124,7 @@ class Requirements:
         above the maximum where ``o`` cannot serve that state."""
         sp = self.space
         if o.role == "prefill":
-            if o.datacenter == st.p_dc and (st.p_chip is None or st.p_chip == o.chip):
+            if st.sent_by(o):
                 return self.prefill(o, st)
             return np.full(len(sp.cuts), o.max_instances + 1)
         if o.role == "relay_decode":

@@ -373,10 +373,11 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
 
 
 def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
-    """Requirements starts each prefill count from the counts found at other rates. In any
-    order of rates, the counts equal those of a fresh Space; the random scenario (seed 2)
-    has a count that falls as the rate grows (slow start: a smaller share ends the ramp
-    sooner), where the hint is wrong and must be caught."""
+    """Requirements starts each prefill count from the counts found at other rates. In
+    increasing and in shuffled order of rates, the counts equal those of a fresh Space, on
+    the paper scenario and on random scenario 2, where one cut's count falls as the rate
+    grows (slow start: a smaller share ends the ramp sooner). A hint that is wrong for
+    every cut is ``test_a_wrong_prefill_hint_is_caught``."""
     from test_enumerate import random_scenario
 
     scenarios = [load_scenario(PAPER)[0], random_scenario(2)]
