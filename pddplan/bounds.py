@@ -41,6 +41,7 @@ def relaxed_cost(req: Requirements) -> float:
     over the choices never exceeds the MILP's optimum, and equals it when no limit binds."""
     sp = req.space
     ncut = len(sp.cuts)
+    nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
     best = math.inf
     for st in req.feasible_states:
         prefill = _cheapest(
@@ -50,18 +51,18 @@ def relaxed_cost(req: Requirements) -> float:
         )
         if not np.isfinite(prefill).any():
             continue
+        # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one
         rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
-        relays = sp.relay_matrix[st.cache].any(axis=1)
+        if rld:
+            relay = _cheapest(sp, [(o, req.relay_all(o, st)) for o in rld], (nsing, ncut))
+        else:
+            relays = sp.relay_matrix[st.cache].any(axis=1)
+            relay = np.tile(np.where(relays, np.inf, 0.0), (nsing, 1))
         main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
-        for s in sp.singular_cuts:
-            if rld:
-                relay = _cheapest(sp, [(o, req.relay(o, st, s)) for o in rld], ncut)
-            else:
-                relay = np.where(relays, np.inf, 0.0)
-            for h in sp.catch_up_cuts:
-                decode = _cheapest(sp, [(o, req.main(o, st, s, h)) for o in main], ncut)
-                total = float((prefill + relay + decode).min()) + st.usd_per_hour
-                best = min(best, total)
+        decode = _cheapest(sp, [(o, req.main_all(o, st)) for o in main], (nsing * ncatch, ncut))
+        totals = (prefill + np.repeat(relay, ncatch, axis=0) + decode).min(axis=1)
+        best = min(best, float((totals + st.usd_per_hour).min()))
     return best
 
 

@@ -87,7 +87,7 @@ class State:
     """Its HBM reserve per MD GPU (None without ``md_cache`` options)."""
     tier: LinkTier | None = field(default=None, repr=False, compare=False)
 
-    @property
+    @cached_property  # a dictionary key on every count lookup
     def key(self) -> str:
         cache = "" if self.cache_gb is None else f".md{self.cache_gb:g}GB"
         if self.gbps is None:
@@ -177,6 +177,7 @@ class Space:
         self.chunk_tokens = search.handoff_chunk_tokens
         self._prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
+        self._passes: dict[tuple, np.ndarray] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
@@ -277,6 +278,15 @@ class Space:
             batch = o.instance.max_batch(self.ctx, tpot_s=self.tpot_s, reserved_bytes=reserve)
             self._md_points[key] = (batch, o.instance.decode_step_s(max(batch, 1), self.ctx))
         return self._md_points[key]
+
+    def extend_pass_s(self, o: PoolOption, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """``o``'s pass over ``tokens`` new tokens on top of classes ``k``'s inputs (an MD
+        handoff stall). Kept across rates: the eager tokens behind it change in whole
+        tokens, so most rates repeat another's."""
+        key = (o.chip, o.gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
+        if key not in self._passes:
+            self._passes[key] = o.instance.prefill_pass_s(tokens, self.inp[k])
+        return self._passes[key]
 
     def at(self, rate_rps: float) -> Requirements:
         """The minimum-count tables at ``rate_rps``."""

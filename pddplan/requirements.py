@@ -52,9 +52,13 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
-        self._r: dict[tuple[str, str, int], np.ndarray] = {}
-        self._m: dict[tuple[str, str, int, int | None], np.ndarray] = {}
+        self._loaded: dict[tuple[str, int, int], np.ndarray] = {}
+        self._r: dict[tuple[str, str], np.ndarray] = {}
+        self._m: dict[tuple[str, str], np.ndarray] = {}
+        self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
         self._handoffs: dict[tuple[str, str, int | None], tuple[np.ndarray, np.ndarray]] = {}
+        self._tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._caches: dict[tuple[str, str], int] = {}
 
     def _wan(self, st: State) -> tuple[np.ndarray, float]:
         sp = self.space
@@ -178,12 +182,25 @@ class Requirements:
         relayed = sp.relay_float[st.cache]  # cuts x classes
         groups = o.instance.attention_groups
 
+        tried: dict[int, np.ndarray] = {}
+
         def meets(n: int) -> np.ndarray:
             """Per cut: whether ``n`` instances meet utilization and both tail budgets."""
+            if n not in tried:
+                tried[n] = _meets(n)
+            return tried[n]
+
+        def _meets(n: int) -> np.ndarray:
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
                 return np.zeros(len(sp.cuts), dtype=bool)
-            loaded = loaded_prefill_latency(figures, sp.w, groups=groups, utilization=util)
+            # the same in every transfer state the option sends in: computed once
+            key = (o.chip, o.gpus, n)
+            if key not in self._loaded:
+                self._loaded[key] = loaded_prefill_latency(
+                    figures, sp.w, groups=groups, utilization=util
+                )
+            loaded = self._loaded[key]
             tail = prefill_wait_tail(
                 bounds - loaded - rests,
                 instances=n,
@@ -221,28 +238,46 @@ class Requirements:
     # relay decode ---------------------------------------------------------------------------
     def relay(self, o: PoolOption, st: State, singular: int) -> np.ndarray:
         """Smallest RLD count for its token load, per relay cut (0 where nothing relays)."""
-        key = (o.key, st.key, singular)
+        sp = self.space
+        if singular in sp.singular_cuts:
+            return self.relay_all(o, st)[sp.singular_cuts.index(singular)]
+        return self._relay(o, st, [singular])[0]
+
+    def relay_all(self, o: PoolOption, st: State) -> np.ndarray:
+        """``relay`` for every singular cut (``space.singular_cuts``): one row each."""
+        key = (o.key, st.key)
         if key not in self._r:
-            sp = self.space
-            # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
-            short = sp.out <= singular
-            tokens = np.where(short, sp.out, self.eager[st.key])
-            load = self.rate * (sp.relay_float[st.cache] @ (sp.w * tokens))
-            need = _smallest(
-                lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
-                load * o.step_s / (o.batch * sp.rho),
-            )
-            relays = sp.relay_matrix[st.cache].any(axis=1)
-            self._r[key] = _round_up(np.where(relays, need, 0), o)
+            self._r[key] = self._relay(o, st, self.space.singular_cuts)
         return self._r[key]
+
+    def _relay(self, o: PoolOption, st: State, singulars) -> np.ndarray:
+        sp = self.space
+        # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
+        relay, eager = sp.relay_float[st.cache], self.eager[st.key]
+        tokens = [np.where(sp.out <= x, sp.out, eager) for x in singulars]
+        load = np.array([self.rate * (relay @ (sp.w * t)) for t in tokens])
+        need = _smallest(
+            lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
+            load * o.step_s / (o.batch * sp.rho),
+        )
+        relays = sp.relay_matrix[st.cache].any(axis=1)
+        return _round_up(np.where(relays, need, 0), o)
 
     # main decode ----------------------------------------------------------------------------
     def main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
         """Smallest MD count for its tokens plus handoff stalls, and for the P99 inter-token
         gap, per relay cut."""
-        key = (o.key, st.key, singular, catch_up)
+        combos = self._combos
+        if (singular, catch_up) in combos:
+            return self.main_all(o, st)[combos.index((singular, catch_up))]
+        return self._main(o, st, [(singular, catch_up)])[0]
+
+    def main_all(self, o: PoolOption, st: State) -> np.ndarray:
+        """``main`` for every (singular, catch-up) cut: one row each, singular cut major
+        (``space.singular_cuts`` x ``space.catch_up_cuts``)."""
+        key = (o.key, st.key)
         if key not in self._m:
-            self._m[key] = self._main(o, st, singular, catch_up)
+            self._m[key] = self._main(o, st, self._combos)
         return self._m[key]
 
     def _handoff(self, o: PoolOption, st: State, catch_up: int | None):
@@ -257,37 +292,65 @@ class Requirements:
             stall = np.zeros(len(sp.w))
             k = np.nonzero(eager > 0)[0]
             tokens = np.where(cu[k], np.minimum(eager[k], chunk), eager[k])
-            stall[k] = o.instance.prefill_pass_s(tokens, sp.inp[k])
+            stall[k] = sp.extend_pass_s(o, tokens, k)
             self._handoffs[key] = (stalls, stall)
         return self._handoffs[key]
 
-    def _main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
+    def _main(self, o: PoolOption, st: State, combos: list[tuple[int, int | None]]) -> np.ndarray:
+        """``main`` for each (singular, catch-up) cut of ``combos``: one row per combination."""
         sp, lam = self.space, self.rate
-        eager, out, w = self.eager[st.key], sp.out, sp.w
-        stalls, stall = self._handoff(o, st, catch_up)
-        # per cut (rows of the relay matrix R): MD's tokens are every class's output less
-        # the relayed classes' eager tokens, less all of a singular class's; relayed classes
-        # that are not singular stall MD at the handoff
-        handed = ~(out <= singular)  # relayed classes MD takes over
-        relay = sp.relay_float[st.cache]
         batch, step = sp.md_point(o, st)
         if batch == 0:  # the cache leaves no room for a running request
-            return np.full(len(sp.cuts), o.max_instances + 1)
-        md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))
-        stall_busy = relay @ (w * handed * stalls * stall)
-        busy = lam * md_tokens * step / batch + lam * stall_busy
-        n_util = _smallest(lambda n: busy / n <= sp.rho, busy / sp.rho)
-        bad = stall > sp.tpot_s * (1 + 1e-9) - step
-        stalled = lam * step * (relay @ (w * handed * stalls * bad))
-        n_gap = _smallest(lambda n: stalled / n <= 0.01, stalled / 0.01)
-        n_cache = 1
-        interval = sp.scenario.workload.turn_interval_s
-        if st.cache_gb and interval is not None:  # the cache holds the open sessions
-            need = session_working_set_bytes(lam, interval, float(w @ sp.rdma_bytes))
-            per_instance = st.cache_gb * units.GB * o.gpus
-            fits = _smallest(lambda n: need <= n * per_instance * (1 + 1e-9), [need / per_instance])
-            n_cache = int(fits[0])
-        return _round_up(np.maximum(np.maximum(n_util, n_gap), n_cache), o)
+            return np.full((len(combos), len(sp.cuts)), o.max_instances + 1)
+        relay = sp.relay_float[st.cache]
+        busy, stalled = [], []
+        for singular, catch_up in combos:
+            stalls, stall = self._handoff(o, st, catch_up)
+            md_tokens, w_handed = self._md_tokens(st, singular)
+            stall_busy = relay @ (w_handed * stalls * stall)
+            busy.append(lam * md_tokens * step / batch + lam * stall_busy)
+            bad = stall > sp.tpot_s * (1 + 1e-9) - step
+            stalled.append(lam * step * (relay @ (w_handed * stalls * bad)))
+        # one search for every row: utilization rows, then P99-gap rows (at most 1% of
+        # steps stalled); the search is elementwise, so stacking does not change a count
+        load = np.array(busy + stalled)
+        cap = np.repeat([sp.rho, 0.01], len(combos))[:, None]
+        n = _smallest(lambda n: load / n <= cap, load / cap)
+        n_util, n_gap = n[: len(combos)], n[len(combos) :]
+        return _round_up(np.maximum(np.maximum(n_util, n_gap), self._n_cache(o, st)), o)
+
+    def _md_tokens(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per cut, MD's tokens per request: every class's output less the relayed classes'
+        eager tokens, less all of a singular class's; and per class, its weight where MD
+        takes it over if relayed (not singular), else 0. The same for every MD option and
+        catch-up cut, so computed once per state and singular cut."""
+        key = (st.key, singular)
+        if key not in self._tokens:
+            sp = self.space
+            eager, out, w = self.eager[st.key], sp.out, sp.w
+            handed = ~(out <= singular)  # relayed classes MD takes over
+            relay = sp.relay_float[st.cache]
+            md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))
+            self._tokens[key] = (md_tokens, w * handed)
+        return self._tokens[key]
+
+    def _n_cache(self, o: PoolOption, st: State) -> int:
+        """Smallest MD count whose cache holds the open sessions (1 without a cache
+        choice); the same for every singular and catch-up cut."""
+        key = (o.key, st.key)
+        if key not in self._caches:
+            sp, lam = self.space, self.rate
+            n_cache = 1
+            interval = sp.scenario.workload.turn_interval_s
+            if st.cache_gb and interval is not None:  # the cache holds the open sessions
+                need = session_working_set_bytes(lam, interval, float(sp.w @ sp.rdma_bytes))
+                per_instance = st.cache_gb * units.GB * o.gpus
+                fits = _smallest(
+                    lambda n: need <= n * per_instance * (1 + 1e-9), [need / per_instance]
+                )
+                n_cache = int(fits[0])
+            self._caches[key] = n_cache
+        return self._caches[key]
 
 
 def _smallest(ok: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray) -> np.ndarray:
