@@ -352,6 +352,24 @@ def sla_capacity(
     return _capacity(m, fleet.routing or _best_routing(m), served_rps)
 
 
+def cost_and_capacity(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    memo: dict | None = None,
+) -> tuple[float | None, float]:
+    """Only the cost per hour and the SLA capacity of ``fleet`` (what ``evaluate`` reports as
+    ``cost_per_hour_usd`` and ``sla_capacity_rps``), without the TTFT percentiles and the
+    binding limits, which take longer than both."""
+    m = fleet_model(scenario, hardware, models, fleet, memo)
+    demand = scenario.workload.arrival_rps or 0.0
+    routing = fleet.routing or _best_routing(m)
+    capacity = _capacity(m, routing)
+    return _priced(m, fleet, _state(m, demand, routing)).total, capacity
+
+
 def _capacity(m: FleetModel, routing: Routing, served_rps: float = 0.0) -> float:
     """The largest arrival rate whose state is within every limit (0 if none): doubling
     from 1 req/s (or from ``served_rps`` when that rate is within them) until a rate is
@@ -389,6 +407,17 @@ def _best_routing(m: FleetModel) -> Routing:
     return best[1]
 
 
+def _priced(m: FleetModel, fleet: Fleet, st: _State):
+    """The fleet's cost, its links' egress billed on their flows in state ``st``."""
+    flows = {}
+    for choice in fleet.links:
+        a, b = choice.between
+        link, _ = _link(m.s, fleet, a, b)
+        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
+        flows[frozenset(choice.between)] = util * link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+    return fleet_cost(m.s, m.hw, fleet, flows)
+
+
 def _report(
     m: FleetModel,
     fleet: Fleet,
@@ -402,13 +431,7 @@ def _report(
 ) -> Evaluation:
     s, hw = m.s, m.hw
     pools: list[PoolResult] = []
-    flows = {}
-    for choice in fleet.links:
-        a, b = choice.between
-        link, _ = _link(s, fleet, a, b)
-        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
-        flows[frozenset(choice.between)] = util * link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-    priced = fleet_cost(s, hw, fleet, flows)
+    priced = _priced(m, fleet, st)
     pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
     for pool, _ in order:

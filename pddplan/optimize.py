@@ -34,7 +34,7 @@ import numpy as np
 from pddplan import milp
 from pddplan.bounds import cost_floor, relaxed_cost
 from pddplan.errors import InputError
-from pddplan.evaluate import MAX_RATE_RPS, evaluate, sla_capacity
+from pddplan.evaluate import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
 from pddplan.fleet import Fleet, LinkChoice
 from pddplan.fleet_model import seeded_memo
 from pddplan.hardware import HardwareCatalog
@@ -219,10 +219,10 @@ def finish_plan(
     models = {space.model.id: space.model}
     memo = {} if memo is None else memo
 
-    def score(f: Fleet) -> Evaluation:
-        return evaluate(s, space.hw, models, f, memo=memo)
+    def measure(f: Fleet) -> tuple[float | None, float]:
+        return cost_and_capacity(s, space.hw, models, f, memo=memo)
 
-    evaluation = score(fleet)
+    evaluation = evaluate(s, space.hw, models, fleet, memo=memo)
     return PlanResult(
         s.name,
         s.model,
@@ -230,7 +230,7 @@ def finish_plan(
         stats,
         fleet,
         evaluation,
-        _marginals(space, fleet, evaluation, score),
+        _marginals(space, fleet, evaluation, measure),
         method=method,
     )
 
@@ -384,20 +384,21 @@ def _best_gap(
 
 
 # --- explanations -----------------------------------------------------------------------------
-def _marginals(space: Space, fleet: Fleet, base: Evaluation, score) -> list[Marginal]:
-    """One more purchase step of each pool, and one link tier up (each evaluated)."""
+def _marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Marginal]:
+    """One more purchase step of each pool, and one link tier up (each evaluated, for the
+    cost and capacity only: ``measure`` is ``cost_and_capacity``)."""
     hw, out = space.hw, []
 
     def marginal(changed: Fleet, change: str) -> Marginal | None:
         usage = [(p.datacenter, p.chip, p.gpus_per_instance * p.instances) for p in changed.pools]
         if not within_limits(space.scenario, hw, usage):
             return None  # over a datacenter limit: not an option
-        e = score(changed)
+        cost, capacity = measure(changed)
         return Marginal(
             change,
-            (e.cost_per_hour_usd or 0.0) - (base.cost_per_hour_usd or 0.0),
-            e.sla_capacity_rps - base.sla_capacity_rps,
-            e.bcr,
+            (cost or 0.0) - (base.cost_per_hour_usd or 0.0),
+            capacity - base.sla_capacity_rps,
+            capacity / cost if cost else None,  # as ``Evaluation.bcr``
         )
 
     for i, pool in enumerate(fleet.pools):
