@@ -228,7 +228,11 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
 
     loaded = [
         loaded_prefill_latency(
-            figures, w, groups=inst.attention_groups, utilization=min(p_util[j], 1.0)
+            figures,
+            w,
+            groups=inst.attention_groups,
+            utilization=min(p_util[j], 1.0),
+            passes=m.p_passes[j],
         )
         for j, ((_, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
     ]

@@ -14,6 +14,7 @@ from pddplan.fleet import Fleet, Routing, md_cache_problem
 from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.perf import Instance, make_instance
+from pddplan.queueing import pass_order
 from pddplan.scenario import Scenario
 
 
@@ -41,6 +42,7 @@ class FleetModel:
         if problem:
             raise InputError(f"fleet {fleet.name}: md_cache_gb_per_gpu: {problem}")
         memo = {} if memo is None else memo
+        self.memo = memo
         if "md_caches" not in memo:
             memo["md_caches"] = md_caches(scenario)
         gb = fleet.md_cache_gb_per_gpu
@@ -77,12 +79,15 @@ class FleetModel:
         )
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         # prefill: latency alone and service time, per P pool and class
-        self.p_figures, self.p_lat, self.p_svc = [], [], []
+        self.p_figures, self.p_lat, self.p_svc, self.p_passes = [], [], [], []
         for pool, inst in self.roles["prefill"]:
             key = ("prefill", pool.chip, pool.gpus_per_instance)
             if key not in memo:
                 memo[key] = inst.prefill_figures(self.inp, self.hit)
             self.p_figures.append(memo[key])
+            if ("passes", *key[1:]) not in memo:  # what loaded_prefill_latency sorts
+                memo[("passes", *key[1:])] = pass_order(memo[key], self.w)
+            self.p_passes.append(memo[("passes", *key[1:])])
             self.p_lat.append(memo[key][0])
             self.p_svc.append(memo[key][1])
         p_caps = np.array(
@@ -114,13 +119,18 @@ class FleetModel:
     def stall_seconds(self, pool_index: int, eager: np.ndarray, catch_up: np.ndarray) -> np.ndarray:
         """Per class: the MD extend step over its eager tokens (or one chunk of them where
         ``catch_up``)."""
-        inst = self.roles["main_decode"][pool_index][1]
+        pool, inst = self.roles["main_decode"][pool_index]
         chunk = self.fleet.handoff.chunk_tokens
-        out = np.zeros_like(eager, dtype=float)
-        k = np.nonzero(eager > 0)[0]
-        tokens = np.where(catch_up[k], np.minimum(eager[k], chunk), eager[k])
-        out[k] = inst.prefill_pass_s(tokens, self.inp[k])
-        return out
+        # kept in the memo: a capacity search meets the same eager tokens at many rates
+        key = ("stall", pool.chip, pool.gpus_per_instance, chunk, eager.dtype.str)
+        key += (eager.tobytes(), catch_up.tobytes())
+        if key not in self.memo:
+            out = np.zeros_like(eager, dtype=float)
+            k = np.nonzero(eager > 0)[0]
+            tokens = np.where(catch_up[k], np.minimum(eager[k], chunk), eager[k])
+            out[k] = inst.prefill_pass_s(tokens, self.inp[k])
+            self.memo[key] = out
+        return self.memo[key]
 
     # routing ------------------------------------------------------------------------------
     def pipelines(self, routing: Routing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -35,6 +35,7 @@ from pddplan.hardware import HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.perf import Instance, PrefillFigures, instance_fits, make_instance
 from pddplan.pricing import gpu_price, link_usd_per_hour, owned_discount
+from pddplan.queueing import PassOrder, pass_order
 from pddplan.requirements import Requirements
 from pddplan.scenario import ROLES, Link, LinkTier, Role, Scenario
 
@@ -178,6 +179,7 @@ class Space:
         self._prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
         self._passes: dict[tuple, np.ndarray] = {}
+        self._passes_order: dict[tuple[str, int], PassOrder] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
@@ -318,6 +320,13 @@ class Space:
         if key not in self._prefill:
             self._prefill[key] = option.instance.prefill_figures(self.inp, self.hit)
         return self._prefill[key]
+
+    def prefill_passes(self, option: PoolOption) -> PassOrder:
+        """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
+        key = (option.chip, option.gpus)
+        if key not in self._passes_order:
+            self._passes_order[key] = pass_order(self.prefill_times(option), self.w)
+        return self._passes_order[key]
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""

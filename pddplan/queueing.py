@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special
@@ -112,8 +113,34 @@ def percentile(
     return hi
 
 
+class PassOrder(NamedTuple):
+    """The part of ``loaded_prefill_latency`` that does not depend on the utilization: the
+    passes sorted by time (``order``, ``x``), their weighted CDF and the gaps between them."""
+
+    order: np.ndarray
+    x: np.ndarray
+    cdf: np.ndarray
+    widths: np.ndarray
+
+
+def pass_order(figures: PrefillFigures, weights: np.ndarray) -> PassOrder:
+    """``PassOrder`` of ``figures``' passes under the class ``weights``."""
+    passes = figures.pass_s
+    w = weights[figures.pass_owner]
+    order = np.argsort(passes, kind="stable")
+    x = passes[order]
+    cdf = np.cumsum(w[order]) / w.sum()
+    widths = np.diff(x, append=x[-1])
+    return PassOrder(order, x, cdf, widths)
+
+
 def loaded_prefill_latency(
-    figures: PrefillFigures, weights: np.ndarray, *, groups: int, utilization: float
+    figures: PrefillFigures,
+    weights: np.ndarray,
+    *,
+    groups: int,
+    utilization: float,
+    passes: PassOrder | None = None,
 ) -> np.ndarray:
     """Each class's prefill latency when its pool runs at ``utilization``.
 
@@ -131,20 +158,16 @@ def loaded_prefill_latency(
       ``groups x service - latency`` with every group busy on requests like it (what a
       full pass of identical chunks costs beyond one alone).
 
-    One attention group per instance leaves the latency alone.
+    One attention group per instance leaves the latency alone. ``passes``, from
+    ``pass_order(figures, weights)``, saves sorting the passes again on every call.
     """
     latency = figures.latency
     if groups <= 1 or utilization <= 0:
         return latency
-    passes = figures.pass_s
-    w = weights[figures.pass_owner]
-    order = np.argsort(passes, kind="stable")
-    x = passes[order]
-    cdf = np.cumsum(w[order]) / w.sum()
+    order, x, cdf, widths = pass_order(figures, weights) if passes is None else passes
     others = (1.0 - utilization + utilization * cdf) ** (groups - 1)
-    widths = np.diff(x, append=x[-1])
     above = np.cumsum(((1.0 - others) * widths)[::-1])[::-1]  # integral from x_i upward
-    company = np.empty_like(passes)
+    company = np.empty_like(figures.pass_s)
     company[order] = x + above
     slowed = np.bincount(figures.pass_owner, weights=company, minlength=len(latency))
     shared = np.maximum(0.0, groups * figures.service - latency)

@@ -198,7 +198,7 @@ class Requirements:
             key = (o.chip, o.gpus, n)
             if key not in self._loaded:
                 self._loaded[key] = loaded_prefill_latency(
-                    figures, sp.w, groups=groups, utilization=util
+                    figures, sp.w, groups=groups, utilization=util, passes=sp.prefill_passes(o)
                 )
             loaded = self._loaded[key]
             tail = prefill_wait_tail(
@@ -303,14 +303,17 @@ class Requirements:
         if batch == 0:  # the cache leaves no room for a running request
             return np.full((len(combos), len(sp.cuts)), o.max_instances + 1)
         relay = sp.relay_float[st.cache]
+        handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the TPOT bound
+        for h in {h for _, h in combos}:
+            stalls, stall = self._handoff(o, st, h)
+            handoffs[h] = stalls, stall, stall > sp.tpot_s * (1 + 1e-9) - step
         busy, stalled = [], []
         for singular, catch_up in combos:
-            stalls, stall = self._handoff(o, st, catch_up)
+            stalls, stall, bad = handoffs[catch_up]
             md_tokens, w_handed = self._md_tokens(st, singular)
-            stall_busy = relay @ (w_handed * stalls * stall)
-            busy.append(lam * md_tokens * step / batch + lam * stall_busy)
-            bad = stall > sp.tpot_s * (1 + 1e-9) - step
-            stalled.append(lam * step * (relay @ (w_handed * stalls * bad)))
+            w_stalls = w_handed * stalls
+            busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
+            stalled.append(lam * step * (relay @ (w_stalls * bad)))
         # one search for every row: utilization rows, then P99-gap rows (at most 1% of
         # steps stalled); the search is elementwise, so stacking does not change a count
         load = np.array(busy + stalled)
