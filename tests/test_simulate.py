@@ -13,6 +13,7 @@ from conftest import DATA, ROOT
 from typer.testing import CliRunner
 
 from pddplan.calibration import resolve_calibration
+from pddplan.classes import workload_classes
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.fleet import Routing
@@ -156,17 +157,34 @@ def test_sessions_are_deterministic_and_reach_the_hit_target():
     first = list(SessionSource(s.workload, 3000, options, seed=7))
     again = list(SessionSource(s.workload, 3000, options, seed=7))
     assert first == again
-    src = SessionSource(s.workload, 8000, options, seed=1)
+    arrivals = np.array([t for t, *_ in first])
+    assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
+
+
+@pytest.mark.parametrize("rate", [20, 200])
+def test_sessions_reach_the_token_weighted_hit_target(rate):
+    """The sampled requests' prefix hits, token-weighted as the prefill work sees them,
+    average the workload's target (0.90975 for the paper workload's classes) within half a
+    point: each request continues the shortest ready session that holds its target
+    prefix, and the target is rounded, not floored, to blocks. (Choosing among the
+    holders uniformly left 0.882 at 126 req/s: long contexts ran out.)"""
+    s, _, _ = load_scenario(PAPER)
+    classes = workload_classes(s.workload)
+    target = sum(c.weight * c.p_hit * c.input_tokens for c in classes) / sum(
+        c.weight * c.input_tokens for c in classes
+    )
+    options = SessionOptions(rate_rps=rate, ready_after_s=4, tpot_s=0.06)
+    src = SessionSource(s.workload, 12_000, options, seed=1)
     cache = PrefixCache(None)
     for blocks in src.warm:
         cache.insert(blocks)
-    hits = []
-    for _, length, _, ids in src:
-        hits.append(min(cache.lookup(ids) * src.block_tokens, length) / length)
+    cached = total = 0
+    for i, (_, length, _, ids) in enumerate(src):
+        if i >= 2000:
+            cached += min(cache.lookup(ids) * src.block_tokens, length)
+            total += length
         cache.insert(ids)
-    assert np.mean(hits[800:]) == pytest.approx(0.91, abs=0.05)  # the scenario's mean hit
-    arrivals = np.array([t for t, *_ in first])
-    assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
+    assert cached / total == pytest.approx(target, abs=0.005)
 
 
 def test_block_size_follows_the_median_input():
