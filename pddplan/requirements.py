@@ -183,15 +183,19 @@ class Requirements:
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
                 return np.zeros(len(sp.cuts), dtype=bool)
-            loaded = loaded_prefill_latency(figures, sp.w, groups=groups, utilization=util)
+            loaded = loaded_prefill_latency(
+                figures, sp.w, groups=groups, utilization=util, instances=n
+            )
             tail = prefill_wait_tail(
-                bounds - loaded - rests,
+                bounds - figures.latency - rests,
                 instances=n,
                 groups=groups,
                 utilization=min(util, 1.0),
                 mean_service_s=svc_sum,
                 service_cv2=cv2,
                 extra_mean_s=extra,
+                company_mean_s=loaded.mean_s - figures.latency,
+                company_var_s2=loaded.var_s2,
             )
             direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
             per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)
