@@ -232,25 +232,28 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             w,
             groups=inst.attention_groups,
             utilization=min(p_util[j], 1.0),
+            instances=pool.instances,
             passes=m.p_passes[j],
         )
-        for j, ((_, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
+        for j, ((pool, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
     ]
 
     def ttft_tail(T: float) -> float:
         total = 0.0
         for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
             a = pool.datacenter
+            alone = m.p_figures[j].latency
             for b in md_dcs:
-                slack = T - lat - rest[(a, b)]
                 tail = prefill_wait_tail(
-                    slack,
+                    T - alone - rest[(a, b)],
                     instances=pool.instances,
                     groups=pools_p[j][1].attention_groups,
                     utilization=min(p_util[j], 1.0),
                     mean_service_s=svc_mean[j],
                     service_cv2=svc_cv2[j],
                     extra_mean_s=extra[(a, b)],
+                    company_mean_s=lat.mean_s - alone,
+                    company_var_s2=lat.var_s2,
                 )
                 total += share * dc_share_md[b] * float(w @ tail)
         return total

@@ -114,24 +114,31 @@ def percentile(
 
 
 class PassOrder(NamedTuple):
-    """The part of ``loaded_prefill_latency`` that does not depend on the utilization: the
-    passes sorted by time (``order``, ``x``), their weighted CDF and the gaps between them."""
+    """The part of ``loaded_prefill_latency`` that does not depend on the load: the passes
+    sorted by time (``order``, ``x``), their weighted CDF and each sorted pass's successor
+    (``nxt``; the last is its own)."""
 
     order: np.ndarray
     x: np.ndarray
     cdf: np.ndarray
-    widths: np.ndarray
+    nxt: np.ndarray
 
 
 def pass_order(figures: PrefillFigures, weights: np.ndarray) -> PassOrder:
     """``PassOrder`` of ``figures``' passes under the class ``weights``."""
-    passes = figures.pass_s
     w = weights[figures.pass_owner]
-    order = np.argsort(passes, kind="stable")
-    x = passes[order]
+    order = np.argsort(figures.pass_s, kind="stable")
+    x = figures.pass_s[order]
     cdf = np.cumsum(w[order]) / w.sum()
-    widths = np.diff(x, append=x[-1])
-    return PassOrder(order, x, cdf, widths)
+    return PassOrder(order, x, cdf, np.append(x[1:], x[-1]))
+
+
+class LoadedPrefill(NamedTuple):
+    """Per class: the mean and the variance of its prefill latency under load
+    (``loaded_prefill_latency``)."""
+
+    mean_s: np.ndarray
+    var_s2: np.ndarray
 
 
 def loaded_prefill_latency(
@@ -140,38 +147,66 @@ def loaded_prefill_latency(
     *,
     groups: int,
     utilization: float,
+    instances: int,
     passes: PassOrder | None = None,
-) -> np.ndarray:
-    """Each class's prefill latency when its pool runs at ``utilization``.
+) -> LoadedPrefill:
+    """Each class's prefill latency, mean and variance, in a pool of ``instances`` instances
+    at ``utilization``.
 
     A prefill instance with ``groups`` attention groups (data-parallel attention ranks)
-    prefills one request per group at a time, all groups in the same passes, so a pass
-    lasts as long as its slowest group's chunk, plus the experts' and weights' work for
-    the other groups' tokens:
+    prefills one request per group at a time, all groups in the same passes, back to back:
+    a pass lasts as long as its slowest group's chunk, plus the experts' and weights' work
+    for every group's tokens.
 
-    - each other group is busy with probability ``utilization``, with a pass drawn from
-      the workload's passes (``figures.pass_s``, weighted by the classes' ``weights``),
-      so the longest other pass ``M`` has ``P(M <= x) = (1 - u + u F(x))^(groups - 1)``,
-      and a pass of ``c`` alone takes ``E[max(c, M)] = c + integral_c^inf (1 - P(M <= x)) dx``
-      in company;
-    - the shared work grows linearly with the busy groups, from nothing alone to
-      ``groups x service - latency`` with every group busy on requests like it (what a
-      full pass of identical chunks costs beyond one alone).
+    - **Company.** An arrival shares an instance only when none is idle: with each
+      request holding an instance for its latency alone, that is Erlang C's
+      ``P_share = C(instances, lambda E[latency])``. Then each other group is busy with
+      probability ``u_c = utilization x P_share``, on a chunk drawn from the workload's
+      passes (``figures.pass_s``, weighted by the classes' ``weights``), so the longest
+      other pass ``M`` has ``P(M <= x) = (1 - u_c + u_c F(x))^(groups - 1)``; a pass of
+      ``c`` alone then takes ``max(c, M)``.
+    - **Shared work.** One more request of class ``j`` in a full pass costs
+      ``s_j = (groups x service_j - latency_j) / (groups - 1)`` of the other groups'
+      experts and weights. At ``lambda_i`` requests per second per instance, a share
+      ``rho_s = lambda_i E[s] x P_share`` of an instance's time goes to it: passes that
+      carry the arrivals' tokens as they come last ``1 / (1 - rho_s)`` times their
+      slowest chunk (``P = A + rho_s P``).
+    - **Variance.** Per pass, ``Var max(c, M)`` plus the binomial spread of the other
+      groups' shared work, ``(groups - 1) (u_c E[s_p^2] - u_c^2 E[s_p]^2)`` (``s_p``: a
+      pass's share of its class's ``s_j``), both scaled by ``1 / (1 - rho_s)^2``.
 
-    One attention group per instance leaves the latency alone. ``passes``, from
-    ``pass_order(figures, weights)``, saves sorting the passes again on every call.
+    So ``mean_k = sum_i E[max(c_ki, M)] / (1 - rho_s)``; one attention group per instance
+    (or no load) leaves the latency alone, with no variance. ``rho_s >= 1``: infinite.
+    ``passes``, from ``pass_order(figures, weights)``, saves sorting the passes again on
+    every call.
     """
     latency = figures.latency
     if groups <= 1 or utilization <= 0:
-        return latency
-    order, x, cdf, widths = pass_order(figures, weights) if passes is None else passes
-    others = (1.0 - utilization + utilization * cdf) ** (groups - 1)
-    above = np.cumsum(((1.0 - others) * widths)[::-1])[::-1]  # integral from x_i upward
-    company = np.empty_like(figures.pass_s)
-    company[order] = x + above
-    slowed = np.bincount(figures.pass_owner, weights=company, minlength=len(latency))
-    shared = np.maximum(0.0, groups * figures.service - latency)
-    return slowed + utilization * shared
+        return LoadedPrefill(latency, np.zeros_like(latency))
+    owner = figures.pass_owner
+    total_w = float(weights.sum())
+    per_instance_rps = utilization * total_w / float(weights @ figures.service)
+    share = erlang_c(instances, per_instance_rps * instances * float(weights @ latency) / total_w)
+    busy = utilization * share
+    count = np.bincount(owner, minlength=len(latency))
+    other = np.maximum(0.0, groups * figures.service - latency) / (groups - 1)
+    rho_s = per_instance_rps * float(weights @ other) / total_w * share
+    if rho_s >= 1.0:
+        return LoadedPrefill(np.full_like(latency, np.inf), np.zeros_like(latency))
+    w = weights[owner]
+    order, x, cdf, nxt = pass_order(figures, weights) if passes is None else passes
+    above_x = 1.0 - (1.0 - busy + busy * cdf) ** (groups - 1)  # P(M > x) on [x_i, x_i+1)
+    # E[max(c, M)^k] = c^k + integral_c^inf k x^(k-1) P(M > x) dx, M a step function
+    m1, m2 = np.empty_like(figures.pass_s), np.empty_like(figures.pass_s)
+    m1[order] = x + np.cumsum((above_x * (nxt - x))[::-1])[::-1]
+    m2[order] = x**2 + np.cumsum((above_x * (nxt**2 - x**2))[::-1])[::-1]
+    per_pass = (other / np.maximum(count, 1))[owner]
+    s1, s2 = float(w @ per_pass) / w.sum(), float(w @ per_pass**2) / w.sum()
+    spread = (groups - 1) * max(0.0, busy * s2 - (busy * s1) ** 2)
+    stretch = 1.0 / (1.0 - rho_s)
+    mean = np.bincount(owner, weights=m1, minlength=len(latency)) * stretch
+    var = np.bincount(owner, weights=np.maximum(m2 - m1**2, 0.0) + spread, minlength=len(latency))
+    return LoadedPrefill(mean, var * stretch**2)
 
 
 def prefill_wait_tail(
@@ -183,17 +218,28 @@ def prefill_wait_tail(
     mean_service_s: float,
     service_cv2: float,
     extra_mean_s: np.ndarray | float = 0.0,
+    company_mean_s: np.ndarray | float = 0.0,
+    company_var_s2: np.ndarray | float = 0.0,
 ) -> np.ndarray:
-    """P(wait + X > t) at a prefill pool of ``instances`` instances: ``instances x groups``
-    servers (one per attention group), each holding a request for ``groups`` times its
-    service time at full load, at ``utilization`` (M/G/c, ``wait_tail_many``; one attention
-    group per instance is the plain M/G/c of instances). X is an independent exponential
-    delay of mean ``extra_mean_s`` (per entry of ``t_s``; 0: none), the link's queueing
-    (``network.wan_queueing_mean_s``):
+    """P(W + X + D > t) at a prefill pool of ``instances`` instances; 1 for negative ``t``.
 
-        P(W + X > t) = (1 - C) e^(-b t) + C (a e^(-b t) - b e^(-a t)) / (a - b)
+    - ``W``, the wait: ``instances x groups`` servers (one per attention group), each
+      holding a request for ``groups`` times its service time at full load, at
+      ``utilization`` (M/G/c, ``wait_tail_many``; one attention group per instance is the
+      plain M/G/c of instances): ``P(W > t) = C e^(-a t)``.
+    - ``X``, the link's queueing (``network.wan_queueing_mean_s``): exponential of mean
+      ``extra_mean_s`` (0: none; inf: a tail of 1).
+    - ``D``, what the other attention groups add to the request's passes
+      (``loaded_prefill_latency`` less its latency alone): normal, of mean
+      ``company_mean_s`` and variance ``company_var_s2``.
 
-    for ``P(W > t) = C e^(-a t)`` and ``b = 1 / mean``; 1 for negative ``t``.
+    All per entry of ``t_s``, independent. For the exponentials present, of rates ``r_k``,
+    ``P(sum > s) = sum_k c_k e^(-r_k s)`` with ``c_k = prod_(j != k) r_j / (r_j - r_k)``,
+    and with ``D ~ N(mu, sigma^2)`` added, ``z = (t - mu) / sigma``:
+
+        P(D + sum > t) = Q(z) + sum_k c_k exp(-r_k (t - mu) + r_k^2 sigma^2 / 2) Phi(z - r_k sigma)
+
+    ``P(W + X + D > t) = (1 - C) P(X + D > t) + C P(Exp(a) + X + D > t)``.
     """
     t_s = np.asarray(t_s, dtype=float)
     servers = instances * groups
@@ -202,15 +248,43 @@ def prefill_wait_tail(
     c = erlang_c(servers, utilization * servers)
     a = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * groups * mean_service_s)
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
+    mu = np.broadcast_to(np.asarray(company_mean_s, dtype=float), t_s.shape)
+    sigma = np.sqrt(np.broadcast_to(np.asarray(company_var_s2, dtype=float), t_s.shape))
     t = np.maximum(t_s, 0.0)
-    ea = np.exp(-a * t)
-    if not (m > 0).any():
-        return np.where(t_s < 0, 1.0, c * ea)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        b = 1.0 / m  # inf where there is no delay
-        b = np.where(np.abs(a - b) <= 1e-9 * a, b * (1 + 1e-6), b)  # a = b: the limit
-        x = np.exp(-b * t)
-        out = (1.0 - c) * x + c * (a * x - b * ea) / (a - b)
-    out = np.where(m > 0, out, c * ea)
+    with np.errstate(divide="ignore"):
+        x_rate = np.where((m > 0) & np.isfinite(m), 1.0 / np.maximum(m, 1e-300), _ABSENT)
+    x_rate = np.where((x_rate < _ABSENT) & (np.abs(x_rate - a) <= 1e-7 * a), a * (1 + 1e-5), x_rate)
+    out = (1.0 - c) * _delays_tail(t, [x_rate], mu, sigma)
+    out = out + c * _delays_tail(t, [np.full_like(t, a), x_rate], mu, sigma)
     out = np.where(np.isinf(m), 1.0, out)
-    return np.where(t_s < 0, 1.0, out)
+    return np.where(t_s < 0, 1.0, np.clip(out, 0.0, 1.0))
+
+
+_ABSENT = 1e300
+"""The rate of an exponential delay that is not there."""
+
+
+def _delays_tail(
+    t: np.ndarray, rates: list[np.ndarray], mu: np.ndarray, sigma: np.ndarray
+) -> np.ndarray:
+    """P(D + sum of independent exponentials > t), elementwise, for ``D ~ N(mu, sigma^2)``
+    and pairwise distinct ``rates`` (``_ABSENT``: not there; ``sigma`` 0: ``D = mu``)."""
+    s = t - mu
+    noisy = sigma > 0
+    sd = np.where(noisy, sigma, 1.0)
+    z = s / sd
+    total = np.where(noisy, special.ndtr(-z), (s < 0).astype(float))
+    for k, rk in enumerate(rates):
+        present = rk < _ABSENT
+        coef = np.ones_like(t)
+        for j, rj in enumerate(rates):
+            if j != k:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    coef = coef * np.where(rj < _ABSENT, rj / (rj - rk), 1.0)
+        r = np.where(present, rk, 1.0)
+        with np.errstate(over="ignore", under="ignore"):
+            smooth = np.exp(-r * s + 0.5 * (r * sd) ** 2 + special.log_ndtr(z - r * sd))
+            sharp = np.where(s >= 0, np.exp(-r * np.maximum(s, 0.0)), 0.0)
+        term = np.where(noisy, smooth, sharp)
+        total = total + np.where(present, coef * term, 0.0)
+    return total

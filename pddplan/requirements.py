@@ -26,7 +26,7 @@ from pddplan.network import (
     wan_queueing_mean_s,
     wan_transfer_s_many,
 )
-from pddplan.queueing import loaded_prefill_latency, prefill_wait_tail
+from pddplan.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
 from pddplan.scenario import Role
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
-        self._loaded: dict[tuple[str, int, int], np.ndarray] = {}
+        self._loaded: dict[tuple[str, int, int], LoadedPrefill] = {}
         self._r: dict[tuple[str, str], np.ndarray] = {}
         self._m: dict[tuple[str, str], np.ndarray] = {}
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
@@ -198,17 +198,24 @@ class Requirements:
             key = (o.chip, o.gpus, n)
             if key not in self._loaded:
                 self._loaded[key] = loaded_prefill_latency(
-                    figures, sp.w, groups=groups, utilization=util, passes=sp.prefill_passes(o)
+                    figures,
+                    sp.w,
+                    groups=groups,
+                    utilization=util,
+                    instances=n,
+                    passes=sp.prefill_passes(o),
                 )
             loaded = self._loaded[key]
             tail = prefill_wait_tail(
-                bounds - loaded - rests,
+                bounds - figures.latency - rests,
                 instances=n,
                 groups=groups,
                 utilization=min(util, 1.0),
                 mean_service_s=svc_sum,
                 service_cv2=cv2,
                 extra_mean_s=extra,
+                company_mean_s=loaded.mean_s - figures.latency,
+                company_var_s2=loaded.var_s2,
             )
             direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
             per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)

@@ -72,6 +72,25 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     waits = np.where(rng.random(n) < 0.5, rng.exponential(2.0, n), 0.0)
     sampled = np.mean(waits + rng.exponential(0.25, n) > 1.0)
     assert both == pytest.approx(sampled, abs=0.003)
+    # and a normal company delay D on top: the exGaussian closed form against sampling
+    company = prefill_wait_tail(
+        np.array([1.0, 2.0, 3.5]), instances=1, groups=1, utilization=0.5, mean_service_s=1.0,
+        service_cv2=1.0, extra_mean_s=0.25, company_mean_s=0.8, company_var_s2=0.09,
+    )  # fmt: skip
+    d = rng.normal(0.8, 0.3, n)
+    total = waits + rng.exponential(0.25, n) + d
+    assert company == pytest.approx([np.mean(total > x) for x in (1.0, 2.0, 3.5)], abs=0.003)
+    # D alone (an idle pool, no link delay): the normal tail; variance 0: a fixed shift
+    alone = prefill_wait_tail(
+        np.array([0.5, 0.8, 1.1]), instances=4, groups=1, utilization=1e-9,
+        mean_service_s=1.0, service_cv2=1.0, company_mean_s=0.8, company_var_s2=0.09,
+    )  # fmt: skip
+    assert alone == pytest.approx([0.8413447, 0.5, 0.1586553], abs=1e-6)
+    shifted = prefill_wait_tail(
+        np.array([0.5, 1.0]), instances=4, groups=1, utilization=1e-9, mean_service_s=1.0,
+        service_cv2=1.0, extra_mean_s=0.5, company_mean_s=0.5,
+    )  # fmt: skip
+    assert shifted == pytest.approx([1.0, math.exp(-1.0)], rel=1e-6)
     # the link's share of a transfer: 1 GB at 1 GB/s on a link half busy waits 1 s more
     assert wan_queueing_mean_s(
         np.array([1e9]), goodput_bytes_per_s=1e9, utilization=0.5

@@ -13,6 +13,7 @@ from conftest import DATA, ROOT
 from typer.testing import CliRunner
 
 from pddplan.calibration import resolve_calibration
+from pddplan.classes import workload_classes
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.fleet import Routing
@@ -122,8 +123,9 @@ def test_a_pass_alone_is_prefill_pass_s_and_identical_ranks_spread_evenly(models
 def test_prefill_latency_in_company_by_hand():
     """Two classes of one pass each, 1 s and 3 s alone, equal weights; two attention groups,
     the other always busy (u = 1): the 1 s pass waits for the other group's pass, 1 or 3 s
-    (mean 2 s); the 3 s pass is the longest either way. The shared term is 0 here
-    (groups x service = latency)."""
+    (mean 2 s, variance 1); the 3 s pass is the longest either way. The shared work is 0
+    here (groups x service = latency), and every arrival shares an instance (a load of
+    2 instance-erlangs on one instance: Erlang C is 1)."""
     figures = PrefillFigures(
         latency=np.array([1.0, 3.0]),
         service=np.array([0.5, 1.5]),
@@ -131,11 +133,37 @@ def test_prefill_latency_in_company_by_hand():
         pass_owner=np.array([0, 1]),
     )
     w = np.array([0.5, 0.5])
-    loaded = loaded_prefill_latency(figures, w, groups=2, utilization=1.0)
-    assert loaded == pytest.approx([2.0, 3.0])
-    half = loaded_prefill_latency(figures, w, groups=2, utilization=0.5)
-    assert half == pytest.approx([1.0 + 0.5 * 0.5 * 2.0, 3.0])  # busy half the time
-    assert loaded_prefill_latency(figures, w, groups=1, utilization=1.0) == pytest.approx([1, 3])
+    loaded = loaded_prefill_latency(figures, w, groups=2, utilization=1.0, instances=1)
+    assert loaded.mean_s == pytest.approx([2.0, 3.0])
+    assert loaded.var_s2 == pytest.approx([1.0, 0.0])
+    # busy half the time: the 1 s pass takes 3 s w.p. 1/4 (mean 1.5, variance 0.75)
+    half = loaded_prefill_latency(figures, w, groups=2, utilization=0.5, instances=1)
+    assert half.mean_s == pytest.approx([1.5, 3.0])
+    assert half.var_s2 == pytest.approx([0.75, 0.0])
+    alone = loaded_prefill_latency(figures, w, groups=1, utilization=1.0, instances=1)
+    assert alone.mean_s == pytest.approx([1, 3]) and alone.var_s2 == pytest.approx([0, 0])
+
+
+def test_prefill_shared_work_stretches_passes_by_hand():
+    """One class, one pass of 1 s alone, two groups, service 1 s (a full pass of two costs
+    2 s: the other group's request adds s = 1 s). One instance at u = 0.5: 0.5 req/s; an
+    arrival shares it with Erlang C(1, 0.5) = 0.5, so the other group is busy w.p. 0.25,
+    and the shared work takes rho_s = 0.5 x 1 x 0.5 = 0.25 of the instance: passes last
+    1 / (1 - 0.25) = 4/3 s. Variance: the other group's work is 1 s w.p. 0.25 (0.1875),
+    stretched by (4/3)^2. Two instances at the same utilization share less often
+    (Erlang C(2, 1) = 1/3)."""
+    figures = PrefillFigures(
+        latency=np.array([1.0]),
+        service=np.array([1.0]),
+        pass_s=np.array([1.0]),
+        pass_owner=np.array([0]),
+    )
+    w = np.array([1.0])
+    one = loaded_prefill_latency(figures, w, groups=2, utilization=0.5, instances=1)
+    assert one.mean_s == pytest.approx([4 / 3])
+    assert one.var_s2 == pytest.approx([0.1875 * 16 / 9])
+    two = loaded_prefill_latency(figures, w, groups=2, utilization=0.5, instances=2)
+    assert two.mean_s == pytest.approx([1 / (1 - 0.5 / 3)])
 
 
 def test_prefix_cache_lookup_leaves_it_unchanged():
@@ -156,17 +184,34 @@ def test_sessions_are_deterministic_and_reach_the_hit_target():
     first = list(SessionSource(s.workload, 3000, options, seed=7))
     again = list(SessionSource(s.workload, 3000, options, seed=7))
     assert first == again
-    src = SessionSource(s.workload, 8000, options, seed=1)
+    arrivals = np.array([t for t, *_ in first])
+    assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
+
+
+@pytest.mark.parametrize("rate", [20, 200])
+def test_sessions_reach_the_token_weighted_hit_target(rate):
+    """The sampled requests' prefix hits, token-weighted as the prefill work sees them,
+    average the workload's target (0.90975 for the paper workload's classes) within half a
+    point: each request continues the shortest ready session that holds its target
+    prefix, and the target is rounded, not floored, to blocks. (Choosing among the
+    holders uniformly left 0.882 at 126 req/s: long contexts ran out.)"""
+    s, _, _ = load_scenario(PAPER)
+    classes = workload_classes(s.workload)
+    target = sum(c.weight * c.p_hit * c.input_tokens for c in classes) / sum(
+        c.weight * c.input_tokens for c in classes
+    )
+    options = SessionOptions(rate_rps=rate, ready_after_s=4, tpot_s=0.06)
+    src = SessionSource(s.workload, 12_000, options, seed=1)
     cache = PrefixCache(None)
     for blocks in src.warm:
         cache.insert(blocks)
-    hits = []
-    for _, length, _, ids in src:
-        hits.append(min(cache.lookup(ids) * src.block_tokens, length) / length)
+    cached = total = 0
+    for i, (_, length, _, ids) in enumerate(src):
+        if i >= 2000:
+            cached += min(cache.lookup(ids) * src.block_tokens, length)
+            total += length
         cache.insert(ids)
-    assert np.mean(hits[800:]) == pytest.approx(0.91, abs=0.05)  # the scenario's mean hit
-    arrivals = np.array([t for t, *_ in first])
-    assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
+    assert cached / total == pytest.approx(target, abs=0.005)
 
 
 def test_block_size_follows_the_median_input():
