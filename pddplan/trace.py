@@ -97,6 +97,10 @@ class PrefixCache:
         recently used ones beyond capacity."""
         if self.capacity is None:
             seen = self._seen
+            if seen is not None and _is_range(hash_ids) and hash_ids[-1] < len(seen):
+                # a run of fresh consecutive ids (a sampled request's new blocks): one slice
+                seen[hash_ids[0] : hash_ids[-1] + 1] = b"\x01" * len(hash_ids)
+                return
             if seen is not None and hash_ids and min(hash_ids) >= 0:
                 try:
                     _drain(map(setitem, repeat(seen), hash_ids, repeat(1)))
@@ -147,6 +151,14 @@ class PrefixCache:
 
 def _drain(iterator: Iterator[object]) -> None:
     deque(iterator, maxlen=0)
+
+
+def _is_range(ids: list[int]) -> bool:
+    """Whether ``ids`` are ``first, first + 1, ...`` from a ``first`` >= 0 (the comparison
+    runs in C, several times faster than writing the ids one by one)."""
+    if not ids or ids[0] < 0 or ids[-1] != ids[0] + len(ids) - 1:
+        return False
+    return ids == list(range(ids[0], ids[-1] + 1))
 
 
 def _capacity_blocks(tokens: int | str | None, block: int) -> int | None:
