@@ -320,7 +320,11 @@ class Instance:
         numbers or equal-shape arrays (elementwise)."""
         return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, groups=1.0))
 
-    def batched_pass_s(self, ranks: list[list[tuple[float, float, float]]]) -> float:
+    def batched_pass_s(
+        self,
+        ranks: list[list[tuple[float, float, float]]],
+        memo: dict[float, tuple[float, float, float]] | None = None,
+    ) -> float:
         """Seconds of one pass that carries chunks on several attention groups (ranks of
         data-parallel attention): per busy rank, its chunks as (new tokens, tokens before
         it, tokens first loaded from host memory). The pass reads the weights once and
@@ -328,7 +332,9 @@ class Instance:
         the dense MLPs over the busy ranks' GPUs (at least a tensor-parallel group);
         attention runs on each rank by itself, so the busiest rank's attention math and KV
         reads set the pass's. One chunk on one rank is ``prefill_pass_s``. The simulator
-        prices its prefill passes with this."""
+        prices its prefill passes with this; it passes a ``memo`` (one per instance) that
+        keeps the terms that depend on the pass's total tokens alone (collectives, weight
+        reads): full passes repeat the same totals, and those terms are most of the cost."""
         eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self.kv_replication
         per_token = 2 * self.params.attention
         total = attn_sum = host_bytes = 0.0
@@ -347,11 +353,16 @@ class Instance:
         busy = len(ranks)
         even = self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy)
         busiest = (load_max - load_sum / busy) / lay.attn_tp / (self._peak * eff.prefill_mfu)
-        volume, latency = self._collectives_s(total)
+        terms = memo.get(total) if memo is not None else None
+        if terms is None:
+            terms = (*self._collectives_s(total), self._weights_read_per_gpu(total))
+            if memo is not None:
+                memo[total] = terms
+        volume, latency, weights = terms
         return self._seconds(
             _Cost(
                 even + busiest,
-                read_max / lay.attn_tp + self._weights_read_per_gpu(total),
+                read_max / lay.attn_tp + weights,
                 host_bytes / (lay.attn_tp * busy),
                 volume + latency + eff.step_overhead_ms * units.MS,
             )

@@ -154,9 +154,10 @@ class WanLink:
             self.rate = self.goodput / max(steady, 1)
             return
         ahead, rtt, w0 = t + self.rtt / 2, self.rtt, self.w0
-        # _ramp_sent(f, ahead) + w0, inlined (this runs at every event of the link)
+        # _ramp_sent(f, ahead) + w0, inlined (this runs at every event of the link); a list,
+        # not a generator, for speed: sum adds it in the same order either way
         ramping = sum(
-            w0 * (2.0 ** ((ahead - f.start) / rtt) - 1.0) + w0 for f in self._ramping.values()
+            [w0 * (2.0 ** ((ahead - f.start) / rtt) - 1.0) + w0 for f in self._ramping.values()]
         )
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady

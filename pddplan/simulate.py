@@ -102,7 +102,8 @@ class Simulation:
         cap: dict[str, float] = {}
         for j, ((pool, inst), share) in enumerate(zip(m.roles["prefill"], m.p_share, strict=True)):
             dc = self.prefill.setdefault(pool.datacenter, PrefillSite(None))
-            dc.instances += [PrefillInstance(inst, j) for _ in range(pool.instances)]
+            pass_memo: dict = {}  # one per pool: its instances price passes alike
+            dc.instances += [PrefillInstance(inst, j, pass_memo) for _ in range(pool.instances)]
             cap[pool.datacenter] = cap.get(pool.datacenter, 0.0) + share
         for dc in self.prefill.values():
             if p_cache_tokens is None:
@@ -305,7 +306,7 @@ class Simulation:
             pi.busy = False
             return
         pi.busy = True
-        seconds = pi.inst.batched_pass_s(ranks)
+        seconds = pi.inst.batched_pass_s(ranks, pi.pass_memo)
         pi.busy_s += seconds * len(ranks) / len(pi.ranks)  # attention groups occupied
         self.ev.at(self.ev.now + seconds, self._end_pass, (dc, pi, members))
 
