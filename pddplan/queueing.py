@@ -250,41 +250,38 @@ def prefill_wait_tail(
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
     mu = np.broadcast_to(np.asarray(company_mean_s, dtype=float), t_s.shape)
     sigma = np.sqrt(np.broadcast_to(np.asarray(company_var_s2, dtype=float), t_s.shape))
-    t = np.maximum(t_s, 0.0)
-    with np.errstate(divide="ignore"):
-        x_rate = np.where((m > 0) & np.isfinite(m), 1.0 / np.maximum(m, 1e-300), _ABSENT)
-    x_rate = np.where((x_rate < _ABSENT) & (np.abs(x_rate - a) <= 1e-7 * a), a * (1 + 1e-5), x_rate)
-    out = (1.0 - c) * _delays_tail(t, [x_rate], mu, sigma)
-    out = out + c * _delays_tail(t, [np.full_like(t, a), x_rate], mu, sigma)
+    s = np.maximum(t_s, 0.0) - mu
+    noisy = sigma > 0
+    sd = np.where(noisy, sigma, 1.0)
+    z = s / sd
+    q = np.where(noisy, special.ndtr(-z), s < 0)  # P(D > t)
+    # P(D + Exp(r) > t) = q + e(r); for two rates, q + e(a) b / (b - a) + e(b) a / (a - b)
+    e_a = _exponential_excess(a, s, sd, z, noisy)
+    with_x = (m > 0) & np.isfinite(m)
+    if not with_x.any():
+        out = q + c * e_a
+    else:
+        b = np.where(with_x, 1.0 / np.where(with_x, m, 1.0), 1.0)
+        b = np.where(np.abs(b - a) <= 1e-7 * a, a * (1 + 1e-5), b)  # a = b: the limit
+        e_b = _exponential_excess(b, s, sd, z, noisy)
+        both = (b * e_a - a * e_b) / (b - a)
+        out = q + np.where(with_x, (1.0 - c) * e_b + c * both, c * e_a)
     out = np.where(np.isinf(m), 1.0, out)
     return np.where(t_s < 0, 1.0, np.clip(out, 0.0, 1.0))
 
 
-_ABSENT = 1e300
-"""The rate of an exponential delay that is not there."""
-
-
-def _delays_tail(
-    t: np.ndarray, rates: list[np.ndarray], mu: np.ndarray, sigma: np.ndarray
+def _exponential_excess(
+    rate: float | np.ndarray, s: np.ndarray, sd: np.ndarray, z: np.ndarray, noisy: np.ndarray
 ) -> np.ndarray:
-    """P(D + sum of independent exponentials > t), elementwise, for ``D ~ N(mu, sigma^2)``
-    and pairwise distinct ``rates`` (``_ABSENT``: not there; ``sigma`` 0: ``D = mu``)."""
-    s = t - mu
-    noisy = sigma > 0
-    sd = np.where(noisy, sigma, 1.0)
-    z = s / sd
-    total = np.where(noisy, special.ndtr(-z), (s < 0).astype(float))
-    for k, rk in enumerate(rates):
-        present = rk < _ABSENT
-        coef = np.ones_like(t)
-        for j, rj in enumerate(rates):
-            if j != k:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    coef = coef * np.where(rj < _ABSENT, rj / (rj - rk), 1.0)
-        r = np.where(present, rk, 1.0)
-        with np.errstate(over="ignore", under="ignore"):
-            smooth = np.exp(-r * s + 0.5 * (r * sd) ** 2 + special.log_ndtr(z - r * sd))
-            sharp = np.where(s >= 0, np.exp(-r * np.maximum(s, 0.0)), 0.0)
-        term = np.where(noisy, smooth, sharp)
-        total = total + np.where(present, coef * term, 0.0)
-    return total
+    """``P(D + E > t) - P(D > t)`` for ``E`` exponential of ``rate`` and ``D ~ N(mu, sd^2)``
+    (where ``noisy``, else ``D = mu``), at ``s = t - mu`` and ``z = s / sd``:
+    ``exp(-rate s + rate^2 sd^2 / 2) Phi(z - rate sd)``, or ``e^(-rate s)`` for ``s >= 0``
+    without noise."""
+    with np.errstate(over="ignore", under="ignore"):
+        if noisy.all():
+            return np.exp(-rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd))
+        sharp = np.where(s >= 0, np.exp(-rate * np.maximum(s, 0.0)), 0.0)
+        if not noisy.any():
+            return sharp
+        smooth = np.exp(-rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd))
+        return np.where(noisy, smooth, sharp)
