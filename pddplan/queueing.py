@@ -223,10 +223,12 @@ def prefill_wait_tail(
 ) -> np.ndarray:
     """P(W + X + D > t) at a prefill pool of ``instances`` instances; 1 for negative ``t``.
 
-    - ``W``, the wait: ``instances x groups`` servers (one per attention group), each
-      holding a request for ``groups`` times its service time at full load, at
-      ``utilization`` (M/G/c, ``wait_tail_many``; one attention group per instance is the
-      plain M/G/c of instances): ``P(W > t) = C e^(-a t)``.
+    - ``W``, the wait (M/G/c, ``wait_tail_many``): ``P(W > t) = C e^(-a t)``. With one
+      attention group per instance, the ``instances`` instances are the servers. With
+      several, a request joins the groups of one instance (the first to end a pass takes
+      it, wherever its groups stand) and waits there, not for the pool's first free group:
+      the servers are that instance's ``groups`` attention groups, each holding a request
+      for ``groups`` times its service time at full load, at ``utilization``.
     - ``X``, the link's queueing (``network.wan_queueing_mean_s``): exponential of mean
       ``extra_mean_s`` (0: none; inf: a tail of 1).
     - ``D``, what the other attention groups add to the request's passes
@@ -242,7 +244,7 @@ def prefill_wait_tail(
     ``P(W + X + D > t) = (1 - C) P(X + D > t) + C P(Exp(a) + X + D > t)``.
     """
     t_s = np.asarray(t_s, dtype=float)
-    servers = instances * groups
+    servers = groups if groups > 1 else instances
     if utilization >= 1.0:
         return np.ones_like(t_s)
     c = erlang_c(servers, utilization * servers)

@@ -62,6 +62,15 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
         t, instances=4, groups=1, utilization=0.8, mean_service_s=1.0, service_cv2=1.0
     )
     assert same == pytest.approx(plain)
+    # attention groups: a request waits at one instance, for its 2 groups, each holding a
+    # request for 2 x 1 s at full load; the pool's size does not matter
+    groups = wait_tail_many(t, servers=2, utilization=0.8, mean_service_s=2.0, service_cv2=1.0)
+    for instances in (1, 4):
+        at_one = prefill_wait_tail(
+            t, instances=instances, groups=2, utilization=0.8, mean_service_s=1.0,
+            service_cv2=1.0,
+        )  # fmt: skip
+        assert at_one == pytest.approx(groups)
     both = prefill_wait_tail(
         np.array([1.0]), instances=1, groups=1, utilization=0.5, mean_service_s=1.0,
         service_cv2=1.0, extra_mean_s=0.25,
