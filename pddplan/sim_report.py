@@ -117,11 +117,11 @@ def verification_report(v: dict[str, Any]) -> Group:
         "Verification: plan, simulate, tighten",
         (
             "#",
-            "planning x P90/P99/\nTPOT/caps/link/MD hit",
+            "planning ×\nP90/P99/TPOT\ncaps/link/hit",
             "GPUs",
             "$/hour",
             "load\nreq/s",
-            "sim TTFT\nP90 / P99 s",
+            "sim TTFT s\nP90/P99",
             "sim gap\nP99 ms",
             "verdict",
         ),
@@ -145,7 +145,7 @@ def verification_report(v: dict[str, Any]) -> Group:
             f"{st['gpus']:,}",
             _num(st["cost_per_hour_usd"], ",.2f"),
             _num(st["load_rps"], ",.2f"),
-            f"{sim['ttft_s']['p90']:.2f} / {sim['ttft_s']['p99']:.2f}",
+            f"{sim['ttft_s']['p90']:.2f}/{sim['ttft_s']['p99']:.2f}",
             _num(sim["tpot_ms"]["p99"], ",.1f"),
             "confirmed" if st["confirmed"] else "missed",
         )
