@@ -250,13 +250,18 @@ def prefill_wait_tail(
     c = erlang_c(servers, utilization * servers)
     a = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * groups * mean_service_s)
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
-    mu = np.broadcast_to(np.asarray(company_mean_s, dtype=float), t_s.shape)
+    mu = np.asarray(company_mean_s, dtype=float)
     sigma = np.sqrt(np.broadcast_to(np.asarray(company_var_s2, dtype=float), t_s.shape))
     s = np.maximum(t_s, 0.0) - mu
     noisy = sigma > 0
-    sd = np.where(noisy, sigma, 1.0)
-    z = s / sd
-    q = np.where(noisy, special.ndtr(-z), s < 0)  # P(D > t)
+    if noisy.all():  # the usual case: one branch, not two
+        sd = sigma
+        z = s / sd
+        q = special.ndtr(-z)  # P(D > t)
+    else:
+        sd = np.where(noisy, sigma, 1.0)
+        z = s / sd
+        q = np.where(noisy, special.ndtr(-z), s < 0)
     # P(D + Exp(r) > t) = q + e(r); for two rates, q + e(a) b / (b - a) + e(b) a / (a - b)
     e_a = _exponential_excess(a, s, sd, z, noisy)
     with_x = (m > 0) & np.isfinite(m)
@@ -268,7 +273,8 @@ def prefill_wait_tail(
         e_b = _exponential_excess(b, s, sd, z, noisy)
         both = (b * e_a - a * e_b) / (b - a)
         out = q + np.where(with_x, (1.0 - c) * e_b + c * both, c * e_a)
-    out = np.where(np.isinf(m), 1.0, out)
+    if np.isinf(m).any():
+        out = np.where(np.isinf(m), 1.0, out)
     return np.where(t_s < 0, 1.0, np.clip(out, 0.0, 1.0))
 
 
