@@ -48,7 +48,7 @@ def run(name: str, counts: list[int]) -> None:
         )
         start = time.perf_counter()
         source = SessionSource(s.workload, n, options, seed=0)
-        sim = Simulation(s, hw, models, fleet, block_tokens=source.block_tokens)
+        sim = Simulation(s, hw, models, fleet, block_tokens=source.block_tokens, chain_ids=True)
         raw = sim.run(source, warm=source.warm, warmup=n // 10)
         wall = time.perf_counter() - start
         print(

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from pddplan.perf import Instance
+from pddplan.sim_cache import Cache
 from pddplan.sim_parts import DecodeInstance
-from pddplan.trace import PrefixCache
 
 DIRECT, RELAY, SINGULAR = 0, 1, 2
 """A request's pipeline: P -> MD, P -> RLD -> MD, P -> RLD (singular)."""
@@ -76,7 +76,7 @@ class PrefillInstance:
 
 
 class PrefillSite:
-    def __init__(self, cache: PrefixCache | None) -> None:
+    def __init__(self, cache: Cache | None) -> None:
         self.queue: deque[Req] = deque()
         self.instances: list[PrefillInstance] = []
         self.cache = cache

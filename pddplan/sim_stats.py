@@ -176,6 +176,7 @@ def simulate(
         p_cache_tokens=p_cache_tokens,
         block_tokens=block,
         setup_rtts=setup_rtts,
+        chain_ids=trace is None,
     )
     tick = (lambda done: progress(done, total or 0)) if progress is not None else None
     start = time.perf_counter()

@@ -1,0 +1,79 @@
+"""The simulator's chain cache: exactly ``PrefixCache``'s answers on the session
+generator's block ids, and the property that makes it fast (a prefix-closed cache)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import ROOT
+
+from pddplan.loaders import load_scenario
+from pddplan.sim_cache import ChainCache
+from pddplan.sim_requests import SessionOptions, SessionSource
+from pddplan.trace import PrefixCache
+
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+
+
+def _sessions(path, rate, n, seed):
+    s, _, _ = load_scenario(path)
+    options = SessionOptions(rate_rps=rate, ready_after_s=1, tpot_s=0.05)
+    src = SessionSource(s.workload, n, options, seed=seed)
+    return src.warm, [ids for _, _, _, ids in src]
+
+
+def _replay(cache, warm, requests, seed):
+    """Lookups and inserts interleaved as in the simulator: a request is looked up when
+    it arrives and inserted a few requests later (when its prefill or transfer ends)."""
+    rng = random.Random(seed)
+    for ids in warm:
+        cache.insert(ids)
+    pending: list[tuple[int, list[int]]] = []
+    answers = []
+    for i, ids in enumerate(requests):
+        answers.append(cache.lookup(ids))
+        pending.append((i + rng.randrange(0, 6), ids))
+        while pending and pending[0][0] <= i:
+            cache.insert(pending.pop(0)[1])
+            answers.append(cache.lookup(ids))
+    return answers
+
+
+@pytest.mark.parametrize(
+    ("path", "rate", "seed"), [(SMALL, 5, 0), (SMALL, 20, 1), (PAPER, 3, 2), (PAPER, 10, 3)]
+)
+@pytest.mark.parametrize("capacity", [None, 40, 400, 4000])
+def test_chain_cache_answers_as_the_prefix_cache(path, rate, seed, capacity):
+    warm, requests = _sessions(path, rate, 1500, seed)
+    expected = _replay(PrefixCache(capacity), warm, requests, seed)
+    assert _replay(ChainCache(capacity), warm, requests, seed) == expected
+    # the cases evict, miss and hit partly (the comparison is not vacuous)
+    assert 0 in expected and any(0 < a < len(r) for a, r in zip(expected, requests, strict=False))
+
+
+def test_the_cache_stays_prefix_closed_and_within_capacity():
+    warm, requests = _sessions(SMALL, 20, 1000, 4)
+    cache = ChainCache(300)
+    for ids in warm + requests:
+        cache.insert(ids)
+        assert cache.resident_blocks <= 300
+        # the cached part of a chain is a prefix of it: every cached block's prefix is cached
+        run = cache.lookup(ids)
+        assert all(cache.lookup(ids[: k + 1]) == k + 1 for k in range(run))
+        assert all(cache.lookup(ids[: k + 1]) == run for k in range(run, len(ids)))
+
+
+def test_lookup_and_eviction_by_hand():
+    cache = ChainCache(4)
+    cache.insert([1, 2, 3])
+    assert cache.lookup([1, 2, 9]) == 2 and cache.lookup([1, 2, 3]) == 3
+    cache.insert([1, 2, 4, 5])  # five blocks in four: [1, 2, 3]'s tail (3) goes
+    assert cache.lookup([1, 2, 3]) == 2 and cache.lookup([1, 2, 4, 5]) == 4
+    cache.insert([6])  # then [1, 2, 4, 5]'s tail, 5 (1 and 2 are its, re-touched)
+    assert cache.lookup([1, 2, 4, 5]) == 3 and cache.lookup([6]) == 1
+    unbounded = ChainCache(None)
+    unbounded.insert([0, 1, 2])
+    assert unbounded.lookup([0, 1, 2, 7]) == 3 and unbounded.lookup([5]) == 0
+    assert unbounded.resident_blocks == 3
