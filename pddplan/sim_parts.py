@@ -18,6 +18,8 @@ from typing import Any
 from pddplan.perf import Instance
 
 EPS = 1e-9
+REBASE_RTTS = 64
+"""The link's ramping-rate sum is rebased after this many round trips (``WanLink``)."""
 
 
 class Events:
@@ -46,13 +48,13 @@ class Events:
 
 # --- the WAN link ----------------------------------------------------------------------------
 class _Flow:
-    __slots__ = ("alive", "done", "key", "size", "start", "steady", "v_end")
+    __slots__ = ("alive", "done", "size", "start", "steady", "v_end", "weight")
 
     def __init__(self, size: float, done: Callable[[float], None], start: float) -> None:
         self.size, self.done, self.start = size, done, start
         self.steady = False
         self.v_end = 0.0
-        self.key = 0
+        self.weight = 0.0  # 2^((base - start) / RTT) while it ramps (WanLink._ramp_weight)
         self.alive = True
 
 
@@ -71,6 +73,12 @@ class WanLink:
     set-up before its first byte (0: the warm, reused connections the analytic model's
     calibrated window assumes). Times within a flow are kept relative to its start, so
     that a long run loses no precision.
+
+    The ramping flows' total rate, ``ln 2 / RTT x W0 x sum 2^((t - start) / RTT)``, is
+    kept as ``2^((t - base) / RTT) x`` a running sum of ``2^((base - start) / RTT)``, so an
+    event costs the same however many flows ramp; ``base`` moves up to the present (and
+    the sum is recomputed) every ``REBASE_RTTS`` round trips, before a term could
+    underflow or the factor overflow.
     """
 
     def __init__(
@@ -82,7 +90,9 @@ class WanLink:
         self.v = 0.0  # bytes each flow past slow start has been offered so far
         self.t = 0.0
         self.rate = goodput  # of each flow past slow start, until the next event
-        self._ramping: dict[int, _Flow] = {}
+        self._ramping = 0
+        self._base = 0.0
+        self._weights = 0.0  # sum of the ramping flows' weights
         self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
         self._ramp_first: list[tuple[float, int, _Flow]] = []  # (start): the first to leave
         self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
@@ -117,8 +127,10 @@ class WanLink:
         self._advance(now)
         self.n += 1
         self._to_steady(now)
-        f.key = seq = next(self._seq)
-        self._ramping[seq] = f
+        seq = next(self._seq)
+        self._ramping += 1
+        f.weight = 2.0 ** ((self._base - f.start) / self.rtt)
+        self._weights += f.weight
         heapq.heappush(self._ramp_end, (self._ramp_until(f, f.size), seq, f))
         heapq.heappush(self._ramp_first, (f.start, seq, f))
         self._reschedule()
@@ -141,26 +153,37 @@ class WanLink:
             if self._ramp_until(f, bdp) > t + EPS or self._ramp_until(f, f.size) <= t + EPS:
                 return  # not yet; or it completes in slow start (``_ramp_end``)
             heapq.heappop(heap)
-            del self._ramping[f.key]
+            self._leave_ramp(f)
             f.steady = True
             f.v_end = self.v + (f.size - min(self._ramp_sent(f, t), f.size))
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
 
+    def _leave_ramp(self, f: _Flow) -> None:
+        self._ramping -= 1
+        self._weights = self._weights - f.weight if self._ramping else 0.0
+
     def _split(self, t: float) -> None:
         """The rate of each flow past slow start: what the ramping flows leave, at their
         rates half an RTT from now (held until the next event)."""
-        steady = self.n - len(self._ramping)
+        steady = self.n - self._ramping
         if steady <= 0 or not self._ramping:
             self.rate = self.goodput / max(steady, 1)
             return
-        ahead, rtt, w0 = t + self.rtt / 2, self.rtt, self.w0
-        # _ramp_sent(f, ahead) + w0, inlined (this runs at every event of the link); a list,
-        # not a generator, for speed: sum adds it in the same order either way
-        ramping = sum(
-            [w0 * (2.0 ** ((ahead - f.start) / rtt) - 1.0) + w0 for f in self._ramping.values()]
-        )
+        ahead = t + self.rtt / 2
+        if ahead - self._base > REBASE_RTTS * self.rtt:
+            self._rebase(t)
+        # the sum over ramping flows of _ramp_sent(f, ahead) + w0, their sending rate's terms
+        ramping = self.w0 * 2.0 ** ((ahead - self._base) / self.rtt) * self._weights
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady
+
+    def _rebase(self, t: float) -> None:
+        """Move ``base`` to ``t`` and recompute the ramping flows' weights and their sum."""
+        self._base, self._weights = t, 0.0
+        for _, _, f in self._ramp_first:
+            if f.alive and not f.steady:
+                f.weight = 2.0 ** ((t - f.start) / self.rtt)
+                self._weights += f.weight
 
     def _reschedule(self) -> None:
         self._version += 1
@@ -194,9 +217,9 @@ class WanLink:
         finished = []
         heap = self._ramp_end
         while heap and heap[0][0] <= now + EPS:
-            _, seq, f = heapq.heappop(heap)
+            f = heapq.heappop(heap)[2]
             if f.alive and not f.steady:
-                del self._ramping[seq]
+                self._leave_ramp(f)
                 finished.append(f)
         heap = self._steady
         while heap and heap[0][0] <= self.v + EPS * max(1.0, self.v):
