@@ -120,8 +120,10 @@ class SessionSource:
     def __iter__(self) -> Iterator[SimRequest]:
         rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
         block = self.block_tokens
-        ready_len: list[int] = []  # ready sessions, sorted by context length in blocks
-        ready_id: list[int] = []
+        # ready sessions by context length in blocks: the lengths sorted, and per length
+        # its sessions in the order they became ready
+        lengths: list[int] = []
+        ready: dict[int, list[int]] = {}
         t = 0.0
         done = 0
         while done < self.n:
@@ -135,24 +137,35 @@ class SessionSource:
             for i in range(m):
                 t += gaps[i]
                 while waiting and waiting[0][0] <= t:
-                    _, sid = heapq.heappop(waiting)
-                    j = bisect.bisect_left(ready_len, len(contexts[sid]))
-                    ready_len.insert(j, len(contexts[sid]))
-                    ready_id.insert(j, sid)
+                    sid = heapq.heappop(waiting)[1]
+                    n = len(contexts[sid])
+                    if n in ready:
+                        ready[n].append(sid)
+                    else:
+                        ready[n] = [sid]
+                        bisect.insort(lengths, n)
                 length = max(1, round(inp[i]))
                 tokens_out = max(0, round(out[i]))
                 blocks = -(-length // block)
                 # rounded, not floored, so that the hits average the target
                 want = min(round(hit[i] * length / block), blocks)
-                # best fit: the shortest ready context that holds the target prefix, so
-                # that the long contexts stay for the long targets (uniform choice used
-                # them up and left 2.4% of the paper workload's target hit unmet)
-                j = bisect.bisect_left(ready_len, want) if want > 0 else len(ready_len)
-                if want > 0 and j == len(ready_len) and ready_len:
-                    j -= 1  # none holds the whole target prefix: the longest one
-                if j < len(ready_len):
-                    sid = ready_id.pop(j)
-                    ready_len.pop(j)
+                # best fit: the shortest ready context that holds the target prefix (the
+                # latest ready of that length), so that the long contexts stay for the long
+                # targets (uniform choice used them up and left 2.4% of the paper workload's
+                # target hit unmet); when none holds it, the longest (the earliest ready)
+                j = bisect.bisect_left(lengths, want) if want > 0 else len(lengths)
+                if j < len(lengths):
+                    n = lengths[j]
+                    sid = ready[n].pop()
+                elif want > 0 and lengths:
+                    n = lengths[-1]
+                    sid = ready[n].pop(0)
+                else:
+                    n = 0
+                if n:
+                    if not ready[n]:
+                        del ready[n]
+                        lengths.remove(n)
                     prefix = contexts[sid][:want]
                 else:
                     sid, self._next_session = self._next_session, self._next_session + 1
