@@ -119,6 +119,7 @@ class SessionSource:
 
     def __iter__(self) -> Iterator[SimRequest]:
         rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
+        heappop, heappush, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
         block = self.block_tokens
         # ready sessions by context length in blocks: the lengths sorted, and per length
         # its sessions in the order they became ready
@@ -128,36 +129,46 @@ class SessionSource:
         done = 0
         while done < self.n:
             m = min(DRAW_BATCH, self.n - done)
-            gaps = rng.exponential(1.0 / options.rate_rps, m).tolist()
-            inp, out, hit = (x.tolist() for x in _shapes(self.workload, rng, m))
+            gaps = rng.exponential(1.0 / options.rate_rps, m)
+            arrivals = np.cumsum(np.concatenate(([t], gaps)))[1:].tolist()  # t += gap, in order
+            inp, out, hit = _shapes(self.workload, rng, m)
+            length = np.maximum(1, np.rint(inp))  # rint, like round, rounds half to even
+            tokens_out = np.maximum(0, np.rint(out))
+            blocks = -(-length // block)
+            # rounded, not floored, so that the hits average the target
+            want = np.minimum(np.rint(hit * length / block), blocks)
             ends = (rng.random(m) < 1.0 / options.mean_turns).tolist()
-            think = (
-                rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
-            ).tolist()
-            for i in range(m):
-                t += gaps[i]
+            think = rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
+            # when the session is ready for its next turn
+            again = (options.ready_after_s + tokens_out * options.tpot_s + think).tolist()
+            shapes = zip(
+                arrivals,
+                length.astype(int).tolist(),
+                tokens_out.astype(int).tolist(),
+                blocks.astype(int).tolist(),
+                want.astype(int).tolist(),
+                ends,
+                again,
+                strict=True,
+            )
+            for t, length_i, out_i, blocks_i, want_i, end, gap in shapes:
                 while waiting and waiting[0][0] <= t:
-                    sid = heapq.heappop(waiting)[1]
+                    sid = heappop(waiting)[1]
                     n = len(contexts[sid])
                     if n in ready:
                         ready[n].append(sid)
                     else:
                         ready[n] = [sid]
                         bisect.insort(lengths, n)
-                length = max(1, round(inp[i]))
-                tokens_out = max(0, round(out[i]))
-                blocks = -(-length // block)
-                # rounded, not floored, so that the hits average the target
-                want = min(round(hit[i] * length / block), blocks)
                 # best fit: the shortest ready context that holds the target prefix (the
                 # latest ready of that length), so that the long contexts stay for the long
                 # targets (uniform choice used them up and left 2.4% of the paper workload's
                 # target hit unmet); when none holds it, the longest (the earliest ready)
-                j = bisect.bisect_left(lengths, want) if want > 0 else len(lengths)
+                j = bisect_left(lengths, want_i) if want_i > 0 else len(lengths)
                 if j < len(lengths):
                     n = lengths[j]
                     sid = ready[n].pop()
-                elif want > 0 and lengths:
+                elif want_i > 0 and lengths:
                     n = lengths[-1]
                     sid = ready[n].pop(0)
                 else:
@@ -166,18 +177,19 @@ class SessionSource:
                     if not ready[n]:
                         del ready[n]
                         lengths.remove(n)
-                    prefix = contexts[sid][:want]
+                    ids = contexts[sid][:want_i]
                 else:
                     sid, self._next_session = self._next_session, self._next_session + 1
-                    prefix = []
-                ids = prefix + self._new_blocks(blocks - len(prefix))
-                if ends[i]:
+                    ids = []
+                fresh = self._next_block
+                self._next_block = fresh + blocks_i - len(ids)
+                ids += range(fresh, self._next_block)
+                if end:
                     contexts.pop(sid, None)
                 else:
                     contexts[sid] = ids
-                    gap = options.ready_after_s + tokens_out * options.tpot_s + think[i]
-                    heapq.heappush(waiting, (t + gap, sid))
-                yield t, length, tokens_out, ids
+                    heappush(waiting, (t + gap, sid))
+                yield t, length_i, out_i, ids
             done += m
 
 
