@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -48,13 +49,16 @@ class Events:
 
 # --- the WAN link ----------------------------------------------------------------------------
 class _Flow:
-    __slots__ = ("alive", "done", "size", "start", "steady", "v_end", "weight")
+    __slots__ = ("alive", "done", "ramp_end", "size", "start", "steady", "v_end", "weight")
 
-    def __init__(self, size: float, done: Callable[[float], None], start: float) -> None:
+    def __init__(
+        self, size: float, done: Callable[[float], None], start: float, ramp_end: float
+    ) -> None:
         self.size, self.done, self.start = size, done, start
+        self.ramp_end = ramp_end  # when it would finish in slow start
         self.steady = False
         self.v_end = 0.0
-        self.weight = 0.0  # 2^((base - start) / RTT) while it ramps (WanLink._ramp_weight)
+        self.weight = 0.0  # 2^((base - start) / RTT) while it ramps (see WanLink)
         self.alive = True
 
 
@@ -74,11 +78,12 @@ class WanLink:
     calibrated window assumes). Times within a flow are kept relative to its start, so
     that a long run loses no precision.
 
-    The ramping flows' total rate, ``ln 2 / RTT x W0 x sum 2^((t - start) / RTT)``, is
-    kept as ``2^((t - base) / RTT) x`` a running sum of ``2^((base - start) / RTT)``, so an
-    event costs the same however many flows ramp; ``base`` moves up to the present (and
-    the sum is recomputed) every ``REBASE_RTTS`` round trips, before a term could
-    underflow or the factor overflow.
+    Flows start in time order, and the same window test ends slow start for all, so the
+    ramping flows leave it in the order they started (a queue). Their total rate,
+    ``ln 2 / RTT x W0 x sum 2^((t - start) / RTT)``, is kept as ``2^((t - base) / RTT) x``
+    a running sum of ``2^((base - start) / RTT)``, so an event costs the same however many
+    flows ramp; ``base`` moves up to the present (and the sum is recomputed) every
+    ``REBASE_RTTS`` round trips, before a term could underflow or the factor overflow.
     """
 
     def __init__(
@@ -90,12 +95,12 @@ class WanLink:
         self.v = 0.0  # bytes each flow past slow start has been offered so far
         self.t = 0.0
         self.rate = goodput  # of each flow past slow start, until the next event
-        self._ramping = 0
+        self._ramping: deque[_Flow] = deque()  # in the order they started (and leave ramp)
+        self._ramp_count = 0  # alive and ramping (the deque drops the others lazily)
         self._base = 0.0
         self._weights = 0.0  # sum of the ramping flows' weights
-        self._ramp_end: list[tuple[float, int, _Flow]] = []  # (time it completes in ramp)
-        self._ramp_first: list[tuple[float, int, _Flow]] = []  # (start): the first to leave
-        self._steady: list[tuple[float, int, _Flow]] = []  # (virtual finish)
+        self._ramp_end: list[tuple[float, int, _Flow]] = []  # by when it would finish ramping
+        self._steady: list[tuple[float, int, _Flow]] = []  # by virtual finish
         self._seq = itertools.count()
         self._version = 0
         self.bytes_sent = 0.0
@@ -105,9 +110,6 @@ class WanLink:
         """The fair share that ends slow start."""
         return self.goodput / self.n if self.n else self.goodput
 
-    def _ramp_sent(self, f: _Flow, t: float) -> float:
-        return self.w0 * (2.0 ** ((t - f.start) / self.rtt) - 1.0)
-
     def _ramp_until(self, f: _Flow, nbytes: float) -> float:
         """When a slow-starting flow has sent ``nbytes``."""
         return f.start + self.rtt * math.log2(nbytes / self.w0 + 1.0)
@@ -115,7 +117,7 @@ class WanLink:
     def start(self, nbytes: float, done: Callable[[float], None]) -> _Flow:
         """Start a flow of ``nbytes``; ``done(t)`` is called when its last byte is sent."""
         t = self.ev.now + self.setup_s
-        f = _Flow(nbytes, done, t)
+        f = _Flow(nbytes, done, t, t + self.rtt * math.log2(nbytes / self.w0 + 1.0))
         if self.setup_s:
             self.ev.at(t, self._add, f)
         else:
@@ -127,12 +129,11 @@ class WanLink:
         self._advance(now)
         self.n += 1
         self._to_steady(now)
-        seq = next(self._seq)
-        self._ramping += 1
+        self._ramp_count += 1
         f.weight = 2.0 ** ((self._base - f.start) / self.rtt)
         self._weights += f.weight
-        heapq.heappush(self._ramp_end, (self._ramp_until(f, f.size), seq, f))
-        heapq.heappush(self._ramp_first, (f.start, seq, f))
+        heapq.heappush(self._ramp_end, (f.ramp_end, next(self._seq), f))
+        self._ramping.append(f)
         self._reschedule()
 
     def _advance(self, t: float) -> None:
@@ -140,39 +141,45 @@ class WanLink:
             self.v += self.rate * (t - self.t)
             self.t = t
 
+    def _first_ramping(self) -> _Flow | None:
+        """The earliest-started flow still in slow start (the next to leave it)."""
+        ramping = self._ramping
+        while ramping:
+            f = ramping[0]
+            if f.alive and not f.steady:
+                return f
+            ramping.popleft()
+        return None
+
     def _to_steady(self, t: float) -> None:
         """Ramping flows whose window now covers their share leave slow start (a time test,
         the same one that schedules it, so that a wake-up always makes progress)."""
         bdp = self.share * self.rtt
-        heap = self._ramp_first
-        while heap:
-            f = heap[0][2]
-            if not f.alive or f.steady:
-                heapq.heappop(heap)
-                continue
-            if self._ramp_until(f, bdp) > t + EPS or self._ramp_until(f, f.size) <= t + EPS:
+        while (f := self._first_ramping()) is not None:
+            if self._ramp_until(f, bdp) > t + EPS or f.ramp_end <= t + EPS:
                 return  # not yet; or it completes in slow start (``_ramp_end``)
-            heapq.heappop(heap)
+            self._ramping.popleft()
             self._leave_ramp(f)
             f.steady = True
-            f.v_end = self.v + (f.size - min(self._ramp_sent(f, t), f.size))
+            sent = self.w0 * (2.0 ** ((t - f.start) / self.rtt) - 1.0)
+            f.v_end = self.v + (f.size - min(sent, f.size))
             heapq.heappush(self._steady, (f.v_end, next(self._seq), f))
 
     def _leave_ramp(self, f: _Flow) -> None:
-        self._ramping -= 1
-        self._weights = self._weights - f.weight if self._ramping else 0.0
+        self._ramp_count -= 1
+        self._weights = self._weights - f.weight if self._ramp_count else 0.0
 
     def _split(self, t: float) -> None:
         """The rate of each flow past slow start: what the ramping flows leave, at their
         rates half an RTT from now (held until the next event)."""
-        steady = self.n - self._ramping
-        if steady <= 0 or not self._ramping:
+        steady = self.n - self._ramp_count
+        if steady <= 0 or not self._ramp_count:
             self.rate = self.goodput / max(steady, 1)
             return
         ahead = t + self.rtt / 2
         if ahead - self._base > REBASE_RTTS * self.rtt:
             self._rebase(t)
-        # the sum over ramping flows of _ramp_sent(f, ahead) + w0, their sending rate's terms
+        # the sum over ramping flows of their bytes sent by ``ahead`` plus W0
         ramping = self.w0 * 2.0 ** ((ahead - self._base) / self.rtt) * self._weights
         left = self.goodput - math.log(2) / self.rtt * ramping
         self.rate = max(left, self.goodput / self.n) / steady
@@ -180,7 +187,7 @@ class WanLink:
     def _rebase(self, t: float) -> None:
         """Move ``base`` to ``t`` and recompute the ramping flows' weights and their sum."""
         self._base, self._weights = t, 0.0
-        for _, _, f in self._ramp_first:
+        for f in self._ramping:
             if f.alive and not f.steady:
                 f.weight = 2.0 ** ((t - f.start) / self.rtt)
                 self._weights += f.weight
@@ -195,11 +202,9 @@ class WanLink:
             heapq.heappop(heap)
         if heap:
             t_next = heap[0][0]
-        heap = self._ramp_first
-        while heap and (not heap[0][2].alive or heap[0][2].steady):
-            heapq.heappop(heap)
-        if heap:
-            t_next = min(t_next, self._ramp_until(heap[0][2], self.share * self.rtt))
+        first = self._first_ramping()
+        if first is not None:
+            t_next = min(t_next, self._ramp_until(first, self.share * self.rtt))
         heap = self._steady
         while heap and not heap[0][2].alive:
             heapq.heappop(heap)
