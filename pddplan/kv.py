@@ -144,21 +144,48 @@ class KvModel:
         if m.kv_bytes_per_token_override and self.dtype in m.kv_bytes_per_token_override:
             return self.resident_bytes(c)
         total = 0.0
-        for r, n in self._layers:
-            attended, candidates = self._attended(r, c)
-            total += n * (self.entry_bytes * attended + self.index_key_bytes * candidates)
+        for kind in self._kinds:
+            attended, candidates = self._attended(kind, c)
+            total += kind[1] * (self.entry_bytes * attended + self.index_key_bytes * candidates)
         return total
 
-    def _attended(self, ratio: int, context_tokens: float) -> tuple[float, float]:
-        """(entries attention reads, indexer keys scored) for one query in one layer."""
-        m, c = self.model, context_tokens
-        window = lesser(c, m.sliding_window or 0) if self._windowed(ratio) else 0.0
+    @cached_property
+    def _kinds(self) -> tuple[tuple[int, int, bool, bool], ...]:
+        """Per kind of layer: (compression ratio, layers of it, windowed, indexed)."""
+        return tuple((r, n, self._windowed(r), self._indexed(r)) for r, n in self._layers)
+
+    def _attended(
+        self, kind: tuple[int, int, bool, bool], context_tokens: float
+    ) -> tuple[float, float]:
+        """(entries attention reads, indexer keys scored) for one query in one layer of a
+        kind (``_kinds``)."""
+        ratio, _, windowed, indexed = kind
+        c = context_tokens
+        window = lesser(c, self.model.sliding_window or 0) if windowed else 0.0
         if ratio == 0:
             return window, 0.0
         entries = c / ratio
-        if self._indexed(ratio):
-            return window + lesser(entries, m.index_topk), entries  # type: ignore[type-var]
+        if indexed:
+            return window + lesser(entries, self.model.index_topk), entries  # type: ignore[type-var]
         return window + entries, 0.0
+
+    @cached_property
+    def _flops_per_entry(self) -> dict[bool, tuple[float, float]]:
+        """(FLOPs per attended entry, per indexer candidate), for prefill and for decode."""
+        m = self.model
+        out = {}
+        for prefill in (True, False):
+            if m.kv_lora_rank is not None:
+                if prefill:
+                    d = (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim  # type: ignore[operator]
+                else:
+                    d = (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # type: ignore[operator]
+            else:
+                d = 2 * m.head_dim
+            per_entry = 2 * m.num_attention_heads * d
+            per_index = 2 * (m.index_n_heads or 0) * (m.index_head_dim or 0)
+            out[prefill] = (per_entry, per_index)
+        return out
 
     def attention_flops(self, context_tokens: float, *, prefill: bool) -> float:
         """Attention FLOPs for one query token at ``context_tokens`` of context, all layers.
@@ -168,20 +195,11 @@ class KvModel:
         (d_qk = kv_lora + rope, d_v = kv_lora); the indexer adds ``2 x index_heads x
         index_head_dim`` per candidate.
         """
-        m, c = self.model, context_tokens
-        if m.kv_lora_rank is not None:
-            if prefill:
-                d = (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim  # type: ignore[operator]
-            else:
-                d = (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # type: ignore[operator]
-        else:
-            d = 2 * m.head_dim
-        per_entry = 2 * m.num_attention_heads * d
-        per_index = 2 * (m.index_n_heads or 0) * (m.index_head_dim or 0)
+        per_entry, per_index = self._flops_per_entry[prefill]
         total = 0.0
-        for r, n in self._layers:
-            attended, candidates = self._attended(r, c)
-            total += n * (per_entry * attended + per_index * candidates)
+        for kind in self._kinds:
+            attended, candidates = self._attended(kind, context_tokens)
+            total += kind[1] * (per_entry * attended + per_index * candidates)
         return total
 
     @property

@@ -15,7 +15,7 @@ All quantities are SI (bytes, seconds, FLOP/s).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -93,6 +93,24 @@ class Instance:
     """Dtype of the non-expert weights."""
     expert_weight_dtype: Dtype
     params: ParamBreakdown
+    # constants of the cost functions, computed once (they run millions of times in a
+    # simulation): dense peak FLOP/s, HBM and host-link bytes/s, KV copies
+    _peak: float = field(init=False, repr=False, compare=False)
+    _hbm_rate: float = field(init=False, repr=False, compare=False)
+    _host_rate: float = field(init=False, repr=False, compare=False)
+    _kv_copies: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
+        lay = self.layout
+        constants = {
+            "_peak": self.chip.peak_flops(dtype),
+            "_hbm_rate": self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency,
+            "_host_rate": self.chip.host_link_bytes_per_s,
+            "_kv_copies": lay.attn_tp / min(lay.attn_tp, self.kv.splittable_heads),
+        }
+        for name, value in constants.items():
+            object.__setattr__(self, name, value)
 
     # --- memory -----------------------------------------------------------------------------
     def _bytes(self, params: float, *, expert: bool = False) -> float:
@@ -117,7 +135,7 @@ class Instance:
     @property
     def kv_replication(self) -> float:
         """Copies of each KV entry: tensor parallelism wider than the KV heads replicates."""
-        return self.layout.attn_tp / min(self.layout.attn_tp, self.kv.splittable_heads)
+        return self._kv_copies
 
     def kv_capacity_bytes(self, reserved_bytes: float = 0.0) -> float:
         """Instance-wide HBM left for (unreplicated) KV after weights and a reservation."""
@@ -125,11 +143,6 @@ class Instance:
         return max(0.0, free - reserved_bytes) / self.kv_replication
 
     # --- the roofline pieces ----------------------------------------------------------------
-    @property
-    def _peak(self) -> float:
-        dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
-        return self.chip.peak_flops(dtype)
-
     def _link(self, group: int) -> tuple[float, float]:
         """(bytes/s, latency s) of the slowest link a group of ``group`` GPUs spans."""
         eff = self.cal.efficiency
@@ -242,9 +255,9 @@ class Instance:
     def decode_step_s(self, batch: float, context_tokens: float) -> float:
         """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
         eff, lay = self.cal.efficiency, self.layout
-        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self.kv_replication
+        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies
         mem_bytes = self._weights_read_per_gpu(batch) + kv_read / lay.gpus
-        memory = mem_bytes / (self.chip.hbm_bytes_per_s * eff.decode_hbm_efficiency)
+        memory = mem_bytes / self._hbm_rate
         attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
         compute = self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
         return (
@@ -295,8 +308,8 @@ class Instance:
         gpus = self.layout.attn_tp * groups  # who reads this request's KV
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
-        kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self.kv_replication / gpus
-        host = self.kv.resident_bytes(host_tokens) * self.kv_replication / gpus
+        kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self._kv_copies / gpus
+        host = self.kv.resident_bytes(host_tokens) * self._kv_copies / gpus
         if isinstance(host_tokens, np.ndarray):
             host = np.where(host_tokens > 0, host, 0.0)
         elif not host_tokens:
@@ -310,9 +323,10 @@ class Instance:
         )
 
     def _seconds(self, cost: _Cost) -> float:
-        hbm = self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency
-        host = cost.host_bytes / self.chip.host_link_bytes_per_s
-        return greater(greater(cost.compute_s, cost.hbm_bytes / hbm), host) + cost.serial_s
+        host = cost.host_bytes / self._host_rate
+        return (
+            greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host) + cost.serial_s
+        )
 
     def prefill_pass_s(self, new_tokens: ArrayLike, prefix_tokens: ArrayLike) -> ArrayLike:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
@@ -335,7 +349,7 @@ class Instance:
         prices its prefill passes with this; it passes a ``memo`` (one per instance) that
         keeps the terms that depend on the pass's total tokens alone (collectives, weight
         reads): full passes repeat the same totals, and those terms are most of the cost."""
-        eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self.kv_replication
+        eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self._kv_copies
         per_token = 2 * self.params.attention
         total = attn_sum = host_bytes = 0.0
         load_max = load_sum = read_max = 0.0
@@ -359,13 +373,11 @@ class Instance:
             if memo is not None:
                 memo[total] = terms
         volume, latency, weights = terms
-        return self._seconds(
-            _Cost(
-                even + busiest,
-                read_max / lay.attn_tp + weights,
-                host_bytes / (lay.attn_tp * busy),
-                volume + latency + eff.step_overhead_ms * units.MS,
-            )
+        # ``_seconds`` of the pass's cost, spelled out (scalars: no _Cost to build)
+        hbm_s = (read_max / lay.attn_tp + weights) / self._hbm_rate
+        host_s = host_bytes / (lay.attn_tp * busy) / self._host_rate
+        return max(max(even + busiest, hbm_s), host_s) + (
+            volume + latency + eff.step_overhead_ms * units.MS
         )
 
     @property
