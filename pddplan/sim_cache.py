@@ -40,12 +40,13 @@ class ChainCache:
         self._age = array("B" if capacity_blocks is None else "i")
         self._item = 1 if capacity_blocks is None else self._age.itemsize
         self._served = 0
-        self._resident = 0
+        self._resident = 0  # bounded caches only
         self._log: deque[tuple[int, list[int]]] = deque()
 
     @property
     def resident_blocks(self) -> int:
-        return self._resident
+        """Blocks cached now."""
+        return self._age.count(1) if self.capacity is None else self._resident
 
     def lookup(self, blocks: list[int]) -> int:
         """Blocks of the leading run already cached (the cache does not change)."""
@@ -78,11 +79,10 @@ class ChainCache:
         age = self._age
         if blocks[-1] >= len(age):  # the chain's largest id
             age.frombytes(bytes((max(blocks[-1] + 1, 2 * len(age)) - len(age)) * self._item))
-        run = self.lookup(blocks)
-        self._resident += len(blocks) - run
-        if self.capacity is None:
-            _fill(age, blocks, run, len(blocks), 1)
+        if self.capacity is None:  # nothing to count or evict: mark every block
+            _fill(age, blocks, 0, len(blocks), 1)
             return
+        self._resident += len(blocks) - self.lookup(blocks)
         self._served += 1
         _fill(age, blocks, 0, len(blocks), self._served)
         self._log.append((self._served, blocks))

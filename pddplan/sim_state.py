@@ -63,10 +63,12 @@ class Req:
 class PrefillInstance:
     """A prefill instance: one FIFO of started requests per attention rank."""
 
-    __slots__ = ("busy", "busy_s", "inst", "pass_memo", "pool", "ranks")
+    __slots__ = ("busy", "busy_s", "chunk", "host", "inst", "pass_memo", "pool", "ranks")
 
     def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
         self.inst, self.pool = inst, pool
+        self.chunk = inst.cal.knobs.prefill_chunk_tokens  # new tokens per rank and pass
+        self.host = inst.cal.knobs.prefix_cache == "host"  # cached KV loads from host memory
         self.pass_memo = {} if pass_memo is None else pass_memo
         """``Instance.batched_pass_s``'s memo: shared by a pool's instances (one model and
         chip); bounded, as a pass's total tokens are whole numbers up to its chunk budget."""

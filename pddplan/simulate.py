@@ -186,8 +186,7 @@ class Simulation:
         self.handoff = fleet.handoff
         self.stall_s = 0.0
         self.handoffs = 0
-        self._rec = {k: array("d") for k in SimRecord.__dataclass_fields__}
-        self._adds = [column.append for column in self._rec.values()]  # in field order
+        self._rec = array("d")  # SimRecord's fields per finished request, in field order
 
     # --- arrivals and prefill ---------------------------------------------------------------
     def run(
@@ -222,7 +221,9 @@ class Simulation:
             self._mark(self._last_arrival)
         (t0, c0), (t1, c1) = self._marks[0], self._marks[-1]
         window = max(t1 - t0, 1e-9)
-        rec = SimRecord(**{k: np.asarray(v) for k, v in self._rec.items()})
+        fields = list(SimRecord.__dataclass_fields__)
+        table = np.frombuffer(self._rec, dtype=np.float64).reshape(-1, len(fields))
+        rec = SimRecord(**{k: table[:, j].copy() for j, k in enumerate(fields)})
         keep = rec.index >= warmup
         rec = SimRecord(**{k: getattr(rec, k)[keep] for k in SimRecord.__dataclass_fields__})
         pools, links = self._utilizations(c0, c1, window)
@@ -279,8 +280,7 @@ class Simulation:
         if not dc.queue and not any(pi.ranks):
             pi.busy = False
             return
-        chunk = pi.inst.cal.knobs.prefill_chunk_tokens
-        host = pi.inst.cal.knobs.prefix_cache == "host"
+        chunk, host = pi.chunk, pi.host
         members = []
         parts: list[list[tuple[float, float, float]]] = [[] for _ in pi.ranks]
         loads = []
@@ -396,8 +396,12 @@ class Simulation:
     def _admit(self, pool: DecodePool, r: Req, tokens: int, stall: float) -> None:
         need = self._kv_need(r)
         best = None
-        for inst in pool.instances:
-            if inst.fits(need) and (best is None or inst.n < best.n):
+        for inst in pool.instances:  # the least loaded instance that fits (inst.fits)
+            if (
+                inst.n < inst.max_seqs
+                and need <= inst.kv_free
+                and (best is None or inst.n < best.n)
+            ):
                 best = inst
         if best is None:
             pool.queue.append((r, tokens, stall))
@@ -499,8 +503,7 @@ class Simulation:
 
     def _record(self, r: Req, t: float) -> None:
         r.finished = True
-        for add, value in zip(  # SimRecord's fields, in order
-            self._adds,
+        self._rec.extend(  # SimRecord's fields, in order
             (
                 r.i,
                 r.t0,
@@ -514,10 +517,8 @@ class Simulation:
                 r.path,
                 r.hit_p,
                 r.hit_md,
-            ),
-            strict=True,
-        ):
-            add(value)
+            )
+        )
 
     # --- measurement ------------------------------------------------------------------------
     def _mark(self, t: float) -> None:
