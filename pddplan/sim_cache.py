@@ -42,6 +42,7 @@ class ChainCache:
         self._served = 0
         self._resident = 0  # bounded caches only
         self._log: deque[tuple[int, list[int]]] = deque()
+        self._constants: dict[int, array] = {}
 
     @property
     def resident_blocks(self) -> int:
@@ -80,14 +81,21 @@ class ChainCache:
         if blocks[-1] >= len(age):  # the chain's largest id
             age.frombytes(bytes((max(blocks[-1] + 1, 2 * len(age)) - len(age)) * self._item))
         if self.capacity is None:  # nothing to count or evict: mark every block
-            _fill(age, blocks, 0, len(blocks), 1)
+            _fill(age, blocks, 0, len(blocks), self._constant(1, len(blocks)))
             return
         self._resident += len(blocks) - self.lookup(blocks)
         self._served += 1
-        _fill(age, blocks, 0, len(blocks), self._served)
+        _fill(age, blocks, 0, len(blocks), array("i", [self._served]) * len(blocks))
         self._log.append((self._served, blocks))
         while self._resident > self.capacity:
             self._evict_oldest_entry()
+
+    def _constant(self, value: int, length: int) -> array:
+        """At least ``length`` copies of ``value`` (0 or 1), kept from call to call."""
+        have = self._constants.get(value)
+        if have is None or len(have) < length:
+            have = self._constants[value] = array(self._age.typecode, [value]) * (2 * length)
+        return have
 
     def _evict_oldest_entry(self) -> None:
         """Drop the oldest logged request's blocks that it still owns, tail first, until the
@@ -104,15 +112,16 @@ class ChainCache:
             else:
                 hi = mid
         keep = max(lo, n - (self._resident - self.capacity))  # type: ignore[operator]
-        _fill(age, blocks, keep, n, 0)
+        _fill(age, blocks, keep, n, self._constant(0, n - keep))
         self._resident -= n - keep
         if keep > lo:
             self._log.appendleft((served, blocks[:keep]))
 
 
-def _fill(age: array, blocks: list[int], lo: int, hi: int, value: int) -> None:
-    """``age[b] = value`` for the blocks ``blocks[lo:hi]``, one slice per run of
-    consecutive ids (a chain is a few runs: the fresh blocks of each turn it grew by)."""
+def _fill(age: array, blocks: list[int], lo: int, hi: int, fill: array) -> None:
+    """``age[b] = fill[0]`` for the blocks ``blocks[lo:hi]`` (``fill``: at least ``hi - lo``
+    copies of one value), one slice per run of consecutive ids (a chain is a few runs: the
+    fresh blocks of each turn it grew by)."""
     while lo < hi:
         first = blocks[lo]
         end = hi  # blocks[lo:end] is one run when its ids span exactly its length
@@ -125,7 +134,7 @@ def _fill(age: array, blocks: list[int], lo: int, hi: int, value: int) -> None:
                 else:
                     b = mid
             end = b
-        age[first : first + end - lo] = array(age.typecode, [value]) * (end - lo)
+        age[first : first + end - lo] = fill[: end - lo]
         lo = end
 
 

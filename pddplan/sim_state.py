@@ -33,6 +33,7 @@ class Req:
         "i",
         "inp",
         "md_dc",
+        "md_run",
         "out",
         "p_dc",
         "path",
@@ -47,7 +48,7 @@ class Req:
 
     def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
         self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
-        self.done = self.run = 0
+        self.done = self.run = self.md_run = 0
         self.prefilled = self.ready = self.taken = 0.0
         self.hit_p = self.hit_md = 0.0
         self.path = DIRECT

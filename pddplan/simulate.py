@@ -326,8 +326,8 @@ class Simulation:
             if r.done >= r.inp:
                 r.prefilled = self.ev.now
                 running.remove(r)
-                if dc.cache is not None:  # an unbounded cache holds the hit run already
-                    dc.cache.insert(r.blocks[r.run :] if dc.cache.capacity is None else r.blocks)
+                if dc.cache is not None:
+                    _remember(dc.cache, r.blocks, r.run)
                 self._dispatch(r)
         self._start_pass(dc, pi)
 
@@ -336,7 +336,8 @@ class Simulation:
         now = self.ev.now
         r.md_dc = self._pick(self.md_dcs, self.md_cdf)
         cache = self.md_cache[r.md_dc]
-        hit_tokens = min(cache.lookup(r.blocks) * self.block, r.inp) if cache else 0
+        r.md_run = cache.lookup(r.blocks) if cache else 0
+        hit_tokens = min(r.md_run * self.block, r.inp)
         r.hit_md = hit_tokens / r.inp
         payload = self.fixed + self.bpt * (r.inp - hit_tokens)
         rule = self.routing
@@ -373,7 +374,7 @@ class Simulation:
     def _at_md(self, r: Req) -> None:
         cache = self.md_cache[r.md_dc]
         if cache is not None:
-            cache.insert(r.blocks)
+            _remember(cache, r.blocks, r.md_run)
         if r.finished or r.path == SINGULAR:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
@@ -580,6 +581,12 @@ def _cdf(weights: np.ndarray) -> list[float]:
     cdf = (weights / weights.sum()).cumsum()
     cdf /= cdf[-1]
     return cdf.tolist()
+
+
+def _remember(cache: Cache, blocks: list[int], run: int) -> None:
+    """Put a request's blocks in a cache where a lookup found its first ``run`` blocks: an
+    unbounded cache still holds those, so only the rest are written."""
+    cache.insert(blocks[run:] if cache.capacity is None else blocks)
 
 
 def _grow(cache: Cache | None, blocks: float, cache_of: type[Cache]) -> Cache | None:
