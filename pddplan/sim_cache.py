@@ -41,7 +41,7 @@ class ChainCache:
         self._item = 1 if capacity_blocks is None else self._age.itemsize
         self._served = 0
         self._resident = 0  # bounded caches only
-        self._log: deque[tuple[int, list[int]]] = deque()
+        self._log: deque[tuple[int, list[int], int]] = deque()  # (insert, blocks, length)
         self._constants: dict[int, array] = {}
 
     @property
@@ -86,7 +86,7 @@ class ChainCache:
         self._resident += len(blocks) - self.lookup(blocks)
         self._served += 1
         _fill(age, blocks, 0, len(blocks), array("i", [self._served]) * len(blocks))
-        self._log.append((self._served, blocks))
+        self._log.append((self._served, blocks, len(blocks)))
         while self._resident > self.capacity:
             self._evict_oldest_entry()
 
@@ -101,8 +101,7 @@ class ChainCache:
         """Drop the oldest logged request's blocks that it still owns, tail first, until the
         cache is back to capacity (what is left of it goes back to the front of the log)."""
         age = self._age
-        served, blocks = self._log.popleft()
-        n = len(blocks)
+        served, blocks, n = self._log.popleft()  # the entry is blocks[:n]
         # owned blocks (age == served) are the suffix after the re-touched ones (age > served)
         lo, hi = 0, n
         while lo < hi:
@@ -115,7 +114,7 @@ class ChainCache:
         _fill(age, blocks, keep, n, self._constant(0, n - keep))
         self._resident -= n - keep
         if keep > lo:
-            self._log.appendleft((served, blocks[:keep]))
+            self._log.appendleft((served, blocks, keep))
 
 
 def _fill(age: array, blocks: list[int], lo: int, hi: int, fill: array) -> None:
