@@ -71,22 +71,26 @@ class ChainCache:
                 hi = mid
         return lo
 
-    def insert(self, blocks: list[int]) -> None:
+    def insert(self, blocks: list[int], known: int = 0) -> None:
         """Every block enters the cache as the most recently used, evicting the least
         recently used ones beyond capacity. ``blocks`` must not change afterwards (the
-        log keeps it)."""
+        log keeps it). ``known``: what an earlier lookup of these blocks returned (an
+        unbounded cache skips those blocks; a bounded one checks it before searching)."""
         if not blocks:
             return
         age = self._age
         if blocks[-1] >= len(age):  # the chain's largest id
             age.frombytes(bytes((max(blocks[-1] + 1, 2 * len(age)) - len(age)) * self._item))
-        if self.capacity is None:  # nothing to count or evict: mark every block
-            _fill(age, blocks, 0, len(blocks), self._constant(1, len(blocks)))
+        n = len(blocks)
+        if self.capacity is None:  # nothing to count or evict: mark the rest
+            _fill(age, blocks, known, n, self._constant(1, n - known))
             return
-        self._resident += len(blocks) - self.lookup(blocks)
+        if not (known < n and age[blocks[known]] == 0 and (known == 0 or age[blocks[known - 1]])):
+            known = self.lookup(blocks)  # the hint is stale: some were cached or evicted since
+        self._resident += n - known
         self._served += 1
-        _fill(age, blocks, 0, len(blocks), array("i", [self._served]) * len(blocks))
-        self._log.append((self._served, blocks, len(blocks)))
+        _fill(age, blocks, 0, n, array("i", [self._served]) * n)
+        self._log.append((self._served, blocks, n))
         while self._resident > self.capacity:
             self._evict_oldest_entry()
 

@@ -327,7 +327,7 @@ class Simulation:
                 r.prefilled = self.ev.now
                 running.remove(r)
                 if dc.cache is not None:
-                    _remember(dc.cache, r.blocks, r.run)
+                    dc.cache.insert(r.blocks, known=r.run)
                 self._dispatch(r)
         self._start_pass(dc, pi)
 
@@ -374,7 +374,7 @@ class Simulation:
     def _at_md(self, r: Req) -> None:
         cache = self.md_cache[r.md_dc]
         if cache is not None:
-            _remember(cache, r.blocks, r.md_run)
+            cache.insert(r.blocks, known=r.md_run)
         if r.finished or r.path == SINGULAR:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
@@ -581,12 +581,6 @@ def _cdf(weights: np.ndarray) -> list[float]:
     cdf = (weights / weights.sum()).cumsum()
     cdf /= cdf[-1]
     return cdf.tolist()
-
-
-def _remember(cache: Cache, blocks: list[int], run: int) -> None:
-    """Put a request's blocks in a cache where a lookup found its first ``run`` blocks: an
-    unbounded cache still holds those, so only the rest are written."""
-    cache.insert(blocks[run:] if cache.capacity is None else blocks)
 
 
 def _grow(cache: Cache | None, blocks: float, cache_of: type[Cache]) -> Cache | None:

@@ -92,10 +92,12 @@ class PrefixCache:
                 pass
         return len(list(takewhile(lambda h: 0 <= h < len(seen) and seen[h], hash_ids)))
 
-    def insert(self, hash_ids: list[int]) -> None:
+    def insert(self, hash_ids: list[int], known: int = 0) -> None:
         """Every block enters the cache as the most recently used, evicting the least
-        recently used ones beyond capacity."""
+        recently used ones beyond capacity. ``known``: what a lookup of these blocks
+        returned since the last eviction (an unbounded cache skips those blocks)."""
         if self.capacity is None:
+            hash_ids = hash_ids[known:] if known else hash_ids
             seen = self._seen
             if seen is not None and _is_range(hash_ids) and hash_ids[-1] < len(seen):
                 # a run of fresh consecutive ids (a sampled request's new blocks): one slice

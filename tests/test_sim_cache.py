@@ -26,17 +26,20 @@ def _sessions(path, rate, n, seed):
 
 def _replay(cache, warm, requests, seed):
     """Lookups and inserts interleaved as in the simulator: a request is looked up when
-    it arrives and inserted a few requests later (when its prefill or transfer ends)."""
+    it arrives and inserted a few requests later (when its prefill or transfer ends), with
+    its lookup's answer as the ``known`` hint (stale when evictions or inserts came
+    between)."""
     rng = random.Random(seed)
     for ids in warm:
         cache.insert(ids)
-    pending: list[tuple[int, list[int]]] = []
+    pending: list[tuple[int, list[int], int]] = []
     answers = []
     for i, ids in enumerate(requests):
         answers.append(cache.lookup(ids))
-        pending.append((i + rng.randrange(0, 6), ids))
+        pending.append((i + rng.randrange(0, 6), ids, answers[-1]))
         while pending and pending[0][0] <= i:
-            cache.insert(pending.pop(0)[1])
+            _, done, known = pending.pop(0)
+            cache.insert(done, known=known)
             answers.append(cache.lookup(ids))
     return answers
 
