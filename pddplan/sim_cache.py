@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Sequence
 
 from pddplan.trace import PrefixCache
 
@@ -41,7 +42,7 @@ class ChainCache:
         self._item = 1 if capacity_blocks is None else self._age.itemsize
         self._served = 0
         self._resident = 0  # bounded caches only
-        self._log: deque[tuple[int, list[int], int]] = deque()  # (insert, blocks, length)
+        self._log: deque[tuple[int, Sequence[int], int]] = deque()  # (insert, blocks, length)
         self._constants: dict[int, array] = {}
 
     @property
@@ -49,7 +50,7 @@ class ChainCache:
         """Blocks cached now."""
         return self._age.count(1) if self.capacity is None else self._resident
 
-    def lookup(self, blocks: list[int]) -> int:
+    def lookup(self, blocks: Sequence[int]) -> int:
         """Blocks of the leading run already cached (the cache does not change)."""
         age, size = self._age, len(self._age)
         n = len(blocks)
@@ -71,7 +72,7 @@ class ChainCache:
                 hi = mid
         return lo
 
-    def insert(self, blocks: list[int], known: int = 0) -> None:
+    def insert(self, blocks: Sequence[int], known: int = 0) -> None:
         """Every block enters the cache as the most recently used, evicting the least
         recently used ones beyond capacity. ``blocks`` must not change afterwards (the
         log keeps it). ``known``: what an earlier lookup of these blocks returned (an
@@ -121,7 +122,7 @@ class ChainCache:
             self._log.appendleft((served, blocks, keep))
 
 
-def _fill(age: array, blocks: list[int], lo: int, hi: int, fill: array) -> None:
+def _fill(age: array, blocks: Sequence[int], lo: int, hi: int, fill: array) -> None:
     """``age[b] = fill[0]`` for the blocks ``blocks[lo:hi]`` (``fill``: at least ``hi - lo``
     copies of one value), one slice per run of consecutive ids (a chain is a few runs: the
     fresh blocks of each turn it grew by)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,10 @@ from pddplan.scenario import Workload
 from pddplan.trace import read_requests
 from pddplan.workload import frozen_dist
 
-SimRequest = tuple[float, int, int, list[int]]
-"""(arrival seconds, input tokens, output tokens, prefix block ids)."""
+SimRequest = tuple[float, int, int, Sequence[int]]
+"""(arrival seconds, input tokens, output tokens, prefix block ids). Sampled sessions give
+the ids as tuples: all-integer tuples drop out of the cyclic garbage collector's passes,
+and a run keeps tens of thousands of contexts alive."""
 BLOCK_TOKENS = 512
 """Tokens per prefix block of a trace: Mooncake's (its ``hash_ids`` are 512-token blocks),
 and the most a sampled workload uses."""
@@ -95,14 +97,14 @@ class SessionSource:
         self.workload, self.n, self.options = workload, n, options
         self._rng = np.random.default_rng(seed)
         self.block_tokens = block_tokens(workload)
-        self._contexts: dict[int, list[int]] = {}
+        self._contexts: dict[int, tuple[int, ...]] = {}
         self._waiting: list[tuple[float, int]] = []  # (ready at, session)
         self._next_block = 0
         inp, out, _ = _shapes(workload, self._rng, DRAW_BATCH)
         gap = options.ready_after_s + float(np.mean(out)) * options.tpot_s + options.think_s
         interval = workload.turn_interval_s or SURPLUS * gap
         opened = int(options.rate_rps * max(interval, gap))
-        self.warm: list[list[int]] = []
+        self.warm: list[tuple[int, ...]] = []
         ready = np.sort(self._rng.random(opened)) * gap
         for sid in range(opened):
             length = max(1, round(float(inp[sid % len(inp)])))
@@ -112,10 +114,10 @@ class SessionSource:
             self._waiting.append((float(ready[sid]), sid))
         self._next_session = opened
 
-    def _new_blocks(self, count: int) -> list[int]:
+    def _new_blocks(self, count: int) -> tuple[int, ...]:
         start = self._next_block
         self._next_block += count
-        return list(range(start, start + count))
+        return tuple(range(start, start + count))
 
     def __iter__(self) -> Iterator[SimRequest]:
         rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
@@ -180,10 +182,10 @@ class SessionSource:
                     ids = contexts[sid][:want_i]
                 else:
                     sid, self._next_session = self._next_session, self._next_session + 1
-                    ids = []
+                    ids = ()
                 fresh = self._next_block
                 self._next_block = fresh + blocks_i - len(ids)
-                ids += range(fresh, self._next_block)
+                ids += tuple(range(fresh, self._next_block))
                 if end:
                     contexts.pop(sid, None)
                 else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class Req:
         "taken",
     )
 
-    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: list[int]) -> None:
+    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: Sequence[int]) -> None:
         self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
         self.done = self.run = self.md_run = 0
         self.prefilled = self.ready = self.taken = 0.0

@@ -36,11 +36,13 @@ caches, routing and handoffs are simulated. A request's life:
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -70,6 +72,10 @@ from pddplan.trace import PrefixCache
 
 PROGRESS_EVERY = 1000
 """Requests between progress callbacks."""
+GC_YOUNG_THRESHOLD = 100_000
+"""Allocations between the cyclic garbage collector's young-generation passes during a run
+(Python's default is 700): a run allocates millions of short-lived objects, few of them in
+cycles, and each pass also walks the block lists still alive."""
 
 
 class Simulation:
@@ -193,7 +199,7 @@ class Simulation:
         self,
         requests: Iterable[SimRequest],
         *,
-        warm: Iterable[list[int]] = (),
+        warm: Iterable[Sequence[int]] = (),
         warmup: int = 0,
         progress: Callable[[int], None] | None = None,
     ) -> SimRaw:
@@ -216,7 +222,8 @@ class Simulation:
         if warmup == 0:
             self._mark(0.0)
         self._next_arrival()
-        self.ev.run()
+        with _few_collections():
+            self.ev.run()
         if len(self._marks) < 2:
             self._mark(self._last_arrival)
         (t0, c0), (t1, c1) = self._marks[0], self._marks[-1]
@@ -573,6 +580,21 @@ class Simulation:
             for key, x in self.links.items()
         }
         return out, links
+
+
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """Run with the objects from before the run frozen out of the cyclic collector and its
+    young generation collected every ``GC_YOUNG_THRESHOLD`` allocations (the collector's
+    settings are restored after)."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _cdf(weights: np.ndarray) -> list[float]:
