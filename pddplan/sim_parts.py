@@ -19,8 +19,13 @@ from typing import Any
 from pddplan.perf import Instance
 
 EPS = 1e-9
-REBASE_RTTS = 64
-"""The link's ramping-rate sum is rebased after this many round trips (``WanLink``)."""
+REBASE_RTTS = 16
+"""The link's ramping-rate sum is rebased after this many round trips (``WanLink``): a flow
+that starts that long after the base adds a term 2^-16 of one that started at it, so what
+adding and removing terms loses to rounding stays near 2^16 x machine epsilon."""
+CANCELLATION = 2.0**-20
+"""...and it is recomputed when it falls below this share of its largest value since the
+last rebase (most of it has been subtracted away, and with it, digits)."""
 
 
 class Events:
@@ -82,8 +87,9 @@ class WanLink:
     ramping flows leave it in the order they started (a queue). Their total rate,
     ``ln 2 / RTT x W0 x sum 2^((t - start) / RTT)``, is kept as ``2^((t - base) / RTT) x``
     a running sum of ``2^((base - start) / RTT)``, so an event costs the same however many
-    flows ramp; ``base`` moves up to the present (and the sum is recomputed) every
-    ``REBASE_RTTS`` round trips, before a term could underflow or the factor overflow.
+    flows ramp; ``base`` moves up to the present (and the sum is recomputed exactly) every
+    ``REBASE_RTTS`` round trips and whenever the sum has shrunk by ``CANCELLATION``, which
+    keeps its rounding error near 1e-11 of the rate (``tests/test_simulate.py``).
     """
 
     def __init__(
@@ -99,6 +105,7 @@ class WanLink:
         self._ramp_count = 0  # alive and ramping (the deque drops the others lazily)
         self._base = 0.0
         self._weights = 0.0  # sum of the ramping flows' weights
+        self._weights_top = 0.0  # its largest value since the last rebase
         self._ramp_end: list[tuple[float, int, _Flow]] = []  # by when it would finish ramping
         self._steady: list[tuple[float, int, _Flow]] = []  # by virtual finish
         self._seq = itertools.count()
@@ -132,6 +139,7 @@ class WanLink:
         self._ramp_count += 1
         f.weight = 2.0 ** ((self._base - f.start) / self.rtt)
         self._weights += f.weight
+        self._weights_top = max(self._weights_top, self._weights)
         heapq.heappush(self._ramp_end, (f.ramp_end, next(self._seq), f))
         self._ramping.append(f)
         self._reschedule()
@@ -177,7 +185,10 @@ class WanLink:
             self.rate = self.goodput / max(steady, 1)
             return
         ahead = t + self.rtt / 2
-        if ahead - self._base > REBASE_RTTS * self.rtt:
+        if (
+            ahead - self._base > REBASE_RTTS * self.rtt
+            or self._weights < CANCELLATION * self._weights_top
+        ):
             self._rebase(t)
         # the sum over ramping flows of their bytes sent by ``ahead`` plus W0
         ramping = self.w0 * 2.0 ** ((ahead - self._base) / self.rtt) * self._weights
@@ -191,6 +202,7 @@ class WanLink:
             if f.alive and not f.steady:
                 f.weight = 2.0 ** ((t - f.start) / self.rtt)
                 self._weights += f.weight
+        self._weights_top = self._weights
 
     def _reschedule(self) -> None:
         self._version += 1

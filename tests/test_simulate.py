@@ -21,7 +21,7 @@ from pddplan.loaders import load_fleet, load_scenario
 from pddplan.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, wan_transfer_s
 from pddplan.perf import PrefillFigures, make_instance
 from pddplan.queueing import loaded_prefill_latency
-from pddplan.sim_parts import DecodeInstance, Events, WanLink
+from pddplan.sim_parts import REBASE_RTTS, DecodeInstance, Events, WanLink
 from pddplan.sim_requests import SessionOptions, SessionSource, block_tokens
 from pddplan.sim_stats import Figure, simulate
 from pddplan.trace import PrefixCache
@@ -73,6 +73,33 @@ def test_flows_share_the_link_and_never_beat_its_goodput():
     alone.at(0.0, lambda _: one.start(100e6, t.append))
     alone.run()
     assert t[0] == pytest.approx(wan_transfer_s(100e6, rtt_s=0.03, share_bytes_per_s=1e9) - 0.015)
+
+
+def test_the_ramping_rate_sum_matches_the_direct_sum_across_rebases():
+    """The link keeps the slow-starting flows' sending rate as a running sum, rebased every
+    REBASE_RTTS round trips and when it cancels down; after every flow start it equals the
+    sum over the ramping flows of ``W0 (2^((t + RTT/2 - start) / RTT) - 1) + W0`` computed
+    directly, over a run many rebases long, with several flows ramping at once. (Rebasing
+    every 64 RTTs without the cancellation check was off by a factor of up to 487 here.)"""
+    ev = Events()
+    rtt = 0.030
+    link = WanLink(ev, 1e9, rtt, CALIBRATED_INITIAL_WINDOW_BYTES)
+    flows, errors = [], []
+    rng = np.random.default_rng(3)
+
+    def start(size: float) -> None:
+        flows.append(link.start(size, lambda _: None))  # the link re-splits its rate here
+        ahead = ev.now + rtt / 2
+        ramping = [f for f in flows if f.alive and not f.steady]
+        direct = sum(link.w0 * (2.0 ** ((ahead - f.start) / rtt) - 1) + link.w0 for f in ramping)
+        kept = link.w0 * 2.0 ** ((ahead - link._base) / rtt) * link._weights
+        errors.append(abs(kept - direct) / direct)
+
+    for t in np.cumsum(rng.exponential(0.02, 400)):
+        ev.at(float(t), start, float(rng.uniform(1e6, 60e6)))
+    ev.run()
+    assert len(errors) == 400 and max(errors) < 1e-9
+    assert ev.now > 5 * REBASE_RTTS * rtt  # the run crossed several rebases
 
 
 def test_decode_instance_steps_and_stalls(models, hardware):
