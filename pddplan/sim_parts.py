@@ -278,7 +278,7 @@ class DecodeInstance:
     ) -> None:
         self.ev, self.inst = events, inst
         self.max_seqs, self.kv_free = max(1, max_seqs), kv_bytes
-        self._memo, self._gaps, self._on_leave = step_memo, gaps, on_leave
+        self._memo, self._gaps, self.on_leave = step_memo, gaps, on_leave
         self.S = 0.0
         self.t = 0.0
         self.stall_until = 0.0
@@ -389,7 +389,7 @@ class DecodeInstance:
         self.step = self._step_s()
         self._reschedule()
         for req in left:
-            self._on_leave(self, req, now)
+            self.on_leave(self, req, now)
 
 
 GAP_BINS_PER_DOUBLING = 70

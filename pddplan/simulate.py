@@ -75,7 +75,8 @@ PROGRESS_EVERY = 1000
 GC_YOUNG_THRESHOLD = 100_000
 """Allocations between the cyclic garbage collector's young-generation passes during a run
 (Python's default is 700): a run allocates millions of short-lived objects, few of them in
-cycles, and each pass also walks the block lists still alive."""
+cycles, and every pass that moves objects up makes the older generations' passes, which
+walk everything alive, come sooner."""
 
 
 class Simulation:
@@ -224,6 +225,9 @@ class Simulation:
         self._next_arrival()
         with _few_collections():
             self.ev.run()
+        for dp in self._pool_of.values():  # the only references back to this simulation:
+            for inst in dp.instances:  # without them it is freed when its caller lets go
+                inst.on_leave = _finished_late  # (a cycle would wait for a full collection)
         if len(self._marks) < 2:
             self._mark(self._last_arrival)
         (t0, c0), (t1, c1) = self._marks[0], self._marks[-1]
@@ -582,19 +586,21 @@ class Simulation:
         return out, links
 
 
+def _finished_late(inst: DecodeInstance, r: Req, t: float) -> None:
+    raise RuntimeError("a decode instance finished a request after its simulation ended")
+
+
 @contextmanager
 def _few_collections() -> Iterator[None]:
-    """Run with the objects from before the run frozen out of the cyclic collector and its
-    young generation collected every ``GC_YOUNG_THRESHOLD`` allocations (the collector's
-    settings are restored after)."""
+    """Run with the cyclic collector's young generation collected every
+    ``GC_YOUNG_THRESHOLD`` allocations (restored after). Not ``gc.freeze()``: it would keep
+    an earlier run's cyclic garbage (a finished ``Simulation`` and its caches) for good."""
     before = gc.get_threshold()
-    gc.freeze()
     gc.set_threshold(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])
     try:
         yield
     finally:
         gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 def _cdf(weights: np.ndarray) -> list[float]:

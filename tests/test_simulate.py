@@ -4,8 +4,10 @@ the verify loop."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import weakref
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from pddplan.queueing import loaded_prefill_latency
 from pddplan.sim_parts import REBASE_RTTS, DecodeInstance, Events, WanLink
 from pddplan.sim_requests import SessionOptions, SessionSource, block_tokens
 from pddplan.sim_stats import Figure, simulate
+from pddplan.simulate import Simulation
 from pddplan.trace import PrefixCache
 from pddplan.verify import Tightening, _tighter
 
@@ -265,6 +268,24 @@ def test_the_check_can_fail_past_capacity(small):
     s, hw, models, fleet = small
     r = simulate(s, hw, models, fleet, requests=6_000, rate_rps=200.0, seed=3)
     assert not r.sla_met and r.misses
+
+
+def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
+    """A run leaves nothing pointing back at its simulation, so its caches and pools go
+    as soon as the caller lets go (``solve --verify`` runs several in one process; a
+    cycle would keep each until a full collection)."""
+    s, hw, models, fleet = small
+    fleet = fleet.model_copy(update={"routing": Routing(relay_above_mb=None)})
+    src = SessionSource(s.workload, 500, SessionOptions(8.0, 0.8, 0.04), seed=0)
+    sim = Simulation(s, hw, models, fleet, block_tokens=src.block_tokens, chain_ids=True)
+    sim.run(src, warm=src.warm, warmup=50)
+    gone = weakref.ref(sim)
+    gc.disable()
+    try:
+        del sim
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_same_seed_same_result_different_seed_differs(small):
