@@ -34,6 +34,19 @@ from pddplan.simulate import Simulation  # noqa: E402
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 
 
+def machine_speed_s() -> float:
+    """Seconds for a fixed pure-Python loop (best of 3): how fast this machine is running
+    right now, to read the table's times against (a shared machine's speed drifts)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(10_000_000):
+            total += i * i
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -72,6 +85,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (best and median)")
     args = parser.parse_args()
     counts = [int(x) for x in args.requests.split(",")]
+    print(f"machine speed: a fixed 10M-step Python loop takes {machine_speed_s():.2f} s\n")
     print(
         "| scenario | load req/s | requests | wall s (best) | wall s (median) | events "
         "| events/s | us/request | peak RSS MB |"
