@@ -111,15 +111,18 @@ class WanLink:
         self._seq = itertools.count()
         self._version = 0
         self.bytes_sent = 0.0
+        self._exit_after = self._slow_start_s()
 
     @property
     def share(self) -> float:
         """The fair share that ends slow start."""
         return self.goodput / self.n if self.n else self.goodput
 
-    def _ramp_until(self, f: _Flow, nbytes: float) -> float:
-        """When a slow-starting flow has sent ``nbytes``."""
-        return f.start + self.rtt * math.log2(nbytes / self.w0 + 1.0)
+    def _slow_start_s(self) -> float:
+        """How long a flow stays in slow start: until it has sent the bandwidth-delay
+        product of the fair share (``W0 (2^(t/RTT) - 1) = share x RTT``). It changes with
+        the number of flows only, so it is kept (``_exit_after``) and redone when that does."""
+        return self.rtt * math.log2(self.share * self.rtt / self.w0 + 1.0)
 
     def start(self, nbytes: float, done: Callable[[float], None]) -> _Flow:
         """Start a flow of ``nbytes``; ``done(t)`` is called when its last byte is sent."""
@@ -135,6 +138,7 @@ class WanLink:
         now = self.ev.now
         self._advance(now)
         self.n += 1
+        self._exit_after = self._slow_start_s()
         self._to_steady(now)
         self._ramp_count += 1
         f.weight = 2.0 ** ((self._base - f.start) / self.rtt)
@@ -162,9 +166,9 @@ class WanLink:
     def _to_steady(self, t: float) -> None:
         """Ramping flows whose window now covers their share leave slow start (a time test,
         the same one that schedules it, so that a wake-up always makes progress)."""
-        bdp = self.share * self.rtt
+        limit, exit_after = t + EPS, self._exit_after
         while (f := self._first_ramping()) is not None:
-            if self._ramp_until(f, bdp) > t + EPS or f.ramp_end <= t + EPS:
+            if f.start + exit_after > limit or f.ramp_end <= limit:
                 return  # not yet; or it completes in slow start (``_ramp_end``)
             self._ramping.popleft()
             self._leave_ramp(f)
@@ -216,7 +220,7 @@ class WanLink:
             t_next = heap[0][0]
         first = self._first_ramping()
         if first is not None:
-            t_next = min(t_next, self._ramp_until(first, self.share * self.rtt))
+            t_next = min(t_next, first.start + self._exit_after)
         heap = self._steady
         while heap and not heap[0][2].alive:
             heapq.heappop(heap)
@@ -247,6 +251,8 @@ class WanLink:
             f.alive = False
             self.n -= 1
             self.bytes_sent += f.size
+        if finished:
+            self._exit_after = self._slow_start_s()
         self._reschedule()
         for f in finished:
             f.done(now)
