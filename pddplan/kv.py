@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -144,8 +145,9 @@ class KvModel:
         if m.kv_bytes_per_token_override and self.dtype in m.kv_bytes_per_token_override:
             return self.resident_bytes(c)
         total = 0.0
+        minimum = np.minimum if isinstance(c, np.ndarray) else min
         for kind in self._kinds:
-            attended, candidates = self._attended(kind, c)
+            attended, candidates = self._attended(kind, c, minimum)
             total += kind[1] * (self.entry_bytes * attended + self.index_key_bytes * candidates)
         return total
 
@@ -155,18 +157,19 @@ class KvModel:
         return tuple((r, n, self._windowed(r), self._indexed(r)) for r, n in self._layers)
 
     def _attended(
-        self, kind: tuple[int, int, bool, bool], context_tokens: float
+        self, kind: tuple[int, int, bool, bool], context_tokens: float, minimum: Callable
     ) -> tuple[float, float]:
         """(entries attention reads, indexer keys scored) for one query in one layer of a
-        kind (``_kinds``)."""
+        kind (``_kinds``); ``minimum``: ``min`` for a number of tokens, ``np.minimum`` for
+        an array (chosen once by the caller: this runs millions of times in a simulation)."""
         ratio, _, windowed, indexed = kind
         c = context_tokens
-        window = lesser(c, self.model.sliding_window or 0) if windowed else 0.0
+        window = minimum(c, self.model.sliding_window or 0) if windowed else 0.0
         if ratio == 0:
             return window, 0.0
         entries = c / ratio
         if indexed:
-            return window + lesser(entries, self.model.index_topk), entries  # type: ignore[type-var]
+            return window + minimum(entries, self.model.index_topk), entries
         return window + entries, 0.0
 
     @cached_property
@@ -197,8 +200,9 @@ class KvModel:
         """
         per_entry, per_index = self._flops_per_entry[prefill]
         total = 0.0
+        minimum = np.minimum if isinstance(context_tokens, np.ndarray) else min
         for kind in self._kinds:
-            attended, candidates = self._attended(kind, context_tokens)
+            attended, candidates = self._attended(kind, context_tokens, minimum)
             total += kind[1] * (per_entry * attended + per_index * candidates)
         return total
 

@@ -99,6 +99,11 @@ class Instance:
     _hbm_rate: float = field(init=False, repr=False, compare=False)
     _host_rate: float = field(init=False, repr=False, compare=False)
     _kv_copies: float = field(init=False, repr=False, compare=False)
+    _by_batch: dict[int, tuple[float, float]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """``decode_step_s``'s terms that depend on a whole-number batch alone (weights read,
+    collectives): a simulation asks for the same batches at many contexts."""
 
     def __post_init__(self) -> None:
         dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
@@ -255,14 +260,19 @@ class Instance:
     def decode_step_s(self, batch: float, context_tokens: float) -> float:
         """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
         eff, lay = self.cal.efficiency, self.layout
+        whole = type(batch) is int
+        terms = self._by_batch.get(batch) if whole else None  # type: ignore[call-overload]
+        if terms is None:
+            terms = (self._weights_read_per_gpu(batch), sum(self._collectives_s(batch)))
+            if whole:
+                self._by_batch[batch] = terms  # type: ignore[index]
+        weights, collectives = terms
         kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies
-        mem_bytes = self._weights_read_per_gpu(batch) + kv_read / lay.gpus
+        mem_bytes = weights + kv_read / lay.gpus
         memory = mem_bytes / self._hbm_rate
         attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
         compute = self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
-        return (
-            max(memory, compute) + sum(self._collectives_s(batch)) + eff.step_overhead_ms * units.MS
-        )
+        return max(memory, compute) + collectives + eff.step_overhead_ms * units.MS
 
     def max_batch(
         self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0
