@@ -15,10 +15,11 @@ touches its whole prefix. Two consequences make this cache fast:
   so an eviction finds them by binary search too, and touches only the blocks it evicts.
 
 Block ages live in an array indexed by block id (the ids are small dense integers), not a
-dict, and ids increase along a chain, so a chain is a few runs of consecutive ids (the fresh
-blocks of each turn it grew by): touching a request's blocks writes one slice per run. ``tests/test_sim_cache.py``
-checks that it returns exactly what ``PrefixCache`` returns on generated sessions. Traces
-keep ``PrefixCache``: their ids carry no such guarantee.
+dict, and ids increase along a chain, so a chain is a few runs of consecutive ids (the
+fresh blocks of each turn it grew by): touching a request's blocks writes one slice per
+run. ``tests/test_sim_cache.py`` checks that it returns exactly what ``PrefixCache``
+returns on generated sessions. Traces keep ``PrefixCache``: their ids carry no such
+guarantee.
 """
 
 from __future__ import annotations

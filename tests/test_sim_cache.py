@@ -4,6 +4,7 @@ generator's block ids, and the property that makes it fast (a prefix-closed cach
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 from conftest import ROOT
@@ -54,6 +55,19 @@ def test_chain_cache_answers_as_the_prefix_cache(path, rate, seed, capacity):
     assert _replay(ChainCache(capacity), warm, requests, seed) == expected
     # the cases evict, miss and hit partly (the comparison is not vacuous)
     assert 0 in expected and any(0 < a < len(r) for a, r in zip(expected, requests, strict=False))
+
+
+@pytest.mark.parametrize("path", [SMALL, PAPER])
+def test_the_generators_ids_name_chains(path):
+    """What ChainCache relies on: along a request's blocks the ids increase, and every id
+    has one fixed predecessor in every request that holds it (a fixed chain before it)."""
+    warm, requests = _sessions(path, 20, 3000, 5)
+    before: dict[int, int] = {}
+    for ids in [*warm, *requests]:
+        assert all(a < b for a, b in pairwise(ids))
+        for prev, b in pairwise([-1, *ids]):
+            assert before.setdefault(b, prev) == prev
+    assert any(len(ids) > 1 and ids[0] in before for ids in requests)  # prefixes are shared
 
 
 def test_the_cache_stays_prefix_closed_and_within_capacity():
