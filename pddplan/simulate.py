@@ -55,6 +55,7 @@ from pddplan.llm import ModelSpec
 from pddplan.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
 from pddplan.scenario import Scenario
 from pddplan.sim_cache import Cache, ChainCache
+from pddplan.sim_measure import read_counters, utilizations
 from pddplan.sim_parts import DecodeInstance, Events, WanLink
 from pddplan.sim_requests import BLOCK_TOKENS, SimRequest
 from pddplan.sim_state import (
@@ -171,6 +172,7 @@ class Simulation:
                         self.md_cache[pool.datacenter] = _grow(
                             self.md_cache.get(pool.datacenter), blocks, cache_of
                         )
+        self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
         self.md_dcs = sorted(self.md)
         w = np.array([md_cap[d] for d in self.md_dcs])
         self.md_weights = w if w.sum() > 0 else np.ones(len(w))
@@ -225,7 +227,7 @@ class Simulation:
         self._next_arrival()
         with _few_collections():
             self.ev.run()
-        for dp in self._pool_of.values():  # the only references back to this simulation:
+        for dp in self._decode:  # the only references back to this simulation:
             for inst in dp.instances:  # without them it is freed when its caller lets go
                 inst.on_leave = _finished_late  # (a cycle would wait for a full collection)
         if len(self._marks) < 2:
@@ -237,7 +239,7 @@ class Simulation:
         rec = SimRecord(**{k: table[:, j].copy() for j, k in enumerate(fields)})
         keep = rec.index >= warmup
         rec = SimRecord(**{k: getattr(rec, k)[keep] for k in SimRecord.__dataclass_fields__})
-        pools, links = self._utilizations(c0, c1, window)
+        pools, links = utilizations(self.m, self.prefill, self._decode, self.links, c0, c1, window)
         return SimRaw(
             rec,
             window,
@@ -534,56 +536,9 @@ class Simulation:
 
     # --- measurement ------------------------------------------------------------------------
     def _mark(self, t: float) -> None:
-        counters = {"p": [pi.busy_s for dc in self.prefill.values() for pi in dc.instances]}
-        for group in (self.md, self.rld):
-            for pools in group.values():
-                for dp in pools:
-                    for inst in dp.instances:
-                        inst._advance(t)
-        counters["d"] = [
-            (i.tokens, i.stall_s)
-            for g in (self.md, self.rld)
-            for pools in g.values()
-            for dp in pools
-            for i in dp.instances
-        ]
-        counters["l"] = {k: x.bytes_sent for k, x in self.links.items()}
-        if not self._marks:
-            self.gaps.clear()
-        self._marks.append((t, counters))
-
-    def _utilizations(
-        self, c0: dict, c1: dict, window: float
-    ) -> tuple[list[tuple[str, str, str, float]], dict[tuple[str, str], float]]:
-        m = self.m
-        busy: dict[int, float] = {}
-        k = 0
-        for dc in self.prefill.values():
-            for pi in dc.instances:
-                busy[pi.pool] = busy.get(pi.pool, 0.0) + c1["p"][k] - c0["p"][k]
-                k += 1
-        out = []
-        for j, (pool, _) in enumerate(m.roles["prefill"]):
-            out.append((pool.datacenter, pool.role, pool.chip, busy[j] / (pool.instances * window)))
-        k = 0
-        decode = {}
-        for group in (self.md, self.rld):
-            for pools in group.values():
-                for dp in pools:
-                    work = 0.0
-                    for _ in dp.instances:
-                        (t0, s0), (t1, s1) = c0["d"][k], c1["d"][k]
-                        work += (t1 - t0) * dp.op_step / dp.op_batch + (s1 - s0)
-                        k += 1
-                    decode[(dp.role, dp.index)] = work / (len(dp.instances) * window)
-        for role in ("relay_decode", "main_decode"):
-            for j, (pool, _) in enumerate(m.roles[role]):
-                out.append((pool.datacenter, pool.role, pool.chip, decode[(role, j)]))
-        links = {
-            key: (c1["l"][key] - c0["l"][key]) / (window * x.goodput)
-            for key, x in self.links.items()
-        }
-        return out, links
+        self._marks.append((t, read_counters(self.prefill, self._decode, self.links, t)))
+        if len(self._marks) == 1:
+            self.gaps.clear()  # the gap histogram starts with the measured window
 
 
 def _finished_late(inst: DecodeInstance, r: Req, t: float) -> None:
