@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -60,8 +61,16 @@ out (max BCR: ``not_converged``; otherwise ``time_limit``)."""
 class _Search:
     """Minimum-cost solves at chosen rates, memoized, with the evaluator's capacity."""
 
-    def __init__(self, space: Space, solver: str, deadline: float, budget: float | None) -> None:
+    def __init__(
+        self,
+        space: Space,
+        solver: str,
+        deadline: float,
+        budget: float | None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.space, self.solver, self.deadline, self.budget = space, solver, deadline, budget
+        self.clock = clock
         self.solves = 0
         self.size = (0, 0)
         self.timed_out = False
@@ -82,7 +91,7 @@ class _Search:
         (None, inf, 0) when no plan serves it."""
         if rate in self.points:
             return self.points[rate]
-        left = self.deadline - time.perf_counter()
+        left = self.deadline - self.clock()
         if left <= 0 or self.solves >= MAX_MILP_SOLVES:
             self.timed_out = True
             return None, math.inf, 0.0
@@ -93,6 +102,7 @@ class _Search:
             time_limit_s=left,
             mip_gap=self.space.scenario.solver.mip_gap,
             budget_usd_per_hour=self.budget,
+            clock=self.clock,
         )
         self.solves += out.solves
         self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
@@ -120,7 +130,7 @@ class _Search:
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_cost``); its tables
         are kept for a solve there. Past the time limit: 0, and the search stops."""
-        if time.perf_counter() >= self.deadline:
+        if self.clock() >= self.deadline:
             self.timed_out = True
             return 0.0
         req = self.space.at(rate)
@@ -146,20 +156,25 @@ def solve_plan(
     solver: str | None = None,
     time_limit_s: float | None = None,
     explain: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> PlanResult:
-    """Plan ``scenario`` for ``objective`` (default: the scenario's)."""
+    """Plan ``scenario`` for ``objective`` (default: the scenario's). ``clock`` is the time
+    source the time limit is measured on (tests give a fake one)."""
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
-    start = time.perf_counter()
+    start = clock()
     demand = scenario.workload.arrival_rps or 0.0
     if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
         raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
     try:
         space = Space(scenario, hardware, models)
     except NoOptionsError as e:
-        relaxations = _explain(scenario, hardware, models, solver, start + limit) if explain else []
-        stats = SolveStats(objective, solver, "infeasible", time.perf_counter() - start)
+        deadline = start + limit
+        relaxations = (
+            _explain(scenario, hardware, models, solver, deadline, clock) if explain else []
+        )
+        stats = SolveStats(objective, solver, "infeasible", clock() - start)
         note = Relaxation("options", 1.0, None, str(e))
         return PlanResult(
             scenario.name, scenario.model, "infeasible", stats, relaxations=[note, *relaxations]
@@ -169,6 +184,7 @@ def solve_plan(
         solver,
         start + limit,
         scenario.budget_usd_per_hour if objective == "max-capacity" else None,
+        clock,
     )
     iterations, bound = 0, None
     if objective == "min-cost":
@@ -178,7 +194,7 @@ def solve_plan(
     else:
         choice, iterations, bound = _max_bcr(search, demand)
     status = _status(search, choice, bound)
-    seconds = time.perf_counter() - start
+    seconds = clock() - start
     stats = SolveStats(
         objective,
         solver,
@@ -191,13 +207,13 @@ def solve_plan(
         bcr_bound=bound,
     )
     if choice is None and explain and status == "infeasible" and objective == "max-capacity":
-        relaxations = [_budget_needed(space, solver, start + limit)]
+        relaxations = [_budget_needed(space, solver, start + limit, clock)]
     elif choice is None and explain and status == "infeasible":
-        relaxations = _explain(scenario, hardware, models, solver, start + limit)
+        relaxations = _explain(scenario, hardware, models, solver, start + limit, clock)
     else:
         relaxations = []
     result = finish_plan(space, stats, choice, memo=search.memo, relaxations=relaxations)
-    return replace(result, stats=replace(stats, seconds=time.perf_counter() - start))
+    return replace(result, stats=replace(stats, seconds=clock() - start))
 
 
 def finish_plan(
@@ -491,12 +507,14 @@ FAMILIES = (
 """The families of limits ``solve`` relaxes to explain an infeasible scenario."""
 
 
-def _budget_needed(space: Space, solver: str, deadline: float) -> Relaxation:
+def _budget_needed(
+    space: Space, solver: str, deadline: float, clock: Callable[[], float]
+) -> Relaxation:
     """max capacity with a budget that buys nothing: the cheapest plan's cost at a vanishing
     rate is the budget it takes."""
     budget = space.scenario.budget_usd_per_hour
-    left = max(deadline - time.perf_counter(), 1.0)
-    out = milp.min_cost(space.at(MIN_RATE_RPS), solver=solver, time_limit_s=left)
+    left = max(deadline - clock(), 1.0)
+    out = milp.min_cost(space.at(MIN_RATE_RPS), solver=solver, time_limit_s=left, clock=clock)
     if out.choice is None:
         return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
     return Relaxation(
@@ -514,6 +532,7 @@ def _explain(
     models: dict[str, ModelSpec],
     solver: str,
     deadline: float,
+    clock: Callable[[], float],
 ) -> list[Relaxation]:
     """For each family of limits: relax it alone (up to ``MAX_RELAX``); if that makes the
     demand servable, bisect for the smallest relaxation that does. Families left when the
@@ -526,12 +545,13 @@ def _explain(
         except InputError:
             return False
         rate = trial.workload.arrival_rps or 0.0
-        left = max(deadline - time.perf_counter(), 1.0)
-        return milp.min_cost(space.at(rate), solver=solver, time_limit_s=left).choice is not None
+        left = max(deadline - clock(), 1.0)
+        out = milp.min_cost(space.at(rate), solver=solver, time_limit_s=left, clock=clock)
+        return out.choice is not None
 
     out = []
     for family in FAMILIES:
-        if time.perf_counter() > deadline:
+        if clock() > deadline:
             out.append(Relaxation(family, 1.0, None, "not tried: the time limit ran out"))
             continue
         if not feasible(family, MAX_RELAX):

@@ -14,6 +14,14 @@ from pddplan.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.loaders import load_hardware, load_models
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="Rewrite tests/golden/ from the current outputs (tests/test_golden.py).",
+    )
+
+
 settings.register_profile(
     "pddplan",
     settings(

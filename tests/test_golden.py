@@ -1,0 +1,108 @@
+"""Golden outputs of the main jobs on every shipped scenario: ``solve --json`` and
+``compare --format md``. They pin behaviour across refactors: numbers are compared to
+1e-9 relative, text exactly, wall-clock fields left out.
+
+A change that is meant to move a figure refreshes the files on purpose, in its own commit
+whose message explains each changed figure::
+
+    pytest tests/test_golden.py -m "slow or not slow" --update-golden
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SCENARIOS
+from typer.testing import CliRunner
+
+from pddplan.cli import app
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second"}
+"""JSON keys that measure this machine's speed, not the plan."""
+RELATIVE = 1e-9
+
+runner = CliRunner()
+
+
+def _normalized(value):
+    """``value`` with every wall-clock field replaced by a placeholder."""
+    if isinstance(value, dict):
+        return {k: "<wall clock>" if k in WALL_CLOCK else _normalized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def _differences(want, got, path: str = "") -> list[str]:
+    """Where ``got`` differs from ``want``: numbers beyond ``RELATIVE``, anything else at all."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = [f"{path}.{k}: missing" for k in want.keys() - got.keys()]
+        out += [f"{path}.{k}: unexpected" for k in got.keys() - want.keys()]
+        for k in want.keys() & got.keys():
+            out += _differences(want[k], got[k], f"{path}.{k}")
+        return out
+    if isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            return [f"{path}: {len(got)} items, expected {len(want)}"]
+        return [
+            d for i, (a, b) in enumerate(zip(want, got)) for d in _differences(a, b, f"{path}[{i}]")
+        ]
+    numbers = (int, float)
+    if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool):
+        if math.isclose(want, got, rel_tol=RELATIVE, abs_tol=1e-12) or want == got:
+            return []
+        return [f"{path}: {got!r}, expected {want!r}"]
+    return [] if want == got else [f"{path}: {got!r}, expected {want!r}"]
+
+
+def _check(name: str, text: str, update: bool, *, as_json: bool) -> None:
+    path = GOLDEN / name
+    if update:
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"{path} is missing: run with --update-golden to create it"
+    want = path.read_text(encoding="utf-8")
+    if as_json:
+        problems = _differences(json.loads(want), json.loads(text))
+        assert not problems, "\n".join(problems[:20])
+    else:
+        assert text == want, f"{name} changed; diff it against {path}"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_solve_json_is_unchanged(scenario, request, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the outputs name the scenario file as the user gave it
+    result = runner.invoke(app, ["solve", f"scenarios/{scenario.name}", "--json"])
+    assert result.exit_code == 0, result.output
+    text = json.dumps(_normalized(json.loads(result.stdout)), indent=2) + "\n"
+    _check(
+        f"solve-{scenario.stem}.json", text, request.config.getoption("update_golden"), as_json=True
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_compare_markdown_is_unchanged(scenario, request, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["compare", f"scenarios/{scenario.name}", "--format", "md"])
+    assert result.exit_code == 0, result.output
+    _check(
+        f"compare-{scenario.stem}.md",
+        result.stdout,
+        request.config.getoption("update_golden"),
+        as_json=False,
+    )
+
+
+def test_the_comparison_can_fail():
+    assert _differences({"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-6, "b": [1, 2]}) == [
+        ".a: 1.000001, expected 1.0"
+    ]
+    assert not _differences({"a": 1.0}, {"a": 1.0 + 1e-12})
+    assert _normalized({"stats": {"seconds": 3.2, "x": 1}}) == {
+        "stats": {"seconds": "<wall clock>", "x": 1}
+    }
