@@ -14,6 +14,7 @@ from pddplan.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.llm import ModelSpec
 from pddplan.loaders import load_hardware, load_models
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

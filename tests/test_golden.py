@@ -49,7 +49,9 @@ def _differences(want, got, path: str = "") -> list[str]:
         if len(want) != len(got):
             return [f"{path}: {len(got)} items, expected {len(want)}"]
         return [
-            d for i, (a, b) in enumerate(zip(want, got)) for d in _differences(a, b, f"{path}[{i}]")
+            d
+            for i, (a, b) in enumerate(zip(want, got, strict=True))
+            for d in _differences(a, b, f"{path}[{i}]")
         ]
     numbers = (int, float)
     if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool):
