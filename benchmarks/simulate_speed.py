@@ -25,11 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from pddplan.evaluate import evaluate  # noqa: E402
-from pddplan.loaders import load_scenario  # noqa: E402
-from pddplan.optimize import solve_plan  # noqa: E402
-from pddplan.sim_requests import SessionOptions, SessionSource  # noqa: E402
-from pddplan.simulate import Simulation  # noqa: E402
+from pddplan.evaluate.evaluator import evaluate  # noqa: E402
+from pddplan.io.loaders import load_scenario  # noqa: E402
+from pddplan.plan.search import solve_plan  # noqa: E402
+from pddplan.simulate.engine import Simulation  # noqa: E402
+from pddplan.simulate.requests import SessionOptions, SessionSource  # noqa: E402
 
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 

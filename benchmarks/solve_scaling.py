@@ -28,10 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pddplan.enumeration import enumerate_plan  # noqa: E402
-from pddplan.loaders import load_hardware, load_models, load_scenario  # noqa: E402
-from pddplan.optimize import solve_plan  # noqa: E402
-from pddplan.scenario import Scenario  # noqa: E402
+from pddplan.io.loaders import load_hardware, load_models, load_scenario  # noqa: E402
+from pddplan.plan.brute_force import enumerate_plan  # noqa: E402
+from pddplan.plan.search import solve_plan  # noqa: E402
+from pddplan.spec.scenario import Scenario  # noqa: E402
 
 CHIPS_16 = [
     "h100-sxm",

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pddplan.trace import fit_trace
+from pddplan.workload.trace import fit_trace
 
 SHIPPED = (
     Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "mooncake_conversation.jsonl"

@@ -1,5 +1,5 @@
 """``python -m pddplan``."""
 
-from pddplan.cli import main
+from pddplan.cli.app import main
 
 main()

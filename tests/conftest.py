@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pddplan.calibration import Calibration, Knobs
-from pddplan.hardware import ChipSpec, Efficiency, HardwareCatalog
-from pddplan.llm import ModelSpec
-from pddplan.loaders import load_hardware, load_models
+from pddplan.io.loaders import load_hardware, load_models
+from pddplan.spec.calibration import Calibration, Knobs
+from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
+from pddplan.spec.llm import ModelSpec
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

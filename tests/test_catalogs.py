@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pddplan.errors import InputError
-from pddplan.llm import param_breakdown
-from pddplan.loaders import load_hardware, load_models
+from pddplan.io.loaders import load_hardware, load_models
+from pddplan.spec.llm import param_breakdown
 
 REQUIRED_CHIPS = {
     "a100-80g-sxm",

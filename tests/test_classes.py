@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pddplan.classes import request_classes
-from pddplan.workload import Bucket, HitDist, LengthDist
+from pddplan.spec.distributions import Bucket, HitDist, LengthDist
+from pddplan.workload.classes import request_classes
 
 EDGES = (0.0, 0.5, 0.95, 1.0)
 HITS = HitDist(

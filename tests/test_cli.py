@@ -11,7 +11,7 @@ import yaml
 from conftest import DATA, ROOT, SCENARIOS
 from typer.testing import CliRunner
 
-from pddplan.cli import app
+from pddplan.cli.app import app
 
 runner = CliRunner()
 

@@ -11,9 +11,12 @@ import pytest
 from conftest import ROOT
 from typer.testing import CliRunner
 
-from pddplan import compare as compare_module
-from pddplan.cli import app
-from pddplan.compare import (
+from pddplan.cli.app import app
+from pddplan.errors import InputError
+from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.model.pricing import HOURS_PER_YEAR, fleet_cost, gpu_price
+from pddplan.plan import compare as compare_module
+from pddplan.plan.compare import (
     INTRA_DC,
     Comparison,
     cross_dc_naive,
@@ -22,9 +25,6 @@ from pddplan.compare import (
     price_sweep,
     with_price,
 )
-from pddplan.errors import InputError
-from pddplan.loaders import load_fleet, load_scenario
-from pddplan.pricing import HOURS_PER_YEAR, fleet_cost, gpu_price
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -249,9 +249,9 @@ def test_compare_price_sweep_runs_end_to_end():
 def test_egress_is_billed_on_the_demand_traffic(tmp_path):
     """A tier at $3,000/month plus $0.01/GB: the MILP and the evaluator both bill
     3000 / 730 + 0.01 x (20 req/s x mean payload) x 3600 / 1e9 per hour."""
-    from pddplan import milp
-    from pddplan.evaluate import evaluate
-    from pddplan.planning import Space
+    from pddplan.evaluate.evaluator import evaluate
+    from pddplan.plan import milp
+    from pddplan.plan.space import Space
 
     text = SMALL.read_text()
     for old, new in (

@@ -8,7 +8,7 @@ import pytest
 import typer
 from conftest import ROOT
 
-from pddplan.cli import app
+from pddplan.cli.app import app
 
 
 def _commands(typer_app: typer.Typer, prefix: str = "pddplan") -> list[tuple[str, object]]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pddplan.enumeration import enumerate_plan
-from pddplan.optimize import BCR_TOLERANCE, solve_plan
-from pddplan.scenario import Scenario
+from pddplan.plan.brute_force import enumerate_plan
+from pddplan.plan.search import BCR_TOLERANCE, solve_plan
+from pddplan.spec.scenario import Scenario
 
 SEEDS = range(20)
 SLOW = {2, 3, 4, 7, 8, 9, 10, 12, 13, 14, 15, 18, 101, 102, 103, 104, 201}

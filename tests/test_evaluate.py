@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from conftest import DATA, ROOT
 
-from pddplan.calibration import resolve_calibration
-from pddplan.classes import request_classes
 from pddplan.errors import InputError
-from pddplan.evaluate import evaluate
-from pddplan.fleet import Pool, Routing
-from pddplan.loaders import load_fleet, load_scenario
-from pddplan.perf import make_instance
-from pddplan.workload import HitDist
+from pddplan.evaluate.evaluator import evaluate
+from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.model.instance import make_instance
+from pddplan.spec.calibration import resolve_calibration
+from pddplan.spec.distributions import HitDist
+from pddplan.spec.fleet import Pool, Routing
+from pddplan.workload.classes import request_classes
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 
@@ -182,7 +182,7 @@ def test_p99_gap_by_hand():
     of gaps are stalled, and the 99th percentile falls in the 50 ms group: 30 + 50 ms."""
     import numpy as np
 
-    from pddplan.queueing import p99_gap
+    from pddplan.model.queueing import p99_gap
 
     gap = p99_gap(0.030, [np.array([0.005, 0.02])], [np.array([0.100, 0.050])], np.array([1.0]))
     assert gap == pytest.approx(0.080)
@@ -209,7 +209,7 @@ def test_catch_up_trades_one_stall_for_many(relayed):
     """Llama-3.1-8B's extend step is bound by its weight read, so a 16-token chunk stalls MD
     almost as long as the whole eager backlog: catch-up multiplies the stalls, more than 1%
     of gaps carry one, and the P99 gap and the SLA capacity get worse, not better."""
-    from pddplan.fleet import Handoff
+    from pddplan.spec.fleet import Handoff
 
     s, hw, models, fleet = relayed
     one_shot = evaluate(s, hw, models, fleet, demand_rps=2.0)
@@ -306,7 +306,7 @@ def test_md_cache_scenario_errors_are_located(tmp_path, md_cache, message):
 
 def test_session_working_set_by_hand():
     """200 req/s, a turn every 60 s: 12,000 open sessions of 1 GB each."""
-    from pddplan.kv import session_working_set_bytes
+    from pddplan.model.kv import session_working_set_bytes
 
     assert session_working_set_bytes(200.0, 60.0, 1e9) == pytest.approx(12_000e9)
 
@@ -323,7 +323,7 @@ def test_md_cache_must_hold_the_open_sessions():
         p.model_copy(update={"instances": 12}) if p.role == "prefill" else p for p in fleet.pools
     )
     fleet = fleet.model_copy(update={"pools": pools, "links": (link,)})
-    from pddplan.fleet_model import fleet_model
+    from pddplan.evaluate.fleet_model import fleet_model
 
     m = fleet_model(s, hw, models, fleet, None)
     context = float(m.w @ m.rdma_bytes)

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT, SCENARIOS
 from typer.testing import CliRunner
 
-from pddplan.cli import app
+from pddplan.cli.app import app
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second"}

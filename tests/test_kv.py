@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pddplan.kv import KvModel
+from pddplan.model.kv import KvModel
 
 # (model, bf16 bytes/token, fp8 bytes/token), each worked out from the config values.
 KV_BYTES_PER_TOKEN = [

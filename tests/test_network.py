@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pddplan.network import (
+from pddplan.model.network import (
     CALIBRATED_INITIAL_WINDOW_BYTES,
     link_bytes_per_s,
     rdma_transfer_s,

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pddplan.calibration import resolve_calibration
 from pddplan.errors import WeightsDoNotFitError
-from pddplan.instance_perf import analyze_instance
-from pddplan.perf import Instance, layout_for, make_instance
+from pddplan.model.figures import analyze_instance
+from pddplan.model.instance import Instance, layout_for, make_instance
+from pddplan.spec.calibration import resolve_calibration
 
 TOY_WEIGHT_BYTES = 32_456_704 * 2  # bf16
 TOY_KV_PER_TOKEN = 2 * 2 * 2 * 128 * 2  # K+V x layers x kv_heads x head_dim x bf16 = 2,048 B
@@ -136,7 +136,7 @@ def test_moe_decode_reads_only_touched_experts(models, hardware):
 
 
 def test_ep_imbalance_slows_moe_decode(models, hardware):
-    from pddplan.calibration import CalibrationOverride, CalibrationSpec
+    from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec
 
     m, chip = models["deepseek-v3"], hardware.chips["h800"]
     even = resolve_calibration(
@@ -206,7 +206,7 @@ def test_more_hbm_never_lowers_the_largest_batch(models, hardware, i, extra_gb, 
 def test_weight_bytes_agree_with_the_per_gpu_parts(models, hardware):
     """One GPU (no replication) stores exactly what `model show` calls weight_bytes, also
     for Kimi-K2 whose config shapes exceed its rounded 1T card figure (regression)."""
-    from pddplan.llm import weight_bytes
+    from pddplan.spec.llm import weight_bytes
 
     big = hardware.chips["h200-sxm"].model_copy(update={"hbm_gb": 1e5})
     for model_id in ("kimi-k2", "deepseek-v4-pro", "llama-3.1-70b"):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pddplan.queueing import erlang_c, wait_tail
+from pddplan.model.queueing import erlang_c, wait_tail
 
 
 def test_single_server_erlang_c_is_rho():
@@ -48,8 +48,8 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     plain M/G/c tail; with both, the hypoexponential mixture, checked by sampling."""
     import numpy as np
 
-    from pddplan.network import wan_queueing_mean_s
-    from pddplan.queueing import prefill_wait_tail, wait_tail_many
+    from pddplan.model.network import wan_queueing_mean_s
+    from pddplan.model.queueing import prefill_wait_tail, wait_tail_many
 
     t = np.array([-1.0, 0.0, 0.5, 2.0])
     idle = prefill_wait_tail(

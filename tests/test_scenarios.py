@@ -9,8 +9,8 @@ import pytest
 from conftest import DATA, ROOT, SCENARIOS
 
 from pddplan.errors import InputError
-from pddplan.loaders import load_scenario
-from pddplan.scenario import Scenario, scenario_json_schema
+from pddplan.io.loaders import load_scenario
+from pddplan.spec.scenario import Scenario, scenario_json_schema
 
 GOOD = textwrap.dedent("""\
     name: t
@@ -155,7 +155,7 @@ def test_json_schema_describes_the_format():
 
 
 def test_distributions():
-    from pddplan.workload import HitDist, LengthDist, frozen_dist, slice_mean
+    from pddplan.spec.distributions import HitDist, LengthDist, frozen_dist, slice_mean
 
     buckets = HitDist(
         dist="buckets",

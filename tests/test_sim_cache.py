@@ -9,10 +9,10 @@ from itertools import pairwise
 import pytest
 from conftest import ROOT
 
-from pddplan.loaders import load_scenario
-from pddplan.sim_cache import ChainCache
-from pddplan.sim_requests import SessionOptions, SessionSource
-from pddplan.trace import PrefixCache
+from pddplan.io.loaders import load_scenario
+from pddplan.simulate.cache import ChainCache
+from pddplan.simulate.requests import SessionOptions, SessionSource
+from pddplan.workload.trace import PrefixCache
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"

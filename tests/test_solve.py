@@ -12,13 +12,14 @@ import pytest
 from conftest import ROOT, SCENARIOS
 from typer.testing import CliRunner
 
-from pddplan import milp, optimize
-from pddplan.cli import app
-from pddplan.evaluate import meets_sla
-from pddplan.loaders import load_scenario
-from pddplan.optimize import _relaxed, solve_plan
-from pddplan.planning import PoolOption, Space, State
-from pddplan.requirements import Requirements
+from pddplan.cli.app import app
+from pddplan.evaluate.evaluator import meets_sla
+from pddplan.io.loaders import load_scenario
+from pddplan.plan import milp
+from pddplan.plan import search as optimize
+from pddplan.plan.counts import Requirements
+from pddplan.plan.search import _relaxed, solve_plan
+from pddplan.plan.space import PoolOption, Space, State
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -360,7 +361,7 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
     on the MILP's minimum cost in every cell (here at each cell's upper end, where the
     minimum cost is highest)."""
-    from pddplan.bounds import cost_floor
+    from pddplan.plan.bounds import cost_floor
 
     s, hw, catalog = load_scenario(path)
     space = Space(s, hw, catalog)
@@ -378,7 +379,7 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
     """The max-BCR search's probes: relaxed_cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
     scenarios) equals it."""
-    from pddplan.bounds import relaxed_cost
+    from pddplan.plan.bounds import relaxed_cost
 
     s, hw, catalog = load_scenario(path)
     space = Space(s, hw, catalog)
@@ -457,7 +458,7 @@ def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
     binds, which the relaxation drops, and the search's probes and solves meet exactly at
     q (a probe at q x low whose own ratio is q to the last bit). It used to stop with
     'probed ... twice'; it must end optimal, its bound at least its BCR."""
-    from pddplan.compare import intra_dc
+    from pddplan.plan.compare import intra_dc
 
     s = intra_dc(load_scenario(SMALL)[0], ["h100-sxm"], ["h100-sxm"])
     r = solve_plan(s, hardware, models, explain=False)

@@ -11,7 +11,7 @@ import pulp
 import pytest
 from conftest import ROOT
 
-from pddplan.solver import SolverError, solve
+from pddplan.plan.solver import SolverError, solve
 
 BACKENDS = ["cbc"] + (["highs"] if "HiGHS" in pulp.listSolvers(onlyAvailable=True) else [])
 
@@ -83,7 +83,7 @@ def test_highs_banner_stays_off_stdout():
     """HiGHS prints a banner from C code to fd 1; a --json consumer must see only JSON."""
     code = (
         "import json, sys; sys.path.insert(0, 'tests'); from test_solver import knapsack; "
-        "from pddplan.solver import solve; "
+        "from pddplan.plan.solver import solve; "
         "r = solve(knapsack(), solver='highs'); print(json.dumps({'objective': r.objective}))"
     )
     proc = subprocess.run(

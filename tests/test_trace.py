@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA
 
 from pddplan.errors import InputError
-from pddplan.trace import PrefixCache, fit_trace
+from pddplan.workload.trace import PrefixCache, fit_trace
 
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
 

@@ -1,0 +1,525 @@
+"""The evaluator: what a given deployment delivers, computed from the analytic model.
+
+It shares only the per-instance cost functions (``perf``), the transfer-time model
+(``network``) and the queueing formulas (``queueing``) with the planner; it never looks at
+the MILP. Given a fleet it finds, for the scenario's workload:
+
+- the SLA capacity: the largest arrival rate at which every pool and link stays within its
+  utilization cap, the TTFT tail masses meet the P90/P99 budgets, and the P99 inter-token
+  gap (handoff stalls included) meets the TPOT bound (bisection: every limit is monotone
+  in the rate);
+- at the scenario's demand: the TTFT percentiles of the whole class mixture, the TPOT,
+  the utilization of every pool and link, and the cost;
+- which limit binds at the SLA capacity.
+
+Semantics (``docs/model.md``, "Evaluating a deployment"): a request of class k waits at
+prefill (M/G/c wait of its P pool), is prefilled (its passes alone), then either crosses the
+WAN to MD (transfer at the link's share left by other flows, ``goodput x (1 - u)``), or goes
+by RDMA to RLD; its first token comes from MD's or RLD's first decode step. Prefill traffic
+splits across P pools in proportion to their capacity; decode traffic likewise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pddplan import units
+from pddplan.errors import InputError
+from pddplan.evaluate.fleet_model import FleetModel, fleet_model
+from pddplan.model.kv import session_working_set_bytes
+from pddplan.model.network import (
+    link_bytes_per_s,
+    rdma_transfer_s,
+    wan_queueing_mean_s,
+    wan_transfer_s_many,
+)
+from pddplan.model.pricing import fleet_cost
+from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
+from pddplan.plan.results import Evaluation, LinkResult, PoolResult
+from pddplan.spec.fleet import Fleet, Routing
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import Scenario
+
+TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
+"""(percentile, tail-mass budget): P90 allows 10% of requests above the bound, P99 1%."""
+MAX_RATE_RPS = 1e7
+"""Capacity search gives up above this rate (reported as unbounded)."""
+MAX_TTFT_S = 1e6
+"""Percentile search gives up above this latency (reported as unbounded)."""
+BISECT_STEPS = 60
+"""Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
+
+
+# --- the state at one arrival rate ------------------------------------------------------------
+@dataclass
+class _State:
+    ok: bool
+    failures: list[str]
+    tail90: float
+    tail99: float
+    ttft_tail: Callable[[float], float]
+    tpot_p99_s: float
+    step_md_s: float
+    pool_util: list[float]
+    link_util: dict[tuple[str, str], float]
+    md_tokens: float
+    rld_tokens: float
+    decode_points: dict[int, tuple[int, float]]
+
+
+def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
+    s, fleet, w = m.s, m.fleet, m.w
+    direct, relay, singular = m.pipelines(routing)
+    failures: list[str] = []
+    pools_p = m.roles["prefill"]
+    pools_r = m.roles["relay_decode"]
+    pools_m = m.roles["main_decode"]
+    # prefill pools
+    p_util = []
+    for (pool, _), svc, share in zip(pools_p, m.p_svc, m.p_share, strict=True):
+        p_util.append(lam * share * float(w @ svc) / pool.instances)
+    # decode-side shares by datacenter
+    md_dcs = sorted({p.datacenter for p, _ in pools_m})
+    p_dcs = sorted({p.datacenter for p, _ in pools_p})
+    md_points = m.md_points
+    md_caps = np.array(
+        [
+            pool.instances * b / t if b else 0.0
+            for (pool, _), (b, t) in zip(pools_m, md_points.values(), strict=True)
+        ]
+    )
+    if md_caps.sum() == 0:
+        reason = "main decode cannot meet TPOT at any batch"
+        if fleet.md_cache_gb_per_gpu:
+            reason += (
+                f" (its KV memory after weights and the {fleet.md_cache_gb_per_gpu:g} GB/GPU "
+                "decode-side cache holds no request)"
+            )
+        failures.append(reason)
+        md_caps = np.ones(len(pools_m))
+    md_share = md_caps / md_caps.sum()
+    dc_share_md = {
+        dc: sum(sh for (p, _), sh in zip(pools_m, md_share, strict=True) if p.datacenter == dc)
+        for dc in md_dcs
+    }
+    dc_share_p = {
+        dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if p.datacenter == dc)
+        for dc in p_dcs
+    }
+    # WAN links: flows from every P datacenter to every MD datacenter. Every request's
+    # payload counts, the singular path's too: its transfer starts before RLD finishes it.
+    wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
+    wan_queueing = {}  # (p_dc, md_dc) -> the part of it other flows add (mean, random)
+    link_util: dict[tuple[str, str], float] = {}
+    for pdc in p_dcs:
+        for mdc in md_dcs:
+            if pdc == mdc:
+                # inside one datacenter: RDMA at the sending (prefill) chip's NIC
+                nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
+                wan_time[(pdc, mdc)] = rdma_transfer_s(m.payload, nic_bytes_per_s=nic)
+                wan_queueing[(pdc, mdc)] = np.zeros_like(m.payload)
+                continue
+            link, choice = _link(s, fleet, pdc, mdc)
+            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ m.payload)
+            link_util[(pdc, mdc)] = flow / goodput  # links are full duplex: one direction
+    for pdc in p_dcs:
+        for mdc in md_dcs:
+            if pdc == mdc:
+                continue
+            link, choice = _link(s, fleet, pdc, mdc)
+            u = link_util[(pdc, mdc)]
+            share = link_bytes_per_s(choice.gbps, link.tcp_efficiency) * max(0.0, 1.0 - u)
+            rtt = link.rtt_ms * units.MS
+            # the transfer, then the first token's trip back to the user's side
+            wan = wan_transfer_s_many(m.payload, rtt_s=rtt, share_bytes_per_s=share)
+            wan_time[(pdc, mdc)] = wan + rtt / 2
+            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+            wan_queueing[(pdc, mdc)] = wan_queueing_mean_s(
+                m.payload, goodput_bytes_per_s=goodput, utilization=u
+            )
+    interval = s.workload.turn_interval_s
+    if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
+        context = float(w @ m.rdma_bytes)
+        for b in md_dcs:
+            gpus = sum(p.instances * p.gpus_per_instance for p, _ in pools_m if p.datacenter == b)
+            held = gpus * fleet.md_cache_gb_per_gpu * units.GB
+            need = session_working_set_bytes(lam * dc_share_md[b], interval, context)
+            if need > held * (1 + 1e-9):
+                failures.append(
+                    f"decode-side cache in {b} holds {held / units.GB:,.0f} GB; the open "
+                    f"sessions' contexts need {need / units.GB:,.0f} GB"
+                )
+    for (a, b), u in link_util.items():
+        if u > m.link_max:
+            failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")
+    # RLD: eager tokens while the WAN transfer runs (at the TPOT pace), or the whole output
+    # on the singular path
+    mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
+    eager = np.minimum(m.out, np.ceil(mean_wan / m.tpot_s))
+    rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
+    r_util: list[float] = []
+    if bool((relay | singular).any()):
+        if not pools_r:
+            raise InputError(
+                f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
+            )
+        r_caps = np.array(
+            [
+                pool.instances * b / t if b else 0.0
+                for (pool, _), (b, t) in zip(pools_r, m.rld_points, strict=True)
+            ]
+        )
+        if r_caps.sum() == 0:
+            failures.append("relay decode cannot meet TPOT at any batch")
+            r_caps = np.ones(len(pools_r))
+        load = lam * float(w @ rld_tokens_per_req)
+        r_util = [load / r_caps.sum()] * len(r_caps)  # traffic splits by capacity
+    else:
+        r_util = [0.0 for _ in pools_r]
+    # MD load: its tokens plus the extend steps that stall it
+    md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
+    above = fleet.handoff.catch_up_above_tokens
+    eager = np.where(relay, rld_tokens_per_req, 0.0)  # handed to MD (singular: never)
+    catch_up = eager > above if above is not None else np.zeros_like(relay)
+    chunk = fleet.handoff.chunk_tokens
+    stalls = np.where(eager > 0, np.where(catch_up, np.ceil(eager / chunk), 1.0), 0.0)
+    m_util, stall_rate_steps, stall_sizes = [], [], []
+    for i, (pool, _inst) in enumerate(pools_m):
+        batch, step = md_points[i]
+        lam_i = lam * md_share[i]
+        token_time = lam_i * float(w @ md_tokens_per_req) * step / max(batch, 1)
+        stall_s = m.stall_seconds(i, eager, catch_up)
+        stall_time = lam_i * float(w @ (stalls * stall_s))
+        m_util.append((token_time + stall_time) / pool.instances)
+        # fraction of this pool's steps that carry a stall, by stall size
+        stall_rate_steps.append(lam_i / pool.instances * w * stalls * step)
+        stall_sizes.append(stall_s)
+    # TPOT: the P99 inter-token gap, stalls included
+    step_md = max(t for _, t in md_points.values())
+    tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
+    if tpot_p99 > m.tpot_s * (1 + 1e-9):
+        failures.append(f"TPOT P99 {tpot_p99 / units.MS:.1f} ms above {s.sla.tpot_ms:g} ms")
+    for (pool, _), u in zip(pools_p + pools_r + pools_m, p_util + r_util + m_util, strict=True):
+        if u > m.rho_max:
+            failures.append(
+                f"{pool.role} {pool.chip} in {pool.datacenter} busy {u:.0%} above {m.rho_max:.0%}"
+            )
+    # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
+    first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
+    rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
+    rest, extra = {}, {}
+    for a in p_dcs:
+        for b in md_dcs:
+            queueing = wan_queueing[(a, b)]
+            with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+                fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
+            rest[(a, b)] = np.where(direct, fixed, rdma) + first_token
+            extra[(a, b)] = np.where(direct, queueing, 0.0)
+    svc_mean = [float(w @ svc) for svc in m.p_svc]
+    svc_cv2 = [
+        float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
+    ]
+
+    loaded = [
+        loaded_prefill_latency(
+            figures,
+            w,
+            groups=inst.attention_groups,
+            utilization=min(p_util[j], 1.0),
+            instances=pool.instances,
+            passes=m.p_passes[j],
+        )
+        for j, ((pool, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
+    ]
+
+    def ttft_tail(T: float) -> float:
+        total = 0.0
+        for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
+            a = pool.datacenter
+            alone = m.p_figures[j].latency
+            for b in md_dcs:
+                tail = prefill_wait_tail(
+                    T - alone - rest[(a, b)],
+                    instances=pool.instances,
+                    groups=pools_p[j][1].attention_groups,
+                    utilization=min(p_util[j], 1.0),
+                    mean_service_s=svc_mean[j],
+                    service_cv2=svc_cv2[j],
+                    extra_mean_s=extra[(a, b)],
+                    company_mean_s=lat.mean_s - alone,
+                    company_var_s2=lat.var_s2,
+                )
+                total += share * dc_share_md[b] * float(w @ tail)
+        return total
+
+    tails = []
+    for (q, budget), bound in zip(TAIL_BUDGETS, (s.sla.ttft_p90_s, s.sla.ttft_p99_s), strict=True):
+        tails.append(ttft_tail(bound))
+        if tails[-1] > budget + 1e-12:
+            failures.append(
+                f"TTFT P{q * 100:.0f} above {bound:g} s ({tails[-1]:.2%} of requests, "
+                f"budget {budget:.0%})"
+            )
+    tail90, tail99 = tails
+    return _State(
+        not failures,
+        failures,
+        tail90,
+        tail99,
+        ttft_tail,
+        tpot_p99,
+        step_md,
+        p_util + r_util + m_util,
+        link_util,
+        float(w @ md_tokens_per_req),
+        float(w @ rld_tokens_per_req),
+        md_points,
+    )
+
+
+def _link(s: Scenario, fleet: Fleet, a: str, b: str):
+    pair = {a, b}
+    link = next((x for x in s.links if set(x.between) == pair), None)
+    choice = next((x for x in fleet.links if set(x.between) == pair), None)
+    if link is None:
+        raise InputError(
+            f"fleet {fleet.name}: datacenters {a} and {b} have no link in the scenario"
+        )
+    if choice is None:
+        raise InputError(f"fleet {fleet.name}: links: no bandwidth chosen between {a} and {b}")
+    return link, choice
+
+
+# --- the public entry point -------------------------------------------------------------------
+def evaluate(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    demand_rps: float | None = None,
+    memo: dict | None = None,
+) -> Evaluation:
+    """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring).
+    ``memo``, a dict kept across calls on the same scenario, saves recomputing the classes
+    and each pool's per-class prefill times."""
+    m = fleet_model(scenario, hardware, models, fleet, memo)
+    demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
+    routing = fleet.routing or _best_routing(m)
+    capacity = _capacity(m, routing)
+    at_demand = _state(m, demand, routing)
+    notes: list[str] = []
+    if capacity == 0.0:
+        status = "sla_infeasible"
+        notes += _state(m, 1e-9, routing).failures
+    elif capacity + 1e-9 < demand:
+        status = "below_demand"
+    else:
+        status = "ok"
+    if capacity > 0:
+        binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
+    else:
+        binding = list(notes)
+    return _report(m, fleet, routing, demand, capacity, at_demand, status, binding, notes)
+
+
+def meets_sla(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    rate_rps: float,
+    *,
+    memo: dict | None = None,
+) -> bool:
+    """Whether ``fleet`` (with its routing, or the best threshold) serves ``rate_rps``
+    within every limit."""
+    m = fleet_model(scenario, hardware, models, fleet, memo)
+    return _state(m, rate_rps, fleet.routing or _best_routing(m)).ok
+
+
+def sla_capacity(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    memo: dict | None = None,
+    served_rps: float = 0.0,
+) -> float:
+    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``).
+    ``served_rps``, a rate the caller knows the fleet serves, shortens the search."""
+    m = fleet_model(scenario, hardware, models, fleet, memo)
+    return _capacity(m, fleet.routing or _best_routing(m), served_rps)
+
+
+def cost_and_capacity(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    fleet: Fleet,
+    *,
+    memo: dict | None = None,
+) -> tuple[float | None, float]:
+    """Only the cost per hour and the SLA capacity of ``fleet`` (what ``evaluate`` reports as
+    ``cost_per_hour_usd`` and ``sla_capacity_rps``), without the TTFT percentiles and the
+    binding limits, which take longer than both."""
+    m = fleet_model(scenario, hardware, models, fleet, memo)
+    demand = scenario.workload.arrival_rps or 0.0
+    routing = fleet.routing or _best_routing(m)
+    capacity = _capacity(m, routing)
+    return _priced(m, fleet, _state(m, demand, routing)).total, capacity
+
+
+def _capacity(m: FleetModel, routing: Routing, served_rps: float = 0.0) -> float:
+    """The largest arrival rate whose state is within every limit (0 if none): doubling
+    from 1 req/s (or from ``served_rps`` when that rate is within them) until a rate is
+    not, then bisection."""
+    lo, hi = 0.0, 1.0
+    if served_rps > 0 and _state(m, served_rps, routing).ok:
+        lo, hi = served_rps, 2 * served_rps
+    elif not _state(m, 1e-9, routing).ok:
+        return 0.0
+    while _state(m, hi, routing).ok:
+        lo, hi = hi, 2 * hi
+        if hi > MAX_RATE_RPS:
+            return math.inf
+    for _ in range(BISECT_STEPS):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _state(m, mid, routing).ok else (lo, mid)
+        if hi - lo <= 1e-6 * max(hi, 1e-9):
+            break
+    return lo
+
+
+def _best_routing(m: FleetModel) -> Routing:
+    """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties go to
+    the threshold that relays the fewest requests. Candidates: relay nothing, then each
+    class's payload as the cut (classes above it relay), down to 0 (relay everything)."""
+    if not m.roles["relay_decode"]:
+        return Routing()
+    payloads_mb = sorted({float(x) for x in m.payload / 1e6}, reverse=True)
+    best = (-1.0, Routing())
+    for cut in [None, *payloads_mb, 0.0]:
+        routing = Routing(relay_above_mb=cut)
+        capacity = _capacity(m, routing)
+        if capacity > best[0] + 1e-9:
+            best = (capacity, routing)
+    return best[1]
+
+
+def _priced(m: FleetModel, fleet: Fleet, st: _State):
+    """The fleet's cost, its links' egress billed on their flows in state ``st``."""
+    flows = {}
+    for choice in fleet.links:
+        a, b = choice.between
+        link, _ = _link(m.s, fleet, a, b)
+        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
+        flows[frozenset(choice.between)] = util * link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+    return fleet_cost(m.s, m.hw, fleet, flows)
+
+
+def _report(
+    m: FleetModel,
+    fleet: Fleet,
+    routing: Routing,
+    demand: float,
+    capacity: float,
+    st: _State,
+    status: str,
+    binding: list[str],
+    notes: list[str],
+) -> Evaluation:
+    s, hw = m.s, m.hw
+    pools: list[PoolResult] = []
+    priced = _priced(m, fleet, st)
+    pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
+    order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
+    for pool, _ in order:
+        unit = hw.chips[pool.chip].purchase_unit_gpus
+        if (pool.gpus_per_instance * pool.instances) % unit:
+            notes.append(
+                f"{pool.role} uses {pool.gpus_per_instance * pool.instances} {pool.chip}, "
+                f"not a multiple of its purchase unit ({unit} GPUs)"
+            )
+    for i, ((pool, inst), util) in enumerate(zip(order, st.pool_util, strict=True)):
+        gpus = pool.instances * pool.gpus_per_instance
+        pool_cost = pool_costs[id(pool)]
+        md_index = i - len(m.roles["prefill"]) - len(m.roles["relay_decode"])
+        batch, step = (
+            st.decode_points.get(md_index, (None, None)) if md_index >= 0 else (None, None)
+        )
+        pools.append(
+            PoolResult(
+                pool.datacenter,
+                pool.role,
+                pool.chip,
+                inst.layout.label,
+                pool.gpus_per_instance,
+                pool.instances,
+                gpus,
+                pool_cost,
+                util,
+                batch,
+                step / units.MS if step else None,
+            )
+        )
+    links = []
+    for choice, link_cost in zip(fleet.links, priced.links, strict=True):
+        a, b = choice.between
+        util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
+        links.append(LinkResult((a, b), choice.gbps, util, link_cost))
+    if priced.missing:
+        notes.append(
+            f"no price for {', '.join(priced.missing)}: set prices_usd_per_gpu_hour (rent) "
+            "or gpu_purchase (buy) in the scenario"
+        )
+    cost_value = priced.total
+    direct, relay, singular = m.pipelines(routing)
+    w, out = m.w, m.out
+    out_tokens = float(w @ out)
+    pipelines = {
+        name: {"requests": float(w @ mask), "output_tokens": float(w @ (mask * out)) / out_tokens}
+        for name, mask in (("p_md", direct), ("p_rld_md", relay), ("singular", singular))
+    }
+    hi = s.sla.ttft_p99_s
+    ttft = {
+        f"p{int(q * 100)}": percentile(st.ttft_tail, q, hi, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
+        for q in (0.5, 0.9, 0.99)
+    }
+    per_million = None
+    if cost_value is not None and demand > 0:
+        per_million = cost_value / (demand * out_tokens * 3600) * 1e6
+    return Evaluation(
+        fleet=fleet.name,
+        status=status,
+        demand_rps=demand,
+        sla_capacity_rps=capacity,
+        cost_per_hour_usd=cost_value,
+        bcr=capacity / cost_value if cost_value else None,
+        usd_per_million_output_tokens=per_million,
+        ttft_s=ttft,
+        tpot_ms={"step": st.step_md_s / units.MS, "p99": st.tpot_p99_s / units.MS},
+        pools=pools,
+        links=links,
+        routing={
+            "relay_above_mb": routing.relay_above_mb,
+            "singular_max_output_tokens": routing.singular_max_output_tokens,
+            "catch_up_above_tokens": fleet.handoff.catch_up_above_tokens,
+            "chunk_tokens": fleet.handoff.chunk_tokens,
+        },
+        pipelines=pipelines,
+        rld_token_share=st.rld_tokens / out_tokens,
+        binding=binding,
+        price_basis=priced.basis,
+        owned_gpus=sum(priced.owned_gpus),
+        md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
+        notes=notes,
+        ttft_over_p99_bound=st.tail99,
+    )

@@ -1,0 +1,588 @@
+"""Per-instance analytic performance: parallel layout, prefill passes, decode steps, the
+largest batch, and KV transfer sizes.
+
+An *instance* is ``g`` GPUs of one chip that together hold the weights. Every time is a
+roofline ``max(compute, memory)`` plus collectives plus a fixed overhead:
+
+- compute = FLOPs on the busiest GPU / (peak x mfu)
+- memory  = bytes the busiest GPU reads / (HBM bandwidth x efficiency)
+- collectives = ring all-reduce / all-to-all volume / (link x efficiency) + latency, on the
+  scale-up link when the group fits one scale-up domain, otherwise on the (slower) NIC.
+
+All quantities are SI (bytes, seconds, FLOP/s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pddplan import units
+from pddplan.errors import WeightsDoNotFitError
+from pddplan.model.kv import KvModel, greater, lesser
+from pddplan.spec.calibration import Calibration
+from pddplan.spec.hardware import ChipSpec
+from pddplan.spec.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
+
+ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
+"""Activations exchanged by collectives are BF16."""
+DISPATCH_BYTES_LOW_PRECISION = units.DTYPE_BYTES["fp8"]
+"""FP8/FP4 models dispatch tokens to experts in FP8 and combine in BF16 (DeepSeek-V3
+technical report, arXiv 2412.19437, section 3.3; DeepEP)."""
+MAX_BATCH_SEARCH = 1 << 20
+"""Upper end of the batch-size search (sequences per instance)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How an instance's ``gpus`` split the model.
+
+    Dense models use tensor parallelism over all GPUs. MoE models spread routed experts over
+    all GPUs (expert parallelism, ``ep``) and keep the dense parts tensor-parallel inside one
+    scale-up domain; MLA / compressed-attention models run attention data-parallel
+    (``attn_tp`` = 1, attention weights replicated) because one latent per token cannot be
+    split by head.
+    """
+
+    gpus: int
+    attn_tp: int
+    dense_tp: int
+    ep: int
+
+    @property
+    def label(self) -> str:
+        if self.ep == 1:
+            return f"TP{self.dense_tp}"
+        groups = self.gpus // self.attn_tp  # attention data-parallel groups
+        if self.attn_tp == 1:
+            attn = f"DP{groups}"
+        else:
+            attn = f"TP{self.attn_tp}" if groups == 1 else f"DP{groups}xTP{self.attn_tp}"
+        return f"{attn}+EP{self.ep}"
+
+
+def layout_for(model: ModelSpec, chip: ChipSpec, gpus: int) -> Layout:
+    """The parallel layout of ``gpus`` GPUs of ``chip`` for ``model`` (see ``Layout``)."""
+    if gpus < 1:
+        raise ValueError(f"gpus must be >= 1, got {gpus}")
+    if not model.is_moe:
+        return Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
+    inside = min(gpus, chip.scaleup_domain_gpus)
+    if model.attention in ("mla", "compressed"):
+        attn_tp = 1
+    else:  # no wider than the KV heads (wider only replicates KV); a power of two
+        attn_tp = 1 << (min(inside, model.num_key_value_heads).bit_length() - 1)
+    return Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A model on ``layout.gpus`` GPUs of one chip, with its calibration. Build with
+    ``make_instance``, which refuses sizes that cannot hold the weights."""
+
+    model: ModelSpec
+    chip: ChipSpec
+    layout: Layout
+    cal: Calibration
+    kv: KvModel
+    weight_dtype: Dtype
+    """Dtype of the non-expert weights."""
+    expert_weight_dtype: Dtype
+    params: ParamBreakdown
+    # constants of the cost functions, computed once (they run millions of times in a
+    # simulation): dense peak FLOP/s, HBM and host-link bytes/s, KV copies
+    _peak: float = field(init=False, repr=False, compare=False)
+    _hbm_rate: float = field(init=False, repr=False, compare=False)
+    _host_rate: float = field(init=False, repr=False, compare=False)
+    _kv_copies: float = field(init=False, repr=False, compare=False)
+    _by_batch: dict[int, tuple[float, float]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """``decode_step_s``'s terms that depend on a whole-number batch alone (weights read,
+    collectives): a simulation asks for the same batches at many contexts."""
+
+    def __post_init__(self) -> None:
+        dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
+        lay = self.layout
+        constants = {
+            "_peak": self.chip.peak_flops(dtype),
+            "_hbm_rate": self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency,
+            "_host_rate": self.chip.host_link_bytes_per_s,
+            "_kv_copies": lay.attn_tp / min(lay.attn_tp, self.kv.splittable_heads),
+        }
+        for name, value in constants.items():
+            object.__setattr__(self, name, value)
+
+    # --- memory -----------------------------------------------------------------------------
+    def _bytes(self, params: float, *, expert: bool = False) -> float:
+        dtype = self.expert_weight_dtype if expert else self.weight_dtype
+        return params * units.DTYPE_BYTES[dtype]
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        """Weights one GPU stores (the largest share, where parts are replicated)."""
+        p, lay = self.params, self.layout
+        return (
+            self._bytes(p.attention) / lay.attn_tp
+            + self._bytes(p.dense_mlp) / lay.dense_tp
+            + self._bytes(p.embeddings + p.read_other + p.stored_other) / lay.gpus
+            + self._bytes(p.routed_experts, expert=True) / lay.ep
+        )
+
+    @property
+    def usable_hbm_per_gpu(self) -> float:
+        return self.chip.hbm_bytes * self.cal.knobs.hbm_usable_fraction
+
+    @property
+    def kv_replication(self) -> float:
+        """Copies of each KV entry: tensor parallelism wider than the KV heads replicates."""
+        return self._kv_copies
+
+    def kv_capacity_bytes(self, reserved_bytes: float = 0.0) -> float:
+        """Instance-wide HBM left for (unreplicated) KV after weights and a reservation."""
+        free = self.layout.gpus * (self.usable_hbm_per_gpu - self.weight_bytes_per_gpu)
+        return max(0.0, free - reserved_bytes) / self.kv_replication
+
+    # --- the roofline pieces ----------------------------------------------------------------
+    def _link(self, group: int) -> tuple[float, float]:
+        """(bytes/s, latency s) of the slowest link a group of ``group`` GPUs spans."""
+        eff = self.cal.efficiency
+        if group <= self.chip.scaleup_domain_gpus:
+            bw, lat = self.chip.scaleup_bytes_per_s, eff.scaleup_latency_us * units.US
+        else:
+            bw, lat = self.chip.nic_bytes_per_s, eff.scaleout_latency_us * units.US
+        return bw * eff.collective_efficiency, lat
+
+    def _experts_touched_per_gpu(self, tokens: float) -> float:
+        """Routed experts the busiest GPU reads per MoE layer when ``tokens`` tokens route.
+
+        Expected distinct experts hit by ``tokens`` tokens with top-k of E is
+        ``E x (1 - (1 - k/E)^tokens)``; the busiest of ``ep`` GPUs sees ``ep_imbalance``
+        times its even share, capped at the experts it hosts.
+        """
+        m = self.model
+        e, k = m.n_routed_experts, m.num_experts_per_tok
+        hosted = e / self.layout.ep  # type: ignore[operator]
+        share = hosted * (1.0 - (1.0 - k / e) ** tokens)  # type: ignore[operator]
+        return lesser(hosted, share * self.cal.knobs.ep_imbalance)
+
+    def _weights_read_per_gpu(self, tokens: float) -> float:
+        p, lay, m = self.params, self.layout, self.model
+        read = (
+            self._bytes(p.attention) / lay.attn_tp
+            + self._bytes(p.dense_mlp) / lay.dense_tp
+            + self._bytes(m.vocab_size * m.hidden_size + p.read_other) / lay.gpus  # LM head;
+        )  # the input embedding is a row gather, negligible next to the matrices
+        if m.is_moe:
+            expert = 3 * m.hidden_size * m.moe_intermediate_size  # type: ignore[operator]
+            touched = self._experts_touched_per_gpu(tokens)
+            read += m.moe_layers * touched * self._bytes(expert, expert=True)
+        return read
+
+    def _compute_s(self, tokens: float, attn_flops: float, mfu: float, *, groups: float) -> float:
+        """Seconds of math on the busiest GPU for ``tokens`` tokens plus ``attn_flops`` of
+        attention scores. Layers run one after another: attention (projections and scores),
+        the dense MLPs, then the routed experts. With many requests every part spreads over
+        all GPUs; a request ``alone`` keeps its attention on one attention group
+        (``attn_tp`` GPUs: one rank under data-parallel attention) and its dense MLPs on one
+        tensor-parallel group, while its experts still spread over all GPUs. ``groups`` says
+        how many attention groups a request's attention is charged over (1: alone; the
+        instance's ``attention_groups``: spread over every GPU); its dense MLPs spread over
+        as many GPUs, and at least one tensor-parallel group."""
+        p, lay = self.params, self.layout
+        active = self.model.active_params_b * 1e9
+        attention = 2 * tokens * p.attention + attn_flops
+        dense = 2 * tokens * max(0.0, active - p.routed_active - p.attention)
+        experts = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
+        attn_gpus = lay.attn_tp * groups
+        dense_gpus = lesser(greater(attn_gpus, lay.dense_tp), lay.gpus)
+        per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
+        return per_gpu / (self._peak * mfu)
+
+    def _collectives_s(self, tokens: float) -> tuple[float, float]:
+        """(volume seconds, latency seconds) of collectives in one pass over ``tokens``."""
+        m, lay = self.model, self.layout
+        volume = latency = 0.0
+        if lay.attn_tp > 1:  # one all-reduce after attention per layer
+            v, lat = self._allreduce_s(tokens, lay.attn_tp)
+            volume, latency = volume + m.num_hidden_layers * v, latency + m.num_hidden_layers * lat
+        dense_layers = m.first_k_dense_replace if m.is_moe else m.num_hidden_layers
+        if lay.dense_tp > 1 and dense_layers:  # one all-reduce after each dense MLP
+            v, lat = self._allreduce_s(tokens, lay.dense_tp)
+            volume, latency = volume + dense_layers * v, latency + dense_layers * lat
+        if lay.ep > 1:  # dispatch + combine per MoE layer
+            v, lat = self._all_to_all_s(tokens)
+            volume, latency = volume + m.moe_layers * v, latency + m.moe_layers * 2 * lat
+        keep = 1.0 - self.cal.knobs.comm_overlap
+        return volume * keep, latency * keep
+
+    def _all_to_all_s(self, tokens: float) -> tuple[float, float]:
+        """(volume seconds, latency of one collective) of one MoE layer's dispatch + combine.
+
+        Each token goes to ``k`` experts: dispatch in the weights' dtype (FP8 for FP8 models,
+        as DeepSeek-V3 does), combine in BF16. Inside one scale-up domain every remote expert
+        costs a copy. Across nodes the NIC carries one copy per remote *node* holding any of
+        the token's experts, forwarded inside the node over the scale-up link (DeepEP's
+        hierarchical kernels); the two links work in parallel, so the slower one sets the time.
+        """
+        m, lay, chip = self.model, self.layout, self.chip
+        k, ep, h = m.num_experts_per_tok, lay.ep, m.hidden_size
+        low = self.weight_dtype in ("fp8", "fp4")
+        per_copy = h * (
+            (DISPATCH_BYTES_LOW_PRECISION if low else ACTIVATION_BYTES) + ACTIVATION_BYTES
+        )
+        tokens_per_gpu = tokens / lay.gpus * self.cal.knobs.ep_imbalance
+        eff = self.cal.efficiency.collective_efficiency
+        scaleup_bw = chip.scaleup_bytes_per_s * eff
+        inside = min(ep, chip.scaleup_domain_gpus)
+        local_copies = k * (inside - 1) / ep  # type: ignore[operator]
+        if ep <= chip.scaleup_domain_gpus:
+            lat = self.cal.efficiency.scaleup_latency_us * units.US
+            return tokens_per_gpu * local_copies * per_copy / scaleup_bw, lat
+        nodes = ep / chip.scaleup_domain_gpus
+        remote_nodes = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)  # type: ignore[operator]
+        nic_s = tokens_per_gpu * remote_nodes * per_copy / (chip.nic_bytes_per_s * eff)
+        forward_s = tokens_per_gpu * k * per_copy / scaleup_bw  # type: ignore[operator]
+        return greater(nic_s, forward_s), self.cal.efficiency.scaleout_latency_us * units.US
+
+    def _allreduce_s(self, tokens: float, group: int) -> tuple[float, float]:
+        """Ring all-reduce of the activations of ``tokens`` tokens in a TP group."""
+        bw, lat = self._link(group)
+        tokens_per_group = tokens * group / self.layout.gpus
+        msg = tokens_per_group * self.model.hidden_size * ACTIVATION_BYTES
+        return 2 * (group - 1) / group * msg / bw, lat
+
+    # --- decode -----------------------------------------------------------------------------
+    def decode_step_s(self, batch: float, context_tokens: float) -> float:
+        """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
+        eff, lay = self.cal.efficiency, self.layout
+        whole = type(batch) is int
+        terms = self._by_batch.get(batch) if whole else None  # type: ignore[call-overload]
+        if terms is None:
+            terms = (self._weights_read_per_gpu(batch), sum(self._collectives_s(batch)))
+            if whole:
+                self._by_batch[batch] = terms  # type: ignore[index]
+        weights, collectives = terms
+        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies
+        mem_bytes = weights + kv_read / lay.gpus
+        memory = mem_bytes / self._hbm_rate
+        attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
+        compute = self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
+        return max(memory, compute) + collectives + eff.step_overhead_ms * units.MS
+
+    def max_batch(
+        self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0
+    ) -> int:
+        """Largest batch whose KV fits HBM (after weights and ``reserved_bytes``) and, when
+        ``tpot_s`` is given, whose decode step takes at most ``tpot_s``. 0 if none."""
+        per_seq = self.kv.resident_bytes(context_tokens)
+        by_memory = int(min(self.kv_capacity_bytes(reserved_bytes) // per_seq, MAX_BATCH_SEARCH))
+        if tpot_s is None or by_memory == 0:
+            return by_memory
+        if self.decode_step_s(1, context_tokens) > tpot_s:
+            return 0
+        lo, hi = 1, by_memory  # step time is non-decreasing in batch: bisect
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.decode_step_s(mid, context_tokens) <= tpot_s:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    # --- prefill ----------------------------------------------------------------------------
+    def _pass_cost(
+        self,
+        new_tokens: float,
+        prefix_tokens: float,
+        share: float,
+        host_tokens: float = 0.0,
+        *,
+        groups: ArrayLike,
+    ) -> _Cost:
+        """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
+
+        Attention reads the KV of the whole context up to the chunk's end (the prefix's, and
+        the chunk's own, written then read). ``share`` is the fraction of one pass's fixed
+        costs (weight read, collective latency, overhead) the chunk carries; 1 means the
+        chunk runs alone. ``groups`` is the number of attention groups (data-parallel
+        attention ranks) the chunk's attention and KV reads are charged over: 1 alone, all
+        of them when every group is busy with requests like it. ``host_tokens`` cached
+        tokens are first loaded from host memory (``prefix_cache: host``).
+        """
+        eff = self.cal.efficiency
+        gpus = self.layout.attn_tp * groups  # who reads this request's KV
+        ctx_mean = prefix_tokens + new_tokens / 2
+        attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
+        kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self._kv_copies / gpus
+        host = self.kv.resident_bytes(host_tokens) * self._kv_copies / gpus
+        if isinstance(host_tokens, np.ndarray):
+            host = np.where(host_tokens > 0, host, 0.0)
+        elif not host_tokens:
+            host = 0.0
+        volume, latency = self._collectives_s(new_tokens)
+        return _Cost(
+            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, groups=groups),
+            hbm_bytes=kv_read + share * self._weights_read_per_gpu(new_tokens / share),
+            host_bytes=host,
+            serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
+        )
+
+    def _seconds(self, cost: _Cost) -> float:
+        host = cost.host_bytes / self._host_rate
+        return (
+            greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host) + cost.serial_s
+        )
+
+    def prefill_pass_s(self, new_tokens: ArrayLike, prefix_tokens: ArrayLike) -> ArrayLike:
+        """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
+        ``prefix_tokens``. Weights are read once per pass; so is the context's KV. Takes
+        numbers or equal-shape arrays (elementwise)."""
+        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, groups=1.0))
+
+    def batched_pass_s(
+        self,
+        ranks: list[list[tuple[float, float, float]]],
+        memo: dict[float, tuple[float, float, float]] | None = None,
+    ) -> float:
+        """Seconds of one pass that carries chunks on several attention groups (ranks of
+        data-parallel attention): per busy rank, its chunks as (new tokens, tokens before
+        it, tokens first loaded from host memory). The pass reads the weights once and
+        pays one collective latency and overhead; the experts spread over every GPU and
+        the dense MLPs over the busy ranks' GPUs (at least a tensor-parallel group);
+        attention runs on each rank by itself, so the busiest rank's attention math and KV
+        reads set the pass's. One chunk on one rank is ``prefill_pass_s``. The simulator
+        prices its prefill passes with this; it passes a ``memo`` (one per instance) that
+        keeps the terms that depend on the pass's total tokens alone (collectives, weight
+        reads): full passes repeat the same totals, and those terms are most of the cost."""
+        eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self._kv_copies
+        per_token = 2 * self.params.attention
+        total = attn_sum = host_bytes = 0.0
+        load_max = load_sum = read_max = 0.0
+        for rank in ranks:
+            load = read = 0.0
+            for new, prefix, host in rank:
+                scores = new * kv.attention_flops(prefix + new / 2, prefill=True)
+                attn_sum += scores
+                load += per_token * new + scores
+                read += kv.resident_bytes(prefix + new) * repl
+                if host:
+                    host_bytes += kv.resident_bytes(host) * repl
+                total += new
+            load_max, load_sum, read_max = max(load_max, load), load_sum + load, max(read_max, read)
+        busy = len(ranks)
+        even = self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy)
+        busiest = (load_max - load_sum / busy) / lay.attn_tp / (self._peak * eff.prefill_mfu)
+        terms = memo.get(total) if memo is not None else None
+        if terms is None:
+            terms = (*self._collectives_s(total), self._weights_read_per_gpu(total))
+            if memo is not None:
+                memo[total] = terms
+        volume, latency, weights = terms
+        # ``_seconds`` of the pass's cost, spelled out (scalars: no _Cost to build)
+        hbm_s = (read_max / lay.attn_tp + weights) / self._hbm_rate
+        host_s = host_bytes / (lay.attn_tp * busy) / self._host_rate
+        return max(max(even + busiest, hbm_s), host_s) + (
+            volume + latency + eff.step_overhead_ms * units.MS
+        )
+
+    @property
+    def attention_groups(self) -> int:
+        """Attention groups (data-parallel attention ranks) of the instance."""
+        return self.layout.gpus // self.layout.attn_tp
+
+    def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
+        """The (new tokens, tokens before it) of each pass that prefills one request.
+
+        Chunks of ``prefill_chunk_tokens`` are cut back from the end of the input, so the
+        partial chunk comes first: the same number of passes as cutting from the front, and
+        a higher hit rate only ever shrinks or removes the first chunk.
+        """
+        # a full hit still computes the last token: its logits give the first output token
+        hit = min(math.floor(input_tokens * hit_rate), math.ceil(input_tokens) - 1)
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        out, end = [], float(input_tokens)
+        while end > hit:
+            start = max(float(hit), end - chunk)
+            out.append((end - start, start))
+            end = start
+        return out[::-1]
+
+    def _request_costs(
+        self, input_tokens: float, hit_rate: float, *, full_passes: bool
+    ) -> list[_Cost]:
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        host_hit = (
+            math.floor(input_tokens * hit_rate) if self.cal.knobs.prefix_cache == "host" else 0
+        )
+        costs = []
+        for i, (t, p) in enumerate(self.prefill_chunks(input_tokens, hit_rate)):
+            share = t / chunk if full_passes else 1.0
+            spread = self.attention_groups if full_passes else 1.0
+            costs.append(self._pass_cost(t, p, share, host_hit if i == 0 else 0.0, groups=spread))
+        return costs
+
+    def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:
+        """Seconds to prefill one request alone (its own passes, nothing batched with it)."""
+        return sum(
+            self._seconds(c) for c in self._request_costs(input_tokens, hit_rate, full_passes=False)
+        )
+
+    def prefill_figures(self, input_tokens: np.ndarray, hit_rates: np.ndarray) -> PrefillFigures:
+        """Per request: ``prefill_latency_s`` and ``prefill_service_s``, every pass of every
+        request costed at once, and each pass alone (the planner and the evaluator both
+        use this)."""
+        chunk = self.cal.knobs.prefill_chunk_tokens
+        host = self.cal.knobs.prefix_cache == "host"
+        new, before, owner, cached = [], [], [], []
+        for k, (length, hit) in enumerate(zip(input_tokens, hit_rates, strict=True)):
+            host_hit = math.floor(length * hit) if host else 0
+            for i, (t, p) in enumerate(self.prefill_chunks(float(length), float(hit))):
+                new.append(t)
+                before.append(p)
+                owner.append(k)
+                cached.append(host_hit if i == 0 else 0.0)
+        t, p, h = np.array(new), np.array(before), np.array(cached, dtype=float)
+        n = len(input_tokens)
+
+        def per_request(x) -> np.ndarray:
+            return np.bincount(owner, weights=np.broadcast_to(x, t.shape), minlength=n)
+
+        alone = self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0))
+        latency = per_request(alone)
+        full = self._pass_cost(t, p, t / chunk, h, groups=self.attention_groups)
+        service = self._seconds(
+            _Cost(
+                per_request(full.compute_s),
+                per_request(full.hbm_bytes),
+                per_request(full.host_bytes),
+                per_request(full.serial_s),
+            )
+        )
+        return PrefillFigures(latency, service, np.asarray(alone), np.asarray(owner, dtype=int))
+
+    def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
+        """Instance-seconds one request costs when every pass is filled to
+        ``prefill_chunk_tokens`` with requests like it: its own math and KV reads, plus its
+        token share of each pass's weight read, collective latency and overhead. Every
+        attention group (data-parallel attention rank) is busy in such passes, each with
+        requests of its own, so attention spreads over all GPUs."""
+        costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
+        return self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0)))
+
+
+class PrefillFigures(NamedTuple):
+    """Per request of a list: prefill latency alone and service time (``Instance``'s
+    ``prefill_latency_s`` and ``prefill_service_s``), and every pass that prefills them:
+    its time alone and the request it belongs to."""
+
+    latency: np.ndarray
+    service: np.ndarray
+    pass_s: np.ndarray
+    pass_owner: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    """Additive pieces of prefill work on the busiest GPU."""
+
+    compute_s: float
+    hbm_bytes: float
+    host_bytes: float
+    serial_s: float
+    """Collectives and overhead: not overlapped with the roofline terms."""
+
+    def __add__(self, other: _Cost) -> _Cost:
+        return _Cost(
+            self.compute_s + other.compute_s,
+            self.hbm_bytes + other.hbm_bytes,
+            self.host_bytes + other.host_bytes,
+            self.serial_s + other.serial_s,
+        )
+
+
+def make_instance(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    *,
+    kv_dtype: str | None = None,
+    weight_dtype: Dtype | None = None,
+) -> Instance:
+    """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
+    that does fit. ``weight_dtype`` overrides the model's dtypes (experts included)."""
+    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype)
+    if inst.weight_bytes_per_gpu > inst.usable_hbm_per_gpu:
+        smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=weight_dtype)
+        hint = (
+            f"the smallest power-of-two size that fits is {smallest} GPUs"
+            if smallest
+            else "no size up to 1024 GPUs fits (replicated parts alone exceed one GPU)"
+        )
+        dtypes = inst.weight_dtype
+        if inst.expert_weight_dtype != inst.weight_dtype:
+            dtypes += f", {inst.expert_weight_dtype} experts"
+        raise WeightsDoNotFitError(
+            f"{model.id} ({dtypes} weights) does not fit {gpus} x {chip.id} "
+            f"({inst.layout.label}): {inst.weight_bytes_per_gpu / units.GB:.1f} GB of weights "
+            f"per GPU > {inst.usable_hbm_per_gpu / units.GB:.1f} GB usable "
+            f"({chip.hbm_gb:g} GB x {cal.knobs.hbm_usable_fraction:g}); {hint}"
+        )
+    return inst
+
+
+def instance_fits(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    *,
+    weight_dtype: Dtype | None = None,
+) -> bool:
+    """Whether ``gpus`` GPUs of ``chip`` hold the model's weights."""
+    inst = _build(model, chip, gpus, cal, None, weight_dtype)
+    return inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu
+
+
+def smallest_fitting_gpus(
+    model: ModelSpec,
+    chip: ChipSpec,
+    cal: Calibration,
+    *,
+    weight_dtype: Dtype | None = None,
+    max_gpus: int = 1024,
+) -> int | None:
+    """The smallest power-of-two instance size whose per-GPU weights fit, or None."""
+    g = 1
+    while g <= max_gpus:
+        if instance_fits(model, chip, g, cal, weight_dtype=weight_dtype):
+            return g
+        g *= 2
+    return None
+
+
+def _build(
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    cal: Calibration,
+    kv_dtype: str | None,
+    weight_dtype: Dtype | None,
+) -> Instance:
+    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
+    return Instance(
+        model,
+        chip,
+        layout_for(model, chip, gpus),
+        cal,
+        kv,
+        dense_dtype,
+        expert_dtype,
+        param_breakdown(model),
+    )

@@ -1,0 +1,185 @@
+"""``pddplan solve --method enumerate``: brute force over the planner's decisions, every
+candidate scored by the evaluator (``pddplan.evaluate.evaluator``), never by the MILP's rows.
+
+A candidate is one option per role (relay decode optional), a transfer state, instance
+counts (multiples of each option's purchase step, up to its maximum), a relay cut, a
+singular cut and a catch-up cut: the same choices ``pddplan.plan.space.Space`` offers the
+MILP. Datacenter limits (GPUs, power, inventory) and the budget are checked directly.
+
+- min cost: candidates in increasing cost order; the first the evaluator finds within the
+  SLA at the demand is the optimum. Every limit is monotone in the instance counts (more
+  instances never raise a utilization, a queueing wait or a stall fraction), so a skeleton
+  (options, state, cuts) the evaluator rejects at its largest counts is skipped whole.
+- max BCR / max capacity: candidates in decreasing order of an upper bound on their
+  capacity (prefill's utilization cap, which the evaluator also enforces); the evaluator's
+  SLA capacity of each, until no bound can beat the best.
+
+It is exponential in the number of choices: meant for small scenarios and for checking the
+MILP (``tests/test_enumerate.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+from pddplan.errors import InputError
+from pddplan.evaluate.evaluator import meets_sla, sla_capacity
+from pddplan.plan.limits import within_limits
+from pddplan.plan.results import PlanResult, SolveStats
+from pddplan.plan.search import finish_plan
+from pddplan.plan.space import Choice, PoolOption, Space
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import Scenario
+
+MAX_CANDIDATES = 2_000_000
+"""Refuse to enumerate more candidates than this (use the MILP)."""
+
+
+def _counts(o: PoolOption | None) -> range:
+    if o is None:
+        return range(0, 1)
+    return range(o.unit_step, o.max_instances + 1, o.unit_step)
+
+
+def _skeletons(space: Space) -> Iterator[tuple]:
+    """(prefill, relay decode or None, main decode, state, cut, singular, catch-up)."""
+    rld_options: list[PoolOption | None] = [None, *space.options["relay_decode"]]
+    for p, r, m, st in itertools.product(
+        space.options["prefill"], rld_options, space.options["main_decode"], space.states
+    ):
+        if p.datacenter != st.p_dc or m.datacenter != st.md_dc:
+            continue
+        if st.p_chip is not None and st.p_chip != p.chip:
+            continue
+        if r is not None and r.datacenter != p.datacenter:
+            continue
+        for cut in space.cuts:
+            if (cut is None) != (r is None):
+                continue  # relaying needs RLD; an RLD pool with nothing to do is dominated
+            routers = (
+                [(space.singular_cuts[0], space.catch_up_cuts[0])]
+                if cut is None
+                else itertools.product(space.singular_cuts, space.catch_up_cuts)
+            )
+            for singular, catch_up in routers:
+                yield p, r, m, st, cut, singular, catch_up
+
+
+def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[float, int, Choice]]:
+    """Every candidate within the datacenter limits and the budget, with its cost."""
+    total = sum(
+        len(_counts(p)) * len(_counts(r)) * len(_counts(m)) for p, r, m, *_ in _skeletons(space)
+    )
+    if total > limit:
+        raise InputError(
+            f"--method enumerate: {total:,} candidates, more than {limit:,}; "
+            "use the MILP (the default) for a scenario this size"
+        )
+    out: list[tuple[float, int, Choice]] = []
+    for p, r, m, st, cut, singular, catch_up in _skeletons(space):
+        for n_p, n_r, n_m in itertools.product(_counts(p), _counts(r), _counts(m)):
+            pools = [(p, n_p), (r, n_r), (m, n_m)]
+            usage = [(o.datacenter, o.chip, o.gpus * n) for o, n in pools if o is not None]
+            if not within_limits(space.scenario, space.hw, usage):
+                continue
+            cost = st.usd_per_hour + space.pools_cost(pools)
+            if budget is not None and cost > budget:
+                continue
+            choice = Choice(
+                {"prefill": p, "relay_decode": r, "main_decode": m},
+                {"prefill": n_p, "relay_decode": n_r, "main_decode": n_m},
+                st,
+                cut,
+                singular,
+                catch_up,
+            )
+            out.append((cost, len(out), choice))
+    return out
+
+
+def _skeleton_key(c: Choice) -> tuple:
+    return (
+        tuple(None if o is None else o.key for o in c.options.values()),
+        c.state.key,
+        c.cut,
+        c.singular,
+        c.catch_up,
+    )
+
+
+def _largest(c: Choice) -> Choice:
+    """The same skeleton with every pool at its most instances."""
+    counts = {r: (o.max_instances if o is not None else 0) for r, o in c.options.items()}
+    return replace(c, instances=counts)
+
+
+def enumerate_plan(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    *,
+    objective: str | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> PlanResult:
+    """The optimum by brute force (see the module docstring)."""
+    objective = objective or scenario.objective
+    start = time.perf_counter()
+    space = Space(scenario, hardware, models)
+    budget = scenario.budget_usd_per_hour if objective == "max-capacity" else None
+    candidates = _candidates(space, budget, max_candidates)
+    demand = scenario.workload.arrival_rps or 0.0
+    memo: dict = {}
+    model_map = {space.model.id: space.model}
+    scored = 0
+    best: Choice | None = None
+
+    def fleet(c: Choice):
+        return space.fleet(c, f"{scenario.name}-plan")
+
+    if objective == "min-cost":
+        at_most: dict[tuple, bool] = {}  # skeleton -> feasible at its largest counts
+        for _, _, c in sorted(candidates, key=lambda x: (x[0], x[1])):
+            skeleton = _skeleton_key(c)
+            if skeleton not in at_most:
+                scored += 1
+                at_most[skeleton] = meets_sla(
+                    scenario, hardware, model_map, fleet(_largest(c)), demand, memo=memo
+                )
+            if not at_most[skeleton]:
+                continue
+            scored += 1
+            if meets_sla(scenario, hardware, model_map, fleet(c), demand, memo=memo):
+                best = c
+                break
+    else:
+        bounded = []
+        for cost, i, c in candidates:
+            svc = float(space.w @ space.prefill_times(c.options["prefill"])[1])
+            upper = c.instances["prefill"] * space.rho / svc
+            key = upper / cost if objective == "max-bcr" else upper
+            bounded.append((key, -cost, -i, upper, cost, c))
+        bounded.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
+        best_value = 0.0
+        for key, _, _, _, cost, c in bounded:
+            if key <= best_value:
+                break
+            scored += 1
+            capacity = sla_capacity(scenario, hardware, model_map, fleet(c), memo=memo)
+            if capacity <= 0 or (objective == "max-bcr" and capacity + 1e-9 < demand):
+                continue
+            value = capacity / cost if objective == "max-bcr" else capacity
+            if value > best_value * (1 + 1e-12):
+                best, best_value = c, value
+    stats = SolveStats(
+        objective,
+        "enumerate",
+        "optimal" if best is not None else "infeasible",
+        time.perf_counter() - start,
+        candidates=len(candidates),
+        evaluated=scored,
+    )
+    return finish_plan(space, stats, best, method="enumerate", memo=memo)

@@ -1,0 +1,386 @@
+"""Minimum instance counts at one arrival rate (``Requirements``, from ``Space.at``).
+
+Every nonlinear part of the model (queueing tails, TCP transfer times under load, the P99
+inter-token gap) is evaluated here, once per combination of choices, into the smallest
+number of instances of a pool option that meets every limit of its role, for each relay
+cut. The MILP (``pddplan.plan.milp``) and the max-BCR search's relaxation (``pddplan.plan.bounds``)
+only see these integers. Each count follows the evaluator's semantics (``docs/model.md``),
+computed here independently of ``evaluate.py``; the cross-check tests hold the two together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pddplan import units
+from pddplan.evaluate.evaluator import TAIL_BUDGETS
+from pddplan.model.kv import session_working_set_bytes
+from pddplan.model.network import (
+    link_bytes_per_s,
+    rdma_transfer_s,
+    wan_queueing_mean_s,
+    wan_transfer_s_many,
+)
+from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
+from pddplan.spec.scenario import Role
+
+if TYPE_CHECKING:
+    from pddplan.plan.space import PoolOption, Space, State
+
+
+class Requirements:
+    """Minimum instance counts at one arrival rate, per combination of choices, as arrays
+    over the relay cuts (``space.cuts``). A count above the option's ``max_instances`` (it is
+    ``max_instances + 1``) marks a combination that no allowed count makes feasible."""
+
+    def __init__(self, space: Space, rate: float) -> None:
+        self.space, self.rate = space, rate
+        self.wan: dict[str, np.ndarray] = {}
+        """Per state: each class's P->MD transfer time plus the first token's way back."""
+        self.wan_queueing: dict[str, np.ndarray] = {}
+        """Per state: the part of ``wan`` other flows add (``wan_queueing_mean_s``)."""
+        self.feasible_states: list[State] = []
+        """States whose link stays within its utilization cap at this rate."""
+        for st in space.states:
+            self.wan[st.key], u = self._wan(st)
+            self.wan_queueing[st.key] = self._queueing(st, u)
+            if u <= space.link_rho:
+                self.feasible_states.append(st)
+        self._p: dict[tuple[str, str], np.ndarray] = {}
+        self._loaded: dict[tuple[str, int, int], LoadedPrefill] = {}
+        self._r: dict[tuple[str, str], np.ndarray] = {}
+        self._m: dict[tuple[str, str], np.ndarray] = {}
+        self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
+        self._handoffs: dict[tuple[str, str, int | None], tuple[np.ndarray, np.ndarray]] = {}
+        self._tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._caches: dict[tuple[str, str], int] = {}
+
+    def _wan(self, st: State) -> tuple[np.ndarray, float]:
+        sp = self.space
+        payload = sp.payloads[st.cache]
+        if st.gbps is None:
+            nic = sp.hw.chips[st.p_chip].nic_bytes_per_s
+            return rdma_transfer_s(payload, nic_bytes_per_s=nic), 0.0
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        flow = self.rate * 1.0 * 1.0 * float(sp.w @ payload)
+        u = flow / goodput
+        share = goodput * max(0.0, 1.0 - u)
+        rtt = st.link.rtt_ms * units.MS
+        return wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
+
+    def _queueing(self, st: State, u: float) -> np.ndarray:
+        sp = self.space
+        payload = sp.payloads[st.cache]
+        if st.gbps is None:
+            return np.zeros_like(payload)
+        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        return wan_queueing_mean_s(payload, goodput_bytes_per_s=goodput, utilization=u)
+
+    @cached_property
+    def eager(self) -> dict[str, np.ndarray]:
+        """Per state: tokens RLD decodes (at the TPOT pace) while a class's KV crosses."""
+        sp = self.space
+        return {k: np.minimum(sp.out, np.ceil(v / sp.tpot_s)) for k, v in self.wan.items()}
+
+    # dominance ----------------------------------------------------------------------------
+    def undominated(self, role: Role) -> list[PoolOption]:
+        """The options of ``role`` no other option of the same role and datacenter dominates.
+
+        A dominates B when, for every combination of transfer state, singular cut, catch-up
+        cut and relay cut, A's minimum count costs no more, and uses no more GPUs and no more
+        power, than B's (a count above the maximum counts as infinite), and B's chip has no
+        GPUs owned there, or is A's chip (owned GPUs cost less than the full price compared
+        here, and a chip's cost only grows with its GPUs). Swapping B for A in any plan then
+        keeps it feasible and no dearer, so the MILP needs only the undominated options. Of
+        options equal in all three, the first by key stays."""
+        sp = self.space
+        if not self.feasible_states:
+            return list(sp.options[role])
+        inventory = {dc: set(d.inventory) for dc, d in sp.scenario.datacenters.items()}
+        figures = {}
+        for o in sp.options[role]:
+            n = np.concatenate([self._counts(o, st) for st in self.feasible_states]).astype(float)
+            n[n > o.max_instances] = np.inf
+            kw = sp.hw.chips[o.chip].tdp_w * o.gpus
+            figures[o.key] = np.stack([n * o.usd_per_instance_hour, n * o.gpus, n * kw])
+        kept = []
+        for b in sp.options[role]:
+            fb = figures[b.key]
+            dominated = any(
+                a is not b
+                and a.datacenter == b.datacenter
+                and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
+                and bool(np.all(figures[a.key] <= fb))
+                and (bool(np.any(figures[a.key] < fb)) or a.key < b.key)
+                for a in sp.options[role]
+            )
+            if not dominated:
+                kept.append(b)
+        return kept
+
+    def _counts(self, o: PoolOption, st: State) -> np.ndarray:
+        """Every minimum count of ``o`` in state ``st`` (over the other cuts), or counts
+        above the maximum where ``o`` cannot serve that state."""
+        sp = self.space
+        if o.role == "prefill":
+            if st.sent_by(o):
+                return self.prefill(o, st)
+            return np.full(len(sp.cuts), o.max_instances + 1)
+        if o.role == "relay_decode":
+            if o.datacenter == st.p_dc:
+                return np.concatenate([self.relay(o, st, x) for x in sp.singular_cuts])
+            return np.full(len(sp.cuts) * len(sp.singular_cuts), o.max_instances + 1)
+        if o.datacenter == st.md_dc:
+            return np.concatenate(
+                [self.main(o, st, x, h) for x in sp.singular_cuts for h in sp.catch_up_cuts]
+            )
+        combos = len(sp.cuts) * len(sp.singular_cuts) * len(sp.catch_up_cuts)
+        return np.full(combos, o.max_instances + 1)
+
+    # prefill ------------------------------------------------------------------------------
+    def prefill_utilization_floor(self, o: PoolOption) -> int:
+        """Smallest P count within the utilization cap (a lower bound on ``prefill``)."""
+        sp = self.space
+        svc_sum = float(sp.w @ sp.prefill_times(o)[1])
+        need = _smallest(
+            lambda n: self.rate * 1.0 * svc_sum / n <= sp.rho,
+            np.array([self.rate * svc_sum / sp.rho]),
+        )
+        return int(min(_round_up(need, o)[0], o.max_instances))
+
+    def prefill(self, o: PoolOption, st: State) -> np.ndarray:
+        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut."""
+        key = (o.key, st.key)
+        if key not in self._p:
+            self._p[key] = self._prefill(o, st)
+        return self._p[key]
+
+    def _prefill(self, o: PoolOption, st: State) -> np.ndarray:
+        sp, lam = self.space, self.rate
+        figures = sp.prefill_times(o)
+        svc = figures.service
+        svc_sum = float(sp.w @ svc)
+        cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
+        nic = sp.hw.chips[o.chip].nic_bytes_per_s
+        queueing = self.wan_queueing[st.key]
+        # the first token: one step at the bound; the link's queueing is the random part
+        with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+            fixed = np.where(np.isfinite(queueing), self.wan[st.key] - queueing, np.inf)
+        # a class's tail depends on the cut only through whether the cut relays it: rows
+        # (P90 direct, P90 relayed, P99 direct, P99 relayed), combined per cut below
+        rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic)
+        rests = np.stack([fixed, rest_relay] * 2) + sp.tpot_s
+        extra = np.stack([queueing, np.zeros_like(queueing)] * 2)
+        sla = sp.scenario.sla
+        bounds = np.array([[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]])
+        budgets = np.array([b for _, b in TAIL_BUDGETS]) + 1e-12
+        relayed = sp.relay_float[st.cache]  # cuts x classes
+        groups = o.instance.attention_groups
+
+        tried: dict[int, np.ndarray] = {}
+
+        def meets(n: int) -> np.ndarray:
+            """Per cut: whether ``n`` instances meet utilization and both tail budgets."""
+            if n not in tried:
+                tried[n] = _meets(n)
+            return tried[n]
+
+        def _meets(n: int) -> np.ndarray:
+            util = lam * 1.0 * svc_sum / n
+            if util > sp.rho:
+                return np.zeros(len(sp.cuts), dtype=bool)
+            # the same in every transfer state the option sends in: computed once
+            key = (o.chip, o.gpus, n)
+            if key not in self._loaded:
+                self._loaded[key] = loaded_prefill_latency(
+                    figures,
+                    sp.w,
+                    groups=groups,
+                    utilization=util,
+                    instances=n,
+                    passes=sp.prefill_passes(o),
+                )
+            loaded = self._loaded[key]
+            tail = prefill_wait_tail(
+                bounds - figures.latency - rests,
+                instances=n,
+                groups=groups,
+                utilization=min(util, 1.0),
+                mean_service_s=svc_sum,
+                service_cv2=cv2,
+                extra_mean_s=extra,
+                company_mean_s=loaded.mean_s - figures.latency,
+                company_var_s2=loaded.var_s2,
+            )
+            direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
+            per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)
+            return np.all(per_cut <= budgets, axis=1)
+
+        # counts found at other rates are hints (they grow with the rate): a lower rate's
+        # as the first count to try, once no fewer instances are seen to do; a higher
+        # rate's as a sign that max_instances does. Counts only grow with n, so the result
+        # is the smallest count in [cold, max_instances] either way.
+        lower, upper = sp.prefill_needs(o, st, lam)
+        need = np.full(len(sp.cuts), o.max_instances + 1)
+        todo = np.arange(len(sp.cuts))
+        if (upper > o.max_instances).any():
+            todo = todo[meets(o.max_instances)]
+        cold = max(1, math.ceil(lam * svc_sum / sp.rho) - 1)
+        n = max(cold, int(lower[todo].min())) if len(todo) else cold
+        if n > cold and meets(n - 1)[todo].any():
+            n = cold  # the hint was wrong
+        while len(todo) and n <= o.max_instances:
+            ok = meets(n)[todo]
+            need[todo[ok]] = n
+            todo = todo[~ok]
+            n += 1
+        sp.remember_prefill_needs(o, st, lam, need)
+        return _round_up(need, o)
+
+    # relay decode ---------------------------------------------------------------------------
+    def relay(self, o: PoolOption, st: State, singular: int) -> np.ndarray:
+        """Smallest RLD count for its token load, per relay cut (0 where nothing relays)."""
+        sp = self.space
+        if singular in sp.singular_cuts:
+            return self.relay_all(o, st)[sp.singular_cuts.index(singular)]
+        return self._relay(o, st, [singular])[0]
+
+    def relay_all(self, o: PoolOption, st: State) -> np.ndarray:
+        """``relay`` for every singular cut (``space.singular_cuts``): one row each."""
+        key = (o.key, st.key)
+        if key not in self._r:
+            self._r[key] = self._relay(o, st, self.space.singular_cuts)
+        return self._r[key]
+
+    def _relay(self, o: PoolOption, st: State, singulars) -> np.ndarray:
+        sp = self.space
+        # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
+        relay, eager = sp.relay_float[st.cache], self.eager[st.key]
+        tokens = [np.where(sp.out <= x, sp.out, eager) for x in singulars]
+        load = np.array([self.rate * (relay @ (sp.w * t)) for t in tokens])
+        need = _smallest(
+            lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
+            load * o.step_s / (o.batch * sp.rho),
+        )
+        relays = sp.relay_matrix[st.cache].any(axis=1)
+        return _round_up(np.where(relays, need, 0), o)
+
+    # main decode ----------------------------------------------------------------------------
+    def main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
+        """Smallest MD count for its tokens plus handoff stalls, and for the P99 inter-token
+        gap, per relay cut."""
+        combos = self._combos
+        if (singular, catch_up) in combos:
+            return self.main_all(o, st)[combos.index((singular, catch_up))]
+        return self._main(o, st, [(singular, catch_up)])[0]
+
+    def main_all(self, o: PoolOption, st: State) -> np.ndarray:
+        """``main`` for every (singular, catch-up) cut: one row each, singular cut major
+        (``space.singular_cuts`` x ``space.catch_up_cuts``)."""
+        key = (o.key, st.key)
+        if key not in self._m:
+            self._m[key] = self._main(o, st, self._combos)
+        return self._m[key]
+
+    def _handoff(self, o: PoolOption, st: State, catch_up: int | None):
+        """Per class, if relayed (not singular): MD stalls per request and seconds each."""
+        key = (o.key, st.key, catch_up)
+        if key not in self._handoffs:
+            sp = self.space
+            chunk = sp.chunk_tokens
+            eager = self.eager[st.key]
+            cu = eager > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
+            stalls = np.where(eager > 0, np.where(cu, np.ceil(eager / chunk), 1.0), 0.0)
+            stall = np.zeros(len(sp.w))
+            k = np.nonzero(eager > 0)[0]
+            tokens = np.where(cu[k], np.minimum(eager[k], chunk), eager[k])
+            stall[k] = sp.extend_pass_s(o, tokens, k)
+            self._handoffs[key] = (stalls, stall)
+        return self._handoffs[key]
+
+    def _main(self, o: PoolOption, st: State, combos: list[tuple[int, int | None]]) -> np.ndarray:
+        """``main`` for each (singular, catch-up) cut of ``combos``: one row per combination."""
+        sp, lam = self.space, self.rate
+        batch, step = sp.md_point(o, st)
+        if batch == 0:  # the cache leaves no room for a running request
+            return np.full((len(combos), len(sp.cuts)), o.max_instances + 1)
+        relay = sp.relay_float[st.cache]
+        handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the TPOT bound
+        for h in {h for _, h in combos}:
+            stalls, stall = self._handoff(o, st, h)
+            handoffs[h] = stalls, stall, stall > sp.tpot_s * (1 + 1e-9) - step
+        busy, stalled = [], []
+        for singular, catch_up in combos:
+            stalls, stall, bad = handoffs[catch_up]
+            md_tokens, w_handed = self._md_tokens(st, singular)
+            w_stalls = w_handed * stalls
+            busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
+            stalled.append(lam * step * (relay @ (w_stalls * bad)))
+        # one search for every row: utilization rows, then P99-gap rows (at most 1% of
+        # steps stalled); the search is elementwise, so stacking does not change a count
+        load = np.array(busy + stalled)
+        cap = np.repeat([sp.rho, 0.01], len(combos))[:, None]
+        n = _smallest(lambda n: load / n <= cap, load / cap)
+        n_util, n_gap = n[: len(combos)], n[len(combos) :]
+        return _round_up(np.maximum(np.maximum(n_util, n_gap), self._n_cache(o, st)), o)
+
+    def _md_tokens(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per cut, MD's tokens per request: every class's output less the relayed classes'
+        eager tokens, less all of a singular class's; and per class, its weight where MD
+        takes it over if relayed (not singular), else 0. The same for every MD option and
+        catch-up cut, so computed once per state and singular cut."""
+        key = (st.key, singular)
+        if key not in self._tokens:
+            sp = self.space
+            eager, out, w = self.eager[st.key], sp.out, sp.w
+            handed = ~(out <= singular)  # relayed classes MD takes over
+            relay = sp.relay_float[st.cache]
+            md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))
+            self._tokens[key] = (md_tokens, w * handed)
+        return self._tokens[key]
+
+    def _n_cache(self, o: PoolOption, st: State) -> int:
+        """Smallest MD count whose cache holds the open sessions (1 without a cache
+        choice); the same for every singular and catch-up cut."""
+        key = (o.key, st.key)
+        if key not in self._caches:
+            sp, lam = self.space, self.rate
+            n_cache = 1
+            interval = sp.scenario.workload.turn_interval_s
+            if st.cache_gb and interval is not None:  # the cache holds the open sessions
+                need = session_working_set_bytes(lam, interval, float(sp.w @ sp.rdma_bytes))
+                per_instance = st.cache_gb * units.GB * o.gpus
+                fits = _smallest(
+                    lambda n: need <= n * per_instance * (1 + 1e-9), [need / per_instance]
+                )
+                n_cache = int(fits[0])
+            self._caches[key] = n_cache
+        return self._caches[key]
+
+
+def _smallest(ok: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray) -> np.ndarray:
+    """Elementwise, the smallest n >= 1 with ``ok(n)`` (``ok`` monotone in n), starting from
+    ``ceil(estimate)`` and stepping by one past rounding error."""
+    n = np.maximum(np.ceil(np.asarray(estimate, dtype=float)), 1).astype(np.int64)
+    while True:
+        down = (n > 1) & ok(np.maximum(n - 1, 1))
+        if not down.any():
+            break
+        n[down] -= 1
+    while True:
+        up = ~ok(n)
+        if not up.any():
+            return n
+        n[up] += 1
+
+
+def _round_up(need: np.ndarray, o: PoolOption) -> np.ndarray:
+    """Counts rounded up to the option's purchase step; past its maximum: maximum + 1."""
+    need = np.asarray(need, dtype=int)
+    rounded = -(-need // o.unit_step) * o.unit_step
+    return np.where(rounded > o.max_instances, o.max_instances + 1, rounded)

@@ -1,0 +1,371 @@
+"""The planner's view of a scenario: every choice it may make, and what each choice needs.
+
+Choices (``Space``, independent of the arrival rate):
+
+- **pool options** per role: (datacenter, chip, GPUs per instance) where the role is allowed,
+  the weights fit, and (for decode roles) some batch meets the TPOT bound;
+- **transfer states**: where MD sits relative to P, and over what: a WAN link tier between
+  two datacenters, or RDMA inside one (then the state also names the prefill chip, whose NIC
+  sends the KV);
+- **router settings**: the relay cut (requests whose WAN payload exceeds it go through RLD),
+  the singular cut (relayed requests with at most this many output tokens finish on RLD) and
+  the catch-up cut (handoffs with more eager tokens than this catch up in chunks).
+
+At an arrival rate, ``Space.at`` evaluates every nonlinear part of the model into
+**minimum instance counts** (``pddplan.plan.counts``): the smallest number of instances of
+a pool option that meets every limit of its role, for each relay cut. The MILP
+(``pddplan.plan.milp``) only sees these integers, so nothing nonlinear reaches the solver.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from pddplan import units
+from pddplan.errors import InputError
+from pddplan.model.instance import Instance, PrefillFigures, instance_fits, make_instance
+from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
+from pddplan.model.queueing import PassOrder, pass_order
+from pddplan.plan.counts import Requirements
+from pddplan.spec.calibration import resolve_calibration
+from pddplan.spec.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import ROLES, Link, LinkTier, Role, Scenario
+from pddplan.workload.classes import md_caches, workload_classes
+
+
+class NoOptionsError(InputError):
+    """No allowed chip and size can serve a role (weights, or the TPOT bound): the scenario
+    is infeasible before any counting."""
+
+
+@dataclass(frozen=True)
+class PoolOption:
+    """Instances of ``gpus`` x ``chip`` in ``datacenter``, serving ``role``."""
+
+    role: Role
+    datacenter: str
+    chip: str
+    gpus: int
+    instance: Instance = field(repr=False, compare=False)
+    usd_per_gpu_hour: float
+    unit_step: int
+    """Instances come in multiples of this (the chip's purchase unit over ``gpus``)."""
+    max_instances: int
+    batch: int = 0
+    """Decode roles: the largest batch meeting TPOT at the planning context."""
+    step_s: float = 0.0
+
+    @cached_property
+    def key(self) -> str:
+        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}"
+
+    @property
+    def usd_per_instance_hour(self) -> float:
+        return self.usd_per_gpu_hour * self.gpus
+
+
+@dataclass(frozen=True)
+class State:
+    """How KV reaches main decode: over ``gbps`` of the link ``p_dc``-``md_dc``, or by RDMA
+    inside one datacenter from a ``p_chip`` prefill pool (``gbps`` None)."""
+
+    p_dc: str
+    md_dc: str
+    gbps: float | None = None
+    p_chip: str | None = None
+    link: Link | None = field(default=None, repr=False, compare=False)
+    usd_per_hour: float = 0.0
+    cache: int = 0
+    """Index of the decode-side cache choice (``Space.caches``)."""
+    cache_gb: float | None = None
+    """Its HBM reserve per MD GPU (None without ``md_cache`` options)."""
+    tier: LinkTier | None = field(default=None, repr=False, compare=False)
+
+    @cached_property  # a dictionary key on every count lookup
+    def key(self) -> str:
+        cache = "" if self.cache_gb is None else f".md{self.cache_gb:g}GB"
+        if self.gbps is None:
+            return f"{self.p_dc}.rdma.{self.p_chip}{cache}"
+        return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G{cache}"
+
+    def sent_by(self, o: PoolOption) -> bool:
+        """Whether prefill option ``o`` is this state's sender (in ``p_dc``, and of
+        ``p_chip`` for an RDMA state)."""
+        return o.datacenter == self.p_dc and (self.p_chip is None or self.p_chip == o.chip)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One point of the planner's decision space (what the MILP returns)."""
+
+    options: dict[Role, PoolOption | None]
+    instances: dict[Role, int]
+    state: State
+    cut: float | None
+    singular: int
+    catch_up: int | None
+
+
+class Space:
+    """Every choice the planner may make for ``scenario`` (see the module docstring)."""
+
+    def __init__(
+        self, scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
+    ) -> None:
+        self.scenario, self.hw = scenario, hardware
+        self.model = models[scenario.model]
+        self.classes = classes = workload_classes(scenario.workload)
+        self.w = np.array([c.weight for c in classes])
+        self.inp = np.array([c.input_tokens for c in classes])
+        self.out = np.array([c.output_tokens for c in classes])
+        self.hit = np.array([c.p_hit for c in classes])
+        self.caches = [(gb, np.array(h)) for gb, h in md_caches(scenario)]
+        """Decode-side cache choices: (HBM GB per MD GPU or None, each class's MD hit)."""
+        if float(self.w @ self.out) <= 0:
+            raise InputError("the workload produces no output tokens: there is nothing to decode")
+        self.tpot_s = scenario.sla.tpot_ms * units.MS
+        self.rho = scenario.search.max_utilization
+        self.link_rho = scenario.search.max_link_utilization
+        # decode operating context: token-weighted mean context (as the evaluator)
+        self.ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
+        self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
+        for role in ("prefill", "main_decode"):
+            if not self.options[role]:
+                raise NoOptionsError(
+                    f"scenario {scenario.name}: no {role} option: no allowed chip, at the "
+                    f"searched sizes {list(scenario.search.sizes())}, holds "
+                    f"{self.model.id}'s weights within the datacenter limits"
+                    + (" and meets the TPOT bound" if role == "main_decode" else "")
+                )
+        kv = self.options["main_decode"][0].instance.kv
+        self.payloads = [
+            np.array([kv.transfer_bytes(L, h) for L, h in zip(self.inp, hits, strict=True)])
+            for _, hits in self.caches
+        ]
+        """Per cache choice: each class's WAN payload (what MD's cache lacks, plus state)."""
+        self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
+        self.states = self._states()
+        self.owned: dict[tuple[str, str], tuple[int, float]] = {
+            (dc_id, chip): (n, owned_discount(scenario, hardware, dc_id, chip))
+            for dc_id, dc in scenario.datacenters.items()
+            for chip, n in dc.inventory.items()
+            if any(o.datacenter == dc_id and o.chip == chip for r in ROLES for o in self.options[r])
+        }
+        """(datacenter, chip) -> (GPUs owned there, USD per GPU-hour an owned one saves)."""
+        self.cuts = relay_cuts(np.concatenate(self.payloads))
+        self.relay_matrix = [
+            np.array([self.relayed(c, k) for c in self.cuts]) for k in range(len(self.caches))
+        ]
+        """Per cache choice: cuts x classes, which classes each cut relays."""
+        self.relay_float = [m.astype(float) for m in self.relay_matrix]
+        self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
+        """Per cut: whether it relays anything under some cache choice."""
+        self._md_points: dict[tuple[str, int], tuple[int, float]] = {}
+        search = scenario.search
+        self.singular_cuts: tuple[int, ...] = (
+            search.singular_max_output_tokens
+            if search.singular_max_output_tokens is not None
+            else default_singular_cuts(self.out)
+        )
+        self.catch_up_cuts = search.catch_up_above_tokens
+        self.chunk_tokens = search.handoff_chunk_tokens
+        self._prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
+        self._passes: dict[tuple, np.ndarray] = {}
+        self._passes_order: dict[tuple[str, int], PassOrder] = {}
+
+    # --- choices ----------------------------------------------------------------------------
+    def _options(self, role: Role) -> list[PoolOption]:
+        s, hw = self.scenario, self.hw
+        out = []
+        for dc_id, chip_id in s.chips_for(role):
+            dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
+            cal = resolve_calibration(hw, chip_id, s.calibration)
+            price = gpu_price(s, hw, chip_id, dc_id).full
+            for g in s.search.sizes():
+                if not instance_fits(self.model, chip, g, cal, weight_dtype=s.weight_dtype):
+                    continue
+                inst = make_instance(
+                    self.model, chip, g, cal, kv_dtype=s.kv_dtype, weight_dtype=s.weight_dtype
+                )
+                batch, step = 0, 0.0
+                if role != "prefill":
+                    batch = inst.max_batch(self.ctx, tpot_s=self.tpot_s)
+                    if batch == 0:
+                        continue
+                    step = inst.decode_step_s(batch, self.ctx)
+                limit_gpus = min(
+                    x for x in (dc.max_gpus, s.search.max_gpus_per_pool) if x is not None
+                )
+                unit = math.lcm(g, chip.purchase_unit_gpus) // g
+                most = (limit_gpus // g) // unit * unit
+                if most < 1:
+                    continue
+                out.append(
+                    PoolOption(role, dc_id, chip_id, g, inst, price, unit, most, batch, step)
+                )
+        return out
+
+    def _states(self) -> list[State]:
+        s = self.scenario
+        p_dcs = sorted({o.datacenter for o in self.options["prefill"]})
+        md_dcs = sorted({o.datacenter for o in self.options["main_decode"]})
+        out = []
+        for a in p_dcs:
+            for b in md_dcs:
+                if a == b:
+                    chips = sorted({o.chip for o in self.options["prefill"] if o.datacenter == a})
+                    out += [State(a, b, None, c) for c in chips]
+                    continue
+                link = next((x for x in s.links if set(x.between) == {a, b}), None)
+                if link is None:
+                    continue
+                out += [State(a, b, tier.gbps, None, link, tier=tier) for tier in link.tiers]
+        demand = s.workload.arrival_rps or 0.0
+
+        def usd_per_hour(st: State, k: int) -> float:
+            """The tier's price, its egress billed on the demand's traffic (RDMA: free)."""
+            if st.tier is None:
+                return 0.0
+            return link_usd_per_hour(st.tier, demand * float(self.w @ self.payloads[k]))
+
+        out = [
+            replace(st, cache=k, cache_gb=gb, usd_per_hour=usd_per_hour(st, k))
+            for st in out
+            for k, (gb, _) in enumerate(self.caches)
+        ]
+        if not out:
+            raise InputError(
+                f"scenario {s.name}: no prefill option is in, or linked to, the datacenter "
+                "of a main_decode option"
+            )
+        return out
+
+    def relayed(self, cut: float | None, cache: int = 0) -> np.ndarray:
+        """Classes the relay cut sends through RLD under a cache choice (same arithmetic as
+        the evaluator)."""
+        if cut is None:
+            return np.zeros_like(self.w, dtype=bool)
+        return self.payloads[cache] / 1e6 > cut
+
+    def pools_cost(self, pools: list[tuple[PoolOption | None, int]]) -> float:
+        """USD per hour of (option, instances) pools, owned GPUs at their running cost."""
+        total, used = 0.0, {}
+        for o, n in pools:
+            if o is not None:
+                total += o.usd_per_instance_hour * n
+                key = (o.datacenter, o.chip)
+                used[key] = used.get(key, 0) + o.gpus * n
+        for key, gpus in used.items():
+            if key in self.owned:
+                owned, discount = self.owned[key]
+                total -= discount * min(gpus, owned)
+        return total
+
+    def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
+        """Main decode's (batch, step seconds) on ``o`` with the HBM ``st``'s cache choice
+        reserves (batch 0: nothing fits)."""
+        if st.cache_gb is None:
+            return o.batch, o.step_s
+        key = (o.key, st.cache)
+        if key not in self._md_points:
+            reserve = st.cache_gb * units.GB * o.gpus
+            batch = o.instance.max_batch(self.ctx, tpot_s=self.tpot_s, reserved_bytes=reserve)
+            self._md_points[key] = (batch, o.instance.decode_step_s(max(batch, 1), self.ctx))
+        return self._md_points[key]
+
+    def extend_pass_s(self, o: PoolOption, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """``o``'s pass over ``tokens`` new tokens on top of classes ``k``'s inputs (an MD
+        handoff stall). Kept across rates: the eager tokens behind it change in whole
+        tokens, so most rates repeat another's."""
+        key = (o.chip, o.gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
+        if key not in self._passes:
+            self._passes[key] = o.instance.prefill_pass_s(tokens, self.inp[k])
+        return self._passes[key]
+
+    def at(self, rate_rps: float) -> Requirements:
+        """The minimum-count tables at ``rate_rps``."""
+        return Requirements(self, rate_rps)
+
+    def prefill_needs(self, o: PoolOption, st: State, rate: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per relay cut, bounds on ``o``'s minimum prefill count in state ``st`` at ``rate``
+        from the counts found at other rates (they do not decrease with the rate): the
+        nearest rate below gives the lower, the nearest above the upper
+        (``max_instances + 1``: unknown). Counts before rounding to the purchase step."""
+        found = self._prefill_needs.get((o.key, st.key), [])
+        i = bisect.bisect_left(found, rate, key=lambda e: e[0])
+        unknown = np.full(len(self.cuts), o.max_instances + 1)
+        if i < len(found) and found[i][0] == rate:
+            return found[i][1], found[i][1]
+        lower = found[i - 1][1] if i > 0 else np.ones(len(self.cuts), dtype=int)
+        upper = found[i][1] if i < len(found) else unknown
+        return lower, upper
+
+    def remember_prefill_needs(self, o: PoolOption, st: State, rate: float, need) -> None:
+        """Keep ``o``'s minimum prefill counts at ``rate`` for ``prefill_needs``."""
+        found = self._prefill_needs.setdefault((o.key, st.key), [])
+        bisect.insort(found, (rate, need), key=lambda e: e[0])
+
+    def prefill_times(self, option: PoolOption) -> PrefillFigures:
+        """Per class: the prefill latency alone and the service time, on ``option`` (and
+        each pass alone)."""
+        key = (option.chip, option.gpus)  # the same in every datacenter
+        if key not in self._prefill:
+            self._prefill[key] = option.instance.prefill_figures(self.inp, self.hit)
+        return self._prefill[key]
+
+    def prefill_passes(self, option: PoolOption) -> PassOrder:
+        """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
+        key = (option.chip, option.gpus)
+        if key not in self._passes_order:
+            self._passes_order[key] = pass_order(self.prefill_times(option), self.w)
+        return self._passes_order[key]
+
+    def fleet(self, choice: Choice, name: str) -> Fleet:
+        """The deployment a choice describes (pools with instances, the link, the router)."""
+        pools = [
+            Pool(
+                datacenter=o.datacenter,
+                role=o.role,
+                chip=o.chip,
+                gpus_per_instance=o.gpus,
+                instances=choice.instances[role],
+            )
+            for role, o in choice.options.items()
+            if o is not None and choice.instances[role] > 0
+        ]
+        links = ()
+        if choice.state.gbps is not None:
+            links = (LinkChoice(between=choice.state.link.between, gbps=choice.state.gbps),)
+        return Fleet(
+            name=name,
+            pools=tuple(pools),
+            links=links,
+            routing=Routing(relay_above_mb=choice.cut, singular_max_output_tokens=choice.singular),
+            handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
+            md_cache_gb_per_gpu=choice.state.cache_gb,
+        )
+
+
+def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
+    """Candidate relay thresholds in MB: None (relay nothing), then each distinct payload
+    below the largest (relaying every class above it), then 0 (relay everything). Relaying
+    is therefore monotone in the WAN payload: a threshold rule a router can apply."""
+    distinct = sorted({float(x) for x in payload_bytes / 1e6}, reverse=True)
+    cuts: list[float | None] = [None, *distinct[1:]]
+    if distinct[-1] > 0:
+        cuts.append(0.0)
+    return cuts
+
+
+def default_singular_cuts(out_tokens: np.ndarray) -> tuple[int, ...]:
+    """0 (no singular path) and the two shortest output classes, rounded up."""
+    shortest = sorted({math.ceil(x) for x in out_tokens})[:2]
+    return (0, *(x for x in shortest if x > 0))

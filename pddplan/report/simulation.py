@@ -1,0 +1,153 @@
+"""Rich renderables for ``pddplan simulate`` and ``pddplan solve --verify`` (the report
+layer, like ``pddplan.report.tables``): they read the JSON views, so the terminal and ``--json``
+show the same figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from pddplan.report.tables import _grid, _num
+
+LABELS = {"p_hit": "prefill-side hit (mean)", "md_hit": "decode-side hit (mean)"}
+
+
+def _fmt(x: float | None, unit: str) -> str:
+    if x is None:
+        return "—"
+    if unit == "%":
+        return f"{x:.1%}"
+    if unit == "s":
+        return f"{x:,.3f}"
+    return _num(x, ",.4g")
+
+
+def _err(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.0%}"
+
+
+def simulation_table(v: dict[str, Any]) -> Table:
+    """Simulated vs analytic, one figure per row."""
+    t = _grid(
+        f"Simulated vs analytic at {v['rate_rps']:,.2f} req/s",
+        ("figure", "simulated", "95% CI", "analytic", "error"),
+    )
+    pred, err = v["predicted"], v["relative_error"]
+    for k in ("p50", "p90", "p99"):
+        lo, hi = v["ttft_ci_s"][k]
+        ci = "—" if lo is None else f"{lo:,.3f}-{hi:,.3f}"
+        t.add_row(
+            f"TTFT {k.upper()}, s",
+            _fmt(v["ttft_s"][k], "s"),
+            ci,
+            _fmt(pred["ttft_s"][k], "s"),
+            _err(err["ttft_s"][k]),
+        )
+    for k in ("p50", "p99"):
+        t.add_row(
+            f"inter-token gap {k.upper()}, ms",
+            _fmt(v["tpot_ms"][k], ""),
+            "",
+            _fmt(pred["tpot_ms"][k], ""),
+            _err(err["tpot_ms"][k]),
+        )
+    t.add_row(
+        "SLA goodput, req/s",
+        _fmt(v["goodput_rps"], ""),
+        "",
+        _fmt(pred["goodput_rps"], ""),
+        _err(err["goodput_rps"]),
+    )
+    rows = [("RLD token share", "rld_token_share", None)]
+    rows += [(f"link {k} busy", "link_utilization", k) for k in v["link_utilization"]]
+    rows += [(f"{k} busy", "pool_utilization", k) for k in v["pool_utilization"]]
+    rows += [(LABELS[k], k, None) for k in ("p_hit", "md_hit")]
+    for label, key, sub in rows:
+        sim, ana, e = v[key], pred[key], err[key]
+        if sub is not None:
+            sim, ana, e = sim[sub], ana[sub], e[sub]
+        t.add_row(label, _fmt(sim, "%"), "", _fmt(ana, "%"), _err(e))
+    return t
+
+
+def simulation_report(v: dict[str, Any]) -> Group:
+    head = Text(
+        f"{v['scenario']}: fleet {v['fleet']}, {v['source']} requests, "
+        f"{v['requests']:,} measured after {v['warmup_requests']:,} warm-up, seed {v['seed']}"
+    )
+    paths = v["pipelines"]
+    routes = Text(
+        f"pipelines: P -> MD {paths['p_md']:.0%}, P -> RLD -> MD {paths['p_rld_md']:.0%}, "
+        f"singular {paths['singular']:.0%}; {v['handoffs']:,} handoffs, "
+        f"{v['handoff_stall_ms']:,.1f} ms MD stall each"
+    )
+    sla = v["sla"]
+    verdict = (
+        Text(
+            f"SLA met (TTFT P90 <= {sla['ttft_p90_s']:g} s, P99 <= {sla['ttft_p99_s']:g} s, "
+            f"TPOT P99 <= {sla['tpot_ms']:g} ms)",
+            style="green",
+        )
+        if v["sla_met"]
+        else Text("SLA missed: " + "; ".join(v["misses"]), style="bold red")
+    )
+    tb = v["ttft_tail_breakdown_s"]
+    tail = Text(
+        f"TTFT above its P90, on average: {tb['queue']:.2f} s prefill queue, "
+        f"{tb['prefill']:.2f} s prefill passes, "
+        f"{tb['transfer']:.2f} s KV transfer, {tb['decode']:.2f} s to the first token"
+    )
+    speed = Text(
+        f"{v['events']:,} events in {v['wall_seconds']:.2f} s "
+        f"({v['events_per_second'] or 0:,.0f} events/s)",
+        style="dim",
+    )
+    note = Text(
+        "error = (analytic - simulated) / simulated; CI: 95% batch means over 10 batches",
+        style="dim",
+    )
+    return Group(head, simulation_table(v), note, routes, tail, verdict, speed)
+
+
+def verification_report(v: dict[str, Any]) -> Group:
+    t = _grid(
+        "Verification: plan, simulate, tighten",
+        (
+            "#",
+            "planning ×\nP90/P99/TPOT\ncaps/link/hit",
+            "GPUs",
+            "$/hour",
+            "load\nreq/s",
+            "sim TTFT s\nP90/P99",
+            "sim gap\nP99 ms",
+            "verdict",
+        ),
+    )
+    for st in v["iterations"]:
+        f = st["planning_factors"]
+        factors = "\n".join(  # two lines, to keep the table narrow
+            "/".join(f"{f[k]:.2f}" for k in keys)
+            for keys in (
+                ("ttft_p90", "ttft_p99", "tpot"),
+                ("utilization", "link_utilization", "md_hit"),
+            )
+        )
+        sim = st["simulation"]
+        if sim is None:
+            t.add_row(str(st["iteration"]), factors, "—", "—", "—", "—", "—", st["status"])
+            continue
+        t.add_row(
+            str(st["iteration"]),
+            factors,
+            f"{st['gpus']:,}",
+            _num(st["cost_per_hour_usd"], ",.2f"),
+            _num(st["load_rps"], ",.2f"),
+            f"{sim['ttft_s']['p90']:.2f}/{sim['ttft_s']['p99']:.2f}",
+            _num(sim["tpot_ms"]["p99"], ",.1f"),
+            "confirmed" if st["confirmed"] else "missed",
+        )
+    style = "green" if v["confirmed"] else "bold red"
+    return Group(t, Text(v["message"], style=style))

@@ -1,0 +1,536 @@
+"""Rich renderables for the terminal. The only module besides the CLI that knows rich;
+every function returns a renderable and prints nothing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from pddplan import units
+from pddplan.model.figures import InstancePerf
+from pddplan.model.pricing import FleetCost
+from pddplan.plan.results import Evaluation, PlanResult
+from pddplan.report.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
+from pddplan.report.views import CHIP_FIGURES
+from pddplan.spec.fleet import Fleet
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.scenario import Scenario
+from pddplan.workload.trace import TraceFit
+
+
+def _num(value: float | None, fmt: str = ",.4g") -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def _grid(title: str, headers: tuple[str, ...]) -> Table:
+    """A compact table: numbers never wrap; a narrow terminal folds the id column instead."""
+    t = Table(
+        title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True
+    )
+    for i, col in enumerate(headers):
+        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+    return t
+
+
+def chips_table(catalog: HardwareCatalog) -> Table:
+    """Every accelerator, one row each."""
+    t = _grid(
+        "Accelerators (TFLOPS dense; bandwidths per GPU, per direction)",
+        (
+            "id",
+            "BF16\nTFLOPS",
+            "FP8\nTFLOPS",
+            "HBM\nGB",
+            "HBM\nTB/s",
+            "scale-up\nGB/s",
+            "dom-\nain",
+            "NIC\nGb/s",
+            "USD/\nGPU-h",
+        ),
+    )
+    for chip in catalog.chips.values():
+        mark = "*" if chip.uncertain else ""
+        t.add_row(
+            chip.id + mark,
+            _num(chip.bf16_tflops, ",.0f"),
+            _num(chip.fp8_tflops, ",.0f"),
+            _num(chip.hbm_gb),
+            _num(chip.hbm_bandwidth_tb_s, ".3g"),
+            _num(chip.scaleup_bandwidth_gb_s, ",.0f"),
+            str(chip.scaleup_domain_gpus),
+            _num(chip.nic_gbps, ",.0f"),
+            _num(chip.price_usd_per_hour, ".2f"),
+        )
+    t.caption = (
+        "* some figures are uncertain; sources, price dates and TDP: `pddplan catalog show ID`"
+    )
+    return t
+
+
+def chip_detail(view: dict[str, Any]) -> Group:
+    """One chip: each figure with its unit and source, then its efficiency defaults."""
+    t = Table(
+        title=f"{view['id']}: {view['name']} ({view['vendor']}, family {view['family']})",
+        box=box.SIMPLE_HEAD,
+        show_lines=False,
+    )
+    for col in ("figure", "value", "unit", "source"):
+        t.add_column(col, overflow="fold")
+    for key, unit in CHIP_FIGURES:
+        source = view["sources"].get(key, "")
+        if key in view["uncertain"]:
+            source += f"\n[yellow]uncertain:[/yellow] {view['uncertain'][key]}"
+        t.add_row(key, _num(view[key]), unit, source)
+    if view.get("price_date"):
+        t.add_row("price_date", view["price_date"], "", "")
+    eff = view["efficiency"]
+    e = Table(title=f"Efficiency defaults (family {view['family']})", box=box.SIMPLE_HEAD)
+    for col in ("factor", "value", "source"):
+        e.add_column(col, overflow="fold")
+    for key, value in eff.items():
+        if key not in ("sources", "notes"):
+            e.add_row(key, _num(value), eff["sources"].get(key, ""))
+    parts: list[Any] = [t, e]
+    if view.get("notes"):
+        parts.append(Text(f"notes: {view['notes']}"))
+    return Group(*parts)
+
+
+def models_table(views: list[dict[str, Any]]) -> Table:
+    t = _grid(
+        "Models",
+        (
+            "id",
+            "attention",
+            "total\nB",
+            "active\nB",
+            "weights",
+            "weight\nGB",
+            "KV",
+            "KV B/\ntoken",
+            "fixed\nMB",
+        ),
+    )
+    for v in views:
+        dtype = v["weight_dtype"] + (
+            f"/{v['expert_weight_dtype']}" if v.get("expert_weight_dtype") else ""
+        )
+        t.add_row(
+            v["id"],
+            v["attention"],
+            _num(v["total_params_b"], ",.0f"),
+            _num(v["active_params_b"], ",.3g"),
+            dtype,
+            _num(v["weight_bytes"] / units.GB, ",.0f"),
+            v["kv_dtype"],
+            _num(v["kv_bytes_per_token"], ",.0f"),
+            _num(v["kv_fixed_bytes_per_request"] / 1e6, ",.2f"),
+        )
+    return t
+
+
+def model_detail(view: dict[str, Any]) -> Table:
+    t = Table(title=f"{view['id']} ({view['hf_id']})", box=box.SIMPLE_HEAD)
+    t.add_column("key")
+    t.add_column("value", overflow="fold")
+    for key, value in view.items():
+        if key in ("id", "params_b"):
+            continue
+        if isinstance(value, list) and len(value) > 12:
+            value = f"{value[:8]} ... ({len(value)} entries)"
+        t.add_row(key, _num(value, ",.6g") if isinstance(value, float) else str(value))
+    for key, value in view["params_b"].items():
+        t.add_row(f"params_b.{key}", _num(value, ",.3f"))
+    return t
+
+
+def perf_table(p: InstancePerf) -> Table:
+    """The per-instance figures of ``pddplan perf``."""
+    t = Table(
+        title=f"{p.model} on {p.gpus} x {p.chip} ({p.layout}, weights {p.weight_dtype}, KV {p.kv_dtype})",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    rows = [
+        ("weights per GPU", f"{p.weight_gb_per_gpu:,.1f} GB"),
+        ("KV capacity (instance)", f"{p.kv_capacity_gb:,.1f} GB"),
+        ("request", f"{p.input_tokens:,} in ({p.hit_rate:.0%} cached), {p.output_tokens:,} out"),
+        ("prefill latency (alone)", f"{p.prefill_seconds:,.3f} s"),
+        ("prefill throughput", f"{p.prefill_tokens_per_s_per_gpu:,.0f} new tok/s/GPU"),
+        ("  counting cached input", f"{p.prefill_input_tokens_per_s_per_gpu:,.0f} input tok/s/GPU"),
+        ("decode context (mean)", f"{p.decode_context_tokens:,.0f} tokens"),
+        ("max batch (memory)", f"{p.max_batch_by_memory:,}"),
+        (
+            "max batch (memory + TPOT)" if p.tpot_ms else "max batch",
+            f"{p.max_batch:,}" + (f" at TPOT <= {p.tpot_ms:g} ms" if p.tpot_ms else ""),
+        ),
+        ("decode step", f"{p.decode_step_ms:,.2f} ms at batch {p.decode_batch:,}"),
+        ("decode throughput", f"{p.decode_tokens_per_s_per_gpu:,.0f} out tok/s/GPU"),
+        ("KV per token", f"{p.kv_bytes_per_token:,.0f} B"),
+        ("KV fixed per request", f"{p.kv_fixed_bytes_per_request / 1e6:,.2f} MB"),
+        (
+            "KV shipped",
+            f"{p.kv_transfer_bytes / 1e6:,.1f} MB (destination hit {p.dest_hit_rate:.0%})",
+        ),
+    ]
+    for name, value in rows:
+        t.add_row(name, value)
+    return t
+
+
+def scenario_summary(s: Scenario, path: str) -> Table:
+    """What a valid scenario contains."""
+    t = Table(title=f"{path}: valid", box=box.SIMPLE_HEAD)
+    t.add_column("section")
+    t.add_column("content", overflow="fold")
+    t.add_row("name", s.name)
+    t.add_row("model", f"{s.model} (KV {s.kv_dtype or 'model default'})")
+    for dc_id, dc in s.datacenters.items():
+        limits = ", ".join(
+            x
+            for x in (
+                dc.max_gpus and f"max {dc.max_gpus} GPUs",
+                dc.max_power_kw and f"max {dc.max_power_kw:g} kW",
+            )
+            if x
+        )
+        t.add_row(
+            f"datacenter {dc_id}",
+            f"{'/'.join(dc.roles)} on {', '.join(dc.chips)}" + (f"; {limits}" if limits else ""),
+        )
+    for link in s.links:
+        tiers = ", ".join(f"{x.gbps:g}" for x in link.tiers)
+        t.add_row(
+            f"link {link.between[0]}-{link.between[1]}",
+            f"RTT {link.rtt_ms:g} ms; tiers {tiers} Gbps",
+        )
+    w = s.workload
+    t.add_row("workload", f"trace {w.trace.file}" if w.trace else f"{w.arrival_rps:g} req/s")
+    t.add_row(
+        "SLA",
+        f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",
+    )
+    t.add_row("objective", s.objective)
+    return t
+
+
+ROLE_LABELS = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None or x == float("inf") else f"{x:,.2f} s"
+
+
+def evaluation_report(e: Evaluation, s: Scenario) -> Group:
+    """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
+    fleet = _grid(
+        f"Fleet {e.fleet}",
+        (
+            "DC",
+            "role",
+            "chip",
+            "layout",
+            "GPUs/\ninst.",
+            "inst-\nances",
+            "GPUs",
+            "$/hour",
+            "busy",
+            "head-\nroom",
+        ),
+    )
+    cap = s.search.max_utilization
+    for p in e.pools:
+        fleet.add_row(
+            p.datacenter,
+            ROLE_LABELS[p.role],
+            p.chip,
+            p.layout,
+            str(p.gpus_per_instance),
+            str(p.instances),
+            str(p.gpus),
+            _num(p.cost_per_hour_usd, ",.2f"),
+            _pct(p.utilization),
+            _pct(max(0.0, 1 - p.utilization / cap)),
+        )
+    fleet.caption = (
+        f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
+        f"demand, headroom to the {cap:.0%} cap"
+    )
+    links = Table(title="WAN links", box=box.SIMPLE_HEAD)
+    for col in ("between", "Gbps", "utilization", "$/hour"):
+        links.add_column(col, justify="left" if col == "between" else "right")
+    for x in e.links:
+        links.add_row(
+            f"{x.between[0]} - {x.between[1]}",
+            f"{x.gbps:g}",
+            _pct(x.utilization),
+            _num(x.cost_per_hour_usd, ",.2f"),
+        )
+    gb, hit = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"]
+    links.caption = (
+        "decode-side cache: "
+        + ("from the workload" if gb is None else f"{gb:g} GB per MD GPU")
+        + f", mean MD hit {_pct(hit)}"
+    )
+    routing = Table(title="Routing", box=box.SIMPLE_HEAD)
+    for col in ("pipeline", "requests", "output tokens"):
+        routing.add_column(col, justify="left" if col == "pipeline" else "right")
+    names = {"p_md": "P -> MD", "p_rld_md": "P -> RLD -> MD", "singular": "P -> RLD (singular)"}
+    for key, share in e.pipelines.items():
+        routing.add_row(names[key], _pct(share["requests"]), _pct(share["output_tokens"]))
+    routing.caption = "rule: " + routing_rule(e.routing)
+    routing.caption += f"; RLD produces {e.rld_token_share:.2%} of output tokens"
+    latency = Table(title=f"Latency at the demand ({e.demand_rps:g} req/s)", box=box.SIMPLE_HEAD)
+    for col in ("metric", "predicted", "SLA"):
+        latency.add_column(col, justify="left" if col == "metric" else "right")
+    latency.add_row("TTFT P50", _s(e.ttft_s["p50"]), "")
+    latency.add_row("TTFT P90", _s(e.ttft_s["p90"]), f"{s.sla.ttft_p90_s:g} s")
+    latency.add_row("TTFT P99", _s(e.ttft_s["p99"]), f"{s.sla.ttft_p99_s:g} s")
+    latency.add_row("TPOT (decode step)", f"{e.tpot_ms['step']:.1f} ms", f"{s.sla.tpot_ms:g} ms")
+    latency.add_row(
+        "TPOT P99 gap (handoff stalls)", f"{e.tpot_ms['p99']:.1f} ms", f"{s.sla.tpot_ms:g} ms"
+    )
+    econ = Table(title="Economics", box=box.SIMPLE_HEAD)
+    econ.add_column("figure")
+    econ.add_column("value", justify="right")
+    cost = e.cost_per_hour_usd
+    econ.add_row("cost per hour", f"${cost:,.2f}" if cost is not None else "— (missing prices)")
+    econ.add_row(
+        "cost per month", f"${cost * units.HOURS_PER_MONTH:,.0f}" if cost is not None else "—"
+    )
+    econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
+    econ.add_row("BCR (capacity per $/hour)", _num(e.bcr, ",.4f"))
+    econ.add_row("$ per million output tokens", _num(e.usd_per_million_output_tokens, ",.2f"))
+    econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
+    style = "green" if e.status == "ok" else "red"
+    lines = [Text(f"status: {e.status}", style=style)]
+    lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
+    lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
+    return Group(fleet, links, routing, latency, econ, *lines)
+
+
+HISTOGRAM_WIDTH = 40
+"""Characters of the longest bar in terminal histograms."""
+
+
+def price_basis_text(basis: dict[str, str], owned_gpus: int) -> str:
+    """Which prices the costs use, in words."""
+    words = {"rent": "rent per GPU-hour", "buy": "bought: amortized capex + power + hosting"}
+    text = "prices: " + "; ".join(f"{c} {words[b]}" for c, b in basis.items())
+    if owned_gpus:
+        text += f"; {owned_gpus} owned GPUs at running cost (power + hosting)"
+    return text
+
+
+def routing_rule(r: dict[str, Any]) -> str:
+    """The router's rule in words."""
+    if r["relay_above_mb"] is None:
+        return "send every request P -> MD (relay nothing)"
+    text = f"relay requests whose WAN payload exceeds {r['relay_above_mb']:,.2f} MB"
+    if r["singular_max_output_tokens"]:
+        text += f"; of those, finish on RLD when max_tokens <= {r['singular_max_output_tokens']:,}"
+    cu = r.get("catch_up_above_tokens")
+    if cu is None:
+        text += "; hand off to MD in one extend step"
+    else:
+        text += f"; catch up in {r['chunk_tokens']}-token chunks above {cu:,} eager tokens"
+    return text
+
+
+def plan_report(r: PlanResult, s: Scenario) -> Group:
+    """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
+    the solver's figures; or, without a plan, why."""
+    st = r.stats
+    head = Text(
+        f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
+        style="bold green" if r.status == "optimal" else "bold yellow",
+    )
+    parts: list[Any] = [head]
+    if r.evaluation is not None:
+        parts.append(evaluation_report(r.evaluation, s))
+    if r.marginals:
+        m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
+        for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):
+            m.add_column(col, justify="left" if col == "change" else "right")
+        for x in r.marginals:
+            m.add_row(
+                x.change,
+                f"{x.d_cost_per_hour_usd:+,.2f}",
+                f"{x.d_sla_capacity_rps:+,.2f}",
+                _num(x.bcr, ",.4f"),
+            )
+        parts.append(m)
+    if r.relaxations:
+        t = Table(
+            title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
+        )
+        for col in ("limits relaxed", "factor", "what it takes"):
+            t.add_column(col, justify="right" if col == "factor" else "left")
+        for x in r.relaxations:
+            t.add_row(x.family, f"{x.factor:.3g}" if x.factor else "—", x.message)
+        parts.append(t)
+    solver = Table(title="Solver", box=box.SIMPLE_HEAD)
+    solver.add_column("figure")
+    solver.add_column("value", justify="right")
+    solver.add_row("backend", st.solver)
+    solver.add_row("status", st.status)
+    solver.add_row("time", f"{st.seconds:.2f} s")
+    solver.add_row("MILP solves", str(st.milp_solves))
+    if st.objective == "max-bcr":
+        solver.add_row("Dinkelbach iterations", str(st.iterations))
+        bound = st.bcr_bound
+        proven = bound is not None and math.isfinite(bound)
+        solver.add_row("BCR upper bound", _num(bound, ",.5f") if proven else "none proven")
+    elif st.objective == "max-capacity":
+        solver.add_row("bisection steps", str(st.iterations))
+    solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
+    solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
+    parts.append(solver)
+    return Group(*parts)
+
+
+def _bar(share: float, largest: float) -> str:
+    eighths = round(share / largest * HISTOGRAM_WIDTH * 8) if largest > 0 else 0
+    full, rest = divmod(eighths, 8)
+    return "█" * full + ("▏▎▍▌▋▊▉"[rest - 1] if rest else "")
+
+
+def trace_report(fit: TraceFit) -> Group:
+    """A fitted trace: summary, hit-rate histogram(s) as bars, length distributions."""
+    summary = Table(title=f"Trace {Path(fit.path).name}", box=box.SIMPLE_HEAD)
+    summary.add_column("figure")
+    summary.add_column("value", justify="right")
+    summary.add_row(
+        "requests",
+        f"{fit.requests:,}"
+        + (
+            f" ({fit.skipped_lines:,} bad line{'s' if fit.skipped_lines != 1 else ''} skipped)"
+            if fit.skipped_lines
+            else ""
+        ),
+    )
+    summary.add_row("duration", f"{fit.duration_s:,.1f} s")
+    summary.add_row(
+        "mean arrival rate",
+        f"{fit.arrival_rps:,.3f} req/s" if fit.arrival_rps else "— (no time span)",
+    )
+    summary.add_row(
+        "prefill-side cache",
+        f"{fit.cache_tokens} tokens" if fit.cache_tokens != "unbounded" else "unbounded",
+    )
+    summary.add_row("mean hit rate", f"{fit.mean_hit_rate:.2%}")
+    summary.add_row("token-weighted hit rate", f"{fit.token_weighted_hit_rate:.2%}")
+    if fit.md_mean_hit_rate is not None:
+        summary.add_row("decode-side cache", f"{fit.md_cache_tokens} tokens")
+        summary.add_row("decode-side mean hit rate", f"{fit.md_mean_hit_rate:.2%}")
+    parts: list[Any] = [summary, _hit_histogram("Prefill-side hit rate", fit.hit_histogram)]
+    if fit.md_hit_histogram is not None:
+        parts.append(_hit_histogram("Decode-side hit rate", fit.md_hit_histogram))
+    lengths = Table(title="Lengths (tokens)", box=box.SIMPLE_HEAD)
+    for col in ("", "mean", "p50", "p90", "p99", "max"):
+        lengths.add_column(col, justify="left" if col == "" else "right")
+    fits = Table(title="Fitted forms (best first; KS = largest CDF gap)", box=box.SIMPLE_HEAD)
+    for col in ("", "form", "KS"):
+        fits.add_column(col, justify="right" if col == "KS" else "left")
+    for name, lf in (("input", fit.input_tokens), ("output", fit.output_tokens)):
+        q = lf.quantiles
+        lengths.add_row(
+            name,
+            f"{lf.mean:,.0f}",
+            f"{q['p50']:,.0f}",
+            f"{q['p90']:,.0f}",
+            f"{q['p99']:,.0f}",
+            f"{q['max']:,.0f}",
+        )
+        for f in lf.fits:
+            if f["dist"] == "lognormal":
+                form = f"lognormal median {f['median']:,.0f}, sigma {f['sigma']:.2f}"
+            else:
+                form = f"gamma shape {f['shape']:.2f}, scale {f['scale']:,.0f}"
+            fits.add_row(name, form, f"{f['ks']:.3f}")
+            name = ""
+    parts += [lengths, fits, Text(f"{len(fit.classes)} request classes (weights sum to 1)")]
+    return Group(*parts)
+
+
+def _hit_histogram(title: str, histogram: list[dict[str, float]]) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD)
+    for col in ("bucket", "share", ""):
+        t.add_column(col, justify="right" if col == "share" else "left")
+    largest = max(b["share"] for b in histogram)
+    for b in histogram:
+        closing = "]" if b["hi"] == 1.0 else ")"
+        t.add_row(
+            f"[{b['lo']:.2f}, {b['hi']:.2f}{closing}",
+            f"{b['share']:.1%}",
+            _bar(b["share"], largest),
+        )
+    return t
+
+
+def comparison_report(view: dict[str, Any]) -> Group:
+    """``pddplan compare``: the architectures side by side, and the price sweep if any."""
+    heads, rows = comparison_rows(view)
+    t = Table(
+        title=f"Architectures for {view['scenario']} at {view['demand_rps']:g} req/s",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("", ratio=1)
+    for h in heads:
+        t.add_column(h, justify="right", overflow="fold", ratio=1)
+    for metric, cells in rows:
+        t.add_row(metric, *cells)
+    best = view.get("best_intra_dc")
+    if best:
+        t.caption = f"BCR relative to the best intra-DC baseline ({NAMES[best]})"
+    parts: list[Any] = [t, *(Text(n, style="yellow") for n in infeasible_notes(view))]
+    sweep = view.get("price_sweep")
+    if sweep:
+        s = Table(title=f"Price sweep: {sweep['chip']}", box=box.SIMPLE_HEAD)
+        for col in ("USD/GPU-hour", "PDD BCR", "best baseline", "its BCR", "higher BCR"):
+            s.add_column(col, justify="left" if col == "best baseline" else "right")
+        for p in sweep["points"]:
+            s.add_row(
+                f"{p['price_usd_per_gpu_hour']:.4g}",
+                _num(p["pdd_bcr"], ".4f"),
+                NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
+                _num(p["best_baseline_bcr"], ".4f"),
+                "PDD" if p["pdd_wins"] else "baseline",
+            )
+        s.caption = break_even_text(sweep)
+        parts.append(s)
+    return Group(*parts)
+
+
+def cost_report(fleet: Fleet, cost: FleetCost) -> Table:
+    """``pddplan evaluate --cost-only``: what the deployment costs, pool by pool."""
+    t = Table(title=f"Cost of {fleet.name}", box=box.SIMPLE_HEAD)
+    for col in ("DC", "role", "chip", "GPUs", "owned", "$/hour"):
+        t.add_column(col, justify="left" if col in ("DC", "role", "chip") else "right")
+    for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True):
+        gpus = p.gpus_per_instance * p.instances
+        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), _num(c, ",.2f"))
+    for x, c in zip(fleet.links, cost.links, strict=True):
+        t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", _num(c, ",.2f"))
+    total = cost.total
+    gpus = sum(p.gpus_per_instance * p.instances for p in fleet.pools)
+    t.add_row("total", "", "", str(gpus), str(sum(cost.owned_gpus)), _num(total, ",.2f"))
+    month = "—" if total is None else f"${total * units.HOURS_PER_MONTH:,.0f}"
+    t.caption = (
+        f"per month {month}; "
+        + price_basis_text(cost.basis, sum(cost.owned_gpus))
+        + ("; no price for " + ", ".join(cost.missing) if cost.missing else "")
+        + "; egress per GB not included (no traffic without an evaluation)"
+    )
+    return t

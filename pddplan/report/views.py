@@ -1,0 +1,359 @@
+"""Plain-dict views of catalog entries and results: what ``--json`` prints and what the
+report tables show. No formatting here, only numbers and names."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from pddplan import units
+from pddplan.model.figures import InstancePerf
+from pddplan.model.kv import KvModel
+from pddplan.model.pricing import FleetCost
+from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
+from pddplan.plan.results import Evaluation, PlanResult
+from pddplan.simulate.run import Figure, SimResult
+from pddplan.simulate.verify import Verification
+from pddplan.spec.fleet import Fleet
+from pddplan.spec.hardware import ChipSpec, HardwareCatalog
+from pddplan.spec.llm import ModelSpec, param_breakdown, weight_bytes
+from pddplan.workload.trace import TraceFit
+
+CHIP_FIGURES: tuple[tuple[str, str], ...] = (
+    ("bf16_tflops", "TFLOPS (dense)"),
+    ("fp8_tflops", "TFLOPS (dense)"),
+    ("hbm_gb", "GB"),
+    ("hbm_bandwidth_tb_s", "TB/s"),
+    ("scaleup_bandwidth_gb_s", "GB/s per direction"),
+    ("scaleup_domain_gpus", "GPUs"),
+    ("nic_gbps", "Gbit/s per direction"),
+    ("host_link_gb_s", "GB/s per direction"),
+    ("tdp_w", "W"),
+    ("purchase_unit_gpus", "GPUs"),
+    ("price_usd_per_hour", "USD per GPU-hour"),
+)
+"""The chip's figures in display order, with their units."""
+
+
+def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
+    """A chip with its figures, sources, and its family's efficiency defaults."""
+    out = chip.model_dump(mode="json")
+    out["efficiency"] = catalog.efficiency(chip.id).model_dump(mode="json")
+    return out
+
+
+def model_view(model: ModelSpec, kv_dtype: str | None = None) -> dict[str, Any]:
+    """A model with its derived KV and weight figures at ``kv_dtype`` (default: its own)."""
+    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    p = param_breakdown(model)
+    out = model.model_dump(mode="json", exclude_none=True)
+    out.update(
+        kv_dtype=kv.dtype,
+        kv_bytes_per_token=kv.bytes_per_token,
+        kv_fixed_bytes_per_request=kv.fixed_bytes,
+        weight_bytes=weight_bytes(model),
+        params_b={
+            "attention": p.attention / 1e9,
+            "dense_mlp_and_shared_experts": p.dense_mlp / 1e9,
+            "routed_experts": p.routed_experts / 1e9,
+            "routed_active": p.routed_active / 1e9,
+            "embeddings": p.embeddings / 1e9,
+            "read_other": p.read_other / 1e9,
+            "stored_other": p.stored_other / 1e9,
+        },
+    )
+    return out
+
+
+def perf_view(perf: InstancePerf) -> dict[str, Any]:
+    out = dataclasses.asdict(perf)
+    out["kv_transfer_gb"] = perf.kv_transfer_bytes / units.GB
+    return out
+
+
+def evaluation_view(e: Evaluation) -> dict[str, Any]:
+    """``pddplan evaluate --json``: plain numbers, the keys ``pddplan solve`` will share."""
+    out = dataclasses.asdict(e)
+    out["fleet"] = [
+        {k: p[k] for k in ("datacenter", "role", "chip", "gpus_per_instance", "instances")}
+        for p in out["pools"]
+    ]
+    out["name"] = e.fleet
+    out["total_gpus"] = sum(p.gpus for p in e.pools)
+    out["links"] = [
+        {
+            "between": list(x.between),
+            "gbps": x.gbps,
+            "utilization": x.utilization,
+            "cost_per_hour_usd": x.cost_per_hour_usd,
+        }
+        for x in e.links
+    ]
+    return _plain(out)
+
+
+def plan_view(r: PlanResult, *, kv_bytes_per_token: float, fixed_bytes: float) -> dict[str, Any]:
+    """``pddplan solve --json`` and the plan file (``--out``): the evaluation's keys, plus the
+    solver's figures, the router's rule in machine form and the deployment in fleet-file
+    form (``pddplan evaluate --plan`` reads it back)."""
+    out: dict[str, Any] = {
+        "scenario": r.scenario,
+        "model": r.model,
+        "status": r.status,
+        "objective": r.stats.objective,
+        "method": r.method,
+        "solve_seconds": r.stats.seconds,
+        "solver": dataclasses.asdict(r.stats),
+    }
+    if r.evaluation is not None:
+        e = evaluation_view(r.evaluation)
+        e.pop("status")  # the evaluation's own status (ok / below_demand) is kept apart
+        out["evaluation_status"] = r.evaluation.status
+        out |= e
+        out["cost_per_month_usd"] = (
+            r.evaluation.cost_per_hour_usd * units.HOURS_PER_MONTH
+            if r.evaluation.cost_per_hour_usd is not None
+            else None
+        )
+        routing = r.evaluation.routing
+        out["router"] = {
+            "relay_if_payload_mb_above": routing["relay_above_mb"],
+            "singular_if_max_tokens_at_most": routing["singular_max_output_tokens"],
+            "catch_up_if_eager_tokens_above": routing["catch_up_above_tokens"],
+            "catch_up_chunk_tokens": routing["chunk_tokens"],
+            "payload_mb": "(input_tokens x (1 - decode-side hit) x kv_bytes_per_token "
+            "+ fixed_bytes) / 1e6",
+            "kv_bytes_per_token": kv_bytes_per_token,
+            "fixed_bytes": fixed_bytes,
+        }
+        out["marginals"] = [dataclasses.asdict(m) for m in r.marginals]
+    if r.fleet is not None:
+        out["deployment"] = r.fleet.model_dump(mode="json")
+    out["infeasibility"] = [dataclasses.asdict(x) for x in r.relaxations]
+    return _plain(out)
+
+
+def _plain(value: Any) -> Any:
+    """Numpy scalars to Python numbers; infinities to None (JSON has no infinity)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def trace_fit_view(fit: TraceFit) -> dict[str, Any]:
+    """``pddplan workload fit --json``."""
+    out = dataclasses.asdict(fit)
+    out["mean_input_tokens"] = fit.input_tokens.mean
+    out["mean_output_tokens"] = fit.output_tokens.mean
+    out["bad_lines"] = [{"line": n, "problem": p} for n, p in fit.bad_lines]
+    out["hit_over_time"] = [{"t_s": t, "mean_hit_rate": h} for t, h in fit.hit_over_time]
+    return _plain(out)
+
+
+def architecture_view(a: ArchitectureResult, best_intra_bcr: float | None) -> dict[str, Any]:
+    """One column of ``pddplan compare``."""
+    e = a.plan.evaluation if a.plan is not None else None
+    ok = e is not None and e.status == "ok"
+    out: dict[str, Any] = {
+        "name": a.name,
+        "status": (a.plan.status if a.plan is not None else "infeasible") if ok else "infeasible",
+        "reason": a.reason,
+    }
+    if a.chip is not None:
+        out["chip"] = a.chip
+    if e is not None and ok:
+        gpus: dict[str, int] = {}
+        for p in e.pools:
+            gpus[p.chip] = gpus.get(p.chip, 0) + p.gpus
+        cost = e.cost_per_hour_usd
+        out |= {
+            "fleet": [
+                {
+                    "datacenter": p.datacenter,
+                    "role": p.role,
+                    "chip": p.chip,
+                    "gpus_per_instance": p.gpus_per_instance,
+                    "instances": p.instances,
+                }
+                for p in e.pools
+            ],
+            "gpus_by_chip": dict(sorted(gpus.items())),
+            "total_gpus": sum(gpus.values()),
+            "cost_per_hour_usd": cost,
+            "cost_per_month_usd": None if cost is None else cost * units.HOURS_PER_MONTH,
+            "demand_rps": e.demand_rps,
+            "sla_capacity_rps": e.sla_capacity_rps,
+            "bcr": e.bcr,
+            "bcr_vs_best_intra_dc": e.bcr / best_intra_bcr if e.bcr and best_intra_bcr else None,
+            "ttft_s": {k: e.ttft_s[k] for k in ("p50", "p90", "p99")},
+            "wan_gbps": sum(x.gbps for x in e.links),
+            "link_tiers": [f"{'-'.join(x.between)} {x.gbps:g} Gbps" for x in e.links],
+            "rld_token_share": e.rld_token_share,
+            "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
+            "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],
+        }
+    if a.by_chip:
+        out["by_chip"] = [
+            {
+                "chip": chip,
+                "status": "ok" if why is None else "infeasible",
+                "reason": why,
+                "bcr": plan.evaluation.bcr if plan and plan.evaluation and why is None else None,
+                "cost_per_hour_usd": (
+                    plan.evaluation.cost_per_hour_usd
+                    if plan and plan.evaluation and why is None
+                    else None
+                ),
+                "sla_capacity_rps": (
+                    plan.evaluation.sla_capacity_rps
+                    if plan and plan.evaluation and why is None
+                    else None
+                ),
+            }
+            for chip, plan, why in a.by_chip
+        ]
+    return out
+
+
+def comparison_view(c: Comparison, sweep: Sweep | None = None) -> dict[str, Any]:
+    """``pddplan compare --format json``."""
+    best = c.best_intra_dc
+    best_bcr = best.bcr if best else None
+    out: dict[str, Any] = {
+        "scenario": c.scenario.name,
+        "model": c.scenario.model,
+        "objective": c.objective,
+        "demand_rps": c.scenario.workload.arrival_rps,
+        "best_intra_dc": best.name if best else None,
+        "architectures": [architecture_view(a, best_bcr) for a in c.architectures],
+    }
+    if sweep is not None:
+        out["price_sweep"] = sweep_view(sweep)
+    return _plain(out)
+
+
+def sweep_view(sweep: Sweep) -> dict[str, Any]:
+    return _plain(
+        {
+            "chip": sweep.chip,
+            "points": [
+                {
+                    "price_usd_per_gpu_hour": p.price,
+                    "pdd_bcr": p.pdd_bcr,
+                    "best_baseline": p.baseline,
+                    "best_baseline_bcr": p.baseline_bcr,
+                    "pdd_wins": p.pdd_wins,
+                }
+                for p in sweep.points
+            ],
+            "break_even_usd_per_gpu_hour": sweep.break_even,
+            "bracket": list(sweep.bracket) if sweep.bracket else None,
+        }
+    )
+
+
+def cost_view(fleet: Fleet, cost: FleetCost) -> dict[str, Any]:
+    """``pddplan evaluate --cost-only --json``."""
+    total = cost.total
+    return _plain(
+        {
+            "name": fleet.name,
+            "pools": [
+                {
+                    "datacenter": p.datacenter,
+                    "role": p.role,
+                    "chip": p.chip,
+                    "gpus_per_instance": p.gpus_per_instance,
+                    "instances": p.instances,
+                    "gpus": p.gpus_per_instance * p.instances,
+                    "owned_gpus": owned,
+                    "cost_per_hour_usd": c,
+                }
+                for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True)
+            ],
+            "links": [
+                {"between": list(x.between), "gbps": x.gbps, "cost_per_hour_usd": c}
+                for x, c in zip(fleet.links, cost.links, strict=True)
+            ],
+            "total_gpus": sum(p.gpus_per_instance * p.instances for p in fleet.pools),
+            "cost_per_hour_usd": total,
+            "cost_per_month_usd": None if total is None else total * units.HOURS_PER_MONTH,
+            "price_basis": cost.basis,
+            "missing_prices": cost.missing,
+            "egress": "not included: --cost-only has no traffic to bill",
+        }
+    )
+
+
+def simulation_view(r: SimResult) -> dict[str, Any]:
+    """``pddplan simulate --json``: the simulated figures, the analytic prediction of each
+    at the same rate (``predicted``), the relative error (predicted - simulated) /
+    simulated, and 95% batch-means intervals of the TTFT percentiles."""
+
+    def pick(attr: str) -> dict[str, Any]:
+        def get(f: Figure) -> float | None:
+            return getattr(f, attr)
+
+        return {
+            "ttft_s": {k: get(f) for k, f in r.ttft_s.items()},
+            "tpot_ms": {k: get(f) for k, f in r.tpot_ms.items()},
+            "goodput_rps": get(r.goodput_rps),
+            "rld_token_share": get(r.rld_token_share),
+            "link_utilization": {k: get(f) for k, f in r.link_utilization.items()},
+            "pool_utilization": {k: get(f) for k, f in r.pool_utilization},
+            "p_hit": get(r.p_hit),
+            "md_hit": get(r.md_hit),
+        }
+
+    out: dict[str, Any] = {
+        "scenario": r.scenario,
+        "fleet": r.fleet,
+        "source": r.source,
+        "rate_rps": r.rate_rps,
+        "requests": r.requests,
+        "warmup_requests": r.warmup_requests,
+        "seed": r.seed,
+        **pick("simulated"),
+        "ttft_ci_s": {k: [f.low, f.high] for k, f in r.ttft_s.items()},
+        "predicted": pick("predicted"),
+        "relative_error": pick("error"),
+        "pipelines": r.pipelines,
+        "handoffs": r.handoffs,
+        "handoff_stall_ms": r.handoff_stall_ms,
+        "sla": r.sla,
+        "sla_met": r.sla_met,
+        "misses": r.misses,
+        "ttft_tail_breakdown_s": r.tail_breakdown,
+        "events": r.events,
+        "wall_seconds": r.wall_s,
+        "events_per_second": r.events / r.wall_s if r.wall_s else None,
+    }
+    return _plain(out)
+
+
+def verification_view(v: Verification) -> dict[str, Any]:
+    """The ``verification`` part of ``pddplan solve --verify --json``."""
+    steps = []
+    for st in v.steps:
+        e = st.plan.evaluation
+        steps.append(
+            {
+                "iteration": st.iteration,
+                "planning_factors": dataclasses.asdict(st.tightening),
+                "status": st.plan.status,
+                "gpus": sum(p.gpus for p in e.pools) if e is not None else None,
+                "cost_per_hour_usd": e.cost_per_hour_usd if e is not None else None,
+                "planned_capacity_rps": e.sla_capacity_rps if e is not None else None,
+                "load_rps": st.load_rps,
+                "simulation": simulation_view(st.sim) if st.sim is not None else None,
+                "confirmed": st.confirmed,
+            }
+        )
+    return _plain({"confirmed": v.confirmed, "message": v.message, "iterations": steps})

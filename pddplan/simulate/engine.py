@@ -1,0 +1,574 @@
+"""The discrete-event simulator: a plan's fleet serving sampled or traced requests.
+
+It shares only the per-step cost functions with the analytic model (``Instance``'s prefill
+pass, decode step and extend step, and the KV sizes); queueing, batching, link sharing,
+caches, routing and handoffs are simulated. A request's life:
+
+1. It arrives at a prefill datacenter (chosen in proportion to its prefill capacity) and
+   joins that datacenter's FIFO queue. A free prefill instance fills its next
+   chunked-prefill pass with up to ``prefill_chunk_tokens`` new tokens: first the requests
+   it has started, then the queue's head (the last one cut to fit). A request's hit is
+   looked up in the datacenter's prefix cache (LRU over blocks, ``block_tokens`` each, of
+   ``p_cache_tokens``; by default unbounded, which is what a scenario's ``prefix_hit``
+   takes for granted: a KV store, HBM plus host memory, that holds the sessions' working
+   set) when an instance takes it, and its blocks enter the cache when its prefill ends.
+2. The router picks a decode datacenter (in proportion to main-decode capacity), looks up the
+   request's prefix in that datacenter's decode-side cache (LRU, ``md_cache_gb_per_gpu`` x
+   its GPUs; unbounded when the scenario has no ``md_cache`` choice) and applies the plan's
+   rule: relay when the WAN payload (the KV MD lacks plus the fixed state) exceeds
+   ``relay_above_mb``; of those, finish on RLD when the output is at most
+   ``singular_max_output_tokens`` (the request's output length stands in for its
+   max_tokens).
+3. P -> MD: the payload crosses the WAN link (``WanLink``); it is at MD half an RTT after
+   its last byte is sent; MD admits it (``DecodeInstance``); its first token is back at the
+   user's side half an RTT after MD makes it.
+   P -> RLD -> MD: the whole KV goes to RLD by RDMA, RLD decodes while the payload crosses
+   the WAN, then hands off: one-shot (RLD stops; MD runs one extend step over the eager
+   tokens, stalling its batch) or, above ``catch_up_above_tokens``, catch-up (one chunk of
+   ``chunk_tokens`` per MD step, RLD decoding until the last chunk; the tokens it made
+   meanwhile ride in the last chunk). A request still queued at RLD when its KV reaches MD
+   goes straight to MD. Singular requests, and relayed ones that finish on RLD first,
+   finish there; their transfer still completes (the analytic model bills the link for it
+   too) and warms MD's cache for the session's next turn.
+4. Its KV enters MD's cache when MD has the whole context.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import heapq
+import math
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from pddplan import units
+from pddplan.errors import InputError
+from pddplan.evaluate.fleet_model import fleet_model
+from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
+from pddplan.simulate.cache import Cache, ChainCache
+from pddplan.simulate.measure import read_counters, utilizations
+from pddplan.simulate.parts import DecodeInstance, Events, WanLink
+from pddplan.simulate.requests import BLOCK_TOKENS, SimRequest
+from pddplan.simulate.state import (
+    DIRECT,
+    RELAY,
+    SINGULAR,
+    DecodePool,
+    PrefillInstance,
+    PrefillSite,
+    Req,
+    SimRaw,
+    SimRecord,
+)
+from pddplan.spec.fleet import Fleet
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import Scenario
+from pddplan.workload.trace import PrefixCache
+
+PROGRESS_EVERY = 1000
+"""Requests between progress callbacks."""
+GC_YOUNG_THRESHOLD = 100_000
+"""Allocations between the cyclic garbage collector's young-generation passes during a run
+(Python's default is 700): a run allocates millions of short-lived objects, few of them in
+cycles, and every pass that moves objects up makes the older generations' passes, which
+walk everything alive, come sooner."""
+
+
+class Simulation:
+    """One run of ``fleet`` (with ``routing`` set) on ``scenario``; see the module doc.
+
+    ``chain_ids``: the requests' block ids name prefix chains, as the session generator's
+    do (``sim_cache``); the caches are then ``ChainCache``, the same LRU in less time.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        hw: HardwareCatalog,
+        models: dict[str, ModelSpec],
+        fleet: Fleet,
+        *,
+        seed: int = 0,
+        setup_rtts: float = 0.0,
+        p_cache_tokens: int | None = None,
+        block_tokens: int = BLOCK_TOKENS,
+        chain_ids: bool = False,
+    ) -> None:
+        if fleet.routing is None:
+            raise ValueError("simulate a fleet with its routing set")
+        self.s, self.fleet, self.routing = scenario, fleet, fleet.routing
+        self.m = m = fleet_model(scenario, hw, models, fleet, None)
+        self.block = block = block_tokens
+        cache_of = ChainCache if chain_ids else PrefixCache
+        self.ev = Events()
+        self.rng = np.random.default_rng(seed + 1)
+        self.kv = m.roles["main_decode"][0][1].kv
+        self.bpt, self.fixed = self.kv.bytes_per_token, self.kv.fixed_bytes
+        self.gaps: dict[int, float] = {}
+        memo: dict[tuple[str, int], dict] = {}
+        # prefill datacenters, their instances and caches
+        self.prefill: dict[str, PrefillSite] = {}
+        cap: dict[str, float] = {}
+        for j, ((pool, inst), share) in enumerate(zip(m.roles["prefill"], m.p_share, strict=True)):
+            dc = self.prefill.setdefault(pool.datacenter, PrefillSite(None))
+            pass_memo: dict = {}  # one per pool: its instances price passes alike
+            dc.instances += [PrefillInstance(inst, j, pass_memo) for _ in range(pool.instances)]
+            cap[pool.datacenter] = cap.get(pool.datacenter, 0.0) + share
+        for dc in self.prefill.values():
+            if p_cache_tokens is None:
+                dc.cache = cache_of(None)
+            elif p_cache_tokens >= block:
+                dc.cache = cache_of(p_cache_tokens // block)
+        self.p_dcs = sorted(self.prefill)
+        self.p_weights = np.array([cap[d] for d in self.p_dcs])
+        self.p_cdf = _cdf(self.p_weights)
+        # decode pools
+        self.md: dict[str, list[DecodePool]] = {}
+        self.rld: dict[str, list[DecodePool]] = {}
+        md_cap: dict[str, float] = {}
+        reserve = (fleet.md_cache_gb_per_gpu or 0.0) * units.GB
+        self.md_cache: dict[str, Cache | None] = {}
+        self._pool_of: dict[int, DecodePool] = {}
+        for role, points, pools, out in (
+            ("main_decode", list(m.md_points.values()), m.roles["main_decode"], self.md),
+            ("relay_decode", m.rld_points, m.roles["relay_decode"], self.rld),
+        ):
+            for j, ((pool, inst), (batch, step)) in enumerate(zip(pools, points, strict=True)):
+                dp = DecodePool(role, j)
+                dp.op_batch, dp.op_step = max(batch, 1), step
+                res = reserve * pool.gpus_per_instance if role == "main_decode" else 0.0
+                steps = memo.setdefault((pool.chip, pool.gpus_per_instance), {})
+                for _ in range(pool.instances):
+                    dp.instances.append(
+                        DecodeInstance(
+                            self.ev,
+                            inst,
+                            max_seqs=max(batch, 1),
+                            kv_bytes=inst.kv_capacity_bytes(res),
+                            step_memo=steps,
+                            gaps=self.gaps,
+                            on_leave=self._finished,
+                        )
+                    )
+                out.setdefault(pool.datacenter, []).append(dp)
+                self._pool_of.update((id(i), dp) for i in dp.instances)
+                if role == "main_decode":
+                    md_cap[pool.datacenter] = md_cap.get(pool.datacenter, 0.0) + (
+                        pool.instances * batch / step if batch else 0.0
+                    )
+                    if fleet.md_cache_gb_per_gpu is None:
+                        self.md_cache[pool.datacenter] = cache_of(None)
+                    else:
+                        blocks = (
+                            fleet.md_cache_gb_per_gpu * units.GB * pool.gpus_per_instance
+                            * pool.instances / (self.bpt * block)
+                        )  # fmt: skip
+                        self.md_cache[pool.datacenter] = _grow(
+                            self.md_cache.get(pool.datacenter), blocks, cache_of
+                        )
+        self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
+        self.md_dcs = sorted(self.md)
+        w = np.array([md_cap[d] for d in self.md_dcs])
+        self.md_weights = w if w.sum() > 0 else np.ones(len(w))
+        self.md_cdf = _cdf(self.md_weights)
+        # links, one per direction used
+        self.links: dict[tuple[str, str], WanLink] = {}
+        for a in self.p_dcs:
+            for b in self.md_dcs:
+                if a == b:
+                    continue
+                link = next(x for x in scenario.links if set(x.between) == {a, b})
+                gbps = next(c.gbps for c in fleet.links if set(c.between) == {a, b})
+                self.links[(a, b)] = WanLink(
+                    self.ev,
+                    link_bytes_per_s(gbps, link.tcp_efficiency),
+                    link.rtt_ms * units.MS,
+                    CALIBRATED_INITIAL_WINDOW_BYTES,
+                    setup_rtts,
+                )
+        self.handoff = fleet.handoff
+        self.stall_s = 0.0
+        self.handoffs = 0
+        self._rec = array("d")  # SimRecord's fields per finished request, in field order
+
+    # --- arrivals and prefill ---------------------------------------------------------------
+    def run(
+        self,
+        requests: Iterable[SimRequest],
+        *,
+        warm: Iterable[Sequence[int]] = (),
+        warmup: int = 0,
+        progress: Callable[[int], None] | None = None,
+    ) -> SimRaw:
+        """Serve ``requests`` (in arrival order) until every one has finished. The first
+        ``warmup`` requests warm the caches and queues and are left out of every figure.
+        ``warm`` contexts (block ids, oldest first) are in the caches at time 0: the prefill
+        side's, and one decode-side cache's (picked as the router would)."""
+        for blocks in warm:
+            for dc in self.prefill.values():
+                if dc.cache is not None:
+                    dc.cache.insert(blocks)
+            cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
+            if cache is not None:
+                cache.insert(blocks)
+        self._source = iter(requests)
+        self._count = 0
+        self._warmup = warmup
+        self._progress = progress
+        self._marks: list[tuple[float, dict]] = []
+        if warmup == 0:
+            self._mark(0.0)
+        self._next_arrival()
+        with _few_collections():
+            self.ev.run()
+        for dp in self._decode:  # the only references back to this simulation:
+            for inst in dp.instances:  # without them it is freed when its caller lets go
+                inst.on_leave = _finished_late  # (a cycle would wait for a full collection)
+        if len(self._marks) < 2:
+            self._mark(self._last_arrival)
+        (t0, c0), (t1, c1) = self._marks[0], self._marks[-1]
+        window = max(t1 - t0, 1e-9)
+        fields = list(SimRecord.__dataclass_fields__)
+        table = np.frombuffer(self._rec, dtype=np.float64).reshape(-1, len(fields))
+        rec = SimRecord(**{k: table[:, j].copy() for j, k in enumerate(fields)})
+        keep = rec.index >= warmup
+        rec = SimRecord(**{k: getattr(rec, k)[keep] for k in SimRecord.__dataclass_fields__})
+        pools, links = utilizations(self.m, self.prefill, self._decode, self.links, c0, c1, window)
+        return SimRaw(
+            rec,
+            window,
+            pools,
+            links,
+            dict(self.gaps),
+            self.handoffs,
+            self.stall_s,
+            self.ev.count,
+            warmup,
+        )
+
+    def _next_arrival(self) -> None:
+        nxt = next(self._source, None)
+        if nxt is None:
+            self._mark(self._last_arrival)
+            return
+        t, inp, out, blocks = nxt
+        self.ev.at(t, self._arrive, Req(self._count, t, inp, out, blocks))
+        self._count += 1
+
+    def _arrive(self, r: Req) -> None:
+        self._last_arrival = r.t0
+        if r.i == self._warmup and self._warmup:
+            self._mark(r.t0)
+        if self._progress is not None and (r.i + 1) % PROGRESS_EVERY == 0:
+            self._progress(r.i + 1)
+        self._next_arrival()
+        r.p_dc = self._pick(self.p_dcs, self.p_cdf)
+        dc = self.prefill[r.p_dc]
+        dc.queue.append(r)
+        for pi in dc.instances:
+            if not pi.busy:
+                self._start_pass(dc, pi)
+                if not dc.queue:
+                    break
+
+    def _pick(self, names: list[str], cdf: list[float]) -> str:
+        """A name drawn with the weights ``cdf`` was made from (``_cdf``): the draw, and
+        the random stream it uses, of ``rng.choice(len(names), p=weights / weights.sum())``
+        without its per-call numpy overhead."""
+        if len(names) == 1:
+            return names[0]
+        return names[bisect.bisect_right(cdf, self.rng.random())]
+
+    def _start_pass(self, dc: PrefillSite, pi: PrefillInstance) -> None:
+        """Each attention rank takes up to ``prefill_chunk_tokens`` of its started requests;
+        then the datacenter queue's head goes, one request at a time, to the rank with the
+        fewest tokens in the pass (a free rank first), until every rank is full. The
+        ranks' chunks run as one pass."""
+        if not dc.queue and not any(pi.ranks):
+            pi.busy = False
+            return
+        chunk, host = pi.chunk, pi.host
+        members = []
+        parts: list[list[tuple[float, float, float]]] = [[] for _ in pi.ranks]
+        loads = []
+        for k, running in enumerate(pi.ranks):
+            budget = chunk
+            for r in running:
+                if budget <= 0:
+                    break
+                take = min(r.inp - r.done, budget)
+                parts[k].append((float(take), float(r.done), 0.0))
+                members.append((r, take, running))
+                budget -= take
+            loads.append((chunk - budget, k))
+        heapq.heapify(loads)
+        while dc.queue and loads[0][0] < chunk:
+            load, k = loads[0]
+            r = dc.queue.popleft()
+            run = dc.cache.lookup(r.blocks) if dc.cache is not None else 0
+            r.run = run
+            r.taken = self.ev.now
+            r.done = min(run * self.block, r.inp - 1)
+            r.hit_p = r.done / r.inp
+            take = min(r.inp - r.done, chunk - load)
+            parts[k].append((float(take), float(r.done), float(r.done) if host else 0.0))
+            members.append((r, take, pi.ranks[k]))
+            pi.ranks[k].append(r)
+            heapq.heapreplace(loads, (load + take, k))
+        ranks = [x for x in parts if x]
+        if not ranks:
+            pi.busy = False
+            return
+        pi.busy = True
+        seconds = pi.inst.batched_pass_s(ranks, pi.pass_memo)
+        pi.busy_s += seconds * len(ranks) / len(pi.ranks)  # attention groups occupied
+        self.ev.at(self.ev.now + seconds, self._end_pass, (dc, pi, members))
+
+    def _end_pass(
+        self, arg: tuple[PrefillSite, PrefillInstance, list[tuple[Req, int, deque]]]
+    ) -> None:
+        dc, pi, members = arg
+        for r, take, running in members:
+            r.done += take
+            if r.done >= r.inp:
+                r.prefilled = self.ev.now
+                running.remove(r)
+                if dc.cache is not None:
+                    dc.cache.insert(r.blocks, known=r.run)
+                self._dispatch(r)
+        self._start_pass(dc, pi)
+
+    # --- routing and transfers --------------------------------------------------------------
+    def _dispatch(self, r: Req) -> None:
+        now = self.ev.now
+        r.md_dc = self._pick(self.md_dcs, self.md_cdf)
+        cache = self.md_cache[r.md_dc]
+        r.md_run = cache.lookup(r.blocks) if cache else 0
+        hit_tokens = min(r.md_run * self.block, r.inp)
+        r.hit_md = hit_tokens / r.inp
+        payload = self.fixed + self.bpt * (r.inp - hit_tokens)
+        rule = self.routing
+        if rule.relay_above_mb is not None and payload / 1e6 > rule.relay_above_mb:
+            r.path = SINGULAR if r.out <= rule.singular_max_output_tokens else RELAY
+        r.cross = r.p_dc != r.md_dc
+        if r.path != DIRECT:
+            pools = self.rld.get(r.p_dc)
+            if not pools:
+                raise InputError(
+                    f"fleet {self.fleet.name}: routing relays requests but {r.p_dc} has no "
+                    "relay_decode pool"
+                )
+            full = self.fixed + self.bpt * r.inp
+            nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
+            self.ev.at(now + rdma_transfer_s(full, nic_bytes_per_s=nic), self._at_rld, r)
+        if r.cross:
+            link = self.links[(r.p_dc, r.md_dc)]
+            r.flow = link.start(payload, lambda t, r=r: self._kv_sent(r, t))
+        else:
+            nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
+            self.ev.at(now + rdma_transfer_s(payload, nic_bytes_per_s=nic), self._at_md, r)
+
+    def _kv_sent(self, r: Req, t: float) -> None:
+        r.flow = None
+        self.ev.at(t + self.links[(r.p_dc, r.md_dc)].rtt / 2, self._at_md, r)
+
+    def _at_rld(self, r: Req) -> None:
+        if r.finished or r.gone_md:
+            return  # the KV reached MD first (the request went straight there)
+        r.ready = self.ev.now
+        self._admit(self._pool(self.rld[r.p_dc]), r, max(r.out, 1), 0.0)
+
+    def _at_md(self, r: Req) -> None:
+        cache = self.md_cache[r.md_dc]
+        if cache is not None:
+            cache.insert(r.blocks, known=r.md_run)
+        if r.finished or r.path == SINGULAR:
+            return  # RLD finishes it; the KV still fills MD's cache for the next turn
+        pool = self._pool(self.md[r.md_dc])
+        if r.path == DIRECT or r.rld is None:
+            if r.path == RELAY:  # not on RLD yet: go straight to MD (RLD's queue skips it)
+                r.gone_md = True
+            if math.isnan(r.first):
+                r.ready = self.ev.now
+            self._admit(pool, r, max(r.out, 1), 0.0)
+            return
+        self._handoff(pool, r)
+
+    def _pool(self, pools: list[DecodePool]) -> DecodePool:
+        if len(pools) == 1:
+            return pools[0]
+        free = [sum(i.max_seqs - i.n for i in p.instances) for p in pools]
+        return pools[int(np.argmax(free))]
+
+    # --- decode and handoff -----------------------------------------------------------------
+    def _admit(self, pool: DecodePool, r: Req, tokens: int, stall: float) -> None:
+        need = self._kv_need(r)
+        best = None
+        for inst in pool.instances:  # the least loaded instance that fits (inst.fits)
+            if (
+                inst.n < inst.max_seqs
+                and need <= inst.kv_free
+                and (best is None or inst.n < best.n)
+            ):
+                best = inst
+        if best is None:
+            pool.queue.append((r, tokens, stall))
+            return
+        self._join(pool, best, r, tokens, stall, need)
+
+    def _kv_need(self, r: Req) -> float:
+        """KV bytes a sequence is admitted against: its context at the middle of its output,
+        the memory it holds on average when pages are allocated as tokens come (the
+        context the analytic operating point is sized at)."""
+        return self.fixed + self.bpt * (r.inp + r.out / 2)
+
+    def _join(
+        self,
+        pool: DecodePool,
+        inst: DecodeInstance,
+        r: Req,
+        tokens: int,
+        stall: float,
+        need: float,
+    ) -> None:
+        if stall > 0:
+            inst.stall(stall)
+            self.stall_s += stall
+        first = inst.join(r, float(r.inp + r.out - tokens), tokens, need)
+        if pool.role == "relay_decode":
+            r.rld = inst
+        if math.isnan(r.first):
+            back = (
+                self.links[(r.p_dc, r.md_dc)].rtt / 2
+                if pool.role == "main_decode" and r.cross
+                else 0
+            )
+            r.first = first + back
+
+    def _handoff(self, pool: DecodePool, r: Req) -> None:
+        rld = r.rld
+        assert rld is not None
+        eager = rld.tokens_done(r)
+        above = self.handoff.catch_up_above_tokens
+        chunk = self.handoff.chunk_tokens
+        inst = self.m.roles["main_decode"][pool.index][1]
+        self.handoffs += 1
+        if above is None or eager <= above or eager <= chunk:
+            made = rld.remove(r)
+            r.rld = None
+            r.rld_made = made
+            stall = inst.prefill_pass_s(float(max(made, 1)), float(r.inp)) if made else 0.0
+            if made < r.out:
+                self._admit(pool, r, r.out - made, stall)
+            else:
+                self._record(r, self.ev.now)
+            return
+        # catch-up: one chunk per MD step, RLD decoding until the last one
+        chunks = math.ceil(eager / chunk)
+        extend = inst.prefill_pass_s(float(chunk), float(r.inp))
+        target = min(pool.instances, key=lambda i: i.n)
+        step = target.step or pool.op_step
+        for c in range(chunks):
+            self.ev.at(self.ev.now + c * (step + extend), self._catch_up_chunk, (target, extend))
+        self.ev.at(self.ev.now + chunks * (step + extend), self._catch_up_done, (pool, target, r))
+
+    def _catch_up_chunk(self, arg: tuple[DecodeInstance, float]) -> None:
+        inst, extend = arg
+        inst.stall(extend)
+        self.stall_s += extend
+
+    def _catch_up_done(self, arg: tuple[DecodePool, DecodeInstance, Req]) -> None:
+        pool, target, r = arg
+        if r.finished or r.rld is None:
+            return
+        made = r.rld.remove(r)
+        r.rld = None
+        r.rld_made = made
+        if made >= r.out:
+            self._record(r, self.ev.now)
+        elif target.fits(self._kv_need(r)):  # the instance the chunks went to
+            self._join(pool, target, r, r.out - made, 0.0, self._kv_need(r))
+        else:
+            self._admit(pool, r, r.out - made, 0.0)
+
+    def _finished(self, inst: DecodeInstance, r: Req, t: float) -> None:
+        if r.rld is inst:  # finished on RLD (its transfer runs on, into MD's cache)
+            r.rld = None
+            r.rld_made = r.out
+        self._record(r, t)
+        dp = self._pool_of[id(inst)]
+        relay = dp.role == "relay_decode"
+        while dp.queue:
+            q, tokens, stall = dp.queue[0]
+            # a request that went straight to MD leaves RLD's queue here, at its head
+            gone = q.finished or (relay and q.gone_md)
+            need = self._kv_need(q)
+            if not gone and not inst.fits(need):
+                break
+            dp.queue.popleft()
+            if not gone:
+                self._join(dp, inst, q, tokens, stall, need)
+
+    def _record(self, r: Req, t: float) -> None:
+        r.finished = True
+        self._rec.extend(  # SimRecord's fields, in order
+            (
+                r.i,
+                r.t0,
+                r.first - r.t0,
+                r.taken - r.t0,
+                r.prefilled - r.t0,
+                r.ready - r.prefilled,
+                t,
+                r.out,
+                r.rld_made,
+                r.path,
+                r.hit_p,
+                r.hit_md,
+            )
+        )
+
+    # --- measurement ------------------------------------------------------------------------
+    def _mark(self, t: float) -> None:
+        self._marks.append((t, read_counters(self.prefill, self._decode, self.links, t)))
+        if len(self._marks) == 1:
+            self.gaps.clear()  # the gap histogram starts with the measured window
+
+
+def _finished_late(inst: DecodeInstance, r: Req, t: float) -> None:
+    raise RuntimeError("a decode instance finished a request after its simulation ended")
+
+
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """Run with the cyclic collector's young generation collected every
+    ``GC_YOUNG_THRESHOLD`` allocations (restored after). Not ``gc.freeze()``: it would keep
+    an earlier run's cyclic garbage (a finished ``Simulation`` and its caches) for good."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], GC_YOUNG_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _cdf(weights: np.ndarray) -> list[float]:
+    """The cumulative distribution numpy's ``Generator.choice`` draws from for
+    ``p=weights / weights.sum()`` (it then takes ``searchsorted(random(), side="right")``)."""
+    cdf = (weights / weights.sum()).cumsum()
+    cdf /= cdf[-1]
+    return cdf.tolist()
+
+
+def _grow(cache: Cache | None, blocks: float, cache_of: type[Cache]) -> Cache | None:
+    """A cache ``blocks`` bigger than ``cache`` (None: no cache yet)."""
+    if cache is not None and cache.capacity is None:
+        return cache
+    total = (cache.capacity if cache is not None else 0) + int(blocks)
+    return cache_of(total) if total > 0 else None

@@ -1,0 +1,234 @@
+"""Requests for the simulator: sampled multi-turn sessions, or a Mooncake trace.
+
+Each request is ``(arrival s, input tokens, output tokens, prefix block ids)``; two requests
+that share their first ``n`` block ids share ``n x block`` tokens of prefix KV, so the
+simulator's prefix caches decide the hits.
+
+**Sessions** (``session_requests``). Arrivals are Poisson. Each request draws its input
+length, output length and a *target* prefix hit from the scenario's workload (its
+distributions, or its classes by weight). It then continues a session that is ready (its
+previous turn has had time to finish: the SLA's TTFT P90 + output x TPOT + a think time)
+and whose context holds at least the target's prefix (``rate x turn_interval_s`` sessions
+are open, so each comes back about once per ``turn_interval_s``, the workload's figure when
+it gives one): the request's first ``floor(hit x
+input / block)`` blocks are that context's first blocks, the rest are new. Its input becomes
+the session's context (a growing prefix when the input grows, a fork when it shrinks). With
+no such session, or a target under one block, the request opens a new session; a session
+ends after a geometric number of turns. The hits that result (a session's first turn misses;
+an evicted prefix misses) are measured, not copied in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.spec.distributions import frozen_dist
+from pddplan.spec.scenario import Workload
+from pddplan.workload.classes import workload_classes
+from pddplan.workload.trace import read_requests
+
+SimRequest = tuple[float, int, int, Sequence[int]]
+"""(arrival seconds, input tokens, output tokens, prefix block ids). Sampled sessions give
+the ids as ``array("i")``: a run keeps tens of thousands of contexts alive, and as arrays
+they take 4 bytes an id (36 as a tuple of ints), in one piece, out of the cyclic garbage
+collector's sight."""
+BLOCK_TOKENS = 512
+"""Tokens per prefix block of a trace: Mooncake's (its ``hash_ids`` are 512-token blocks),
+and the most a sampled workload uses."""
+BLOCKS_PER_MEDIAN_INPUT = 64
+"""A sampled workload's block is the power of two nearest its median input / 64 (16 to 512
+tokens): hits resolve to ~2% of a typical request at ~64 cache entries per request."""
+MEAN_TURNS = 50
+"""Assumption: mean turns per session (agent loops run tens of steps)."""
+THINK_S = 5.0
+"""Assumption: mean pause between a turn's end and the next turn (a tool call)."""
+SURPLUS = 2.0
+"""Without the workload's ``turn_interval_s``: sessions open at the start per session the
+arrival rate keeps busy (the rest are ready for a next turn, so that a request usually finds
+one with its target prefix)."""
+DRAW_BATCH = 4096
+"""Requests drawn per numpy call."""
+ID_RUN = 1 << 16
+"""Fresh block ids made at a time."""
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    rate_rps: float
+    ready_after_s: float
+    """Fixed part of the gap before a session's next turn (the SLA's TTFT P90)."""
+    tpot_s: float
+    """Per output token of the previous turn, added to the gap."""
+    mean_turns: float = MEAN_TURNS
+    think_s: float = THINK_S
+
+
+def _shapes(workload: Workload, rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """``n`` (input, output, target hit) draws from the workload."""
+    if workload.input_tokens is None or workload.output_tokens is None:
+        classes = workload_classes(workload)
+        w = np.array([c.weight for c in classes])
+        k = rng.choice(len(classes), size=n, p=w / w.sum())
+        inp = np.array([c.input_tokens for c in classes])[k]
+        out = np.array([c.output_tokens for c in classes])[k]
+        hit = np.array([c.p_hit for c in classes])[k]
+        return inp, out, hit
+    u = rng.random((3, n))
+    inp = frozen_dist(workload.input_tokens).ppf(u[0])
+    out = frozen_dist(workload.output_tokens).ppf(u[1])
+    hit = frozen_dist(workload.prefix_hit).ppf(u[2])  # type: ignore[arg-type]
+    return np.asarray(inp), np.asarray(out), np.clip(np.asarray(hit), 0.0, 1.0)
+
+
+class SessionSource:
+    """The session generator of the module docstring (deterministic for a seed).
+
+    The service is taken to have been running before the first request: ``warm`` holds
+    the contexts of the sessions already open at time 0 (as many as the arrival rate keeps
+    between turns), oldest first, for the simulator to place in its caches; they are ready
+    for their next turn at times spread over one turn gap.
+    """
+
+    def __init__(self, workload: Workload, n: int, options: SessionOptions, seed: int) -> None:
+        self.workload, self.n, self.options = workload, n, options
+        self._rng = np.random.default_rng(seed)
+        self.block_tokens = block_tokens(workload)
+        self._contexts: dict[int, array] = {}
+        self._waiting: list[tuple[float, int]] = []  # (ready at, session)
+        self._next_block = 0
+        self._run, self._run_start, self._run_end = array("i"), 0, 0  # ids made ahead
+        inp, out, _ = _shapes(workload, self._rng, DRAW_BATCH)
+        gap = options.ready_after_s + float(np.mean(out)) * options.tpot_s + options.think_s
+        interval = workload.turn_interval_s or SURPLUS * gap
+        opened = int(options.rate_rps * max(interval, gap))
+        self.warm: list[array] = []
+        ready = np.sort(self._rng.random(opened)) * gap
+        for sid in range(opened):
+            length = max(1, round(float(inp[sid % len(inp)])))
+            ids = self._new_blocks(-(-length // self.block_tokens))
+            self._contexts[sid] = ids
+            self.warm.append(ids)
+            self._waiting.append((float(ready[sid]), sid))
+        self._next_session = opened
+
+    def _new_blocks(self, count: int) -> array:
+        """The next ``count`` fresh block ids, cut from a run of upcoming ids made ahead
+        (``ID_RUN`` at a time, by numpy: an ``array`` built from a ``range`` costs 80 ns an
+        id, a slice of one almost nothing)."""
+        start = self._next_block
+        self._next_block = end = start + count
+        if end > self._run_end:
+            self._run_start, self._run_end = start, start + max(ID_RUN, count)
+            self._run = array("i", np.arange(start, self._run_end, dtype=np.int32).tobytes())
+        return self._run[start - self._run_start : end - self._run_start]
+
+    def __iter__(self) -> Iterator[SimRequest]:
+        rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
+        heappop, heappush, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
+        block = self.block_tokens
+        # ready sessions by context length in blocks: the lengths sorted, and per length
+        # its sessions in the order they became ready
+        lengths: list[int] = []
+        ready: dict[int, list[int]] = {}
+        t = 0.0
+        done = 0
+        while done < self.n:
+            m = min(DRAW_BATCH, self.n - done)
+            gaps = rng.exponential(1.0 / options.rate_rps, m)
+            arrivals = np.cumsum(np.concatenate(([t], gaps)))[1:].tolist()  # t += gap, in order
+            inp, out, hit = _shapes(self.workload, rng, m)
+            length = np.maximum(1, np.rint(inp))  # rint, like round, rounds half to even
+            tokens_out = np.maximum(0, np.rint(out))
+            blocks = -(-length // block)
+            # rounded, not floored, so that the hits average the target
+            want = np.minimum(np.rint(hit * length / block), blocks)
+            ends = (rng.random(m) < 1.0 / options.mean_turns).tolist()
+            think = rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
+            # when the session is ready for its next turn
+            again = (options.ready_after_s + tokens_out * options.tpot_s + think).tolist()
+            shapes = zip(
+                arrivals,
+                length.astype(int).tolist(),
+                tokens_out.astype(int).tolist(),
+                blocks.astype(int).tolist(),
+                want.astype(int).tolist(),
+                ends,
+                again,
+                strict=True,
+            )
+            for t, length_i, out_i, blocks_i, want_i, end, gap in shapes:
+                while waiting and waiting[0][0] <= t:
+                    sid = heappop(waiting)[1]
+                    n = len(contexts[sid])
+                    if n in ready:
+                        ready[n].append(sid)
+                    else:
+                        ready[n] = [sid]
+                        bisect.insort(lengths, n)
+                # best fit: the shortest ready context that holds the target prefix (the
+                # latest ready of that length), so that the long contexts stay for the long
+                # targets (uniform choice used them up and left 2.4% of the paper workload's
+                # target hit unmet); when none holds it, the longest (the earliest ready)
+                j = bisect_left(lengths, want_i) if want_i > 0 else len(lengths)
+                if j < len(lengths):
+                    n = lengths[j]
+                    sid = ready[n].pop()
+                elif want_i > 0 and lengths:
+                    n = lengths[-1]
+                    sid = ready[n].pop(0)
+                else:
+                    n = 0
+                if n:
+                    if not ready[n]:
+                        del ready[n]
+                        lengths.remove(n)
+                    ids = contexts[sid][:want_i]
+                else:
+                    sid, self._next_session = self._next_session, self._next_session + 1
+                    ids = array("i")
+                ids += self._new_blocks(blocks_i - len(ids))
+                if end:
+                    contexts.pop(sid, None)
+                else:
+                    contexts[sid] = ids
+                    heappush(waiting, (t + gap, sid))
+                yield t, length_i, out_i, ids
+            done += m
+
+
+def block_tokens(workload: Workload) -> int:
+    """The cache block of a sampled workload (``BLOCKS_PER_MEDIAN_INPUT``)."""
+    inp = _shapes(workload, np.random.default_rng(0), 1001)[0]
+    target = float(np.median(inp)) / BLOCKS_PER_MEDIAN_INPUT
+    return int(min(BLOCK_TOKENS, max(16, 2 ** round(np.log2(max(target, 1.0))))))
+
+
+def trace_requests(path: Path, *, skip_bad: bool) -> Iterator[SimRequest]:
+    """The requests of a Mooncake JSONL trace, timed by its timestamps (relative to its
+    first request). Malformed lines end the read with their line numbers, unless
+    ``skip_bad``; an empty trace is an error."""
+    bad: list[tuple[int, str]] = []
+    first: float | None = None
+    count = 0
+    for ts_ms, length, tokens_out, ids in read_requests(
+        path, block_tokens=BLOCK_TOKENS, skip_bad=skip_bad, bad=bad
+    ):
+        if bad and not skip_bad:
+            continue  # read on, to name every bad line (up to read_requests' limit)
+        first = ts_ms if first is None else first
+        count += 1
+        yield (ts_ms - first) / 1000.0, length, tokens_out, ids
+    if bad and not skip_bad:
+        shown = "; ".join(f"line {n}: {p}" for n, p in bad[:5])
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise InputError(f"{path}: malformed lines: {shown}{more}; --skip-bad skips them")
+    if count == 0:
+        raise InputError(f"{path}: the trace has no requests")

@@ -1,0 +1,213 @@
+"""``pddplan solve --verify``: plan, simulate the plan, and re-plan with a tighter analytic
+model until the simulator confirms the plan meets the SLA.
+
+A plan is checked at the load it claims: its SLA capacity for max BCR and max capacity
+(the rate its BCR rests on), the scenario's demand for min cost. When the simulation
+misses a bound, the planner's copy of that bound is scaled by how far the simulation
+missed it (bound / simulated, less a ``MARGIN``), so that the next plan holds the analytic
+percentile that much below the SLA (by ``MAX_STEP`` at most per iteration). The cap of
+whatever holds the slow requests longest (the link when their KV transfer outlasts the
+rest of their TTFT, the pools otherwise), and of any pool or link simulated above its
+cap, falls by ``CAP_STEP``. A simulated decode-side hit below the scenario's (the
+cache holds less of the sessions than assumed) scales the planner's MD hits down to it. The SLA the plan is reported against stays the user's.
+After ``max_iterations`` plans without a confirmed one, the last plan is returned marked
+unconfirmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from pddplan.plan.results import PlanResult
+from pddplan.simulate.run import SimResult, simulate
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import Scenario
+from pddplan.workload.classes import md_cache_hits
+
+MARGIN = 0.95
+"""The tightened bound aims this far below what the simulation says would just pass."""
+MAX_STEP = 0.8
+"""No planning factor falls below this share of its last value in one iteration."""
+MAX_HIT_STEP = 0.25
+"""The decode-side hit factor falls at most to this share of its last value at once."""
+HIT_SLACK = 0.9
+"""A simulated decode-side hit under this share of the plan's is corrected first."""
+CAP_STEP = 0.9
+"""Utilization caps shrink by this factor when a simulated pool or link runs above them."""
+MAX_ITERATIONS = 6
+
+
+@dataclass(frozen=True)
+class Tightening:
+    """The planner's model, relative to the scenario: each SLA bound and cap times a factor."""
+
+    ttft_p90: float = 1.0
+    ttft_p99: float = 1.0
+    tpot: float = 1.0
+    utilization: float = 1.0
+    """Pools' utilization cap."""
+    link_utilization: float = 1.0
+    md_hit: float = 1.0
+    """Decode-side cache hits (each ``md_cache`` option's, per class) times this."""
+
+    def apply(self, s: Scenario) -> Scenario:
+        sla = s.sla.model_copy(
+            update={
+                "ttft_p90_s": s.sla.ttft_p90_s * self.ttft_p90,
+                "ttft_p99_s": s.sla.ttft_p99_s * self.ttft_p99,
+                "tpot_ms": s.sla.tpot_ms * self.tpot,
+            }
+        )
+        search = s.search.model_copy(
+            update={
+                "max_utilization": s.search.max_utilization * self.utilization,
+                "max_link_utilization": s.search.max_link_utilization * self.link_utilization,
+            }
+        )
+        update = {"sla": sla, "search": search}
+        if s.md_cache is not None and self.md_hit < 1.0:
+            hits = md_cache_hits(s.workload, s.md_cache)
+            update["md_cache"] = tuple(
+                o.model_copy(
+                    update={"md_prefix_hit": None, "md_hit": tuple(x * self.md_hit for x in h)}
+                )
+                for o, h in zip(s.md_cache, hits, strict=True)
+            )
+        return s.model_copy(update=update)
+
+
+@dataclass(frozen=True)
+class VerifyStep:
+    iteration: int
+    tightening: Tightening
+    plan: PlanResult
+    load_rps: float | None
+    """The load simulated (None: the plan had no fleet)."""
+    sim: SimResult | None
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class Verification:
+    steps: list[VerifyStep] = field(default_factory=list)
+    confirmed: bool = False
+    message: str = ""
+
+    @property
+    def final(self) -> VerifyStep | None:
+        """The confirmed step, or else the last one with a plan."""
+        with_plan = [st for st in self.steps if st.plan.fleet is not None]
+        return with_plan[-1] if with_plan else None
+
+
+def _load(plan: PlanResult, scenario: Scenario) -> float | None:
+    e = plan.evaluation
+    if e is None:
+        return None
+    if plan.stats.objective == "min-cost":
+        return scenario.workload.arrival_rps or e.sla_capacity_rps
+    return e.sla_capacity_rps
+
+
+def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
+    """The next planning model: see the module docstring. A decode-side hit short of the
+    plan's is the cause of every other miss it brings (bigger transfers, a busier link),
+    so it is corrected first, alone; no factor falls by more than ``MAX_STEP`` at once."""
+    planned = (sim.md_hit.predicted or 0.0) * t.md_hit  # the scenario's hit, as planned
+    if planned and sim.md_hit.simulated < planned * HIT_SLACK:
+        ratio = max(MAX_HIT_STEP, sim.md_hit.simulated / planned)
+        return replace(t, md_hit=t.md_hit * ratio)
+
+    def scaled(factor: float, simulated: float, bound: float) -> float:
+        if simulated <= bound:
+            return factor
+        return factor * max(MAX_STEP, bound / simulated * MARGIN)
+
+    util, link = t.utilization, t.link_utilization
+    tail = sim.tail_breakdown
+    ttft_missed = any(m.startswith("TTFT") for m in sim.misses)
+    busy = any(f.simulated > caps.search.max_utilization for _, f in sim.pool_utilization)
+    pools_slow = tail["queue"] + tail["prefill"] + tail["decode"]
+    if busy or (ttft_missed and tail["transfer"] < pools_slow):
+        util *= CAP_STEP
+    links = sim.link_utilization.values()
+    if any(f.simulated > caps.search.max_link_utilization for f in links) or (
+        ttft_missed and tail["transfer"] >= pools_slow
+    ):
+        link *= CAP_STEP
+    return replace(
+        t,
+        ttft_p90=scaled(t.ttft_p90, sim.ttft_s["p90"].simulated, sim.sla["ttft_p90_s"]),
+        ttft_p99=scaled(t.ttft_p99, sim.ttft_s["p99"].simulated, sim.sla["ttft_p99_s"]),
+        tpot=scaled(t.tpot, sim.tpot_ms["p99"].simulated, sim.sla["tpot_ms"]),
+        utilization=util,
+        link_utilization=link,
+    )
+
+
+def _halfway(good: Tightening, tight: Tightening) -> Tightening:
+    """SLA factors halfway (geometrically) from the last plannable ones to ``tight``'s;
+    ``tight``'s caps and hits. The same when they are within 1%."""
+
+    def mid(a: float, b: float) -> float:
+        return a if b >= a * 0.99 else (a * b) ** 0.5
+
+    return replace(
+        tight,
+        ttft_p90=mid(good.ttft_p90, tight.ttft_p90),
+        ttft_p99=mid(good.ttft_p99, tight.ttft_p99),
+        tpot=mid(good.tpot, tight.tpot),
+    )
+
+
+def verify(
+    scenario: Scenario,
+    hardware: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    solve: Callable[[Scenario], PlanResult],
+    *,
+    first: PlanResult | None = None,
+    requests: int = 20_000,
+    seed: int = 0,
+    max_iterations: int = MAX_ITERATIONS,
+    progress: Callable[[str], None] | None = None,
+) -> Verification:
+    """The loop in the module docstring. ``solve`` plans a (tightened) scenario; ``first``
+    is a plan already made for the scenario itself. When a tightened SLA leaves the
+    planner no plan (the latency of the longest requests alone may not fit it), the next
+    iteration tightens it half as much (``_halfway``)."""
+    tightening, last_good = Tightening(), Tightening()
+    steps: list[VerifyStep] = []
+    for i in range(1, max_iterations + 1):
+        planned = tightening.apply(scenario)
+        plan = first if (i == 1 and first is not None) else solve(planned)
+        load = _load(plan, scenario)
+        if plan.fleet is None or not load:
+            steps.append(VerifyStep(i, tightening, plan, None, None, False))
+            milder = _halfway(last_good, tightening)
+            if milder == tightening:
+                break
+            tightening = milder
+            continue
+        if progress is not None:
+            progress(f"iteration {i}: simulating {plan.fleet.name} at {load:.2f} req/s")
+        sim = simulate(
+            scenario, hardware, models, plan.fleet, requests=requests, rate_rps=load, seed=seed
+        )
+        steps.append(VerifyStep(i, tightening, plan, load, sim, sim.sla_met))
+        if sim.sla_met:
+            return Verification(
+                steps, True, f"iteration {i}: the simulator confirms the plan at {load:.2f} req/s"
+            )
+        last_good = tightening
+        tightening = _tighter(tightening, sim, planned)
+    tried = [st for st in steps if st.sim is not None]
+    missed = "; ".join(tried[-1].sim.misses) if tried and tried[-1].sim is not None else ""
+    return Verification(
+        steps,
+        False,
+        f"no simulator-confirmed plan in {len(steps)} iterations"
+        + (f" (the last plan simulated: {missed})" if missed else ""),
+    )

@@ -1,0 +1,191 @@
+"""Workload distributions: request lengths (tokens) and prefix-cache hit rates (0-1).
+
+Each distribution is one validated object with a ``dist`` kind and that kind's parameters;
+``frozen_dist`` turns it into a ``scipy.stats`` distribution, and ``slice_mean`` averages it
+over a quantile slice (the representative of a request class, ``pddplan.workload.classes``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+from scipy import stats
+
+from pddplan.spec.base import Frozen
+
+SHARE_TOLERANCE = 1e-6
+"""Bucket shares must sum to 1 within this tolerance."""
+
+
+class Bucket(Frozen):
+    """A histogram bar: ``share`` of requests lie in [lo, hi) (uniform inside)."""
+
+    lo: Annotated[float, Field(ge=0)]
+    hi: Annotated[float, Field(gt=0)]
+    share: Annotated[float, Field(ge=0, le=1)]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bucket:
+        if self.hi <= self.lo:
+            raise ValueError(f"hi ({self.hi:g}) must be above lo ({self.lo:g})")
+        return self
+
+
+def _check_buckets(buckets: tuple[Bucket, ...], upper: float | None) -> list[str]:
+    problems = []
+    total = sum(b.share for b in buckets)
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        problems.append(f"bucket shares sum to {total:.6g}; they must sum to 1")
+    for a, b in itertools.pairwise(buckets):
+        if b.lo < a.hi:
+            problems.append(
+                f"buckets overlap or are out of order: [{a.lo:g}, {a.hi:g}) then [{b.lo:g}, {b.hi:g})"
+            )
+    if upper is not None and buckets and buckets[-1].hi > upper:
+        problems.append(f"bucket hi {buckets[-1].hi:g} is above {upper:g}")
+    return problems
+
+
+class LengthDist(Frozen):
+    """A token-length distribution.
+
+    Kinds and their keys: ``fixed`` (value); ``uniform`` (min, max); ``lognormal`` (median,
+    sigma, optional min/max truncation); ``buckets`` (list of {lo, hi, share}).
+    """
+
+    dist: Literal["fixed", "uniform", "lognormal", "buckets"]
+    value: Annotated[float, Field(gt=0)] | None = None
+    median: Annotated[float, Field(gt=0)] | None = None
+    sigma: Annotated[float, Field(gt=0)] | None = None
+    min: Annotated[float, Field(gt=0)] | None = None
+    max: Annotated[float, Field(gt=0)] | None = None
+    buckets: tuple[Bucket, ...] | None = None
+
+    @model_validator(mode="after")
+    def _params_match_kind(self) -> LengthDist:
+        need = {
+            "fixed": ("value",),
+            "uniform": ("min", "max"),
+            "lognormal": ("median", "sigma"),
+            "buckets": ("buckets",),
+        }[self.dist]
+        problems = _check_params(
+            self,
+            need,
+            ("value", "median", "sigma", "min", "max", "buckets"),
+            optional={"lognormal": ("min", "max")}.get(self.dist, ()),
+        )
+        if self.min is not None and self.max is not None and self.max <= self.min:
+            problems.append(f"max ({self.max:g}) must be above min ({self.min:g})")
+        if self.buckets is not None:
+            problems += _check_buckets(self.buckets, None)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class HitDist(Frozen):
+    """A prefix-cache hit-rate distribution on [0, 1].
+
+    Kinds and their keys: ``fixed`` (value); ``beta`` (mean, concentration = alpha + beta);
+    ``buckets`` (list of {lo, hi, share} with 0 <= lo < hi <= 1).
+    """
+
+    dist: Literal["fixed", "beta", "buckets"]
+    value: Annotated[float, Field(ge=0, le=1)] | None = None
+    mean: Annotated[float, Field(gt=0, lt=1)] | None = None
+    concentration: Annotated[float, Field(gt=0)] | None = None
+    buckets: tuple[Bucket, ...] | None = None
+
+    @model_validator(mode="after")
+    def _params_match_kind(self) -> HitDist:
+        need = {"fixed": ("value",), "beta": ("mean", "concentration"), "buckets": ("buckets",)}[
+            self.dist
+        ]
+        problems = _check_params(self, need, ("value", "mean", "concentration", "buckets"))
+        if self.buckets is not None:
+            problems += _check_buckets(self.buckets, 1.0)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _check_params(
+    obj: Frozen, need: tuple[str, ...], every: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> list[str]:
+    kind = obj.dist  # type: ignore[attr-defined]
+    missing = [k for k in need if getattr(obj, k) is None]
+    extra = [
+        k for k in every if k not in need and k not in optional and getattr(obj, k) is not None
+    ]
+    problems = []
+    if missing:
+        problems.append(f"dist '{kind}' needs {', '.join(missing)}")
+    if extra:
+        problems.append(
+            f"dist '{kind}' does not take {', '.join(extra)} (it takes {', '.join(need + optional)})"
+        )
+    return problems
+
+
+@functools.lru_cache(maxsize=256)
+def frozen_dist(d: LengthDist | HitDist) -> stats.rv_continuous | stats.rv_discrete:
+    """A ``scipy.stats`` frozen distribution for ``d`` (cached: ``d`` is immutable, and
+    building one costs more than using it)."""
+    if d.dist == "fixed":
+        return stats.rv_discrete(values=([d.value], [1.0]))
+    if d.dist == "uniform":
+        return stats.uniform(loc=d.min, scale=d.max - d.min)  # type: ignore[operator]
+    if d.dist == "lognormal":
+        base = stats.lognorm(s=d.sigma, scale=d.median)
+        if d.min is None and d.max is None:
+            return base
+        lo = base.cdf(d.min) if d.min is not None else 0.0
+        hi = base.cdf(d.max) if d.max is not None else 1.0
+        return _Truncated(base, lo, hi)
+    if d.dist == "beta":
+        a = d.mean * d.concentration  # type: ignore[operator]
+        return stats.beta(a, d.concentration - a)  # type: ignore[operator]
+    edges, weights = _bucket_grid(d.buckets)  # type: ignore[arg-type]
+    return stats.rv_histogram((weights, edges), density=False)
+
+
+class _Truncated:
+    """A distribution truncated to [ppf(lo), ppf(hi)] of a base (quantile remapping)."""
+
+    def __init__(self, base: stats.rv_continuous, lo: float, hi: float) -> None:
+        self.base, self.lo, self.hi = base, lo, hi
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray | float:
+        return self.base.ppf(self.lo + np.asarray(q) * (self.hi - self.lo))
+
+    def cdf(self, x: np.ndarray | float) -> np.ndarray | float:
+        return np.clip((self.base.cdf(x) - self.lo) / (self.hi - self.lo), 0.0, 1.0)
+
+
+def _bucket_grid(buckets: tuple[Bucket, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous edges and weights, with zero-weight bins filling any gaps."""
+    edges, weights = [buckets[0].lo], []
+    for b in buckets:
+        if b.lo > edges[-1]:
+            weights.append(0.0)
+            edges.append(b.lo)
+        weights.append(b.share)
+        edges.append(b.hi)
+    return np.asarray(edges), np.asarray(weights)
+
+
+QUANTILE_GRID = 64
+"""Quantile points per class used to average a distribution over a class's slice."""
+
+
+def slice_mean(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> float:
+    """Mean of ``d`` over its quantile slice [q_lo, q_hi] (the class representative)."""
+    if d.dist == "fixed":
+        return float(d.value)  # type: ignore[arg-type]
+    q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
+    return float(np.mean(frozen_dist(d).ppf(q)))

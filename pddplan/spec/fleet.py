@@ -1,0 +1,83 @@
+"""A deployment to evaluate: pools of instances, link tiers, and optionally the router's
+thresholds. Loaded from YAML (``--fleet``) by ``pddplan.io.loaders.load_fleet``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from pddplan.spec.base import Frozen
+from pddplan.spec.scenario import Role, Scenario
+
+PosInt = Annotated[int, Field(ge=1)]
+
+
+class Pool(Frozen):
+    """``instances`` instances of ``gpus_per_instance`` GPUs of ``chip`` in one role."""
+
+    datacenter: str
+    role: Role
+    chip: str
+    gpus_per_instance: PosInt
+    instances: PosInt
+
+
+class LinkChoice(Frozen):
+    """The bandwidth bought on one WAN link."""
+
+    between: tuple[str, str]
+    gbps: Annotated[float, Field(gt=0)]
+
+
+class Routing(Frozen):
+    """The router's rule. Requests whose WAN payload (the KV MD lacks, plus the fixed state)
+    exceeds ``relay_above_mb`` go P -> RLD -> MD; the rest go P -> MD. Requests whose
+    (predicted) output is at most ``singular_max_output_tokens`` and that would be relayed
+    finish on RLD (the singular path)."""
+
+    relay_above_mb: Annotated[float, Field(ge=0)] | None = None
+    """None relays nothing."""
+    singular_max_output_tokens: Annotated[int, Field(ge=0)] = 0
+    """0 disables the singular path."""
+
+
+class Handoff(Frozen):
+    """How RLD hands a relayed request to MD (extend-decode): in one MD extend step over all
+    its eager tokens (one-shot), or in chunks of ``chunk_tokens`` (catch-up: more, smaller
+    stalls). Requests with more than ``catch_up_above_tokens`` eager tokens catch up."""
+
+    catch_up_above_tokens: Annotated[int, Field(ge=0)] | None = None
+    """None: every handoff is one-shot; 0: every handoff catches up."""
+    chunk_tokens: PosInt = 64
+    """Catch-up hands over this many eager tokens per chunk (one MD stall each)."""
+
+
+class Fleet(Frozen):
+    """A deployment: pools, link tiers, and optionally routing and handoff settings.
+    Without ``routing`` the evaluator chooses the relay threshold that serves the most."""
+
+    name: str
+    pools: tuple[Pool, ...] = Field(min_length=1)
+    links: tuple[LinkChoice, ...] = ()
+    routing: Routing | None = None
+    handoff: Handoff = Handoff()
+    md_cache_gb_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """HBM each main-decode GPU reserves for the decode-side cache: one of the scenario's
+    ``md_cache`` options (required when the scenario has them, refused when it has none)."""
+
+
+def md_cache_problem(scenario: Scenario, fleet: Fleet) -> str | None:
+    """What is wrong with ``fleet``'s decode-side cache choice for ``scenario`` (None: it is
+    one of the scenario's ``md_cache`` options, or both leave it out)."""
+    gb = fleet.md_cache_gb_per_gpu
+    if scenario.md_cache is None:
+        if gb is None:
+            return None
+        return f"scenario {scenario.name} has no md_cache options; leave md_cache_gb_per_gpu out"
+    sizes = [o.gb_per_gpu for o in scenario.md_cache]
+    if gb in sizes:
+        return None
+    allowed = ", ".join(f"{x:g}" for x in sizes)
+    got = "nothing" if gb is None else f"{gb:g}"
+    return f"must be one of scenario {scenario.name}'s md_cache sizes ({allowed} GB/GPU), got {got}"

@@ -1,0 +1,367 @@
+"""The scenario: what to plan for. Loaded from YAML by ``pddplan.io.loaders``; these classes
+validate each field on its own, and ``loaders.load_scenario`` checks the cross-references
+(model and chip ids, link endpoints, roles, fit) against the catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.spec.base import Frozen
+from pddplan.spec.calibration import CalibrationSpec
+from pddplan.spec.distributions import HitDist, LengthDist
+from pddplan.spec.llm import Dtype, KvDtype
+
+Role = Literal["prefill", "relay_decode", "main_decode"]
+ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
+Positive = Annotated[float, Field(gt=0)]
+Id = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+
+
+class Datacenter(Frozen):
+    """One datacenter: which chips may be placed there, in which roles, within which limits."""
+
+    chips: tuple[str, ...] = Field(min_length=1)
+    roles: tuple[Role, ...] = Field(min_length=1)
+    max_gpus: Annotated[int, Field(ge=1)] | None = None
+    max_power_kw: Positive | None = None
+    pue: Annotated[float, Field(ge=1)] = 1.0
+    """Power usage effectiveness: facility power / IT power, for ``max_power_kw``."""
+    inventory: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    """GPUs already owned here, by chip id: they cost only their running cost (power and
+    hosting; their capex is sunk). More of the chip may be bought or rented at full price."""
+    role_chips: dict[Role, tuple[str, ...]] | None = None
+    """Chips each role may use here (default: any of ``chips`` for every role)."""
+
+    @model_validator(mode="after")
+    def _inventory_is_allowed(self) -> Datacenter:
+        extra = sorted(set(self.inventory) - set(self.chips))
+        if extra:
+            raise ValueError(
+                f"inventory names chips not in this datacenter's chips: {', '.join(extra)} "
+                f"(chips: {', '.join(self.chips)})"
+            )
+        for role, chips in (self.role_chips or {}).items():
+            if role not in self.roles:
+                raise ValueError(f"role_chips names role '{role}', not one of roles here")
+            extra = sorted(set(chips) - set(self.chips))
+            if extra:
+                raise ValueError(
+                    f"role_chips.{role} names chips not in this datacenter's chips: "
+                    f"{', '.join(extra)} (chips: {', '.join(self.chips)})"
+                )
+        if len(set(self.roles)) != len(self.roles):
+            raise ValueError("roles lists a role twice")
+        return self
+
+
+class LinkTier(Frozen):
+    """One purchasable bandwidth tier of a WAN link: a monthly price, a price per GB of
+    egress, or both."""
+
+    gbps: Positive
+    usd_per_month: Annotated[float, Field(ge=0)] = 0.0
+    usd_per_gb: Annotated[float, Field(ge=0)] = 0.0
+    """Egress price per GB (1e9 bytes) carried, billed on the traffic at the demand."""
+
+
+class Link(Frozen):
+    """A WAN link between two datacenters (TCP over Ethernet)."""
+
+    between: tuple[str, str]
+    rtt_ms: Positive
+    tcp_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.9
+    """Goodput / line rate for long TCP flows (headers, congestion control)."""
+    tiers: tuple[LinkTier, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Link:
+        if self.between[0] == self.between[1]:
+            raise ValueError(f"a link joins two different datacenters, got {self.between[0]} twice")
+        speeds = [t.gbps for t in self.tiers]
+        if speeds != sorted(set(speeds)):
+            raise ValueError(
+                f"tiers must be in increasing gbps order without repeats, got {speeds}"
+            )
+        return self
+
+
+class TraceRef(Frozen):
+    """A request trace (Mooncake JSONL) the workload is fitted from."""
+
+    file: Path
+    cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] = "unbounded"
+    md_cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] | None = None
+    block_size: Annotated[int, Field(ge=1)] = 512
+    """Tokens per prefix block (Mooncake traces: 512)."""
+    skip_bad: bool = False
+    """Skip (and count) malformed lines instead of refusing the trace."""
+
+
+class ClassSpec(Frozen):
+    """One request class given explicitly (``pddplan workload fit`` writes these)."""
+
+    weight: Annotated[float, Field(gt=0, le=1)]
+    input_tokens: Positive
+    output_tokens: Annotated[float, Field(ge=0)]
+    p_hit: Annotated[float, Field(ge=0, le=1)]
+    md_hit: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Decode-side hit; defaults to ``p_hit``."""
+    key: str | None = None
+
+
+class Workload(Frozen):
+    """Arrivals, lengths and prefix-cache hit rates; or a trace to fit them from."""
+
+    arrival_rps: Positive | None = None
+    input_tokens: LengthDist | None = None
+    output_tokens: LengthDist | None = None
+    prefix_hit: HitDist | None = None
+    """Prefill-side (P) prefix-cache hit rate."""
+    md_prefix_hit: HitDist | None = None
+    """Decode-side (MD) cache hit rate; defaults to ``prefix_hit``."""
+    classes: tuple[ClassSpec, ...] | None = None
+    """Request classes given explicitly, instead of the four distributions."""
+    trace: TraceRef | None = None
+    turn_interval_s: Positive | None = None
+    """Mean seconds between the starts of a session's consecutive requests: how long its
+    context must stay in the decode-side cache for its next turn to hit there. With it, a
+    plan's MD cache must hold every open session's context (``kv.session_working_set_bytes``);
+    without it, the MD hit rates are taken as given at any load."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Workload:
+        dists = ("input_tokens", "output_tokens", "prefix_hit")
+        given = [k for k in (*dists, "md_prefix_hit") if getattr(self, k) is not None]
+        if self.trace is not None:
+            if given or self.classes:
+                raise ValueError("give a trace, or classes, or distributions, not several")
+            return self
+        if self.arrival_rps is None:
+            raise ValueError("give arrival_rps (or a trace to fit it from)")
+        if self.classes is not None:
+            if given:
+                raise ValueError(
+                    f"give classes or distributions, not both (found {', '.join(given)})"
+                )
+            total = sum(c.weight for c in self.classes)
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"class weights sum to {total:.6g}; they must sum to 1")
+            return self
+        missing = [k for k in dists if k not in given]
+        if missing:
+            raise ValueError(f"give {', '.join(missing)} (or classes, or a trace to fit them from)")
+        return self
+
+
+class GpuPurchase(Frozen):
+    """Buying a chip instead of renting it: capex amortized over its life, plus running
+    costs (power at the datacenter's PUE, and hosting)."""
+
+    capex_usd_per_gpu: Positive
+    amortization_years: Positive
+    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] | None = None
+    """Rack space, cooling, operations (default: the scenario's ``hosting_usd_per_gpu_hour``)."""
+
+
+class MdCacheOption(Frozen):
+    """One size of the decode-side (MD) prefix cache, and the MD hit rate it buys. The
+    planner picks one option per plan."""
+
+    gb_per_gpu: Annotated[float, Field(ge=0)]
+    """HBM each main-decode GPU reserves for cached prefixes (GB, 1e9 bytes); running
+    requests' KV cannot use it."""
+    md_prefix_hit: HitDist | None = None
+    """The MD hit-rate distribution at this size (workloads given as distributions)."""
+    md_hit: tuple[Annotated[float, Field(ge=0, le=1)], ...] | None = None
+    """The MD hit rate of each class at this size, in class order (workloads given as
+    classes, or fitted from a trace)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MdCacheOption:
+        if (self.md_prefix_hit is None) == (self.md_hit is None):
+            raise ValueError("give md_prefix_hit or md_hit (one of them)")
+        return self
+
+
+class Sla(Frozen):
+    """Latency targets."""
+
+    ttft_p90_s: Positive
+    ttft_p99_s: Positive
+    tpot_ms: Positive
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Sla:
+        if self.ttft_p99_s < self.ttft_p90_s:
+            raise ValueError(
+                f"ttft_p99_s ({self.ttft_p99_s:g}) must be >= ttft_p90_s ({self.ttft_p90_s:g})"
+            )
+        return self
+
+
+class Search(Frozen):
+    """Which instance sizes the planner may choose from."""
+
+    gpus_per_instance: tuple[Annotated[int, Field(ge=1)], ...] | None = None
+    """Explicit instance sizes; default: powers of two up to ``max_gpus_per_instance``."""
+    max_gpus_per_instance: Annotated[int, Field(ge=1)] = 64
+    max_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    """Highest planned busy fraction of any pool (assumption: 10% headroom for bursts)."""
+    max_link_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    """Highest planned utilization of a WAN link (assumption)."""
+    max_gpus_per_pool: Annotated[int, Field(ge=1)] = 1024
+    """Most GPUs the planner puts in one pool (also bounded by datacenter limits)."""
+    singular_max_output_tokens: tuple[Annotated[int, Field(ge=0)], ...] | None = None
+    """Candidate singular cuts (0: no singular path); default: 0 and the two shortest
+    output classes."""
+    catch_up_above_tokens: tuple[Annotated[int, Field(ge=0)] | None, ...] = (None, 256, 0)
+    """Candidate catch-up cuts on eager tokens (null: always one-shot; 0: always catch up)."""
+    handoff_chunk_tokens: Annotated[int, Field(ge=1)] = 64
+    """Eager tokens per catch-up chunk."""
+
+    def sizes(self) -> tuple[int, ...]:
+        if self.gpus_per_instance:
+            return tuple(sorted(set(self.gpus_per_instance)))
+        out, g = [], 1
+        while g <= self.max_gpus_per_instance:
+            out.append(g)
+            g *= 2
+        return tuple(out)
+
+
+class SolverOptions(Frozen):
+    name: Literal["cbc", "highs"] = "cbc"
+    time_limit_s: Positive = 60.0
+    mip_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-6
+    """Relative optimality gap each MILP is solved to (tight: Dinkelbach needs exact
+    sub-problems)."""
+
+
+class CatalogPaths(Frozen):
+    """Catalog files to use instead of the shipped ones (relative to the scenario file)."""
+
+    hardware: Path | None = None
+    models: Path | None = None
+
+
+class Scenario(Frozen):
+    """A planning scenario (one YAML file)."""
+
+    name: str
+    description: str | None = None
+    model: str
+    kv_dtype: KvDtype | None = None
+    weight_dtype: Dtype | None = None
+    catalogs: CatalogPaths = CatalogPaths()
+    datacenters: dict[Id, Datacenter] = Field(min_length=1)
+    links: tuple[Link, ...] = ()
+    workload: Workload
+    sla: Sla
+    search: Search = Search()
+    objective: Literal["max-bcr", "min-cost", "max-capacity"] = "max-bcr"
+    budget_usd_per_hour: Positive | None = None
+    prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
+    """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
+    gpu_purchase: dict[str, GpuPurchase] = Field(default_factory=dict)
+    """Chips bought rather than rented, by chip id (a chip has one basis)."""
+    electricity_usd_per_kwh: Annotated[float, Field(ge=0)] | None = None
+    """Power price for bought and owned GPUs (TDP x PUE)."""
+    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] = 0.0
+    """Hosting per bought or owned GPU-hour, unless its chip's ``gpu_purchase`` says."""
+    md_cache: tuple[MdCacheOption, ...] | None = None
+    """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
+    and the cache takes no HBM from running requests."""
+    solver: SolverOptions = SolverOptions()
+    calibration: CalibrationSpec = CalibrationSpec()
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        problems = []
+        for i, link in enumerate(self.links):
+            for dc in link.between:
+                if dc not in self.datacenters:
+                    problems.append(
+                        f"links[{i}].between names unknown datacenter '{dc}' "
+                        f"(datacenters: {', '.join(self.datacenters)})"
+                    )
+        roles = {r for dc in self.datacenters.values() for r in dc.roles}
+        for needed in ("prefill", "main_decode"):
+            if needed not in roles:
+                problems.append(f"no datacenter allows role '{needed}'")
+        if not problems and not self._prefill_reaches_main_decode():
+            problems.append(
+                "no prefill datacenter is the same as, or linked to, a main_decode datacenter: "
+                "add a link between them"
+            )
+        problems += self._md_cache_problems()
+        both = sorted(set(self.prices_usd_per_gpu_hour) & set(self.gpu_purchase))
+        if both:
+            problems.append(
+                f"chips {', '.join(both)} are in prices_usd_per_gpu_hour (rent) and in "
+                "gpu_purchase (buy): give each chip one basis"
+            )
+        owned = any(dc.inventory for dc in self.datacenters.values())
+        if (owned or self.gpu_purchase) and self.electricity_usd_per_kwh is None:
+            problems.append(
+                "electricity_usd_per_kwh is needed to price the running cost of "
+                + ("owned inventory" if owned else "bought GPUs")
+            )
+        if self.objective == "max-capacity" and self.budget_usd_per_hour is None:
+            problems.append("objective 'max-capacity' needs budget_usd_per_hour")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _md_cache_problems(self) -> list[str]:
+        if self.md_cache is None:
+            return []
+        problems = []
+        sizes = [o.gb_per_gpu for o in self.md_cache]
+        if len(set(sizes)) != len(sizes) or not sizes:
+            problems.append(f"md_cache: give each gb_per_gpu once, got {sizes}")
+        w = self.workload
+        for i, o in enumerate(self.md_cache):
+            if o.md_prefix_hit is not None and w.prefix_hit is None:
+                problems.append(
+                    f"md_cache[{i}].md_prefix_hit needs a workload given as distributions; "
+                    "give md_hit (one value per class) instead"
+                )
+            if o.md_hit is not None and w.classes is not None and len(o.md_hit) != len(w.classes):
+                problems.append(
+                    f"md_cache[{i}].md_hit has {len(o.md_hit)} values; the workload has "
+                    f"{len(w.classes)} classes"
+                )
+        if w.trace is not None and w.trace.md_cache_tokens is not None:
+            problems.append("md_cache gives the MD hit rates: drop workload.trace.md_cache_tokens")
+        if w.md_prefix_hit is not None or any(c.md_hit is not None for c in w.classes or ()):
+            problems.append(
+                "md_cache gives the MD hit rates: drop workload.md_prefix_hit and the "
+                "classes' md_hit"
+            )
+        return problems
+
+    def _prefill_reaches_main_decode(self) -> bool:
+        linked = {frozenset(link.between) for link in self.links}
+        prefill = [d for d, dc in self.datacenters.items() if "prefill" in dc.roles]
+        decode = [d for d, dc in self.datacenters.items() if "main_decode" in dc.roles]
+        return any(p == d or frozenset((p, d)) in linked for p in prefill for d in decode)
+
+    def chips_for(self, role: Role) -> list[tuple[str, str]]:
+        """(datacenter, chip) pairs where ``role`` may run."""
+        return [
+            (dc_id, chip)
+            for dc_id, dc in self.datacenters.items()
+            if role in dc.roles
+            for chip in (dc.role_chips or {}).get(role, dc.chips)
+        ]
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """JSON Schema of the scenario format, for editors (``pddplan schema``)."""
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pddplan scenario"
+    return schema

@@ -1,0 +1,522 @@
+"""Request traces (Mooncake JSONL): streaming reader, prefix-cache replay, and the fitted
+workload (hit-rate histogram, length distributions, request classes).
+
+Each line is ``{"timestamp": ms, "input_length": tokens, "output_length": tokens,
+"hash_ids": [...]}``, ``hash_ids`` naming the request's 512-token prefix blocks. A request's
+hit rate is the leading run of its blocks already in the cache, times the block size, capped
+at its input length, over its input length. After the lookup all its blocks enter the cache
+(most recently used). The cache is unbounded, or LRU with a capacity in tokens.
+
+The reader streams: only per-request numbers are kept (five per request), never the hash
+lists, except what the cache itself holds.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat, takewhile
+from operator import getitem, setitem
+from pathlib import Path
+
+import numpy as np
+import orjson
+from scipy import stats
+
+from pddplan.errors import InputError
+from pddplan.spec.scenario import ClassSpec, Workload
+from pddplan.workload.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
+
+DEFAULT_BLOCK_TOKENS = 512
+"""Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
+MAX_REPORTED_BAD_LINES = 20
+"""Without --skip-bad, this many bad lines are listed before giving up."""
+TIME_BINS = 60
+"""Bins of the hit-rate-over-time series."""
+MAX_BITMAP_ID = 1 << 26
+"""Block ids below this (64 MB of byte map at most) are tracked in a byte map; a trace with
+other ids (negative, or large hashes) uses a set."""
+
+
+class PrefixCache:
+    """A prefix cache of blocks: unbounded (``capacity_blocks`` None) or LRU.
+
+    Unbounded: one byte per block id in a growing bytearray (Mooncake's hash ids are small
+    dense integers), a set for other ids. LRU: each block maps to the sequence number of the
+    request that last touched it, and a log keeps every request's blocks; evicting walks the
+    log from the oldest request and drops the blocks whose last touch is that entry. Within
+    one request the tail blocks go first, as a radix cache evicts leaves before the prefixes
+    they hang from. This is exact LRU when a request's block ids are distinct (they name its
+    successive prefix blocks). The loops run inside C
+    (``takewhile``, ``dict.update``, ``map`` drained by a zero-length deque): a
+    million-request trace touches tens of millions of blocks. The byte map is read and
+    written through ``operator.getitem`` / ``setitem`` rather than the bytearray's own
+    ``__getitem__`` / ``__setitem__``, which are slot wrappers that build an argument tuple
+    per call (about twice as slow per block).
+    """
+
+    def __init__(self, capacity_blocks: int | None) -> None:
+        self.capacity = capacity_blocks
+        self._last: dict[int, int] = {}
+        self._log: deque[tuple[int, list[int]]] = deque()
+        self._served = 0
+        self._seen: bytearray | None = bytearray(1 << 16)
+        self._has = partial(getitem, self._seen)  # the byte map grows in place: stays valid
+        self._other: set[int] = set()
+
+    def replay(self, hash_ids: list[int]) -> int:
+        """Blocks of the leading run already cached; then every block enters the cache."""
+        if self.capacity is None:
+            return self._replay_unbounded(hash_ids)
+        run = self.lookup(hash_ids)
+        self.insert(hash_ids)
+        return run
+
+    def lookup(self, hash_ids: list[int]) -> int:
+        """Blocks of the leading run already cached (the cache does not change)."""
+        if self.capacity is not None:
+            return len(list(takewhile(self._last.__contains__, hash_ids)))
+        seen = self._seen
+        if seen is None:
+            return len(list(takewhile(self._other.__contains__, hash_ids)))
+        # a negative id would index the byte map from its end, so they take the slow path;
+        # an id past its end was never inserted (IndexError: the slow path says so)
+        if hash_ids and min(hash_ids) >= 0:
+            try:
+                return len(list(takewhile(self._has, hash_ids)))
+            except IndexError:
+                pass
+        return len(list(takewhile(lambda h: 0 <= h < len(seen) and seen[h], hash_ids)))
+
+    def insert(self, hash_ids: list[int], known: int = 0) -> None:
+        """Every block enters the cache as the most recently used, evicting the least
+        recently used ones beyond capacity. ``known``: what a lookup of these blocks
+        returned since the last eviction (an unbounded cache skips those blocks)."""
+        if self.capacity is None:
+            hash_ids = hash_ids[known:] if known else hash_ids
+            seen = self._seen
+            if seen is not None and _is_range(hash_ids) and hash_ids[-1] < len(seen):
+                # a run of fresh consecutive ids (a sampled request's new blocks): one slice
+                seen[hash_ids[0] : hash_ids[-1] + 1] = b"\x01" * len(hash_ids)
+                return
+            if seen is not None and hash_ids and min(hash_ids) >= 0:
+                try:
+                    _drain(map(setitem, repeat(seen), hash_ids, repeat(1)))
+                    return
+                except IndexError:  # an id past the byte map: grow it (below)
+                    pass
+            self._replay_unbounded(hash_ids)
+            return
+        last = self._last
+        self._served += 1
+        last.update(dict.fromkeys(hash_ids, self._served))
+        self._log.append((self._served, hash_ids[::-1]))  # within a request, the tail goes first
+        while len(last) > self.capacity:  # type: ignore[operator]
+            self._evict_oldest_entry()
+
+    def _evict_oldest_entry(self) -> None:
+        """Drop the oldest log entry's still-resident blocks, in order, until the cache is
+        back to capacity (the rest of the entry goes back to the front of the log)."""
+        last, capacity = self._last, self.capacity
+        served, blocks = self._log.popleft()
+        owned = [h for h in blocks if last.get(h) == served]
+        over = len(last) - capacity  # type: ignore[operator]
+        if len(owned) > over:
+            self._log.appendleft((served, owned[over:]))
+            owned = owned[:over]
+        _drain(map(last.pop, owned))  # dict.pop is a fast call; __delitem__ is a slot wrapper
+
+    def _replay_unbounded(self, hash_ids: list[int]) -> int:
+        if not hash_ids:
+            return 0
+        if self._seen is not None:
+            lo, hi = min(hash_ids), max(hash_ids)
+            if lo >= 0 and hi < MAX_BITMAP_ID:
+                seen = self._seen
+                if hi >= len(seen):
+                    seen.extend(bytes(min(max(hi + 1, 2 * len(seen)), MAX_BITMAP_ID) - len(seen)))
+                run = len(list(takewhile(self._has, hash_ids)))
+                _drain(map(setitem, repeat(seen), hash_ids, repeat(1)))
+                return run
+            # an id the byte map cannot hold: move every cached id to the set, for good
+            self._other.update(np.flatnonzero(np.frombuffer(self._seen, dtype=np.uint8)).tolist())
+            self._seen = None
+        other = self._other
+        run = len(list(takewhile(other.__contains__, hash_ids)))
+        other.update(hash_ids)
+        return run
+
+
+def _drain(iterator: Iterator[object]) -> None:
+    deque(iterator, maxlen=0)
+
+
+def _is_range(ids: list[int]) -> bool:
+    """Whether ``ids`` are ``first, first + 1, ...`` from a ``first`` >= 0 (the comparison
+    runs in C, several times faster than writing the ids one by one)."""
+    if not ids or ids[0] < 0 or ids[-1] != ids[0] + len(ids) - 1:
+        return False
+    return ids == list(range(ids[0], ids[-1] + 1))
+
+
+def _capacity_blocks(tokens: int | str | None, block: int) -> int | None:
+    if tokens is None or tokens == "unbounded":
+        return None
+    return max(1, int(tokens) // block)
+
+
+@dataclass
+class _Columns:
+    time_ms: array = field(default_factory=lambda: array("d"))
+    inp: array = field(default_factory=lambda: array("d"))
+    out: array = field(default_factory=lambda: array("d"))
+    run: array = field(default_factory=lambda: array("q"))
+    """Leading cached blocks per request (prefill side)."""
+    md_run: array = field(default_factory=lambda: array("q"))
+
+
+def read_requests(
+    path: Path, *, block_tokens: int, skip_bad: bool, bad: list[tuple[int, str]]
+) -> Iterator[tuple[float, int, int, list[int]]]:
+    """Yield (timestamp ms, input tokens, output tokens, hash ids) per valid line, in file
+    order. Bad lines are appended to ``bad`` as (line number, problem); without
+    ``skip_bad`` the first ``MAX_REPORTED_BAD_LINES`` of them end the read."""
+    last_ts = -math.inf
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            row = _parse_fast(line, block_tokens)
+            if row is None:
+                if not line.strip():
+                    continue
+                problem: str | None = _diagnose(line, block_tokens)
+            elif row[0] < last_ts:
+                problem = (
+                    f"timestamp {row[0]:g} ms is before the previous request's "
+                    f"{last_ts:g} ms: the trace must be in arrival order"
+                )
+            else:
+                last_ts = row[0]
+                yield row
+                continue
+            bad.append((number, problem or "invalid request"))
+            if not skip_bad and len(bad) >= MAX_REPORTED_BAD_LINES:
+                return
+
+
+_NUMBER = (int, float)
+_INTS = {int}
+
+
+def _parse_fast(line: bytes, block_tokens: int) -> tuple[float, int, int, list[int]] | None:
+    """The request on a well-formed line, or None (then ``_diagnose`` says why)."""
+    try:
+        d = orjson.loads(line)
+        ts, inp, out, ids = d["timestamp"], d["input_length"], d["output_length"], d["hash_ids"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if (
+        type(inp) is int
+        and type(out) is int
+        and type(ids) is list
+        and type(ts) in _NUMBER
+        and inp >= 1
+        and out >= 0
+        and ts >= 0
+        and len(ids) * block_tokens >= inp
+        and set(map(type, ids)) <= _INTS
+    ):
+        return float(ts), inp, out, ids
+    return None
+
+
+def _diagnose(line: bytes, block_tokens: int) -> str:
+    """What is wrong with a line ``_parse_fast`` refused."""
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        return f"bad JSON: {e.msg} at column {e.colno}"
+    if not isinstance(d, dict):
+        return "expected a JSON object"
+    missing = [k for k in ("timestamp", "input_length", "output_length", "hash_ids") if k not in d]
+    if missing:
+        return f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    ts, inp, out, ids = d["timestamp"], d["input_length"], d["output_length"], d["hash_ids"]
+    if type(ts) not in _NUMBER or ts < 0:
+        return f"timestamp must be a number of ms >= 0, got {ts!r}"
+    for name, value, low in (("input_length", inp, 1), ("output_length", out, 0)):
+        if type(value) is not int or value < low:
+            return f"{name} must be an integer >= {low}, got {value!r}"
+    if type(ids) is not list or not set(map(type, ids)) <= _INTS:
+        return "hash_ids must be a list of integers"
+    need = math.ceil(inp / block_tokens)
+    return (
+        f"hash_ids has {len(ids)} blocks, too short for input_length {inp} "
+        f"({need} blocks of {block_tokens} tokens)"
+    )
+
+
+@dataclass(frozen=True)
+class LengthFit:
+    """A length distribution: mean, quantiles, and parametric fits ranked by their
+    Kolmogorov-Smirnov distance (the largest gap between the fitted and the empirical CDF;
+    0 is a perfect fit)."""
+
+    mean: float
+    quantiles: dict[str, float]
+    fits: list[dict[str, float | str]]
+    """Best first: ``{dist: lognormal, median, sigma, ks}`` and ``{dist: gamma, shape, scale, ks}``."""
+
+    @property
+    def best(self) -> dict[str, float | str]:
+        return self.fits[0]
+
+
+@dataclass(frozen=True)
+class TraceFit:
+    """What a trace says about the workload."""
+
+    path: str
+    requests: int
+    skipped_lines: int
+    bad_lines: list[tuple[int, str]]
+    duration_s: float
+    arrival_rps: float | None
+    """Mean arrival rate; None when the trace spans no time (one timestamp)."""
+    block_tokens: int
+    cache_tokens: int | str
+    md_cache_tokens: int | str | None
+    mean_hit_rate: float
+    token_weighted_hit_rate: float
+    hit_histogram: list[dict[str, float]]
+    md_mean_hit_rate: float | None
+    md_hit_histogram: list[dict[str, float]] | None
+    input_tokens: LengthFit
+    output_tokens: LengthFit
+    classes: list[RequestClass]
+    hit_over_time: list[tuple[float, float]]
+    """(bin start s, mean hit rate of the requests arriving in the bin)."""
+
+
+def fit_trace(
+    path: Path,
+    *,
+    block_tokens: int = DEFAULT_BLOCK_TOKENS,
+    cache_tokens: int | str = "unbounded",
+    md_cache_tokens: int | str | None = None,
+    hit_edges: tuple[float, ...] = HIT_EDGES,
+    skip_bad: bool = False,
+) -> TraceFit:
+    """Replay ``path`` through the prefill-side cache (and the decode-side one when
+    ``md_cache_tokens`` is given) and summarize it. Raises ``InputError`` for a missing or
+    empty file, or for bad lines unless ``skip_bad``."""
+    _check_edges(hit_edges)
+    cache = PrefixCache(_capacity_blocks(cache_tokens, block_tokens))
+    md_cache = (
+        PrefixCache(_capacity_blocks(md_cache_tokens, block_tokens)) if md_cache_tokens else None
+    )
+    cols, bad = _Columns(), []
+    # the hot loop: bound methods in locals, hit rates computed afterwards in numpy
+    t_add, i_add, o_add, r_add, m_add = (
+        cols.time_ms.append,
+        cols.inp.append,
+        cols.out.append,
+        cols.run.append,
+        cols.md_run.append,
+    )
+    replay, md_replay = cache.replay, (md_cache.replay if md_cache else None)
+    for ts, inp, out, ids in read_requests(
+        path, block_tokens=block_tokens, skip_bad=skip_bad, bad=bad
+    ):
+        t_add(ts)
+        i_add(inp)
+        o_add(out)
+        r_add(replay(ids))
+        if md_replay is not None:
+            m_add(md_replay(ids))
+    if bad and not skip_bad:
+        stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
+        raise InputError(
+            [f"{path}:{line}: {problem}" for line, problem in bad]
+            + [
+                f"{path}: {_lines(len(bad))} refused ({stopped}skip_bad / --skip-bad skips and counts them)"
+            ]
+        )
+    if not cols.inp:
+        raise InputError(
+            f"{path}: the trace has no requests" + (f" ({_lines(len(bad))} skipped)" if bad else "")
+        )
+    return _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} bad line" + ("" if n == 1 else "s")
+
+
+def _check_edges(edges: tuple[float, ...]) -> None:
+    if len(edges) < 2 or edges[0] != 0.0 or edges[-1] != 1.0 or list(edges) != sorted(set(edges)):
+        raise InputError(
+            f"--buckets must rise strictly from 0 to 1, got {','.join(f'{e:g}' for e in edges)}"
+        )
+
+
+def _histogram(values: np.ndarray, edges: tuple[float, ...]) -> list[dict[str, float]]:
+    counts = np.histogram(values, bins=np.asarray(edges))[0]  # the last bin includes 1.0
+    return [
+        {"lo": lo, "hi": hi, "share": float(c) / len(values)}
+        for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+    ]
+
+
+def _length_fit(values: np.ndarray) -> LengthFit:
+    """Lognormal by maximum likelihood, gamma by moments; ranked by KS distance."""
+    q = {f"p{p}": float(np.percentile(values, p)) for p in (50, 90, 99)}
+    q["max"] = float(values.max())
+    positive = values[values > 0]
+    logs = np.log(positive)
+    median, sigma = float(np.exp(logs.mean())), float(max(logs.std(), 1e-9))
+    mean, var = float(positive.mean()), float(max(positive.var(), 1e-9))
+    shape, scale = mean**2 / var, var / mean
+    fits: list[dict[str, float | str]] = [
+        {
+            "dist": "lognormal",
+            "median": median,
+            "sigma": sigma,
+            "ks": float(stats.kstest(positive, "lognorm", args=(sigma, 0, median)).statistic),
+        },
+        {
+            "dist": "gamma",
+            "shape": shape,
+            "scale": scale,
+            "ks": float(stats.kstest(positive, "gamma", args=(shape, 0, scale)).statistic),
+        },
+    ]
+    fits.sort(key=lambda f: f["ks"])
+    return LengthFit(float(values.mean()), q, fits)
+
+
+def _summarize(
+    path: Path,
+    cols: _Columns,
+    bad: list[tuple[int, str]],
+    block_tokens: int,
+    cache_tokens: int | str,
+    md_cache_tokens: int | str | None,
+    edges: tuple[float, ...],
+) -> TraceFit:
+    t = np.frombuffer(cols.time_ms, dtype=float) / 1000.0
+    inp, out = np.frombuffer(cols.inp, dtype=float), np.frombuffer(cols.out, dtype=float)
+    hit = np.minimum(np.frombuffer(cols.run, dtype=np.int64) * block_tokens, inp) / inp
+    md = None
+    if len(cols.md_run):
+        md = np.minimum(np.frombuffer(cols.md_run, dtype=np.int64) * block_tokens, inp) / inp
+    n = len(inp)
+    duration = float(t[-1] - t[0])
+    rate = (n - 1) / duration if duration > 0 else None  # no span, no rate
+    span = max(duration, 1e-9)
+    bins = np.minimum(((t - t[0]) / span * TIME_BINS).astype(int), TIME_BINS - 1)
+    counts = np.bincount(bins, minlength=TIME_BINS)
+    sums = np.bincount(bins, weights=hit, minlength=TIME_BINS)
+    over_time = [
+        (float(t[0] + i * span / TIME_BINS - t[0]), float(sums[i] / counts[i]))
+        for i in range(TIME_BINS)
+        if counts[i]
+    ]
+    return TraceFit(
+        path=str(path),
+        requests=n,
+        skipped_lines=len(bad),
+        bad_lines=bad[:MAX_REPORTED_BAD_LINES],
+        duration_s=duration,
+        arrival_rps=rate,
+        block_tokens=block_tokens,
+        cache_tokens=cache_tokens,
+        md_cache_tokens=md_cache_tokens,
+        mean_hit_rate=float(hit.mean()),
+        token_weighted_hit_rate=float((hit * inp).sum() / inp.sum()),
+        hit_histogram=_histogram(hit, edges),
+        md_mean_hit_rate=float(md.mean()) if md is not None else None,
+        md_hit_histogram=_histogram(md, edges) if md is not None else None,
+        input_tokens=_length_fit(inp),
+        output_tokens=_length_fit(out),
+        classes=_classes(inp, out, hit, md if md is not None else hit, edges),
+        hit_over_time=over_time,
+    )
+
+
+def _classes(
+    inp: np.ndarray, out: np.ndarray, hit: np.ndarray, md: np.ndarray, edges: tuple[float, ...]
+) -> list[RequestClass]:
+    """Joint classes: P-hit bucket x input-length quantile x output-length quantile, each
+    with its requests' mean lengths and hit rates (the joint shape of the trace is kept)."""
+    h = np.clip(np.searchsorted(edges, hit, side="right") - 1, 0, len(edges) - 2)
+    li = _quantile_bins(inp, INPUT_QUANTILES)
+    oi = _quantile_bins(out, OUTPUT_QUANTILES)
+    key = (h * len(INPUT_QUANTILES) + li) * len(OUTPUT_QUANTILES) + oi
+    n = len(inp)
+    out_classes = []
+    for k in np.unique(key):
+        sel = key == k
+        hb, rest = divmod(int(k), len(INPUT_QUANTILES) * len(OUTPUT_QUANTILES))
+        lb, ob = divmod(rest, len(OUTPUT_QUANTILES))
+        out_classes.append(
+            RequestClass(
+                f"h{hb}.l{lb}.o{ob}",
+                float(sel.sum()) / n,
+                float(inp[sel].mean()),
+                float(out[sel].mean()),
+                float(hit[sel].mean()),
+                float(md[sel].mean()),
+            )
+        )
+    return out_classes
+
+
+def _quantile_bins(values: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
+    cuts = np.quantile(values, quantiles[1:-1])
+    return np.searchsorted(cuts, values, side="right")
+
+
+def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
+    """The workload with the trace it references replaced by fitted classes; a given
+    ``arrival_rps`` overrides the trace's mean rate."""
+    ref = workload.trace
+    assert ref is not None
+    fit = fit_trace(
+        scenario_path.parent / ref.file,
+        block_tokens=ref.block_size,
+        cache_tokens=ref.cache_tokens,
+        md_cache_tokens=ref.md_cache_tokens,
+        skip_bad=ref.skip_bad,
+    )
+    rate = workload.arrival_rps or fit.arrival_rps
+    if rate is None:
+        raise InputError(
+            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
+            "no arrival rate; set workload.arrival_rps"
+        )
+    return Workload(arrival_rps=rate, classes=class_specs(fit))
+
+
+def class_specs(fit: TraceFit) -> tuple[ClassSpec, ...]:
+    """The fitted classes in the scenario's ``classes`` form."""
+    return tuple(
+        ClassSpec(
+            key=c.key,
+            weight=c.weight,
+            input_tokens=c.input_tokens,
+            output_tokens=c.output_tokens,
+            p_hit=c.p_hit,
+            md_hit=c.md_hit,
+        )
+        for c in fit.classes
+    )
