@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from pddplan.evaluate.evaluator import evaluate  # noqa: E402
-from pddplan.io.loaders import load_scenario  # noqa: E402
+from pddplan.io.scenario import load_scenario  # noqa: E402
 from pddplan.plan.search import solve_plan  # noqa: E402
 from pddplan.simulate.engine import Simulation  # noqa: E402
 from pddplan.simulate.requests import SessionOptions, SessionSource  # noqa: E402

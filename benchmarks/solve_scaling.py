@@ -28,7 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pddplan.io.loaders import load_hardware, load_models, load_scenario  # noqa: E402
+from pddplan.io.catalogs import load_hardware, load_models  # noqa: E402
+from pddplan.io.scenario import load_scenario  # noqa: E402
 from pddplan.plan.brute_force import enumerate_plan  # noqa: E402
 from pddplan.plan.search import solve_plan  # noqa: E402
 from pddplan.spec.scenario import Scenario  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pddplan.io.loaders import load_hardware, load_models
+from pddplan.io.catalogs import load_hardware, load_models
 from pddplan.spec.calibration import Calibration, Knobs
 from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.spec.llm import ModelSpec

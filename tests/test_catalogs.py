@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pddplan.errors import InputError
-from pddplan.io.loaders import load_hardware, load_models
-from pddplan.spec.llm import param_breakdown
+from pddplan.io.catalogs import load_hardware, load_models
+from pddplan.model.params import param_breakdown
 
 REQUIRED_CHIPS = {
     "a100-80g-sxm",

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from pddplan.cli.app import app
 from pddplan.errors import InputError
-from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.io.fleet import load_fleet
+from pddplan.io.scenario import load_scenario
 from pddplan.model.pricing import HOURS_PER_YEAR, fleet_cost, gpu_price
 from pddplan.plan import compare as compare_module
 from pddplan.plan.compare import (
@@ -251,6 +252,7 @@ def test_egress_is_billed_on_the_demand_traffic(tmp_path):
     3000 / 730 + 0.01 x (20 req/s x mean payload) x 3600 / 1e9 per hour."""
     from pddplan.evaluate.evaluator import evaluate
     from pddplan.plan import milp
+    from pddplan.plan.counts import Requirements
     from pddplan.plan.space import Space
 
     text = SMALL.read_text()
@@ -264,7 +266,7 @@ def test_egress_is_billed_on_the_demand_traffic(tmp_path):
     path.write_text(text)
     s, hw, models = load_scenario(path)
     space = Space(s, hw, models)
-    out = milp.min_cost(space.at(s.workload.arrival_rps))
+    out = milp.min_cost(Requirements(space, s.workload.arrival_rps))
     st = out.choice.state
     e = evaluate(s, hw, models, space.fleet(out.choice, "plan"))
     assert e.cost_per_hour_usd == pytest.approx(out.cost_per_hour, rel=1e-9)

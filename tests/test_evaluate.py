@@ -7,7 +7,8 @@ from conftest import DATA, ROOT
 
 from pddplan.errors import InputError
 from pddplan.evaluate.evaluator import evaluate
-from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.io.fleet import load_fleet
+from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import make_instance
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.distributions import HitDist

@@ -206,7 +206,7 @@ def test_more_hbm_never_lowers_the_largest_batch(models, hardware, i, extra_gb, 
 def test_weight_bytes_agree_with_the_per_gpu_parts(models, hardware):
     """One GPU (no replication) stores exactly what `model show` calls weight_bytes, also
     for Kimi-K2 whose config shapes exceed its rounded 1T card figure (regression)."""
-    from pddplan.spec.llm import weight_bytes
+    from pddplan.model.params import weight_bytes
 
     big = hardware.chips["h200-sxm"].model_copy(update={"hbm_gb": 1e5})
     for model_id in ("kimi-k2", "deepseek-v4-pro", "llama-3.1-70b"):

@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA, ROOT, SCENARIOS
 
 from pddplan.errors import InputError
-from pddplan.io.loaders import load_scenario
+from pddplan.io.scenario import load_scenario
 from pddplan.spec.scenario import Scenario, scenario_json_schema
 
 GOOD = textwrap.dedent("""\
@@ -155,7 +155,8 @@ def test_json_schema_describes_the_format():
 
 
 def test_distributions():
-    from pddplan.spec.distributions import HitDist, LengthDist, frozen_dist, slice_mean
+    from pddplan.spec.distributions import HitDist, LengthDist
+    from pddplan.workload.distributions import frozen_dist, slice_mean
 
     buckets = HitDist(
         dist="buckets",

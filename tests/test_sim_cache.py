@@ -9,10 +9,10 @@ from itertools import pairwise
 import pytest
 from conftest import ROOT
 
-from pddplan.io.loaders import load_scenario
+from pddplan.io.scenario import load_scenario
 from pddplan.simulate.cache import ChainCache
 from pddplan.simulate.requests import SessionOptions, SessionSource
-from pddplan.workload.trace import PrefixCache
+from pddplan.workload.cache import PrefixCache
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"

@@ -16,19 +16,22 @@ from typer.testing import CliRunner
 
 from pddplan.cli.app import app
 from pddplan.errors import InputError
-from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.io.fleet import load_fleet
+from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PrefillFigures, make_instance
 from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, wan_transfer_s
 from pddplan.model.queueing import loaded_prefill_latency
+from pddplan.simulate.decode import DecodeInstance
 from pddplan.simulate.engine import Simulation
-from pddplan.simulate.parts import REBASE_RTTS, DecodeInstance, Events, WanLink
+from pddplan.simulate.events import Events
+from pddplan.simulate.link import REBASE_RTTS, WanLink
 from pddplan.simulate.requests import SessionOptions, SessionSource, block_tokens
 from pddplan.simulate.run import Figure, simulate
 from pddplan.simulate.verify import Tightening, _tighter
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Routing
+from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import workload_classes
-from pddplan.workload.trace import PrefixCache
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"

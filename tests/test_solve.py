@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from pddplan.cli.app import app
 from pddplan.evaluate.evaluator import meets_sla
-from pddplan.io.loaders import load_scenario
+from pddplan.io.scenario import load_scenario
 from pddplan.plan import milp
 from pddplan.plan import search as optimize
 from pddplan.plan.counts import Requirements
-from pddplan.plan.search import _relaxed, solve_plan
+from pddplan.plan.explain import _relaxed
+from pddplan.plan.search import solve_plan
 from pddplan.plan.space import PoolOption, Space, State
 
 runner = CliRunner()
@@ -165,7 +166,7 @@ def test_infeasible_scenario_is_explained(hardware, models):
     def feasible(f: float) -> bool:
         trial, _ = _relaxed(tight, "TTFT P90 and P99", f)
         space = Space(trial, hw, catalog)
-        return milp.min_cost(space.at(trial.workload.arrival_rps)).choice is not None
+        return milp.min_cost(Requirements(space, trial.workload.arrival_rps)).choice is not None
 
     assert feasible(both.factor)
     assert not feasible(both.factor / 1.01)
@@ -206,12 +207,12 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
     pruned = 0
     for s in scenarios:
         space = Space(s, hardware, models)
-        req = space.at(s.workload.arrival_rps)
+        req = Requirements(space, s.workload.arrival_rps)
         kept = milp.min_cost(req)
         pruned += sum(len(space.options[r]) - len(req.undominated(r)) for r in space.options)
         with monkeypatch.context() as m:
             m.setattr(type(req), "undominated", lambda self, role: self.space.options[role])
-            full = milp.min_cost(space.at(s.workload.arrival_rps))
+            full = milp.min_cost(Requirements(space, s.workload.arrival_rps))
         assert kept.status == full.status, s.name
         if full.cost_per_hour is not None:
             assert kept.cost_per_hour == pytest.approx(full.cost_per_hour, rel=1e-9), s.name
@@ -361,14 +362,14 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
     on the MILP's minimum cost in every cell (here at each cell's upper end, where the
     minimum cost is highest)."""
-    from pddplan.plan.bounds import cost_floor
+    from pddplan.plan.search import cost_floor
 
     s, hw, catalog = load_scenario(path)
     space = Space(s, hw, catalog)
     grid = np.geomspace(1.0, 200.0, 13)
     floor = cost_floor(space, grid)
     for cell, rate in enumerate(grid[1:]):
-        out = milp.min_cost(space.at(float(rate)))
+        out = milp.min_cost(Requirements(space, float(rate)))
         if out.choice is None:
             continue
         assert floor[cell] <= out.cost_per_hour * (1 + 1e-9), (rate, floor[cell], out)
@@ -379,12 +380,12 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
     """The max-BCR search's probes: relaxed_cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
     scenarios) equals it."""
-    from pddplan.plan.bounds import relaxed_cost
+    from pddplan.plan.search import relaxed_cost
 
     s, hw, catalog = load_scenario(path)
     space = Space(s, hw, catalog)
     for rate in np.geomspace(s.workload.arrival_rps / 2, s.workload.arrival_rps * 80, 9):
-        req = space.at(float(rate))
+        req = Requirements(space, float(rate))
         low = relaxed_cost(req)
         out = milp.min_cost(req)
         if out.choice is None:
@@ -408,7 +409,7 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
         if shuffle:
             rates = np.random.default_rng(0).permutation(rates)
         for rate in rates:
-            cold, hinted = Space(s, hardware, models).at(rate), warm.at(rate)
+            cold, hinted = Requirements(Space(s, hardware, models), rate), Requirements(warm, rate)
             for st in hinted.feasible_states:
                 for o in warm.options["prefill"]:
                     if o.datacenter == st.p_dc and st.p_chip in (None, o.chip):
@@ -420,7 +421,7 @@ def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
     not raise the count: the first count tried is checked against one instance fewer."""
     s = load_scenario(PAPER)[0]
     rate = s.workload.arrival_rps * 20
-    cold = Space(s, hardware, models).at(rate)
+    cold = Requirements(Space(s, hardware, models), rate)
     o = cold.space.options["prefill"][0]
     states = [st for st in cold.feasible_states if st.p_chip in (None, o.chip)]
     expected = [cold.prefill(o, st) for st in states]
@@ -430,7 +431,7 @@ def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
         "prefill_needs",
         lambda self, o, st, r: (np.full(len(self.cuts), 40), np.full(len(self.cuts), 41)),
     )
-    hinted = Space(s, hardware, models).at(rate)
+    hinted = Requirements(Space(s, hardware, models), rate)
     for st, want in zip(states, expected, strict=True):
         assert np.array_equal(hinted.prefill(o, st), want)
 
@@ -440,7 +441,7 @@ def test_main_decode_count_holds_the_open_sessions(hardware, models):
     100 x 60 x E[context KV] bytes: at least that many 16-GPU H200 instances, for every
     cut; with no cache (0 GB) nothing is kept and the count is lower."""
     s = load_scenario(PAPER)[0]
-    req = Space(s, hardware, models).at(100.0)
+    req = Requirements(Space(s, hardware, models), 100.0)
     sp = req.space
     o = next(o for o in sp.options["main_decode"] if o.chip == "h200-sxm" and o.gpus == 16)
     cached = next(st for st in req.feasible_states if st.cache_gb == 40.0)

@@ -11,7 +11,8 @@ import pytest
 from conftest import DATA
 
 from pddplan.errors import InputError
-from pddplan.workload.trace import PrefixCache, fit_trace
+from pddplan.workload.cache import PrefixCache
+from pddplan.workload.trace import fit_trace
 
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
 

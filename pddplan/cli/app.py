@@ -38,15 +38,10 @@ from pddplan.cli.common import (
 )
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.evaluate.evaluator import evaluate as run_evaluation
-from pddplan.io.loaders import (
-    add_model_entry,
-    import_hf_config,
-    load_hardware,
-    load_models,
-    load_scenario,
-    unknown_id,
-    workload_yaml,
-)
+from pddplan.io.catalogs import load_hardware, load_models, unknown_id
+from pddplan.io.hf import add_model_entry, import_hf_config
+from pddplan.io.scenario import load_scenario
+from pddplan.io.workload import workload_yaml
 from pddplan.model.figures import analyze_instance
 from pddplan.model.instance import make_instance, smallest_fitting_gpus
 from pddplan.model.pricing import fleet_cost

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from pddplan.errors import InputError, PddplanError
-from pddplan.io.loaders import load_fleet, load_scenario
+from pddplan.io.fleet import load_fleet
+from pddplan.io.scenario import load_scenario
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec

@@ -21,7 +21,7 @@ from pddplan.cli.common import (
     write_file,
 )
 from pddplan.errors import InputError
-from pddplan.io.loaders import load_scenario
+from pddplan.io.scenario import load_scenario
 from pddplan.plan.compare import compare as run_compare
 from pddplan.plan.compare import parse_sweep, price_sweep
 from pddplan.report import tables, views

@@ -30,6 +30,7 @@ import numpy as np
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluate.fleet_model import FleetModel, fleet_model
+from pddplan.evaluate.results import Evaluation, LinkResult, PoolResult
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import (
     link_bytes_per_s,
@@ -39,14 +40,11 @@ from pddplan.model.network import (
 )
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
-from pddplan.plan.results import Evaluation, LinkResult, PoolResult
 from pddplan.spec.fleet import Fleet, Routing
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
+from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 
-TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
-"""(percentile, tail-mass budget): P90 allows 10% of requests above the bound, P99 1%."""
 MAX_RATE_RPS = 1e7
 """Capacity search gives up above this rate (reported as unbounded)."""
 MAX_TTFT_S = 1e6

@@ -24,9 +24,10 @@ from numpy.typing import ArrayLike
 from pddplan import units
 from pddplan.errors import WeightsDoNotFitError
 from pddplan.model.kv import KvModel, greater, lesser
+from pddplan.model.params import ParamBreakdown, param_breakdown, weight_dtypes
 from pddplan.spec.calibration import Calibration
 from pddplan.spec.hardware import ChipSpec
-from pddplan.spec.llm import Dtype, ModelSpec, ParamBreakdown, param_breakdown, weight_dtypes
+from pddplan.spec.llm import Dtype, ModelSpec
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
 """Activations exchanged by collectives are BF16."""

@@ -27,7 +27,6 @@ from dataclasses import replace
 
 from pddplan.errors import InputError
 from pddplan.evaluate.evaluator import meets_sla, sla_capacity
-from pddplan.plan.limits import within_limits
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan
 from pddplan.plan.space import Choice, PoolOption, Space
@@ -84,7 +83,7 @@ def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[fl
         for n_p, n_r, n_m in itertools.product(_counts(p), _counts(r), _counts(m)):
             pools = [(p, n_p), (r, n_r), (m, n_m)]
             usage = [(o.datacenter, o.chip, o.gpus * n) for o, n in pools if o is not None]
-            if not within_limits(space.scenario, space.hw, usage):
+            if not space.within_limits(usage):
                 continue
             cost = st.usd_per_hour + space.pools_cost(pools)
             if budget is not None and cost > budget:

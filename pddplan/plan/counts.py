@@ -1,4 +1,4 @@
-"""Minimum instance counts at one arrival rate (``Requirements``, from ``Space.at``).
+"""Minimum instance counts at one arrival rate (``Requirements(space, rate)``).
 
 Every nonlinear part of the model (queueing tails, TCP transfer times under load, the P99
 inter-token gap) is evaluated here, once per combination of choices, into the smallest
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pddplan import units
-from pddplan.evaluate.evaluator import TAIL_BUDGETS
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import (
     link_bytes_per_s,
@@ -27,7 +26,7 @@ from pddplan.model.network import (
     wan_transfer_s_many,
 )
 from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
-from pddplan.spec.scenario import Role
+from pddplan.spec.scenario import TAIL_BUDGETS, Role
 
 if TYPE_CHECKING:
     from pddplan.plan.space import PoolOption, Space, State

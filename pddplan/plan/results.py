@@ -1,67 +1,14 @@
-"""Result records: what ``pddplan evaluate`` and ``pddplan solve`` report. Plain frozen
-dataclasses; ``pddplan.report.views`` turns them into JSON and ``pddplan.report.tables`` into tables."""
+"""What ``solve`` reports: the plan's status, solver statistics, its deployment and
+evaluation, marginal values and, for an infeasible scenario, the relaxations that would
+make it feasible. Plain frozen dataclasses; ``pddplan.report`` turns them into JSON and
+tables."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pddplan.evaluate.results import Evaluation
 from pddplan.spec.fleet import Fleet
-
-
-@dataclass(frozen=True, slots=True)
-class PoolResult:
-    datacenter: str
-    role: str
-    chip: str
-    layout: str
-    gpus_per_instance: int
-    instances: int
-    gpus: int
-    cost_per_hour_usd: float | None
-    utilization: float
-    decode_batch: int | None = None
-    decode_step_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LinkResult:
-    between: tuple[str, str]
-    gbps: float
-    utilization: float
-    cost_per_hour_usd: float
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """What a fleet delivers on a scenario."""
-
-    fleet: str
-    status: str
-    """``ok`` (demand within SLA capacity), ``below_demand`` or ``sla_infeasible``."""
-    demand_rps: float
-    sla_capacity_rps: float
-    cost_per_hour_usd: float | None
-    bcr: float | None
-    """SLA capacity (req/s) per dollar-hour."""
-    usd_per_million_output_tokens: float | None
-    ttft_s: dict[str, float]
-    tpot_ms: dict[str, float]
-    pools: list[PoolResult]
-    links: list[LinkResult]
-    routing: dict[str, float | int | None]
-    pipelines: dict[str, dict[str, float]]
-    rld_token_share: float
-    binding: list[str]
-    price_basis: dict[str, str]
-    """Each chip's price basis: ``rent`` or ``buy`` (amortized capex plus running cost)."""
-    owned_gpus: int
-    """GPUs counted as owned inventory, at running cost only."""
-    md_cache: dict[str, float | None]
-    """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision) and the
-    request-weighted ``mean_hit`` it gives."""
-    notes: list[str] = field(default_factory=list)
-    ttft_over_p99_bound: float | None = None
-    """Share of requests whose TTFT exceeds the SLA's P99 bound, at the demand."""
 
 
 @dataclass(frozen=True)

@@ -32,27 +32,26 @@ from dataclasses import replace
 
 import numpy as np
 
+from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluate.evaluator import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
 from pddplan.evaluate.fleet_model import seeded_memo
 from pddplan.model.kv import KvModel
+from pddplan.model.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
 from pddplan.plan import milp
-from pddplan.plan.bounds import cost_floor, relaxed_cost
 from pddplan.plan.counts import Requirements
-from pddplan.plan.limits import within_limits
-from pddplan.plan.results import Evaluation, Marginal, PlanResult, Relaxation, SolveStats
-from pddplan.plan.space import Choice, NoOptionsError, Space
-from pddplan.spec.fleet import Fleet, LinkChoice
+from pddplan.plan.explain import MIN_RATE_RPS, budget_needed, explain_infeasible, marginals
+from pddplan.plan.results import PlanResult, Relaxation, SolveStats
+from pddplan.plan.space import Choice, NoOptionsError, PoolOption, Space
+from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
+from pddplan.spec.scenario import Role, Scenario
 
 BCR_TOLERANCE = 1e-4
 """max BCR stops when no rate interval can beat the incumbent by more than this."""
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
-MIN_RATE_RPS = 1e-6
-"""max capacity: a budget that cannot buy this rate buys nothing."""
 MAX_MILP_SOLVES = 400
 """A guard on the rate searches: past it, the search stops as if the time limit had run
 out (max BCR: ``not_converged``; otherwise ``time_limit``)."""
@@ -95,7 +94,7 @@ class _Search:
         if left <= 0 or self.solves >= MAX_MILP_SOLVES:
             self.timed_out = True
             return None, math.inf, 0.0
-        req = self.tables.pop(rate, None) or self.space.at(rate)
+        req = self.tables.pop(rate, None) or Requirements(self.space, rate)
         out = milp.min_cost(
             req,
             solver=self.solver,
@@ -133,7 +132,7 @@ class _Search:
         if self.clock() >= self.deadline:
             self.timed_out = True
             return 0.0
-        req = self.space.at(rate)
+        req = Requirements(self.space, rate)
         self.tables[rate] = req
         return relaxed_cost(req)
 
@@ -172,7 +171,9 @@ def solve_plan(
     except NoOptionsError as e:
         deadline = start + limit
         relaxations = (
-            _explain(scenario, hardware, models, solver, deadline, clock) if explain else []
+            explain_infeasible(scenario, hardware, models, solver, deadline, clock)
+            if explain
+            else []
         )
         stats = SolveStats(objective, solver, "infeasible", clock() - start)
         note = Relaxation("options", 1.0, None, str(e))
@@ -207,9 +208,9 @@ def solve_plan(
         bcr_bound=bound,
     )
     if choice is None and explain and status == "infeasible" and objective == "max-capacity":
-        relaxations = [_budget_needed(space, solver, start + limit, clock)]
+        relaxations = [budget_needed(space, solver, start + limit, clock)]
     elif choice is None and explain and status == "infeasible":
-        relaxations = _explain(scenario, hardware, models, solver, start + limit, clock)
+        relaxations = explain_infeasible(scenario, hardware, models, solver, start + limit, clock)
     else:
         relaxations = []
     result = finish_plan(space, stats, choice, memo=search.memo, relaxations=relaxations)
@@ -246,7 +247,7 @@ def finish_plan(
         stats,
         fleet,
         evaluation,
-        _marginals(space, fleet, evaluation, measure),
+        marginals(space, fleet, evaluation, measure),
         method=method,
     )
 
@@ -269,6 +270,130 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
         best = cap / cost
         return max(0.0, (bound - best) / bound) if bound > 0 else 0.0
     return search.last_gap
+
+
+# --- lower bounds on the minimum cost, for max BCR --------------------------------------------
+def _low(space: Space, o: PoolOption, n):
+    """The cost of ``n`` instances of ``o``, as many of its GPUs owned as the inventory
+    allows (owned GPUs at their running cost), so never above what a plan pays."""
+    owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
+    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+
+
+def _cheapest(space: Space, needs: list[tuple[PoolOption, np.ndarray]], shape) -> np.ndarray:
+    """Elementwise, the cheapest of the options' minimum counts (inf past an option's
+    maximum, or with no option)."""
+    best = np.full(shape, np.inf)
+    for o, n in needs:
+        best = np.minimum(best, np.where(n > o.max_instances, np.inf, _low(space, o, n)))
+    return best
+
+
+def relaxed_cost(req: Requirements) -> float:
+    """A lower bound on the minimum-cost MILP's optimum at ``req.rate`` (inf: no plan).
+
+    The MILP picks one option per role, one transfer state and one relay, singular and
+    catch-up cut, each option at least its minimum count for those choices
+    (``Requirements``). Dropping the datacenter limits (GPUs, power) and pricing each pool
+    with as many of its GPUs owned as the inventory allows leaves, per transfer state and
+    cut, the sum of each role's cheapest option at its minimum count: the minimum of that
+    over the choices never exceeds the MILP's optimum, and equals it when no limit binds."""
+    sp = req.space
+    ncut = len(sp.cuts)
+    nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
+    best = math.inf
+    for st in req.feasible_states:
+        prefill = _cheapest(
+            sp,
+            [(o, req.prefill(o, st)) for o in sp.options["prefill"] if st.sent_by(o)],
+            ncut,
+        )
+        if not np.isfinite(prefill).any():
+            continue
+        # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one
+        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
+        if rld:
+            relay = _cheapest(sp, [(o, req.relay_all(o, st)) for o in rld], (nsing, ncut))
+        else:
+            relays = sp.relay_matrix[st.cache].any(axis=1)
+            relay = np.tile(np.where(relays, np.inf, 0.0), (nsing, 1))
+        main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
+        decode = _cheapest(sp, [(o, req.main_all(o, st)) for o in main], (nsing * ncatch, ncut))
+        totals = (prefill + np.repeat(relay, ncatch, axis=0) + decode).min(axis=1)
+        best = min(best, float((totals + st.usd_per_hour).min()))
+    return best
+
+
+def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
+    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
+    cost per hour anywhere in the cell (inf where no option can carry the rate).
+
+    It adds the cheapest prefill option at its utilization floor to the cheapest, over the
+    decode-side cache choices, of: the cheapest transfer state of that cache choice within
+    the link cap, plus the cheapest main decode at its utilization floor (at the batch that
+    cache choice leaves): for
+    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
+    it (every request relayed, with the eager tokens of the slowest state still feasible at
+    the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
+    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
+    minimum. ``pddplan.plan.search`` uses it to prune rate intervals for max BCR."""
+    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
+    w = space.w
+
+    def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
+        best = np.full_like(lo, np.inf)
+        for o in space.options[role]:
+            if role == "prefill":
+                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
+            else:
+                batch, step = (o.batch, o.step_s)
+                if role == "main_decode" and cache_state is not None:
+                    batch, step = space.md_point(o, cache_state)
+                if batch == 0:
+                    continue
+                per_instance = space.rho * batch / step / np.maximum(tokens, 1e-12)
+            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
+            n = np.ceil(n / o.unit_step) * o.unit_step
+            cost = np.where(n <= o.max_instances, _low(space, o, n), np.inf)
+            best = np.minimum(best, cost)
+        return best
+
+    prefill = cheapest("prefill", 0.0)
+    relaying = any(c is not None for c in space.cuts) and space.options["relay_decode"]
+    total = np.full_like(lo, np.inf)
+    for k in range(len(space.caches)):  # each decode-side cache choice on its own
+        states = np.full_like(lo, np.inf)
+        longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
+        payload = space.payloads[k]
+        here = [st for st in space.states if st.cache == k]
+        for st in here:
+            if st.gbps is None:
+                nic = space.hw.chips[st.p_chip].nic_bytes_per_s
+                states = np.minimum(states, 0.0)
+                longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+                continue
+            total_payload = float(w @ payload)
+            goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+            feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
+            states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
+            rtt = st.link.rtt_ms * units.MS
+            cells = np.nonzero(feasible)[0]
+            u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
+            share = (goodput * (1 - u))[:, None]  # one row per cell
+            wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
+            longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
+        if not here:
+            continue
+        decode = cheapest("main_decode", float(w @ space.out), here[0])
+        if relaying:
+            eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
+            singular = space.out <= max(space.singular_cuts)
+            fewest = np.where(singular, 0.0, space.out - eager) @ w
+            rld = min(float(_low(space, o, o.unit_step)) for o in space.options["relay_decode"])
+            decode = np.minimum(decode, cheapest("main_decode", fewest, here[0]) + rld)
+        total = np.minimum(total, decode + states)
+    return prefill + total
 
 
 # --- max capacity -----------------------------------------------------------------------------
@@ -397,176 +522,3 @@ def _best_gap(
         if ratio > best:
             best, where = ratio, (start, low)
     return best, where
-
-
-# --- explanations -----------------------------------------------------------------------------
-def _marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Marginal]:
-    """One more purchase step of each pool, and one link tier up (each evaluated, for the
-    cost and capacity only: ``measure`` is ``cost_and_capacity``)."""
-    hw, out = space.hw, []
-
-    def marginal(changed: Fleet, change: str) -> Marginal | None:
-        usage = [(p.datacenter, p.chip, p.gpus_per_instance * p.instances) for p in changed.pools]
-        if not within_limits(space.scenario, hw, usage):
-            return None  # over a datacenter limit: not an option
-        cost, capacity = measure(changed)
-        return Marginal(
-            change,
-            (cost or 0.0) - (base.cost_per_hour_usd or 0.0),
-            capacity - base.sla_capacity_rps,
-            capacity / cost if cost else None,  # as ``Evaluation.bcr``
-        )
-
-    for i, pool in enumerate(fleet.pools):
-        unit = hw.chips[pool.chip].purchase_unit_gpus
-        step = math.lcm(pool.gpus_per_instance, unit) // pool.gpus_per_instance
-        pools = list(fleet.pools)
-        pools[i] = pool.model_copy(update={"instances": pool.instances + step})
-        noun = "instance" if step == 1 else "instances"
-        out.append(
-            marginal(
-                fleet.model_copy(update={"pools": tuple(pools)}),
-                f"+{step} {pool.role} {noun} ({pool.chip} x{pool.gpus_per_instance})",
-            )
-        )
-    for i, choice in enumerate(fleet.links):
-        link = next(x for x in space.scenario.links if set(x.between) == set(choice.between))
-        faster = [t.gbps for t in link.tiers if t.gbps > choice.gbps]
-        if faster:
-            links = list(fleet.links)
-            links[i] = LinkChoice(between=choice.between, gbps=faster[0])
-            out.append(
-                marginal(
-                    fleet.model_copy(update={"links": tuple(links)}),
-                    f"link {'-'.join(choice.between)} {choice.gbps:g} -> {faster[0]:g} Gbps",
-                )
-            )
-    return [m for m in out if m is not None]
-
-
-EXPLAIN_STEPS = 12
-"""Bisection steps per relaxed family (on the log of the factor: about 0.1% on 1..100)."""
-MAX_RELAX = 100.0
-"""The loosest relaxation tried: limits x 100 (demand / 100; utilization cap 0.99)."""
-
-
-def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
-    """``scenario`` with one family of limits relaxed by factor ``f >= 1``, and the relaxed
-    values in words."""
-    sla, sea = scenario.sla, scenario.search
-    if family == "TTFT P90":
-        p90 = sla.ttft_p90_s * f
-        p99 = max(sla.ttft_p99_s, p90)  # P99 may not be below P90
-        new = sla.model_copy(update={"ttft_p90_s": p90, "ttft_p99_s": p99})
-        text = f"TTFT P90 {p90:.3g} s" + (f" (and P99 {p99:.3g} s)" if p99 > sla.ttft_p99_s else "")
-        return scenario.model_copy(update={"sla": new}), text
-    if family == "TTFT P99":
-        new = sla.model_copy(update={"ttft_p99_s": sla.ttft_p99_s * f})
-        return scenario.model_copy(update={"sla": new}), f"TTFT P99 {new.ttft_p99_s:.3g} s"
-    if family == "TTFT P90 and P99":
-        new = sla.model_copy(
-            update={"ttft_p90_s": sla.ttft_p90_s * f, "ttft_p99_s": sla.ttft_p99_s * f}
-        )
-        text = f"TTFT P90 {new.ttft_p90_s:.3g} s and P99 {new.ttft_p99_s:.3g} s"
-        return scenario.model_copy(update={"sla": new}), text
-    if family == "TPOT":
-        new = sla.model_copy(update={"tpot_ms": sla.tpot_ms * f})
-        return scenario.model_copy(update={"sla": new}), f"TPOT {new.tpot_ms:.3g} ms"
-    if family == "demand":
-        rate = (scenario.workload.arrival_rps or 0.0) / f
-        work = scenario.workload.model_copy(update={"arrival_rps": rate})
-        return scenario.model_copy(update={"workload": work}), f"demand {rate:.4g} req/s"
-    if family == "max utilization":
-        cap = min(1 - (1 - sea.max_utilization) / f, 0.99)
-        new = sea.model_copy(update={"max_utilization": cap})
-        return scenario.model_copy(update={"search": new}), f"utilization cap {cap:.1%}"
-    # datacenter limits: GPUs, power and the per-pool cap, all x f
-    dcs = {
-        k: dc.model_copy(
-            update={
-                "max_gpus": None if dc.max_gpus is None else math.ceil(dc.max_gpus * f),
-                "max_power_kw": None if dc.max_power_kw is None else dc.max_power_kw * f,
-            }
-        )
-        for k, dc in scenario.datacenters.items()
-    }
-    new = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
-    trial = scenario.model_copy(update={"datacenters": dcs, "search": new})
-    return trial, f"datacenter GPU and power limits x {f:.3g}"
-
-
-FAMILIES = (
-    "TTFT P90",
-    "TTFT P99",
-    "TTFT P90 and P99",
-    "TPOT",
-    "demand",
-    "max utilization",
-    "datacenter limits",
-)
-"""The families of limits ``solve`` relaxes to explain an infeasible scenario."""
-
-
-def _budget_needed(
-    space: Space, solver: str, deadline: float, clock: Callable[[], float]
-) -> Relaxation:
-    """max capacity with a budget that buys nothing: the cheapest plan's cost at a vanishing
-    rate is the budget it takes."""
-    budget = space.scenario.budget_usd_per_hour
-    left = max(deadline - clock(), 1.0)
-    out = milp.min_cost(space.at(MIN_RATE_RPS), solver=solver, time_limit_s=left, clock=clock)
-    if out.choice is None:
-        return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
-    return Relaxation(
-        "budget",
-        1.0,
-        out.cost_per_hour / budget,
-        f"needs a budget of ${out.cost_per_hour:,.2f}/hour to serve any traffic; "
-        f"the scenario has ${budget:,.2f}/hour",
-    )
-
-
-def _explain(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    solver: str,
-    deadline: float,
-    clock: Callable[[], float],
-) -> list[Relaxation]:
-    """For each family of limits: relax it alone (up to ``MAX_RELAX``); if that makes the
-    demand servable, bisect for the smallest relaxation that does. Families left when the
-    solve's time limit runs out are reported as not tried."""
-
-    def feasible(family: str, f: float) -> bool:
-        trial, _ = _relaxed(scenario, family, f)
-        try:
-            space = Space(trial, hardware, models)
-        except InputError:
-            return False
-        rate = trial.workload.arrival_rps or 0.0
-        left = max(deadline - clock(), 1.0)
-        out = milp.min_cost(space.at(rate), solver=solver, time_limit_s=left, clock=clock)
-        return out.choice is not None
-
-    out = []
-    for family in FAMILIES:
-        if clock() > deadline:
-            out.append(Relaxation(family, 1.0, None, "not tried: the time limit ran out"))
-            continue
-        if not feasible(family, MAX_RELAX):
-            out.append(
-                Relaxation(
-                    family, 1.0, None, f"relaxing {family} alone (x {MAX_RELAX:g}) does not help"
-                )
-            )
-            continue
-        good, bad = MAX_RELAX, 1.0
-        for _ in range(EXPLAIN_STEPS):
-            mid = math.sqrt(good * bad)
-            good, bad = (mid, bad) if feasible(family, mid) else (good, mid)
-        _, now = _relaxed(scenario, family, 1.0)
-        _, needed = _relaxed(scenario, family, good)
-        verb = "can serve at most" if family == "demand" else "needs"
-        out.append(Relaxation(family, 1.0, good, f"{verb} {needed}; the scenario has {now}"))
-    return out

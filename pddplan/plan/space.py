@@ -11,7 +11,7 @@ Choices (``Space``, independent of the arrival rate):
   the singular cut (relayed requests with at most this many output tokens finish on RLD) and
   the catch-up cut (handoffs with more eager tokens than this catch up in chunks).
 
-At an arrival rate, ``Space.at`` evaluates every nonlinear part of the model into
+At an arrival rate, ``pddplan.plan.counts.Requirements`` evaluates every nonlinear part of the model into
 **minimum instance counts** (``pddplan.plan.counts``): the smallest number of instances of
 a pool option that meets every limit of its role, for each relay cut. The MILP
 (``pddplan.plan.milp``) only sees these integers, so nothing nonlinear reaches the solver.
@@ -31,7 +31,6 @@ from pddplan.errors import InputError
 from pddplan.model.instance import Instance, PrefillFigures, instance_fits, make_instance
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.queueing import PassOrder, pass_order
-from pddplan.plan.counts import Requirements
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.hardware import HardwareCatalog
@@ -255,6 +254,19 @@ class Space:
             return np.zeros_like(self.w, dtype=bool)
         return self.payloads[cache] / 1e6 > cut
 
+    def within_limits(self, usage: list[tuple[str, str, int]]) -> bool:
+        """Whether GPUs used, as (datacenter, chip, GPUs), respect every datacenter's
+        ``max_gpus`` and ``max_power_kw`` (TDP x PUE)."""
+        for dc_id, dc in self.scenario.datacenters.items():
+            here = [(chip, n) for d, chip, n in usage if d == dc_id]
+            if dc.max_gpus is not None and sum(n for _, n in here) > dc.max_gpus:
+                return False
+            if dc.max_power_kw is not None:
+                kw = sum(n * self.hw.chips[chip].tdp_w / 1000 * dc.pue for chip, n in here)
+                if kw > dc.max_power_kw * (1 + 1e-12):
+                    return False
+        return True
+
     def pools_cost(self, pools: list[tuple[PoolOption | None, int]]) -> float:
         """USD per hour of (option, instances) pools, owned GPUs at their running cost."""
         total, used = 0.0, {}
@@ -289,10 +301,6 @@ class Space:
         if key not in self._passes:
             self._passes[key] = o.instance.prefill_pass_s(tokens, self.inp[k])
         return self._passes[key]
-
-    def at(self, rate_rps: float) -> Requirements:
-        """The minimum-count tables at ``rate_rps``."""
-        return Requirements(self, rate_rps)
 
     def prefill_needs(self, o: PoolOption, st: State, rate: float) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut, bounds on ``o``'s minimum prefill count in state ``st`` at ``rate``

@@ -13,9 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
+from pddplan.evaluate.results import Evaluation
 from pddplan.model.figures import InstancePerf
 from pddplan.model.pricing import FleetCost
-from pddplan.plan.results import Evaluation, PlanResult
+from pddplan.plan.results import PlanResult
 from pddplan.report.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
 from pddplan.report.views import CHIP_FIGURES
 from pddplan.spec.fleet import Fleet

@@ -8,16 +8,18 @@ import math
 from typing import Any
 
 from pddplan import units
+from pddplan.evaluate.results import Evaluation
 from pddplan.model.figures import InstancePerf
 from pddplan.model.kv import KvModel
+from pddplan.model.params import param_breakdown, weight_bytes
 from pddplan.model.pricing import FleetCost
 from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
-from pddplan.plan.results import Evaluation, PlanResult
+from pddplan.plan.results import PlanResult
 from pddplan.simulate.run import Figure, SimResult
 from pddplan.simulate.verify import Verification
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
-from pddplan.spec.llm import ModelSpec, param_breakdown, weight_bytes
+from pddplan.spec.llm import ModelSpec
 from pddplan.workload.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (

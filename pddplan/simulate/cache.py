@@ -28,7 +28,7 @@ from array import array
 from collections import deque
 from collections.abc import Sequence
 
-from pddplan.workload.trace import PrefixCache
+from pddplan.workload.cache import PrefixCache
 
 
 class ChainCache:

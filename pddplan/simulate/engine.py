@@ -43,33 +43,26 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluate.fleet_model import fleet_model
+from pddplan.evaluate.fleet_model import FleetModel, fleet_model
+from pddplan.model.instance import Instance
 from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
 from pddplan.simulate.cache import Cache, ChainCache
-from pddplan.simulate.measure import read_counters, utilizations
-from pddplan.simulate.parts import DecodeInstance, Events, WanLink
+from pddplan.simulate.decode import DecodeInstance
+from pddplan.simulate.events import Events
+from pddplan.simulate.link import WanLink
 from pddplan.simulate.requests import BLOCK_TOKENS, SimRequest
-from pddplan.simulate.state import (
-    DIRECT,
-    RELAY,
-    SINGULAR,
-    DecodePool,
-    PrefillInstance,
-    PrefillSite,
-    Req,
-    SimRaw,
-    SimRecord,
-)
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
-from pddplan.workload.trace import PrefixCache
+from pddplan.workload.cache import PrefixCache
 
 PROGRESS_EVERY = 1000
 """Requests between progress callbacks."""
@@ -80,6 +73,128 @@ cycles, and every pass that moves objects up makes the older generations' passes
 walk everything alive, come sooner."""
 
 
+# --- the state a run moves -------------------------------------------------------------------
+DIRECT, RELAY, SINGULAR = 0, 1, 2
+"""A request's pipeline: P -> MD, P -> RLD -> MD, P -> RLD (singular)."""
+
+
+class Req:
+    __slots__ = (
+        "blocks",
+        "cross",
+        "done",
+        "finished",
+        "first",
+        "flow",
+        "gone_md",
+        "hit_md",
+        "hit_p",
+        "i",
+        "inp",
+        "md_dc",
+        "md_run",
+        "out",
+        "p_dc",
+        "path",
+        "prefilled",
+        "ready",
+        "rld",
+        "rld_made",
+        "run",
+        "t0",
+        "taken",
+    )
+
+    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: Sequence[int]) -> None:
+        self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
+        self.done = self.run = self.md_run = 0
+        self.prefilled = self.ready = self.taken = 0.0
+        self.hit_p = self.hit_md = 0.0
+        self.path = DIRECT
+        self.first = math.nan
+        self.flow: Any = None
+        self.rld: DecodeInstance | None = None
+        self.finished = False
+        self.cross = False
+        self.rld_made = 0
+        self.gone_md = False
+
+
+class PrefillInstance:
+    """A prefill instance: one FIFO of started requests per attention rank."""
+
+    __slots__ = ("busy", "busy_s", "chunk", "host", "inst", "pass_memo", "pool", "ranks")
+
+    def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
+        self.inst, self.pool = inst, pool
+        self.chunk = inst.cal.knobs.prefill_chunk_tokens  # new tokens per rank and pass
+        self.host = inst.cal.knobs.prefix_cache == "host"  # cached KV loads from host memory
+        self.pass_memo = {} if pass_memo is None else pass_memo
+        """``Instance.batched_pass_s``'s memo: shared by a pool's instances (one model and
+        chip); bounded, as a pass's total tokens are whole numbers up to its chunk budget."""
+        self.busy = False
+        self.ranks: list[deque[Req]] = [deque() for _ in range(inst.attention_groups)]
+        self.busy_s = 0.0
+
+
+class PrefillSite:
+    def __init__(self, cache: Cache | None) -> None:
+        self.queue: deque[Req] = deque()
+        self.instances: list[PrefillInstance] = []
+        self.cache = cache
+
+
+class DecodePool:
+    def __init__(self, role: str, index: int) -> None:
+        self.role, self.index = role, index
+        self.instances: list[DecodeInstance] = []
+        # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
+        # pool those that went straight to MD (``Req.gone_md``), leave it at its head
+        self.queue: deque[tuple[Req, int, float]] = deque()
+        self.op_batch, self.op_step = 1, 0.0
+
+
+@dataclass(frozen=True)
+class SimRecord:
+    """Per finished request, in completion order (numpy arrays)."""
+
+    index: np.ndarray
+    arrival_s: np.ndarray
+    ttft_s: np.ndarray
+    queue_s: np.ndarray
+    """Arrival to the first prefill pass (the datacenter queue)."""
+    prefill_s: np.ndarray
+    """Arrival to the end of prefill (queue and passes)."""
+    transfer_s: np.ndarray
+    """End of prefill to the KV at the decode instance that makes the first token (RLD by
+    RDMA, or MD over the link)."""
+    finish_s: np.ndarray
+    output_tokens: np.ndarray
+    rld_tokens: np.ndarray
+    path: np.ndarray
+    p_hit: np.ndarray
+    md_hit: np.ndarray
+
+
+@dataclass(frozen=True)
+class SimRaw:
+    """What one run measured, before statistics (``pddplan.simulate.run``)."""
+
+    records: SimRecord
+    window_s: float
+    """Arrival window measured (after warm-up), for rates and utilizations."""
+    pool_util: list[tuple[str, str, str, float]]
+    """(datacenter, role, chip, utilization) per pool, in the fleet's order."""
+    link_util: dict[tuple[str, str], float]
+    gaps: dict[int, float]
+    """Inter-token gap histogram (``sim_parts.gap_seconds(key)`` -> tokens), after warm-up."""
+    handoffs: int
+    stall_s: float
+    events: int
+    warmup_requests: int
+
+
+# --- the engine ------------------------------------------------------------------------------
 class Simulation:
     """One run of ``fleet`` (with ``routing`` set) on ``scenario``; see the module doc.
 
@@ -539,6 +654,70 @@ class Simulation:
         self._marks.append((t, read_counters(self.prefill, self._decode, self.links, t)))
         if len(self._marks) == 1:
             self.gaps.clear()  # the gap histogram starts with the measured window
+
+
+# --- what a run measures besides its requests ------------------------------------------------
+Counters = dict
+"""``p``: each prefill instance's busy seconds; ``d``: each decode instance's (tokens,
+stall seconds); ``l``: each link's bytes sent."""
+
+
+def read_counters(
+    prefill: dict[str, PrefillSite],
+    decode: list[DecodePool],
+    links: dict[tuple[str, str], WanLink],
+    t: float,
+) -> Counters:
+    """The counters at time ``t`` (decode instances are brought up to ``t`` first)."""
+    instances = [inst for dp in decode for inst in dp.instances]
+    for inst in instances:
+        inst._advance(t)
+    return {
+        "p": [pi.busy_s for dc in prefill.values() for pi in dc.instances],
+        "d": [(inst.tokens, inst.stall_s) for inst in instances],
+        "l": {k: x.bytes_sent for k, x in links.items()},
+    }
+
+
+def utilizations(
+    m: FleetModel,
+    prefill: dict[str, PrefillSite],
+    decode: list[DecodePool],
+    links: dict[tuple[str, str], WanLink],
+    c0: Counters,
+    c1: Counters,
+    window: float,
+) -> tuple[list[tuple[str, str, str, float]], dict[tuple[str, str], float]]:
+    """(datacenter, role, chip, utilization) per pool in the fleet's order, and per link,
+    between the counters ``c0`` and ``c1`` taken ``window`` seconds apart. A prefill pool:
+    its attention groups' busy share; a decode pool: its tokens times the operating
+    point's seconds per token plus its stalls, per instance-second; a link: bytes sent over
+    goodput x time."""
+    busy: dict[int, float] = {}
+    k = 0
+    for dc in prefill.values():
+        for pi in dc.instances:
+            busy[pi.pool] = busy.get(pi.pool, 0.0) + c1["p"][k] - c0["p"][k]
+            k += 1
+    out = []
+    for j, (pool, _) in enumerate(m.roles["prefill"]):
+        out.append((pool.datacenter, pool.role, pool.chip, busy[j] / (pool.instances * window)))
+    k = 0
+    work_of = {}
+    for dp in decode:
+        work = 0.0
+        for _ in dp.instances:
+            (t0, s0), (t1, s1) = c0["d"][k], c1["d"][k]
+            work += (t1 - t0) * dp.op_step / dp.op_batch + (s1 - s0)
+            k += 1
+        work_of[(dp.role, dp.index)] = work / (len(dp.instances) * window)
+    for role in ("relay_decode", "main_decode"):
+        for j, (pool, _) in enumerate(m.roles[role]):
+            out.append((pool.datacenter, pool.role, pool.chip, work_of[(role, j)]))
+    per_link = {
+        key: (c1["l"][key] - c0["l"][key]) / (window * x.goodput) for key, x in links.items()
+    }
+    return out, per_link
 
 
 def _finished_late(inst: DecodeInstance, r: Req, t: float) -> None:

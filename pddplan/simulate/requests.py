@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.spec.distributions import frozen_dist
 from pddplan.spec.scenario import Workload
 from pddplan.workload.classes import workload_classes
+from pddplan.workload.distributions import frozen_dist
 from pddplan.workload.trace import read_requests
 
 SimRequest = tuple[float, int, int, Sequence[int]]

@@ -21,9 +21,9 @@ from scipy import stats
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluate.evaluator import evaluate
-from pddplan.plan.results import Evaluation
-from pddplan.simulate.engine import Simulation
-from pddplan.simulate.parts import gap_seconds
+from pddplan.evaluate.results import Evaluation
+from pddplan.simulate.decode import gap_seconds
+from pddplan.simulate.engine import DIRECT, RELAY, SINGULAR, SimRaw, Simulation
 from pddplan.simulate.requests import (
     BLOCK_TOKENS,
     SessionOptions,
@@ -31,7 +31,6 @@ from pddplan.simulate.requests import (
     SimRequest,
     trace_requests,
 )
-from pddplan.simulate.state import DIRECT, RELAY, SINGULAR, SimRaw
 from pddplan.spec.fleet import Fleet, Routing
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec

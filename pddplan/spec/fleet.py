@@ -1,5 +1,5 @@
 """A deployment to evaluate: pools of instances, link tiers, and optionally the router's
-thresholds. Loaded from YAML (``--fleet``) by ``pddplan.io.loaders.load_fleet``."""
+thresholds. Loaded from YAML (``--fleet``) by ``pddplan.io.fleet.load_fleet``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scenario: what to plan for. Loaded from YAML by ``pddplan.io.loaders``; these classes
+"""The scenario: what to plan for. Loaded from YAML by ``pddplan.io.scenario``; these classes
 validate each field on its own, and ``loaders.load_scenario`` checks the cross-references
 (model and chip ids, link endpoints, roles, fit) against the catalogs."""
 
@@ -184,6 +184,10 @@ class MdCacheOption(Frozen):
         if (self.md_prefix_hit is None) == (self.md_hit is None):
             raise ValueError("give md_prefix_hit or md_hit (one of them)")
         return self
+
+
+TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
+"""(percentile, tail-mass budget): the P90 bound allows 10% of requests above it, P99 1%."""
 
 
 class Sla(Frozen):

@@ -13,8 +13,9 @@ import itertools
 from dataclasses import dataclass
 
 from pddplan.errors import InputError
-from pddplan.spec.distributions import HitDist, LengthDist, frozen_dist, slice_mean
+from pddplan.spec.distributions import HitDist, LengthDist
 from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
+from pddplan.workload.distributions import frozen_dist, slice_mean
 
 HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
 """Default P-hit bucket edges: fine near 1, where agentic traffic concentrates."""

@@ -1,0 +1,158 @@
+"""Hugging Face ``config.json`` import: a model catalog entry from a config, and adding it
+to a catalog file without losing the file's text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from pddplan.errors import InputError
+from pddplan.io.catalogs import _load_models, load_models
+from pddplan.io.located import read_yaml
+from pddplan.io.validation import validate
+from pddplan.model.params import param_breakdown
+from pddplan.spec.llm import ModelSpec
+
+_HF_ALIASES = {"num_experts": "n_routed_experts", "n_group_experts": "n_routed_experts"}
+"""Hugging Face key spellings that mean one of our fields (Qwen-MoE says ``num_experts``)."""
+
+
+def hf_config_to_entry(
+    config: dict,
+    model_id: str,
+    *,
+    source: str,
+    total_params_b: float | None = None,
+    active_params_b: float | None = None,
+) -> dict:
+    """A catalog entry (plain dict, no ``id``) from a Hugging Face ``config.json`` dict.
+
+    Keys the schema knows are copied (with Qwen-style aliases mapped); the attention kind is
+    inferred (``compress_ratios`` -> compressed, ``kv_lora_rank`` -> MLA, fewer KV heads ->
+    GQA). Parameter counts, when not given, are computed from the shapes and marked so.
+    """
+    cfg = dict(config.get("text_config") or config)
+    for alias, name in _HF_ALIASES.items():
+        if alias in cfg and name not in cfg:
+            cfg[name] = cfg[alias]
+    heads = cfg.get("num_attention_heads")
+    if "compress_ratios" in cfg:
+        attention = "compressed"
+        layers = cfg.get("num_hidden_layers", 0)
+        cfg["compress_ratios"] = list(cfg["compress_ratios"])[:layers]  # drop MTP entries
+    elif cfg.get("kv_lora_rank"):
+        attention = "mla"
+    elif cfg.get("num_key_value_heads", heads) != heads:
+        attention = "gqa"
+    else:
+        attention = "mha"
+    cfg.setdefault("num_key_value_heads", heads)
+    if heads and cfg.get("hidden_size") and not cfg.get("head_dim"):
+        cfg["head_dim"] = cfg["hidden_size"] // heads
+    quant = cfg.get("quantization_config") or config.get("quantization_config") or {}
+    weight_dtype = "fp8" if "fp8" in str(quant.get("quant_method", "")).lower() else "bf16"
+    known = set(ModelSpec.model_fields) - {
+        "id",
+        "hf_id",
+        "source",
+        "attention",
+        "weight_dtype",
+        "kv_dtype",
+        "total_params_b",
+        "active_params_b",
+    }
+    entry: dict = {
+        "hf_id": str(cfg.get("_name_or_path") or model_id),
+        "source": source,
+        "attention": attention,
+    }
+    entry.update(
+        {k: cfg[k] for k in ModelSpec.model_fields if k in known and cfg.get(k) is not None}
+    )
+    entry.setdefault("intermediate_size", cfg.get("moe_intermediate_size") or 1)
+    if "n_shared_experts" in entry and entry["n_shared_experts"] is None:
+        entry["n_shared_experts"] = 0
+    entry.update(weight_dtype=weight_dtype, kv_dtype="bf16")  # BF16 KV: the safe default
+    if total_params_b is None or active_params_b is None:
+        probe = ModelSpec(
+            id=model_id, total_params_b=1.0, active_params_b=1.0, **_without_notes(entry)
+        )
+        p = param_breakdown(probe)
+        shapes = p.attention + p.dense_mlp + p.routed_experts + p.embeddings
+        computed = " and ".join(
+            name
+            for name, given in (("total", total_params_b), ("active", active_params_b))
+            if given is None
+        )
+        total_params_b = total_params_b or round(shapes / 1e9, 2)
+        active_params_b = active_params_b or round(
+            (shapes - p.routed_experts + p.routed_active) / 1e9, 2
+        )
+        entry["notes"] = (
+            f"{computed} params computed from the config's shapes (norms and routers excluded); "
+            "replace with the model card's figures"
+        )
+    entry.update(total_params_b=total_params_b, active_params_b=active_params_b)
+    return entry
+
+
+def _without_notes(entry: dict) -> dict:
+    return {k: v for k, v in entry.items() if k != "notes"}
+
+
+def import_hf_config(
+    path: Path,
+    model_id: str,
+    *,
+    total_params_b: float | None = None,
+    active_params_b: float | None = None,
+) -> str:
+    """A models.yaml entry (YAML text) from a Hugging Face ``config.json``."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from None
+    if not isinstance(config, dict):
+        raise InputError(f"{path}:1: expected a JSON object (a config.json)")
+    entry = hf_config_to_entry(
+        config,
+        model_id,
+        source=f"imported from {path.name}",
+        total_params_b=total_params_b,
+        active_params_b=active_params_b,
+    )
+    validate(ModelSpec, {"id": model_id, **entry}, path, {}, ())
+    return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)
+
+
+def add_model_entry(catalog: Path, entry_yaml: str) -> None:
+    """Add the entry in ``entry_yaml`` (as ``import_hf_config`` returns it) to a model
+    catalog file, creating the file if needed. An existing file keeps its text and comments:
+    the entry is appended under its ``models:`` mapping, and the result must load, or the
+    file is left untouched."""
+    new = yaml.safe_load(entry_yaml)["models"]
+    try:
+        if not catalog.exists():
+            catalog.write_text(entry_yaml, encoding="utf-8")
+            return
+        old_text = catalog.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"--out: cannot write {catalog}: {e.strerror}") from None
+    data, _ = read_yaml(catalog)
+    if not isinstance(data, dict) or set(data) != {"models"}:
+        raise InputError(f"{catalog}: not a model catalog (expected one top-level key, models)")
+    clash = sorted(set(new) & set(data["models"] or {}))
+    if clash:
+        raise InputError(f"{catalog}: models.{clash[0]} already exists; choose another --id")
+    body = entry_yaml.split("\n", 1)[1]  # drop the "models:" line, keep the indented entry
+    catalog.write_text(old_text.rstrip("\n") + "\n" + body, encoding="utf-8")
+    try:
+        _load_models.cache_clear()
+        load_models(catalog)
+    except InputError:
+        catalog.write_text(old_text, encoding="utf-8")
+        raise

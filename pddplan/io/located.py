@@ -1,0 +1,81 @@
+"""Reading YAML with the line of every key, so that every problem can be reported as
+``FILE:LINE: KEY.PATH: what is wrong``. The only module of the package, with the HF and
+workload writers, that knows YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pddplan.errors import InputError
+
+Loc = tuple[str | int, ...]
+"""A key path in a document: mapping keys and sequence indexes."""
+
+
+def fmt_loc(loc: Iterable[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def line_of(lines: Mapping[Loc, int], loc: Loc) -> int | None:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+def where(path: Path, lines: Mapping[Loc, int], loc: Loc) -> str:
+    line = line_of(lines, loc)
+    return f"{path}:{line}" if line else str(path)
+
+
+def read_yaml(path: Path) -> tuple[Any, dict[Loc, int]]:
+    """Parse ``path``; return the data and the 1-based line of every key path."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(e, "problem", None) or str(e)
+        raise InputError(f"{where}: malformed YAML: {problem}") from None
+    if node is None:
+        raise InputError(f"{path}: the file is empty")
+    lines: dict[Loc, int] = {}
+    duplicates: list[str] = []
+    _index_lines(node, (), lines, duplicates, path)
+    if duplicates:
+        raise InputError(duplicates)
+    return yaml.load(text, Loader=yaml.SafeLoader), lines
+
+
+def _index_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], dups: list[str], path: Path
+) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                dups.append(
+                    f"{path}:{key_node.start_mark.line + 1}: {fmt_loc((*loc, key))}: "
+                    f"duplicate key (a key may appear once per mapping)"
+                )
+            seen.add(key)
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+            _index_lines(value_node, (*loc, key), lines, dups, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index_lines(item, (*loc, i), lines, dups, path)

@@ -1,0 +1,154 @@
+"""Loading a scenario and the catalogs it uses, with every cross-reference checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pddplan.errors import InputError
+from pddplan.io.catalogs import load_hardware, load_models, unknown_id
+from pddplan.io.located import Loc, fmt_loc, read_yaml, where
+from pddplan.io.validation import validate
+from pddplan.model.instance import instance_fits
+from pddplan.spec.calibration import resolve_calibration
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import ROLES, Scenario
+from pddplan.workload.classes import workload_classes
+from pddplan.workload.trace import fitted_workload
+
+
+def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec]]:
+    """Load ``path`` and the catalogs it uses; check every cross-reference.
+
+    Raises ``InputError`` listing every problem: unknown keys and ids, bad values, and a
+    model that fits no allowed chip configuration for a role.
+    """
+    data, lines = read_yaml(path)
+    try:
+        scenario = validate(Scenario, data, path, lines)
+    except InputError as e:
+        # Report the unknown ids too, so that one run lists every problem of the file.
+        raise InputError(e.problems + _raw_id_checks(data, path, lines)) from None
+    base = path.parent
+    hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
+    model_path = scenario.catalogs.models and base / scenario.catalogs.models
+    hardware, models = load_hardware(hw_path), load_models(model_path)
+    problems = _cross_check(scenario, hardware, models, path, lines)
+    if problems:
+        raise InputError(problems)
+    if scenario.workload.trace is not None:
+        scenario = scenario.model_copy(
+            update={"workload": fitted_workload(scenario.workload, path)}
+        )
+    classes = len(workload_classes(scenario.workload))
+    for i, option in enumerate(scenario.md_cache or ()):
+        if option.md_hit is not None and len(option.md_hit) != classes:
+            loc = ("md_cache", i, "md_hit")
+            raise InputError(
+                f"{where(path, lines, loc)}: {fmt_loc(loc)}: {len(option.md_hit)} values; the "
+                f"workload has {classes} classes (one MD hit rate per class, in class order)"
+            )
+    return scenario, hardware, models
+
+
+def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]:
+    """Unknown model, chip and datacenter ids in a scenario that failed validation, checked
+    against the catalogs it names (or the shipped ones). Skipped if those catalogs fail to
+    load: their own errors come first."""
+    if not isinstance(data, dict):
+        return []
+    paths = data.get("catalogs") if isinstance(data.get("catalogs"), dict) else {}
+    try:
+        hw_file, model_file = paths.get("hardware"), paths.get("models")
+        chips = load_hardware(path.parent / hw_file if isinstance(hw_file, str) else None).chips
+        models = load_models(path.parent / model_file if isinstance(model_file, str) else None)
+    except InputError:
+        return []
+    out = []
+
+    def bad(loc: Loc, msg: str) -> None:
+        out.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+
+    if isinstance(data.get("model"), str) and data["model"] not in models:
+        bad(("model",), unknown_id("model", data["model"], models))
+    dcs = data.get("datacenters") if isinstance(data.get("datacenters"), dict) else {}
+    for dc_id, dc in dcs.items():
+        listed = dc.get("chips") if isinstance(dc, dict) else None
+        for i, chip in enumerate(listed if isinstance(listed, list) else []):
+            if isinstance(chip, str) and chip not in chips:
+                bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, chips))
+    links = data.get("links") if isinstance(data.get("links"), list) else []
+    for i, link in enumerate(links):
+        ends = link.get("between") if isinstance(link, dict) else None
+        for end in ends if isinstance(ends, list) else []:
+            if isinstance(end, str) and end not in dcs:
+                bad(
+                    ("links", i, "between"),
+                    f"unknown datacenter '{end}' (datacenters: {', '.join(map(str, dcs))})",
+                )
+    calibration = data.get("calibration") if isinstance(data.get("calibration"), dict) else {}
+    per_chip = calibration.get("per_chip") if isinstance(calibration.get("per_chip"), dict) else {}
+    for chip in per_chip:
+        if chip not in chips:
+            bad(("calibration", "per_chip", chip), unknown_id("chip", str(chip), chips))
+    return out
+
+
+def _cross_check(
+    s: Scenario,
+    hw: HardwareCatalog,
+    models: dict[str, ModelSpec],
+    path: Path,
+    lines: Mapping[Loc, int],
+) -> list[str]:
+    problems = []
+
+    def bad(loc: Loc, msg: str) -> None:
+        problems.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+
+    if s.model not in models:
+        bad(("model",), unknown_id("model", s.model, models))
+    for dc_id, dc in s.datacenters.items():
+        for i, chip in enumerate(dc.chips):
+            if chip not in hw.chips:
+                bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, hw.chips))
+    for chip in s.calibration.per_chip:
+        if chip not in hw.chips:
+            bad(("calibration", "per_chip", chip), unknown_id("chip", chip, hw.chips))
+    for chip in s.prices_usd_per_gpu_hour:
+        if chip not in hw.chips:
+            bad(("prices_usd_per_gpu_hour", chip), unknown_id("chip", chip, hw.chips))
+    if s.workload.trace is not None:
+        trace = path.parent / s.workload.trace.file
+        if not trace.is_file():
+            bad(("workload", "trace", "file"), f"trace file not found: {trace}")
+    if problems or s.model not in models:
+        return problems
+    model = models[s.model]
+    sizes = s.search.sizes()
+    for role in ROLES:
+        placed = s.chips_for(role)
+        if not placed:
+            continue
+        fits = any(
+            instance_fits(
+                model,
+                hw.chips[chip],
+                g,
+                resolve_calibration(hw, chip, s.calibration),
+                weight_dtype=s.weight_dtype,
+            )
+            for chip in {c for _, c in placed}
+            for g in sizes
+        )
+        if not fits:
+            chips = ", ".join(sorted({c for _, c in placed}))
+            bad(
+                ("datacenters",),
+                f"{model.id} fits no allowed configuration for role '{role}': chips {chips} at "
+                f"{', '.join(map(str, sizes))} GPUs per instance (allow larger instances in "
+                "search, or a larger-memory chip)",
+            )
+    return problems

@@ -1,0 +1,98 @@
+"""Validating parsed data against the spec's models, with every problem as one located
+line: ``FILE:LINE: KEY.PATH: what is wrong (what is allowed)``."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pddplan.errors import InputError
+from pddplan.io.located import Loc, fmt_loc, where
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def validate(cls: type[T], data: Any, path: Path, lines: Mapping[Loc, int], prefix: Loc = ()) -> T:
+    """Validate ``data`` as ``cls``; on failure raise one ``InputError`` with every problem."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise InputError(_messages(cls, e, path, lines, prefix)) from None
+
+
+def _messages(
+    cls: type[BaseModel], err: ValidationError, path: Path, lines: Mapping[Loc, int], prefix: Loc
+) -> list[str]:
+    out = []
+    for item in err.errors(include_url=False):
+        loc: Loc = prefix + tuple(p for p in item["loc"] if not _is_union_tag(p))
+        kind, msg = item["type"], item["msg"]
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(cls, loc[len(prefix) : -1])
+            msg = f"unknown key '{loc[-1]}'"
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
+            if close:
+                msg += f"; did you mean '{close[0]}'?"
+            if allowed:
+                msg += f"; allowed: {', '.join(allowed)}"
+        elif kind == "missing":
+            msg = f"missing required key '{loc[-1]}'"
+        elif kind in ("value_error", "assertion_error"):
+            msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        else:
+            msg = f"{msg[0].lower()}{msg[1:]}, got {item['input']!r}"
+        out.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+    return out
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic adds the union member's type name to the location (e.g. "int", "literal[...]").
+    return isinstance(part, str) and (
+        part in ("int", "float", "str", "bool") or part.startswith(("literal[", "constrained-"))
+    )
+
+
+def _allowed_keys(cls: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys the model class at ``loc`` (under ``cls``) accepts."""
+    target: Any = cls
+    for part in loc:
+        target = _step(target, part)
+        if target is None:
+            return []
+    return list(target.model_fields) if _is_model(target) else []
+
+
+def _step(tp: Any, part: str | int) -> Any:
+    if _is_model(tp):
+        field = tp.model_fields.get(part) if isinstance(part, str) else None
+        return _unwrap(field.annotation) if field else None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (dict, Mapping):
+        return _unwrap(args[1])
+    if origin in (list, tuple) and args:
+        return _unwrap(args[0])
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional / Annotated down to the model or container type."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in members if _is_model(a) or typing.get_origin(a)]
+            tp = (models or members)[0]
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
