@@ -25,11 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from pddplan.evaluate.evaluator import evaluate  # noqa: E402
-from pddplan.io.scenario import load_scenario  # noqa: E402
-from pddplan.plan.search import solve_plan  # noqa: E402
-from pddplan.simulate.engine import Simulation  # noqa: E402
-from pddplan.simulate.requests import SessionOptions, SessionSource  # noqa: E402
+import pddplan  # noqa: E402
+from pddplan.simulation.engine import Simulation  # noqa: E402
+from pddplan.simulation.requests import SessionOptions, SessionSource  # noqa: E402
 
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 
@@ -52,11 +50,12 @@ def peak_rss_mb() -> float:
 
 
 def run(name: str, counts: list[int], repeat: int) -> None:
-    s, hw, models = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-    plan = solve_plan(s, hw, models)
+    problem = pddplan.load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    s = problem.scenario
+    plan = pddplan.solve(problem)
     assert plan.fleet is not None and plan.evaluation is not None
     fleet = plan.fleet
-    rate = evaluate(s, hw, models, fleet).sla_capacity_rps
+    rate = plan.evaluation.sla_capacity_rps
     options = SessionOptions(
         rate_rps=rate, ready_after_s=s.sla.ttft_p90_s, tpot_s=s.sla.tpot_ms / 1000
     )
@@ -65,7 +64,7 @@ def run(name: str, counts: list[int], repeat: int) -> None:
         for _ in range(repeat):
             start = time.perf_counter()
             source = SessionSource(s.workload, n, options, seed=0)
-            sim = Simulation(s, hw, models, fleet, block_tokens=source.block_tokens, chain_ids=True)
+            sim = Simulation(problem, fleet, block_tokens=source.block_tokens, chain_ids=True)
             raw = sim.run(source, warm=source.warm, warmup=n // 10)
             walls.append(time.perf_counter() - start)
         wall = min(walls)

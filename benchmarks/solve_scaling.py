@@ -28,10 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import pddplan  # noqa: E402
 from pddplan.io.catalogs import load_hardware, load_models  # noqa: E402
-from pddplan.io.scenario import load_scenario  # noqa: E402
-from pddplan.plan.brute_force import enumerate_plan  # noqa: E402
-from pddplan.plan.search import solve_plan  # noqa: E402
+from pddplan.model.problem import Problem  # noqa: E402
 from pddplan.spec.scenario import Scenario  # noqa: E402
 
 CHIPS_16 = [
@@ -111,14 +110,22 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
+def cold(s: Scenario, hw, models) -> Problem:
+    """A problem with no table computed yet, so that every timed solve starts alike."""
+    return Problem(s, hw, models[s.model])
+
+
 def paper(solver: str) -> None:
-    s, hw, models = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    loaded = pddplan.load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    s, hw, models = loaded.scenario, loaded.hardware, {loaded.model.id: loaded.model}
     print("\n1. Paper scenario (pdd-h100-h200)")
     print(
         f"{'objective':<10} {'status':<14} {'seconds':>8} {'MILP solves':>12} {'BCR':>8} {'$/h':>9}"
     )
     for objective in ("min-cost", "max-bcr"):
-        r, t = timed(lambda o=objective: solve_plan(s, hw, models, objective=o, solver=solver))
+        r, t = timed(
+            lambda o=objective: pddplan.solve(cold(s, hw, models), objective=o, solver=solver)
+        )
         e = r.evaluation
         print(
             f"{objective:<10} {r.status:<14} {t:>8.2f} {r.stats.milp_solves:>12} "
@@ -139,7 +146,9 @@ def four_dc(solver: str, quick: bool) -> None:
     for chips, tiers, classes in sizes:
         for objective in ("min-cost", "max-bcr"):
             s = four_dc_scenario(chips, tiers, classes, objective)
-            r, t = timed(lambda s=s: solve_plan(s, hw, models, solver=solver, explain=False))
+            r, t = timed(
+                lambda s=s: pddplan.solve(cold(s, hw, models), solver=solver, explain=False)
+            )
             st = r.stats
             print(
                 f"{chips:>5} {tiers:>5} {classes:>7} {objective:<9} {r.status:<14} {t:>8.2f} "
@@ -149,6 +158,8 @@ def four_dc(solver: str, quick: bool) -> None:
 
 def brute_force(quick: bool) -> None:
     from test_enumerate import random_scenario
+
+    from pddplan.plan.brute_force import enumerate_plan
 
     hw, models = load_hardware(), load_models()
     print("\n3. Brute force (evaluator) against the MILP, min cost")
@@ -165,9 +176,11 @@ def brute_force(quick: bool) -> None:
             update={"max_gpus_per_pool": pool_gpus, "gpus_per_instance": sizes}
         )
         s = base.model_copy(update={"search": search})
-        m, tm = timed(lambda s=s: solve_plan(s, hw, models, objective="min-cost"))
+        m, tm = timed(lambda s=s: pddplan.solve(cold(s, hw, models), objective="min-cost"))
         b, tb = timed(
-            lambda s=s: enumerate_plan(s, hw, models, objective="min-cost", max_candidates=10**9)
+            lambda s=s: enumerate_plan(
+                cold(s, hw, models), objective="min-cost", max_candidates=10**9
+            )
         )
         same = (m.fleet is None and b.fleet is None) or (
             m.fleet is not None

@@ -1,4 +1,145 @@
 """pddplan: capacity planning for cross-datacenter PDD (Prefill - RelayDecode - MainDecode)
-LLM serving."""
+LLM serving.
+
+The public API (``docs/api.md``): ``load_scenario`` gives a ``Problem``; ``solve``,
+``evaluate``, ``simulate``, ``verify`` and ``compare`` answer questions about it;
+``instance_figures``, ``fit_trace`` and ``import_hf_config`` work on the catalogs and traces.
+Names are imported on first use, so that ``import pddplan`` stays fast.
+
+Packages, in the order data flows through them (each says what it may import):
+``spec`` (validated inputs) -> ``io`` (files) -> ``workload`` -> ``model`` -> ``evaluation``
+-> ``plan`` -> ``simulation`` -> ``report`` -> ``cli``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # functions
+    "load_scenario": "pddplan.api",
+    "load_catalogs": "pddplan.api",
+    "load_fleet": "pddplan.api",
+    "scenario_schema": "pddplan.api",
+    "solve": "pddplan.api",
+    "evaluate": "pddplan.api",
+    "price_fleet": "pddplan.api",
+    "compare": "pddplan.api",
+    "price_sweep": "pddplan.api",
+    "simulate": "pddplan.api",
+    "verify": "pddplan.api",
+    "instance_figures": "pddplan.api",
+    "fit_trace": "pddplan.api",
+    "workload_yaml": "pddplan.api",
+    "import_hf_config": "pddplan.api",
+    "OBJECTIVES": "pddplan.api",
+    "SOLVERS": "pddplan.api",
+    "METHODS": "pddplan.api",
+    # types
+    "Problem": "pddplan.model.problem",
+    "Catalogs": "pddplan.io.catalogs",
+    "Scenario": "pddplan.spec.scenario",
+    "Fleet": "pddplan.spec.fleet",
+    "PlanResult": "pddplan.plan.results",
+    "Evaluation": "pddplan.evaluation.results",
+    "FleetCost": "pddplan.model.pricing",
+    "Comparison": "pddplan.plan.compare",
+    "Sweep": "pddplan.plan.compare",
+    "SimResult": "pddplan.simulation.run",
+    "Verification": "pddplan.simulation.verify",
+    "InstancePerf": "pddplan.model.figures",
+    "TraceFit": "pddplan.workload.trace",
+    # errors
+    "PddplanError": "pddplan.errors",
+    "InputError": "pddplan.errors",
+    "ArgumentError": "pddplan.errors",
+    "WeightsDoNotFitError": "pddplan.errors",
+}
+__all__ = [
+    "METHODS",
+    "OBJECTIVES",
+    "SOLVERS",
+    "ArgumentError",
+    "Catalogs",
+    "Comparison",
+    "Evaluation",
+    "Fleet",
+    "FleetCost",
+    "InputError",
+    "InstancePerf",
+    "PddplanError",
+    "PlanResult",
+    "Problem",
+    "Scenario",
+    "SimResult",
+    "Sweep",
+    "TraceFit",
+    "Verification",
+    "WeightsDoNotFitError",
+    "compare",
+    "evaluate",
+    "fit_trace",
+    "import_hf_config",
+    "instance_figures",
+    "load_catalogs",
+    "load_fleet",
+    "load_scenario",
+    "price_fleet",
+    "price_sweep",
+    "scenario_schema",
+    "simulate",
+    "solve",
+    "verify",
+    "workload_yaml",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pddplan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from pddplan.api import (
+        METHODS,
+        OBJECTIVES,
+        SOLVERS,
+        compare,
+        evaluate,
+        fit_trace,
+        import_hf_config,
+        instance_figures,
+        load_catalogs,
+        load_fleet,
+        load_scenario,
+        price_fleet,
+        price_sweep,
+        scenario_schema,
+        simulate,
+        solve,
+        verify,
+        workload_yaml,
+    )
+    from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
+    from pddplan.evaluation.results import Evaluation
+    from pddplan.io.catalogs import Catalogs
+    from pddplan.model.figures import InstancePerf
+    from pddplan.model.pricing import FleetCost
+    from pddplan.model.problem import Problem
+    from pddplan.plan.compare import Comparison, Sweep
+    from pddplan.plan.results import PlanResult
+    from pddplan.simulation.run import SimResult
+    from pddplan.simulation.verify import Verification
+    from pddplan.spec.fleet import Fleet
+    from pddplan.spec.scenario import Scenario
+    from pddplan.workload.trace import TraceFit

@@ -26,3 +26,18 @@ class WeightsDoNotFitError(InputError):
 
     def __init__(self, problems: list[str] | str) -> None:
         super().__init__(problems.split("\n") if isinstance(problems, str) else problems)
+
+
+class ArgumentError(InputError):
+    """An argument of a library function is invalid. ``argument`` is its name as the library
+    spells it (``rate_rps``); the message has ``{argument}`` where the name goes, so that a
+    front end can put its own spelling there (``--rate-rps``) with ``render``. ``before``:
+    located lines that come first (the bad lines of a file the argument is about)."""
+
+    def __init__(self, argument: str, message: str, *, before: list[str] | None = None) -> None:
+        self.argument, self.template, self.before = argument, message, list(before or [])
+        super().__init__([*self.before, message.format(argument=argument)])
+
+    def render(self, name: str) -> list[str]:
+        """The problems with ``name`` for the argument."""
+        return [*self.before, self.template.format(argument=name)]

@@ -3,6 +3,9 @@ the shipped catalogs, and one hypothesis profile for the suite."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,9 +13,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from pddplan.io.catalogs import load_hardware, load_models
+from pddplan.model.problem import Problem
 from pddplan.spec.calibration import Calibration, Knobs
 from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import Scenario
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,3 +136,40 @@ def hardware() -> HardwareCatalog:
 @pytest.fixture(scope="session")
 def models() -> dict[str, ModelSpec]:
     return load_models()
+
+
+def problem_of(scenario: Scenario, hardware: HardwareCatalog, models=None) -> Problem:
+    """The problem of a scenario built in a test (the shipped model catalog by default)."""
+    models = models if models is not None else load_models()
+    return Problem(scenario, hardware, models[scenario.model])
+
+
+def triple(problem: Problem) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec]]:
+    """A loaded problem's scenario, hardware catalog and model (by id)."""
+    return problem.scenario, problem.hardware, {problem.model.id: problem.model}
+
+
+@dataclass(frozen=True)
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_main(*args: str) -> Run:
+    """The console entry point, in process, as a user's shell runs it (its usage errors
+    included, which typer's CliRunner does not format like ``main``)."""
+    from pddplan.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return Run(code, out.getvalue(), err.getvalue())

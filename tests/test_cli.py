@@ -92,10 +92,18 @@ def test_model_list():
     assert result.exit_code == 0 and "deepseek-v3" in result.stdout
 
 
-def test_bad_kv_dtype_is_an_argument_error():
-    result = run("model", "show", "deepseek-v3", "--kv-dtype", "int4")
-    assert result.exit_code == 2
-    assert "--kv-dtype: 'int4' is not allowed; choose one of bf16, fp8" in result.stderr
+def test_bad_kv_dtype_is_a_usage_error():
+    """A choice outside its list is typer's usage error: one line naming the choices."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", "model", "show", "deepseek-v3", "--kv-dtype", "int4"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'--kv-dtype'" in lines[0], proc.stderr
+    assert "'int4' is not one of 'bf16', 'fp8'" in lines[0], proc.stderr
 
 
 def test_model_import_round_trips_through_the_catalog(tmp_path):

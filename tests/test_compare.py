@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -41,13 +41,16 @@ H100 = 2.69  # the scenario's H100 rent, USD per GPU-hour
 def test_paper_cost_arithmetic(premium, with_line, saving_pct):
     """88 H100 against 43 H100 + 32 H200 (+ the line, priced at a third of an H100): PDD is
     7.5% / 3.9% cheaper without the line at a 20% / 30% H200 premium, 7.1% / 3.5% with it."""
-    s, hw, _ = load_scenario(PAPER_FLEETS)
+    s, hw, _ = triple(load_scenario(PAPER_FLEETS))
     s = with_price(s, "h200-sxm", H100 * premium)
-    intra = load_fleet(ROOT / "fleets" / "paper-intra-dc-88xh100.yaml", s, hw)
-    pdd = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", s, hw)
+    intra = load_fleet(ROOT / "fleets" / "paper-intra-dc-88xh100.yaml", problem_of(s, hw))
+    pdd = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", problem_of(s, hw))
     if not with_line:
         pdd = pdd.model_copy(update={"links": ()})
-    intra_cost, pdd_cost = fleet_cost(s, hw, intra).total, fleet_cost(s, hw, pdd).total
+    intra_cost, pdd_cost = (
+        fleet_cost(problem_of(s, hw), intra).total,
+        fleet_cost(problem_of(s, hw), pdd).total,
+    )
     assert intra_cost == pytest.approx(88 * H100)
     line = H100 / 3 if with_line else 0.0
     assert pdd_cost == pytest.approx(43 * H100 + 32 * H100 * premium + line, abs=1e-3)
@@ -90,15 +93,15 @@ def test_buy_basis_and_owned_inventory_by_hand(tmp_path):
     )
     path = tmp_path / "buy.yaml"
     path.write_text(text)
-    s, hw, _ = load_scenario(path)
-    price = gpu_price(s, hw, "h200-sxm", "cluster-b")
+    s, hw, _ = triple(load_scenario(path))
+    price = gpu_price(problem_of(s, hw), "h200-sxm", "cluster-b")
     tdp_kw = hw.chips["h200-sxm"].tdp_w / 1000
     running = tdp_kw * 1.2 * 0.10 + 0.20
     assert price.basis == "buy"
     assert price.full == pytest.approx(36500 / (5 * HOURS_PER_YEAR) + running)
     assert price.running == pytest.approx(running)
-    fleet = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", s, hw)
-    cost = fleet_cost(s, hw, fleet)
+    fleet = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", problem_of(s, hw))
+    cost = fleet_cost(problem_of(s, hw), fleet)
     assert cost.owned_gpus == [0, 0, 16]
     assert cost.pools[2] == pytest.approx(16 * price.full + 16 * running)
     assert cost.basis == {"h100-sxm": "rent", "h200-sxm": "buy"}
@@ -132,7 +135,7 @@ def test_pricing_errors_are_located(tmp_path, old, new, message):
 
 # --- the architectures -------------------------------------------------------------------------
 def test_architectures_restrict_the_scenario():
-    s, _, _ = load_scenario(SMALL)
+    s, _, _ = triple(load_scenario(SMALL))
     one = intra_dc(s, ["h100-sxm"], ["h100-sxm"])
     assert list(one.datacenters) == [INTRA_DC] and one.links == ()
     dc = one.datacenters[INTRA_DC]
@@ -181,14 +184,14 @@ def test_compare_json_csv_md():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--format", "xml"], "--format: 'xml' is not allowed; choose one of table, json, md, csv"),
+        (["--format", "xml"], "'xml' is not one of 'table', 'json', 'md', 'csv'"),
         (["--price-sweep", "h100-sxm=3:2:0.1"], "needs 0 < LO <= HI and STEP > 0"),
         (["--price-sweep", "h100-sxm=3:4"], "expected CHIP=LO:HI:STEP"),
         (["--price-sweep", "b200=3:4:0.5"], "chip 'b200' is not used anywhere"),
     ],
 )
 def test_compare_bad_input_is_one_line(args, message):
-    r = runner.invoke(app, ["compare", str(SMALL), *args])
+    r = run_main("compare", str(SMALL), *args)
     assert r.exit_code == 2
     assert message in r.output and "Traceback" not in r.output
     assert len([x for x in r.output.splitlines() if x.startswith("Error:")]) == 1
@@ -202,9 +205,10 @@ def test_parse_sweep():
 def test_break_even_is_bisected(monkeypatch):
     """With PDD's BCR 1 / (1 + p) and the best baseline's 0.4, PDD wins below p = 1.5: the
     search brackets it between the swept 1.0 and 2.0 and bisects to within 1/64."""
-    s, hw, models = load_scenario(SMALL)
+    problem = load_scenario(SMALL)
 
-    def fake(scenario, *_, **__):
+    def fake(derived, *_, **__):
+        scenario = derived.scenario
         p = scenario.prices_usd_per_gpu_hour["l40s"]
         results = [
             compare_module.ArchitectureResult(name, None) for name in compare_module.ARCHITECTURES
@@ -218,7 +222,7 @@ def test_break_even_is_bisected(monkeypatch):
         return c
 
     monkeypatch.setattr(compare_module, "compare", fake)
-    sweep = price_sweep(s, hw, models, "l40s", [0.0 + 1e-9, 1.0, 2.0, 3.0])
+    sweep = price_sweep(problem, "l40s", [0.0 + 1e-9, 1.0, 2.0, 3.0])
     assert sweep.bracket == (1.0, 2.0)
     assert sweep.break_even == pytest.approx(1.5, abs=1 / 64)
     assert [p.pdd_wins for p in sweep.points] == [True, True, False, False]
@@ -250,7 +254,7 @@ def test_compare_price_sweep_runs_end_to_end():
 def test_egress_is_billed_on_the_demand_traffic(tmp_path):
     """A tier at $3,000/month plus $0.01/GB: the MILP and the evaluator both bill
     3000 / 730 + 0.01 x (20 req/s x mean payload) x 3600 / 1e9 per hour."""
-    from pddplan.evaluate.evaluator import evaluate
+    from pddplan.evaluation.evaluator import evaluate
     from pddplan.plan import milp
     from pddplan.plan.counts import Requirements
     from pddplan.plan.space import Space
@@ -264,11 +268,11 @@ def test_egress_is_billed_on_the_demand_traffic(tmp_path):
         text = text.replace(old, new)
     path = tmp_path / "egress.yaml"
     path.write_text(text)
-    s, hw, models = load_scenario(path)
-    space = Space(s, hw, models)
+    s, hw, models = triple(load_scenario(path))
+    space = Space(problem_of(s, hw, models))
     out = milp.min_cost(Requirements(space, s.workload.arrival_rps))
     st = out.choice.state
-    e = evaluate(s, hw, models, space.fleet(out.choice, "plan"))
+    e = evaluate(problem_of(s, hw, models), space.fleet(out.choice, "plan"))
     assert e.cost_per_hour_usd == pytest.approx(out.cost_per_hour, rel=1e-9)
     per_gb = {10: 0.02, 40: 0.01}[st.gbps]
     monthly = {10: 1000, 40: 3000}[st.gbps]

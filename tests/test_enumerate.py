@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import problem_of
 
 from pddplan.plan.brute_force import enumerate_plan
 from pddplan.plan.search import BCR_TOLERANCE, solve_plan
@@ -125,8 +126,8 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
 @pytest.mark.parametrize("seed", seeds(SEEDS))
 def test_min_cost_matches_brute_force(seed, hardware, models):
     s = random_scenario(seed)
-    milp = solve_plan(s, hardware, models, explain=False)
-    brute = enumerate_plan(s, hardware, models)
+    milp = solve_plan(problem_of(s, hardware, models), explain=False)
+    brute = enumerate_plan(problem_of(s, hardware, models))
     assert (milp.fleet is None) == (brute.fleet is None), (milp.status, brute.status)
     if milp.fleet is None:
         assert milp.status == brute.status == "infeasible"
@@ -142,8 +143,8 @@ def test_min_cost_matches_brute_force(seed, hardware, models):
 @pytest.mark.parametrize("seed", seeds(range(100, 105)))
 def test_max_bcr_matches_brute_force(seed, hardware, models):
     s = random_scenario(seed, objective="max-bcr")
-    milp = solve_plan(s, hardware, models, explain=False)
-    brute = enumerate_plan(s, hardware, models)
+    milp = solve_plan(problem_of(s, hardware, models), explain=False)
+    brute = enumerate_plan(problem_of(s, hardware, models))
     assert (milp.fleet is None) == (brute.fleet is None)
     if milp.fleet is None:
         return
@@ -157,8 +158,8 @@ def test_max_bcr_matches_brute_force(seed, hardware, models):
 @pytest.mark.parametrize("seed", seeds(range(200, 203)))
 def test_max_capacity_matches_brute_force(seed, hardware, models):
     s = random_scenario(seed, objective="max-capacity")
-    milp = solve_plan(s, hardware, models, explain=False)
-    brute = enumerate_plan(s, hardware, models)
+    milp = solve_plan(problem_of(s, hardware, models), explain=False)
+    brute = enumerate_plan(problem_of(s, hardware, models))
     assert (milp.fleet is None) == (brute.fleet is None)
     if milp.fleet is None:
         return

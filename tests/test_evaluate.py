@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, problem_of, triple
 
 from pddplan.errors import InputError
-from pddplan.evaluate.evaluator import evaluate
+from pddplan.evaluation.evaluator import evaluate
+from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import make_instance
@@ -20,8 +21,8 @@ SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 
 @pytest.fixture(scope="module")
 def small():
-    s, hw, models = load_scenario(SMALL)
-    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", s, hw)
+    s, hw, models = triple(load_scenario(SMALL))
+    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", problem_of(s, hw))
 
 
 def _loose(s):
@@ -37,7 +38,7 @@ def test_prefill_bound_capacity_by_hand(small):
     s, hw, models, fleet = small
     md_cached = s.workload.model_copy(update={"md_prefix_hit": HitDist(dist="fixed", value=0.99)})
     s = _loose(s.model_copy(update={"workload": md_cached}))
-    e = evaluate(s, hw, models, fleet)
+    e = evaluate(problem_of(s, hw, models), fleet)
     w = s.workload
     classes = request_classes(
         input_tokens=w.input_tokens, output_tokens=w.output_tokens, prefix_hit=w.prefix_hit
@@ -54,7 +55,7 @@ def test_cost_arithmetic(small):
     """2 H100 at $2.69 + 8 A100 at $1.39 per GPU-hour + a 40 Gbps line at $3,000 a month
     (730 hours): 5.38 + 11.12 + 4.11 = $20.61 an hour."""
     s, hw, models, fleet = small
-    e = evaluate(s, hw, models, fleet)
+    e = evaluate(problem_of(s, hw, models), fleet)
     h100, a100 = (
         hw.chips["h100-sxm"].price_usd_per_hour,
         hw.chips["a100-80g-sxm"].price_usd_per_hour,
@@ -69,14 +70,14 @@ def test_more_prefill_serves_more(small):
         update={"pools": (fleet.pools[0].model_copy(update={"instances": 3}), fleet.pools[1])}
     )
     assert (
-        evaluate(s, hw, models, bigger).sla_capacity_rps
-        > evaluate(s, hw, models, fleet).sla_capacity_rps
+        evaluate(problem_of(s, hw, models), bigger).sla_capacity_rps
+        > evaluate(problem_of(s, hw, models), fleet).sla_capacity_rps
     )
 
 
 def test_percentiles_are_ordered_and_within_sla_when_ok(small):
     s, hw, models, fleet = small
-    e = evaluate(s, hw, models, fleet)
+    e = evaluate(problem_of(s, hw, models), fleet)
     assert e.status == "ok"
     assert 0 < e.ttft_s["p50"] <= e.ttft_s["p90"] <= e.ttft_s["p99"]
     assert e.ttft_s["p90"] <= s.sla.ttft_p90_s and e.ttft_s["p99"] <= s.sla.ttft_p99_s
@@ -85,7 +86,7 @@ def test_percentiles_are_ordered_and_within_sla_when_ok(small):
 
 def test_demand_above_capacity_is_reported(small):
     s, hw, models, fleet = small
-    e = evaluate(s, hw, models, fleet, demand_rps=1e4)
+    e = evaluate(problem_of(s, hw, models), fleet, demand_rps=1e4)
     assert e.status == "below_demand"
 
 
@@ -99,7 +100,7 @@ def test_a_thin_link_binds(small):
             )
         }
     )
-    e = evaluate(_loose(heavy), hw, models, thin)
+    e = evaluate(problem_of(_loose(heavy), hw, models), thin)
     assert any("link east->west" in b for b in e.binding), e.binding
 
 
@@ -119,7 +120,7 @@ def test_missing_prices_are_a_note_not_a_number(small):
             }
         }
     )
-    e = evaluate(s, no_price, models, fleet.model_copy(update={"pools": pools}))
+    e = evaluate(problem_of(s, no_price, models), fleet.model_copy(update={"pools": pools}))
     assert e.cost_per_hour_usd is None and e.bcr is None
     assert any("no price for l40s" in n for n in e.notes)
 
@@ -146,11 +147,11 @@ def test_relay_hides_a_slow_wan_under_a_tight_ttft(slow_wan):
     meets it, RLD decoding the tokens that stream while the KV crawls to MD."""
     s, hw, models, fleet = slow_wan
     direct = evaluate(
-        s, hw, models, fleet.model_copy(update={"routing": Routing()}), demand_rps=2.0
+        problem_of(s, hw, models), fleet.model_copy(update={"routing": Routing()}), demand_rps=2.0
     )
     assert direct.status == "sla_infeasible"
     assert any("TTFT P90" in b for b in direct.binding)
-    relayed = evaluate(s, hw, models, fleet, demand_rps=2.0)
+    relayed = evaluate(problem_of(s, hw, models), fleet, demand_rps=2.0)
     assert relayed.status == "ok" and relayed.routing["relay_above_mb"] is not None
     assert relayed.ttft_s["p90"] <= 0.6 and relayed.ttft_s["p99"] <= 1.2
     assert 0 < relayed.rld_token_share < 0.5
@@ -160,7 +161,7 @@ def test_relay_hides_a_slow_wan_under_a_tight_ttft(slow_wan):
 def test_fleet_errors_are_located(small):
     s, hw, _, _ = small
     with pytest.raises(InputError) as err:
-        load_fleet(DATA / "fleets" / "bad.yaml", s, hw)
+        load_fleet(DATA / "fleets" / "bad.yaml", problem_of(s, hw))
     text = "\n".join(err.value.problems)
     assert "bad.yaml:3: pools[0].datacenter: unknown datacenter 'north'" in text
     assert "pools[1].role: role 'main_decode' is not allowed in east" in text
@@ -172,9 +173,9 @@ def test_fleet_errors_are_located(small):
 
 
 def test_shipped_example_fleet_evaluates():
-    s, hw, models = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
-    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
-    e = evaluate(s, hw, models, fleet)
+    s, hw, models = triple(load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml"))
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
+    e = evaluate(problem_of(s, hw, models), fleet)
     assert e.status == "ok" and e.sla_capacity_rps > s.workload.arrival_rps
 
 
@@ -195,7 +196,7 @@ def test_p99_gap_by_hand():
 def relayed(slow_wan):
     """``slow_wan`` with the relay threshold the evaluator found best, fixed."""
     s, hw, models, fleet = slow_wan
-    best = evaluate(s, hw, models, fleet, demand_rps=2.0)
+    best = evaluate(problem_of(s, hw, models), fleet, demand_rps=2.0)
     return (
         s,
         hw,
@@ -213,11 +214,9 @@ def test_catch_up_trades_one_stall_for_many(relayed):
     from pddplan.spec.fleet import Handoff
 
     s, hw, models, fleet = relayed
-    one_shot = evaluate(s, hw, models, fleet, demand_rps=2.0)
+    one_shot = evaluate(problem_of(s, hw, models), fleet, demand_rps=2.0)
     catch_up = evaluate(
-        s,
-        hw,
-        models,
+        problem_of(s, hw, models),
         fleet.model_copy(update={"handoff": Handoff(catch_up_above_tokens=0, chunk_tokens=16)}),
         demand_rps=2.0,
     )
@@ -231,7 +230,9 @@ def test_singular_path_finishes_on_rld(relayed):
     MD: no stalls, and RLD's token share equals the singular requests' share of tokens."""
     s, hw, models, fleet = relayed
     routing = fleet.routing.model_copy(update={"singular_max_output_tokens": 10**6})
-    e = evaluate(s, hw, models, fleet.model_copy(update={"routing": routing}), demand_rps=2.0)
+    e = evaluate(
+        problem_of(s, hw, models), fleet.model_copy(update={"routing": routing}), demand_rps=2.0
+    )
     assert e.pipelines["p_rld_md"]["requests"] == 0 and e.pipelines["singular"]["requests"] > 0
     assert e.rld_token_share == pytest.approx(e.pipelines["singular"]["output_tokens"])
     assert e.tpot_ms["p99"] == pytest.approx(e.tpot_ms["step"])
@@ -239,8 +240,8 @@ def test_singular_path_finishes_on_rld(relayed):
 
 # --- the decode-side cache as a decision ------------------------------------------------------
 def _paper_with(fleet_update: dict):
-    s, hw, models = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
-    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    s, hw, models = triple(load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml"))
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
     return s, hw, models, fleet.model_copy(update=fleet_update)
 
 
@@ -258,8 +259,8 @@ def test_md_cache_reserve_comes_out_of_md_kv_memory():
     )
     freed = inst.kv_capacity_bytes(0.0) - inst.kv_capacity_bytes(40e9 * 16)
     assert freed == pytest.approx(640e9 / inst.kv_replication)
-    a = evaluate(s, hw, models, with_cache)
-    b = evaluate(s, hw, models, without)
+    a = evaluate(problem_of(s, hw, models), with_cache)
+    b = evaluate(problem_of(s, hw, models), without)
     assert a.md_cache == {"gb_per_gpu": 40.0, "mean_hit": pytest.approx(0.886, abs=0.01)}
     assert b.md_cache == {"gb_per_gpu": 0.0, "mean_hit": 0.0}
     md = next(p for p in a.pools if p.role == "main_decode")
@@ -278,7 +279,7 @@ def test_md_cache_reserve_comes_out_of_md_kv_memory():
 def test_fleet_md_cache_must_be_an_option(update, message):
     s, hw, models, fleet = _paper_with(update)
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        evaluate(s, hw, models, fleet)
+        evaluate(problem_of(s, hw, models), fleet)
 
 
 @pytest.mark.parametrize(
@@ -324,16 +325,15 @@ def test_md_cache_must_hold_the_open_sessions():
         p.model_copy(update={"instances": 12}) if p.role == "prefill" else p for p in fleet.pools
     )
     fleet = fleet.model_copy(update={"pools": pools, "links": (link,)})
-    from pddplan.evaluate.fleet_model import fleet_model
 
-    m = fleet_model(s, hw, models, fleet, None)
+    m = FleetModel(problem_of(s, hw, models), fleet)
     context = float(m.w @ m.rdma_bytes)
     assert 3.0e8 < context < 4.0e8  # ~66K tokens x 5,511 B (DeepSeek-V4-Pro, fp8)
     cap = 2 * 16 * 40e9 / (60.0 * context)
-    e = evaluate(s, hw, models, fleet)
+    e = evaluate(problem_of(s, hw, models), fleet)
     assert e.sla_capacity_rps == pytest.approx(cap, rel=1e-5)
     assert any("decode-side cache in cluster-b holds 1,280 GB" in b for b in e.binding)
     free = s.model_copy(
         update={"workload": s.workload.model_copy(update={"turn_interval_s": None})}
     )
-    assert evaluate(free, hw, models, fleet).sla_capacity_rps > cap * 1.2
+    assert evaluate(problem_of(free, hw, models), fleet).sla_capacity_rps > cap * 1.2

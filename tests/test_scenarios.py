@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, SCENARIOS
+from conftest import DATA, ROOT, SCENARIOS, triple
 
 from pddplan.errors import InputError
 from pddplan.io.scenario import load_scenario
@@ -34,7 +34,7 @@ GOOD = textwrap.dedent("""\
 def _load(tmp_path: Path, text: str) -> Scenario:
     path = tmp_path / "s.yaml"
     path.write_text(text)
-    return load_scenario(path)[0]
+    return load_scenario(path).scenario
 
 
 def _problems(tmp_path: Path, text: str) -> list[str]:
@@ -45,7 +45,7 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_shipped_scenarios_load(path):
-    scenario, hardware, models = load_scenario(path)
+    scenario, hardware, models = triple(load_scenario(path))
     assert scenario.model in models
     assert all(c in hardware.chips for dc in scenario.datacenters.values() for c in dc.chips)
 

@@ -7,11 +7,11 @@ import random
 from itertools import pairwise
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, triple
 
 from pddplan.io.scenario import load_scenario
-from pddplan.simulate.cache import ChainCache
-from pddplan.simulate.requests import SessionOptions, SessionSource
+from pddplan.simulation.cache import ChainCache
+from pddplan.simulation.requests import SessionOptions, SessionSource
 from pddplan.workload.cache import PrefixCache
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -19,7 +19,7 @@ PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 
 
 def _sessions(path, rate, n, seed):
-    s, _, _ = load_scenario(path)
+    s, _, _ = triple(load_scenario(path))
     options = SessionOptions(rate_rps=rate, ready_after_s=1, tpot_s=0.05)
     src = SessionSource(s.workload, n, options, seed=seed)
     return src.warm, [ids for _, _, _, ids in src]

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -21,13 +21,13 @@ from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PrefillFigures, make_instance
 from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, wan_transfer_s
 from pddplan.model.queueing import loaded_prefill_latency
-from pddplan.simulate.decode import DecodeInstance
-from pddplan.simulate.engine import Simulation
-from pddplan.simulate.events import Events
-from pddplan.simulate.link import REBASE_RTTS, WanLink
-from pddplan.simulate.requests import SessionOptions, SessionSource, block_tokens
-from pddplan.simulate.run import Figure, simulate
-from pddplan.simulate.verify import Tightening, _tighter
+from pddplan.simulation.decode import DecodeInstance
+from pddplan.simulation.engine import Simulation
+from pddplan.simulation.events import Events
+from pddplan.simulation.link import REBASE_RTTS, WanLink
+from pddplan.simulation.requests import SessionOptions, SessionSource, block_tokens
+from pddplan.simulation.run import Figure, simulate
+from pddplan.simulation.verify import Tightening, _tighter
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Routing
 from pddplan.workload.cache import PrefixCache
@@ -41,8 +41,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def small():
-    s, hw, models = load_scenario(SMALL)
-    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", s, hw)
+    s, hw, models = triple(load_scenario(SMALL))
+    return s, hw, models, load_fleet(DATA / "fleets" / "small.yaml", problem_of(s, hw))
 
 
 # --- the parts, by hand -----------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_prefix_cache_lookup_leaves_it_unchanged():
 
 # --- the session generator --------------------------------------------------------------------
 def test_sessions_are_deterministic_and_reach_the_hit_target():
-    s, _, _ = load_scenario(PAPER)
+    s, _, _ = triple(load_scenario(PAPER))
     options = SessionOptions(rate_rps=20, ready_after_s=4, tpot_s=0.06)
     first = list(SessionSource(s.workload, 3000, options, seed=7))
     again = list(SessionSource(s.workload, 3000, options, seed=7))
@@ -228,7 +228,7 @@ def test_sessions_reach_the_token_weighted_hit_target(rate):
     point: each request continues the shortest ready session that holds its target
     prefix, and the target is rounded, not floored, to blocks. (Choosing among the
     holders uniformly left 0.882 at 126 req/s: long contexts ran out.)"""
-    s, _, _ = load_scenario(PAPER)
+    s, _, _ = triple(load_scenario(PAPER))
     classes = workload_classes(s.workload)
     target = sum(c.weight * c.p_hit * c.input_tokens for c in classes) / sum(
         c.weight * c.input_tokens for c in classes
@@ -248,14 +248,14 @@ def test_sessions_reach_the_token_weighted_hit_target(rate):
 
 
 def test_block_size_follows_the_median_input():
-    assert block_tokens(load_scenario(PAPER)[0].workload) == 512  # 64K median: capped
-    assert block_tokens(load_scenario(SMALL)[0].workload) == 32  # 1,500 / 64 = 23 -> 32
+    assert block_tokens(load_scenario(PAPER).scenario.workload) == 512  # 64K median: capped
+    assert block_tokens(load_scenario(SMALL).scenario.workload) == 32  # 1,500 / 64 = 23 -> 32
 
 
 # --- end to end -------------------------------------------------------------------------------
 def test_small_scenario_at_its_demand_meets_the_sla_with_intervals(small):
     s, hw, models, fleet = small
-    r = simulate(s, hw, models, fleet, requests=12_000, rate_rps=10.0, seed=3)
+    r = simulate(problem_of(s, hw, models), fleet, requests=12_000, rate_rps=10.0, seed=3)
     assert r.requests == 10_800 and r.warmup_requests == 1_200
     t = r.ttft_s
     assert t["p50"].simulated <= t["p90"].simulated <= t["p99"].simulated
@@ -269,7 +269,7 @@ def test_small_scenario_at_its_demand_meets_the_sla_with_intervals(small):
 
 def test_the_check_can_fail_past_capacity(small):
     s, hw, models, fleet = small
-    r = simulate(s, hw, models, fleet, requests=6_000, rate_rps=200.0, seed=3)
+    r = simulate(problem_of(s, hw, models), fleet, requests=6_000, rate_rps=200.0, seed=3)
     assert not r.sla_met and r.misses
 
 
@@ -280,7 +280,9 @@ def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
     s, hw, models, fleet = small
     fleet = fleet.model_copy(update={"routing": Routing(relay_above_mb=None)})
     src = SessionSource(s.workload, 500, SessionOptions(8.0, 0.8, 0.04), seed=0)
-    sim = Simulation(s, hw, models, fleet, block_tokens=src.block_tokens, chain_ids=True)
+    sim = Simulation(
+        problem_of(s, hw, models), fleet, block_tokens=src.block_tokens, chain_ids=True
+    )
     sim.run(src, warm=src.warm, warmup=50)
     gone = weakref.ref(sim)
     gc.disable()
@@ -293,20 +295,20 @@ def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
 
 def test_same_seed_same_result_different_seed_differs(small):
     s, hw, models, fleet = small
-    a = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=5)
-    b = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=5)
-    c = simulate(s, hw, models, fleet, requests=3_000, rate_rps=8.0, seed=6)
+    a = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=5)
+    b = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=5)
+    c = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=6)
     assert a.ttft_s == b.ttft_s and a.tpot_ms == b.tpot_ms
     assert a.ttft_s != c.ttft_s
 
 
 def test_relay_and_handoffs_run_on_the_paper_scenario():
-    s, hw, models = load_scenario(PAPER)
-    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", s, hw)
+    s, hw, models = triple(load_scenario(PAPER))
+    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
     fleet = fleet.model_copy(
         update={"routing": Routing(relay_above_mb=20.0, singular_max_output_tokens=100)}
     )
-    r = simulate(s, hw, models, fleet, requests=3_000, rate_rps=3.0, seed=1)
+    r = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=3.0, seed=1)
     assert r.pipelines["p_rld_md"] > 0 and r.pipelines["singular"] > 0
     assert r.handoffs > 0 and r.handoff_stall_ms > 0
     assert 0 < r.rld_token_share.simulated < 1
@@ -315,7 +317,7 @@ def test_relay_and_handoffs_run_on_the_paper_scenario():
 # --- traces and bad input ---------------------------------------------------------------------
 def test_trace_replay_uses_its_timing(small):
     s, hw, models, fleet = small
-    r = simulate(s, hw, models, fleet, trace=SLICE)
+    r = simulate(problem_of(s, hw, models), fleet, trace=SLICE)
     assert r.requests == 2000 and r.source == str(SLICE)
     assert r.p_hit.simulated > 0.2  # the trace's shared prefixes hit
 
@@ -327,14 +329,14 @@ def test_trace_errors_name_the_lines(tmp_path, small):
     lines[3] = "{not json"
     lines[7] = '{"timestamp": 5, "input_length": -1, "output_length": 3, "hash_ids": []}'
     bad.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"line 4.*line 8.*--skip-bad"):
-        simulate(s, hw, models, fleet, trace=bad)
-    r = simulate(s, hw, models, fleet, trace=bad, skip_bad=True)
+    with pytest.raises(InputError, match=r"line 4.*line 8.*skip_bad"):
+        simulate(problem_of(s, hw, models), fleet, trace=bad)
+    r = simulate(problem_of(s, hw, models), fleet, trace=bad, skip_bad=True)
     assert r.requests == 48
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     with pytest.raises(InputError, match="no requests"):
-        simulate(s, hw, models, fleet, trace=empty)
+        simulate(problem_of(s, hw, models), fleet, trace=empty)
 
 
 def _cli(*args: str):
@@ -359,12 +361,12 @@ def test_simulate_cli_json_keys():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--requests", "0"], "--requests must be at least 1"),
+        (["--requests", "0"], "Invalid value for '--requests'"),
         (["--trace", "missing.jsonl"], "file not found"),
     ],
 )
 def test_simulate_bad_input_is_one_line(args, message):
-    r = _cli("simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"), *args)
+    r = run_main("simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"), *args)
     assert r.exit_code != 0 and message in r.output
     assert len([x for x in r.output.splitlines() if x.startswith("Error")]) == 1
 
@@ -391,7 +393,7 @@ def test_a_short_decode_side_hit_is_corrected_first(small):
     from dataclasses import replace
 
     s, hw, models, fleet = small
-    sim = simulate(s, hw, models, fleet, requests=2_000, rate_rps=5.0)
+    sim = simulate(problem_of(s, hw, models), fleet, requests=2_000, rate_rps=5.0)
     short = replace(sim, md_hit=Figure(0.2, predicted=0.8), misses=["TTFT P99 20 s above 2 s"])
     t = _tighter(Tightening(), short, s)
     assert t.md_hit == pytest.approx(0.25) and t.ttft_p99 == 1.0

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT, SCENARIOS
+from conftest import ROOT, SCENARIOS, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
-from pddplan.evaluate.evaluator import meets_sla
+from pddplan.evaluation.evaluator import meets_sla
 from pddplan.io.scenario import load_scenario
 from pddplan.plan import milp
 from pddplan.plan import search as optimize
@@ -123,8 +123,8 @@ def test_tiny_milp_row_generation_agrees_with_all_rows(monkeypatch):
 # --- plans on the shipped scenarios -----------------------------------------------------------
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_each_shipped_scenario_solves(path, hardware, models):
-    s, hw, catalog = load_scenario(path)
-    r = solve_plan(s, hw, catalog)
+    s, hw, catalog = triple(load_scenario(path))
+    r = solve_plan(problem_of(s, hw, catalog))
     assert r.status == "optimal", r.stats
     assert r.evaluation.status == "ok"
     assert r.evaluation.sla_capacity_rps >= s.workload.arrival_rps
@@ -135,10 +135,10 @@ def test_each_shipped_scenario_solves(path, hardware, models):
 def test_min_cost_plan_cannot_shrink():
     """The evaluator accepts the plan at the demand and rejects it with one purchase step
     fewer in any pool (the MILP's counts are minimal, not just sufficient)."""
-    s, hw, catalog = load_scenario(SMALL)
-    r = solve_plan(s, hw, catalog, objective="min-cost")
+    s, hw, catalog = triple(load_scenario(SMALL))
+    r = solve_plan(problem_of(s, hw, catalog), objective="min-cost")
     demand = s.workload.arrival_rps
-    assert meets_sla(s, hw, catalog, r.fleet, demand)
+    assert meets_sla(problem_of(s, hw, catalog), r.fleet, demand)
     for i, pool in enumerate(r.fleet.pools):
         unit = hw.chips[pool.chip].purchase_unit_gpus
         step = max(1, unit // pool.gpus_per_instance)
@@ -147,17 +147,17 @@ def test_min_cost_plan_cannot_shrink():
         pools = list(r.fleet.pools)
         pools[i] = pool.model_copy(update={"instances": pool.instances - step})
         smaller = r.fleet.model_copy(update={"pools": tuple(pools)})
-        assert not meets_sla(s, hw, catalog, smaller, demand), pool
+        assert not meets_sla(problem_of(s, hw, catalog), smaller, demand), pool
 
 
 def test_infeasible_scenario_is_explained(hardware, models):
     """A TTFT SLA no prefill can meet: no plan, and the smallest relaxation that restores
     one is found by bisection (feasible at the reported factor, not 1% below it)."""
-    s, hw, catalog = load_scenario(SMALL)
+    s, hw, catalog = triple(load_scenario(SMALL))
     tight = s.model_copy(
         update={"sla": s.sla.model_copy(update={"ttft_p90_s": 0.05, "ttft_p99_s": 0.1})}
     )
-    r = solve_plan(tight, hw, catalog, objective="min-cost")
+    r = solve_plan(problem_of(tight, hw, catalog), objective="min-cost")
     assert r.status == "infeasible" and r.fleet is None
     both = next(x for x in r.relaxations if x.family == "TTFT P90 and P99")
     assert both.factor is not None and "needs TTFT P90" in both.message
@@ -165,7 +165,7 @@ def test_infeasible_scenario_is_explained(hardware, models):
 
     def feasible(f: float) -> bool:
         trial, _ = _relaxed(tight, "TTFT P90 and P99", f)
-        space = Space(trial, hw, catalog)
+        space = Space(problem_of(trial, hw, catalog))
         return milp.min_cost(Requirements(space, trial.workload.arrival_rps)).choice is not None
 
     assert feasible(both.factor)
@@ -206,7 +206,7 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
     scenarios += [random_scenario(seed) for seed in range(6)]
     pruned = 0
     for s in scenarios:
-        space = Space(s, hardware, models)
+        space = Space(problem_of(s, hardware, models))
         req = Requirements(space, s.workload.arrival_rps)
         kept = milp.min_cost(req)
         pruned += sum(len(space.options[r]) - len(req.undominated(r)) for r in space.options)
@@ -224,8 +224,8 @@ def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
     that prove an upper rate (the same flag a time limit sets): the best plan so far, marked
     not converged, with a bound above its BCR."""
     monkeypatch.setattr(optimize, "MAX_MILP_SOLVES", 2)
-    s, hw, catalog = load_scenario(PAPER)
-    r = solve_plan(s, hw, catalog, objective="max-bcr")
+    s, hw, catalog = triple(load_scenario(PAPER))
+    r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr")
     assert r.status == "not_converged"
     assert r.fleet is not None and r.evaluation.status == "ok"
     assert r.stats.gap > 0 and r.stats.bcr_bound > r.evaluation.bcr
@@ -244,18 +244,24 @@ def _clock_stopping_after(reads: int):
 
 
 def test_time_limit_stops_the_search():
-    s, hw, catalog = load_scenario(PAPER)
-    full = solve_plan(s, hw, catalog, objective="max-bcr", explain=False)
+    s, hw, catalog = triple(load_scenario(PAPER))
+    full = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     assert full.status == "optimal"
     r = solve_plan(
-        s, hw, catalog, objective="max-bcr", explain=False, clock=_clock_stopping_after(12)
+        problem_of(s, hw, catalog),
+        objective="max-bcr",
+        explain=False,
+        clock=_clock_stopping_after(12),
     )
     assert r.status == "not_converged"
     assert r.stats.gap > 0
     assert r.stats.bcr_bound > r.evaluation.bcr
     assert r.stats.bcr_bound >= full.evaluation.bcr  # a bound, never below the optimum
     early = solve_plan(
-        s, hw, catalog, objective="max-bcr", explain=False, clock=_clock_stopping_after(3)
+        problem_of(s, hw, catalog),
+        objective="max-bcr",
+        explain=False,
+        clock=_clock_stopping_after(3),
     )
     assert early.status == "time_limit_no_incumbent" and early.fleet is None
 
@@ -263,8 +269,8 @@ def test_time_limit_stops_the_search():
 def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
     """A solve that runs out of time proves nothing about the rates above it: the reported
     bound must not fall below the true optimum (it was, before this was fixed)."""
-    s, hw, catalog = load_scenario(PAPER)
-    full = solve_plan(s, hw, catalog, objective="max-bcr", explain=False)
+    s, hw, catalog = triple(load_scenario(PAPER))
+    full = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     calls = {"n": 0}
     at = optimize._Search.at
 
@@ -276,7 +282,7 @@ def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
         return at(self, rate)
 
     monkeypatch.setattr(optimize._Search, "at", stop_after_two)
-    r = solve_plan(s, hw, catalog, objective="max-bcr", explain=False)
+    r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     assert r.status == "not_converged"
     assert r.stats.bcr_bound >= full.evaluation.bcr
 
@@ -342,7 +348,7 @@ def test_solve_infeasible_exits_1_with_the_relaxation(tmp_path):
 
 def test_solve_bad_choices_are_one_line_errors():
     for args in (("--objective", "fastest"), ("--solver", "gurobi"), ("--method", "guess")):
-        result = run("solve", str(SMALL), *args)
+        result = run_main("solve", str(SMALL), *args)
         assert result.exit_code == 2
         lines = [x for x in result.output.splitlines() if x.strip()]
         assert len(lines) == 1 and lines[0].startswith("Error:"), result.output
@@ -364,8 +370,8 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     minimum cost is highest)."""
     from pddplan.plan.search import cost_floor
 
-    s, hw, catalog = load_scenario(path)
-    space = Space(s, hw, catalog)
+    s, hw, catalog = triple(load_scenario(path))
+    space = Space(problem_of(s, hw, catalog))
     grid = np.geomspace(1.0, 200.0, 13)
     floor = cost_floor(space, grid)
     for cell, rate in enumerate(grid[1:]):
@@ -382,8 +388,8 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
     scenarios) equals it."""
     from pddplan.plan.search import relaxed_cost
 
-    s, hw, catalog = load_scenario(path)
-    space = Space(s, hw, catalog)
+    s, hw, catalog = triple(load_scenario(path))
+    space = Space(problem_of(s, hw, catalog))
     for rate in np.geomspace(s.workload.arrival_rps / 2, s.workload.arrival_rps * 80, 9):
         req = Requirements(space, float(rate))
         low = relaxed_cost(req)
@@ -402,14 +408,17 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
     every cut is ``test_a_wrong_prefill_hint_is_caught``."""
     from test_enumerate import random_scenario
 
-    scenarios = [load_scenario(PAPER)[0], random_scenario(2)]
+    scenarios = [load_scenario(PAPER).scenario, random_scenario(2)]
     for s, shuffle in itertools.product(scenarios, (False, True)):
-        warm = Space(s, hardware, models)
+        warm = Space(problem_of(s, hardware, models))
         rates = np.geomspace(s.workload.arrival_rps / 4, s.workload.arrival_rps * 40, 30)
         if shuffle:
             rates = np.random.default_rng(0).permutation(rates)
         for rate in rates:
-            cold, hinted = Requirements(Space(s, hardware, models), rate), Requirements(warm, rate)
+            cold, hinted = (
+                Requirements(Space(problem_of(s, hardware, models)), rate),
+                Requirements(warm, rate),
+            )
             for st in hinted.feasible_states:
                 for o in warm.options["prefill"]:
                     if o.datacenter == st.p_dc and st.p_chip in (None, o.chip):
@@ -419,9 +428,9 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
 def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
     """A hint above the true count (as a count that falls with the rate would give) must
     not raise the count: the first count tried is checked against one instance fewer."""
-    s = load_scenario(PAPER)[0]
+    s = load_scenario(PAPER).scenario
     rate = s.workload.arrival_rps * 20
-    cold = Requirements(Space(s, hardware, models), rate)
+    cold = Requirements(Space(problem_of(s, hardware, models)), rate)
     o = cold.space.options["prefill"][0]
     states = [st for st in cold.feasible_states if st.p_chip in (None, o.chip)]
     expected = [cold.prefill(o, st) for st in states]
@@ -431,7 +440,7 @@ def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
         "prefill_needs",
         lambda self, o, st, r: (np.full(len(self.cuts), 40), np.full(len(self.cuts), 41)),
     )
-    hinted = Requirements(Space(s, hardware, models), rate)
+    hinted = Requirements(Space(problem_of(s, hardware, models)), rate)
     for st, want in zip(states, expected, strict=True):
         assert np.array_equal(hinted.prefill(o, st), want)
 
@@ -440,8 +449,8 @@ def test_main_decode_count_holds_the_open_sessions(hardware, models):
     """At 100 req/s with a turn every 60 s, MD's 40 GB/GPU cache must hold
     100 x 60 x E[context KV] bytes: at least that many 16-GPU H200 instances, for every
     cut; with no cache (0 GB) nothing is kept and the count is lower."""
-    s = load_scenario(PAPER)[0]
-    req = Requirements(Space(s, hardware, models), 100.0)
+    s = load_scenario(PAPER).scenario
+    req = Requirements(Space(problem_of(s, hardware, models)), 100.0)
     sp = req.space
     o = next(o for o in sp.options["main_decode"] if o.chip == "h200-sxm" and o.gpus == 16)
     cached = next(st for st in req.feasible_states if st.cache_gb == 40.0)
@@ -461,7 +470,7 @@ def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
     'probed ... twice'; it must end optimal, its bound at least its BCR."""
     from pddplan.plan.compare import intra_dc
 
-    s = intra_dc(load_scenario(SMALL)[0], ["h100-sxm"], ["h100-sxm"])
-    r = solve_plan(s, hardware, models, explain=False)
+    s = intra_dc(load_scenario(SMALL).scenario, ["h100-sxm"], ["h100-sxm"])
+    r = solve_plan(problem_of(s, hardware, models), explain=False)
     assert r.status == "optimal"
     assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)

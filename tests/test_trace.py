@@ -178,7 +178,7 @@ def test_empty_and_missing_files(tmp_path):
 
 
 def test_bucket_edges_are_checked():
-    with pytest.raises(InputError, match="--buckets must rise strictly from 0 to 1"):
+    with pytest.raises(InputError, match="hit_edges must rise strictly from 0 to 1"):
         fit_trace(SLICE, hit_edges=(0.0, 0.5, 0.4, 1.0))
 
 

@@ -1,11 +1,12 @@
-"""What every ``pddplan`` command shares: the consoles, common options, the user-error
-handler and the output helpers."""
+"""What every ``pddplan`` command shares: the consoles, the options several commands take,
+their choices, the user-error handler and the output helpers."""
 
 from __future__ import annotations
 
 import functools
 import json
 from collections.abc import Callable
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -13,18 +14,54 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from pddplan.errors import InputError, PddplanError
-from pddplan.io.fleet import load_fleet
-from pddplan.io.scenario import load_scenario
-from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
+import pddplan
 
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+# --- choices ----------------------------------------------------------------------------------
+class Objective(StrEnum):
+    max_bcr = "max-bcr"
+    min_cost = "min-cost"
+    max_capacity = "max-capacity"
+
+
+class Solver(StrEnum):
+    cbc = "cbc"
+    highs = "highs"
+
+
+class Method(StrEnum):
+    milp = "milp"
+    enumerate = "enumerate"
+
+
+class KvDtype(StrEnum):
+    bf16 = "bf16"
+    fp8 = "fp8"
+
+
+class WeightDtype(StrEnum):
+    bf16 = "bf16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    md = "md"
+    csv = "csv"
+
+
+def value(choice: Enum | None) -> Any:
+    """The library's value for a choice (None stays None)."""
+    return None if choice is None else choice.value
+
+
+# --- options ----------------------------------------------------------------------------------
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")
 ]
@@ -35,73 +72,104 @@ HardwareOpt = Annotated[
 ModelsOpt = Annotated[
     Path | None, typer.Option("--models", help="Model catalog to use instead of the shipped one.")
 ]
-OBJECTIVES = ("max-bcr", "min-cost", "max-capacity")
-SOLVERS = ("cbc", "highs")
 SolverOpt = Annotated[
-    str | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
+    Solver | None, typer.Option(help="MILP backend: cbc (bundled) or highs (needs highspy).")
 ]
-ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.")]
+ObjectiveOpt = Annotated[
+    Objective | None,
+    typer.Option(
+        help="max-bcr (SLA capacity per $/hour), min-cost (at the demand) or max-capacity "
+        "(within budget_usd_per_hour). Default: the scenario's."
+    ),
+]
+ScenarioArg = Annotated[Path, typer.Argument(metavar="SCENARIO", help="Scenario YAML file.")]
 FleetOpt = Annotated[
     Path | None, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")
 ]
 PlanOpt = Annotated[Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")]
 KvDtypeOpt = Annotated[
-    str | None,
-    typer.Option("--kv-dtype", help="KV cache dtype: bf16 or fp8 (default: the model's)."),
+    KvDtype | None,
+    typer.Option("--kv-dtype", help="KV cache dtype (default: the model's)."),
 ]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: same seed, same output.")]
+
+FLAGS = {
+    "rate_rps": "--rate-rps",
+    "requests": "--requests",
+    "batch": "--batch",
+    "gpus": "--gpus",
+    "skip_bad": "--skip-bad",
+    "hit_edges": "--buckets",
+    "method": "--method",
+    "catalog": "--out",
+    "model_id": "--id",
+    "model": "MODEL",
+    "chip": "CHIP",
+    "problem": "--scenario",
+    "objective": "--objective",
+    "solver": "--solver",
+}
+"""How the command line spells the library's arguments, for its error messages."""
 
 
-def user_errors(fn: F) -> F:
-    """Turn library user errors into ``Error:`` lines on stderr and an exit code."""
+# --- errors and output ----------------------------------------------------------------------
+def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> Any:
+    """Turn library user errors into ``Error:`` lines on stderr and an exit code; an
+    argument the library names is spelled as the command's flag (``FLAGS``, then
+    ``names``)."""
+    spelled = FLAGS | (names or {})
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except PddplanError as e:
-            problems = e.problems if isinstance(e, InputError) else [str(e)]
-            for line in problems:
-                err.print(
-                    f"[bold red]Error:[/bold red] {escape(line)}",
-                    highlight=False,
-                    markup=True,
-                    soft_wrap=True,
-                )
-            raise typer.Exit(code=e.exit_code) from None
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return f(*args, **kwargs)
+            except pddplan.PddplanError as e:
+                if isinstance(e, pddplan.ArgumentError) and e.argument in spelled:
+                    problems = e.render(spelled[e.argument])
+                elif isinstance(e, pddplan.InputError):
+                    problems = e.problems
+                else:
+                    problems = [str(e)]
+                for line in problems:
+                    err.print(
+                        f"[bold red]Error:[/bold red] {escape(line)}",
+                        highlight=False,
+                        markup=True,
+                        soft_wrap=True,
+                    )
+                raise typer.Exit(code=e.exit_code) from None
 
-    return wrapper  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
 
 
 def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2))
 
 
-def write_file(path: Path, text: str) -> None:
+def write_file(path: Path, text: str, option: str = "--out") -> None:
     """Write an output file; a path that cannot be written is a user error."""
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise InputError(f"--out: cannot write {path}: {e.strerror}") from None
+        raise pddplan.InputError(f"{option}: cannot write {path}: {e.strerror}") from None
 
 
-def emit(json_out: bool, data: Any, render: Callable[[], Any]) -> None:
-    """Print ``data`` as JSON, or the rich renderable ``render()`` builds."""
+def emit(json_out: bool, data: Callable[[], Any], render: Callable[[], Any]) -> None:
+    """Print ``data()`` as JSON, or the rich renderable ``render()`` builds."""
     if json_out:
-        print_json(data)
+        print_json(data())
     else:
         out.print(render())
 
 
-def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
-    if value is not None and value not in allowed:
-        raise InputError(f"{name}: '{value}' is not allowed; choose one of {', '.join(allowed)}")
-
-
 def load_deployment(
     scenario: Path, fleet: Path | None, plan: Path | None
-) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec], Fleet]:
-    """The scenario and the deployment given as exactly one of ``--fleet`` or ``--plan``."""
+) -> tuple[pddplan.Problem, pddplan.Fleet]:
+    """The problem and the deployment given as exactly one of ``--fleet`` or ``--plan``."""
     if (fleet is None) == (plan is None):
-        raise InputError("give the deployment as exactly one of --fleet or --plan")
-    s, hw, catalog = load_scenario(scenario)
-    return s, hw, catalog, load_fleet(fleet or plan, s, hw)  # type: ignore[arg-type]
+        raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
+    problem = pddplan.load_scenario(scenario)
+    return problem, pddplan.load_fleet(fleet or plan, problem)  # type: ignore[arg-type]

@@ -4,38 +4,53 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+import pddplan
 from pddplan.cli.common import (
-    OBJECTIVES,
-    SOLVERS,
+    Format,
+    ObjectiveOpt,
+    ScenarioArg,
     SolverOpt,
-    check_choice,
     err,
     out,
     user_errors,
+    value,
     write_file,
 )
-from pddplan.errors import InputError
-from pddplan.io.scenario import load_scenario
-from pddplan.plan.compare import compare as run_compare
-from pddplan.plan.compare import parse_sweep, price_sweep
-from pddplan.report import tables, views
-from pddplan.report.documents import comparison_csv, comparison_markdown
-
-FORMATS = ("table", "json", "md", "csv")
 
 
-@user_errors
+def parse_sweep(text: str) -> tuple[str, list[float]]:
+    """``CHIP=LO:HI:STEP`` to (chip, prices). Raises ``InputError`` on anything else."""
+    chip, sep, spec = text.partition("=")
+    parts = spec.split(":")
+    usage = f"--price-sweep: expected CHIP=LO:HI:STEP (e.g. h200-sxm=2.7:4.0:0.1), got '{text}'"
+    if not sep or not chip or len(parts) != 3:
+        raise pddplan.InputError(usage)
+    try:
+        lo, hi, step = (float(x) for x in parts)
+    except ValueError:
+        raise pddplan.InputError(usage) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(step)):
+        raise pddplan.InputError(usage)
+    if lo <= 0 or step <= 0 or hi < lo:
+        raise pddplan.InputError(
+            f"--price-sweep {text}: needs 0 < LO <= HI and STEP > 0, so it has no points"
+        )
+    n = math.floor((hi - lo) / step + 1e-9) + 1
+    return chip, [round(lo + i * step, 10) for i in range(n)]
+
+
 def compare(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    scenario: ScenarioArg,
     format_: Annotated[
-        str, typer.Option("--format", help="table (terminal), json, md (Markdown) or csv.")
-    ] = "table",
+        Format, typer.Option("--format", help="table (terminal), json, md (Markdown) or csv.")
+    ] = Format.table,
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the output to this file instead.")
     ] = None,
@@ -47,13 +62,7 @@ def compare(
             "find the break-even where PDD stops beating the best baseline on BCR.",
         ),
     ] = None,
-    objective: Annotated[
-        str | None,
-        typer.Option(
-            help="max-bcr, min-cost (at the demand) or max-capacity (within the budget), "
-            "for every architecture. Default: the scenario's."
-        ),
-    ] = None,
+    objective: ObjectiveOpt = None,
     solver: SolverOpt = None,
     time_limit: Annotated[
         float | None,
@@ -65,38 +74,39 @@ def compare(
 
     Example: [bold]pddplan compare scenarios/pdd-h100-h200.yaml --format md --out review.md[/bold]
     """
-    check_choice("--format", format_, FORMATS)
-    check_choice("--objective", objective, OBJECTIVES)
-    check_choice("--solver", solver, SOLVERS)
+    from pddplan.report import documents, tables, views
+
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
-    s, hw, catalog = load_scenario(scenario)
-    used = {c for dc in s.datacenters.values() for c in dc.chips}
-    if sweep_args is not None and sweep_args[0] not in used:
-        raise InputError(
-            f"--price-sweep: chip '{sweep_args[0]}' is not used anywhere in scenario {s.name}"
-        )
-    quiet = format_ != "table" or out_file is not None
+    problem = pddplan.load_scenario(scenario)
+    quiet = format_ != Format.table or out_file is not None
 
     def progress(text: str) -> None:
         if not quiet:
             err.print(f"planning {text}", style="dim", highlight=False)
 
-    options = {"objective": objective, "solver": solver, "time_limit_s": time_limit}
-    comparison = run_compare(s, hw, catalog, progress=progress, **options)
+    options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
+    if sweep_args is not None:  # a chip the scenario does not use fails before any planning
+        used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
+        if sweep_args[0] not in used:
+            raise pddplan.InputError(
+                f"--price-sweep: chip '{sweep_args[0]}' is not used anywhere in scenario "
+                f"{problem.scenario.name}"
+            )
+    comparison = pddplan.compare(problem, progress=progress, **options)
     sweep = None
     if sweep_args is not None:
         chip, prices = sweep_args
-        sweep = price_sweep(s, hw, catalog, chip, prices, progress=progress, **options)
+        sweep = pddplan.price_sweep(problem, chip, prices, progress=progress, **options)
     view = views.comparison_view(comparison, sweep)
-    if out_file is None and format_ == "table":
+    if out_file is None and format_ == Format.table:
         out.print(tables.comparison_report(view))
         return
-    if format_ == "json":
+    if format_ == Format.json:
         text = json.dumps(view, indent=2) + "\n"
-    elif format_ == "csv":
-        text = comparison_csv(view)
-    elif format_ == "md":
-        text = comparison_markdown(view, s, str(scenario))
+    elif format_ == Format.csv:
+        text = documents.comparison_csv(view)
+    elif format_ == Format.md:
+        text = documents.comparison_markdown(view, problem.scenario, str(scenario))
     else:  # a table into a file: plain text, 100 columns
         buf = io.StringIO()
         Console(file=buf, width=100, no_color=True).print(tables.comparison_report(view))
@@ -106,3 +116,6 @@ def compare(
     else:
         write_file(out_file, text)
         err.print(f"wrote {out_file}")
+
+
+COMMANDS = {"compare": user_errors(compare)}

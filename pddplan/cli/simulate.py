@@ -12,33 +12,27 @@ import typer
 from rich.console import Group, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+import pddplan
 from pddplan.cli.common import (
     FleetOpt,
     JsonOpt,
     PlanOpt,
     ScenarioArg,
+    SeedOpt,
     emit,
     err,
     load_deployment,
     user_errors,
 )
-from pddplan.errors import InputError
-from pddplan.plan.results import PlanResult
-from pddplan.report import simulation, views
-from pddplan.simulate.run import simulate as run_simulation
-from pddplan.simulate.verify import Verification, verify
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
 
 RequestsOpt = Annotated[
-    int, typer.Option("--requests", help="Sampled requests to simulate (10% warm up first).")
+    int,
+    typer.Option("--requests", min=1, help="Sampled requests to simulate (10% warm up first)."),
 ]
 VerifyRequestsOpt = Annotated[
     int,
     typer.Option("--verify-requests", min=100, help="Sampled requests per --verify simulation."),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: same seed, same output.")]
 
 
 @contextlib.contextmanager
@@ -62,7 +56,6 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
         yield tick
 
 
-@user_errors
 def simulate(
     scenario: ScenarioArg,
     plan: PlanOpt = None,
@@ -112,14 +105,12 @@ def simulate(
 
     Example: [bold]pddplan simulate scenarios/pdd-h100-h200.yaml --plan plan.json --requests 50000[/bold]
     """
-    if trace is None and requests < 1:
-        raise InputError(f"--requests must be at least 1, got {requests}")
-    s, hw, catalog, deployment = load_deployment(scenario, fleet, plan)
+    from pddplan.report import simulation, views
+
+    problem, deployment = load_deployment(scenario, fleet, plan)
     with progress_bar("simulating") as tick:
-        result = run_simulation(
-            s,
-            hw,
-            catalog,
+        result = pddplan.simulate(
+            problem,
             deployment,
             requests=requests,
             rate_rps=rate_rps,
@@ -131,31 +122,31 @@ def simulate(
             progress=tick,
         )
     view = views.simulation_view(result)
-    emit(json_out, view, lambda: simulation.simulation_report(view))
+    emit(json_out, lambda: view, lambda: simulation.simulation_report(view))
 
 
 def verify_plan(
-    s: Scenario,
-    hw: HardwareCatalog,
-    catalog: dict[str, ModelSpec],
-    solve: Callable[[Scenario], PlanResult],
-    first: PlanResult,
+    problem: pddplan.Problem,
+    first: pddplan.PlanResult,
     requests: int,
     seed: int,
-) -> Verification:
-    """``solve --verify``: the loop of ``pddplan.simulate.verify``, reporting each step on stderr."""
+    **options: Any,
+) -> pddplan.Verification:
+    """``solve --verify``: ``pddplan.verify``, reporting each step on stderr."""
 
     def note(text: str) -> None:
         err.print(text, style="dim", highlight=False)
 
     with progress_bar("verifying"):
-        return verify(
-            s, hw, catalog, solve, first=first, requests=requests, seed=seed, progress=note
+        return pddplan.verify(
+            problem, first, requests=requests, seed=seed, progress=note, **options
         )
 
 
 def with_verification(plan: RenderableType, view: dict[str, Any]) -> RenderableType:
     """The plan report, followed by the verification table when there is one."""
+    from pddplan.report import simulation
+
     if "verification" not in view:
         return plan
     v = view["verification"]
@@ -164,3 +155,6 @@ def with_verification(plan: RenderableType, view: dict[str, Any]) -> RenderableT
     if last is not None:
         parts.append(simulation.simulation_table(last))
     return Group(*parts)
+
+
+COMMANDS = {"simulate": user_errors(simulate)}

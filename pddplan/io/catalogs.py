@@ -3,33 +3,35 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pddplan.errors import InputError
-from pddplan.io.located import Loc, read_yaml, where
+from pddplan.errors import ArgumentError, InputError
+from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
-from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
+from pddplan.spec.source import SourceMap
 
 
 def _shipped(name: str) -> Path:
     return Path(str(resources.files("pddplan.catalogs") / name))
 
 
-def _with_ids(data: Any, section: str, path: Path, lines: Mapping[Loc, int]) -> Any:
+def _with_ids(data: Any, section: str, source: SourceMap) -> Any:
     """Copy each entry's mapping key into its ``id`` field."""
     if not isinstance(data, dict) or not isinstance(data.get(section), dict):
-        raise InputError(f"{path}:1: {section}: expected a mapping of id -> entry")
+        raise InputError(f"{source.path}:1: {section}: expected a mapping of id -> entry")
     entries = {}
     for key, entry in data[section].items():
         if isinstance(entry, dict):
             if "id" in entry and entry["id"] != key:
                 raise InputError(
-                    f"{where(path, lines, (section, key, 'id'))}: {section}.{key}.id: "
+                    f"{source.where((section, key, 'id'))}: {section}.{key}.id: "
                     f"'{entry['id']}' differs from its key '{key}'"
                 )
             entry = {"id": str(key), **entry}
@@ -39,22 +41,22 @@ def _with_ids(data: Any, section: str, path: Path, lines: Mapping[Loc, int]) -> 
 
 @cache
 def _load_hardware(path: Path) -> HardwareCatalog:
-    data, lines = read_yaml(path)
-    return validate(HardwareCatalog, _with_ids(data, "chips", path, lines), path, lines)
+    data, source = read_yaml(path)
+    return validate(HardwareCatalog, _with_ids(data, "chips", source), source)
 
 
 @cache
 def _load_models(path: Path) -> dict[str, ModelSpec]:
-    data, lines = read_yaml(path)
-    data = _with_ids(data, "models", path, lines)
+    data, source = read_yaml(path)
+    data = _with_ids(data, "models", source)
     extra = sorted(set(data) - {"models"})
     if extra:
         loc = (extra[0],)
-        raise InputError(f"{where(path, lines, loc)}: {extra[0]}: unknown key. Allowed: models")
+        raise InputError(f"{source.where(loc)}: {extra[0]}: unknown key. Allowed: models")
     problems, out = [], {}
     for key, entry in data["models"].items():
         try:
-            out[key] = validate(ModelSpec, entry, path, lines, ("models", key))
+            out[key] = validate(ModelSpec, entry, source, ("models", key))
         except InputError as e:
             problems += e.problems
     if problems:
@@ -79,3 +81,37 @@ def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
     return f"unknown {kind} '{value}'" + (
         f"; close matches: {', '.join(close)}" if close else f"; known: {', '.join(known)}"
     )
+
+
+@dataclass(frozen=True)
+class Catalogs:
+    """The hardware and model catalogs, with lookups that name what is close to a wrong id."""
+
+    hardware: HardwareCatalog
+    models: dict[str, ModelSpec]
+
+    def chip(self, chip_id: str) -> ChipSpec:
+        if chip_id not in self.hardware.chips:
+            raise ArgumentError(
+                "chip", f"{{argument}}: {unknown_id('chip', chip_id, self.hardware.chips)}"
+            )
+        return self.hardware.chips[chip_id]
+
+    def model(self, model_id: str) -> ModelSpec:
+        if model_id not in self.models:
+            raise ArgumentError(
+                "model", f"{{argument}}: {unknown_id('model', model_id, self.models)}"
+            )
+        return self.models[model_id]
+
+
+def load_catalogs(
+    hardware: Path | None = None, models: Path | None = None, *, base: Path | None = None
+) -> Catalogs:
+    """The hardware and model catalogs at these paths (default: the shipped ones); relative
+    paths are taken from ``base`` (a scenario file's folder) when given."""
+
+    def at(p: Path | None) -> Path | None:
+        return base / p if (p is not None and base is not None) else p
+
+    return Catalogs(load_hardware(at(hardware)), load_models(at(models)))

@@ -7,34 +7,34 @@ from pathlib import Path
 
 from pddplan.errors import InputError
 from pddplan.io.catalogs import unknown_id
-from pddplan.io.located import Loc, fmt_loc, read_yaml, where
+from pddplan.io.located import Loc, read_yaml
 from pddplan.io.validation import validate
+from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet, md_cache_problem
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.scenario import Scenario
 
 
-def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fleet:
+def load_fleet(path: Path, problem: Problem) -> Fleet:
     """Load a fleet file (or the ``deployment`` of a plan file written by ``pddplan solve
-    --out``, whose model must be the scenario's) and check it against the scenario: every pool's datacenter, role
-    and chip must be allowed there, every link must be one of the scenario's links and its
-    bandwidth one of that link's tiers."""
-    data, lines = read_yaml(path)
+    --out``, whose model must be the scenario's) and check it against the problem's
+    scenario: every pool's datacenter, role and chip must be allowed there, every link must
+    be one of the scenario's links and its bandwidth one of that link's tiers."""
+    scenario, hardware = problem.scenario, problem.hardware
+    data, source = read_yaml(path)
     prefix: Loc = ()
     if isinstance(data, dict) and "deployment" in data:  # a plan file from `pddplan solve`
         planned_for = data.get("model")
         if planned_for is not None and planned_for != scenario.model:
             raise InputError(
-                f"{where(path, lines, ('model',))}: model: the plan is for '{planned_for}', "
+                f"{source.where(('model',))}: model: the plan is for '{planned_for}', "
                 f"the scenario serves '{scenario.model}'"
             )
         data, prefix = data["deployment"], ("deployment",)
-    fleet = validate(Fleet, data, path, lines, prefix)
+    fleet = validate(Fleet, data, source, prefix)
     problems = []
 
     def bad(loc: Loc, msg: str) -> None:
         loc = (*prefix, *loc)
-        problems.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+        problems.append(source.problem(loc, msg))
 
     for i, pool in enumerate(fleet.pools):
         dc = scenario.datacenters.get(pool.datacenter)
@@ -98,9 +98,9 @@ def load_fleet(path: Path, scenario: Scenario, hardware: HardwareCatalog) -> Fle
                 f"{choice.gbps:g} Gbps is not a tier of that link "
                 f"(tiers: {', '.join(f'{t.gbps:g}' for t in link.tiers)})",
             )
-    problem = md_cache_problem(scenario, fleet)
-    if problem:
-        bad(("md_cache_gb_per_gpu",), problem)
+    cache_problem = md_cache_problem(scenario, fleet)
+    if cache_problem:
+        bad(("md_cache_gb_per_gpu",), cache_problem)
     if problems:
         raise InputError(problems)
     return fleet

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import yaml
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.io.catalogs import _load_models, load_models
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.params import param_breakdown
 from pddplan.spec.llm import ModelSpec
+from pddplan.spec.source import SourceMap
 
 _HF_ALIASES = {"num_experts": "n_routed_experts", "n_group_experts": "n_routed_experts"}
 """Hugging Face key spellings that mean one of our fields (Qwen-MoE says ``num_experts``)."""
@@ -125,7 +126,7 @@ def import_hf_config(
         total_params_b=total_params_b,
         active_params_b=active_params_b,
     )
-    validate(ModelSpec, {"id": model_id, **entry}, path, {}, ())
+    validate(ModelSpec, {"id": model_id, **entry}, SourceMap(path))
     return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)
 
 
@@ -141,13 +142,17 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
             return
         old_text = catalog.read_text(encoding="utf-8")
     except OSError as e:
-        raise InputError(f"--out: cannot write {catalog}: {e.strerror}") from None
+        raise ArgumentError(
+            "catalog", f"{{argument}}: cannot write {catalog}: {e.strerror}"
+        ) from None
     data, _ = read_yaml(catalog)
     if not isinstance(data, dict) or set(data) != {"models"}:
         raise InputError(f"{catalog}: not a model catalog (expected one top-level key, models)")
     clash = sorted(set(new) & set(data["models"] or {}))
     if clash:
-        raise InputError(f"{catalog}: models.{clash[0]} already exists; choose another --id")
+        raise ArgumentError(
+            "model_id", f"{catalog}: models.{clash[0]} already exists; choose another {{argument}}"
+        )
     body = entry_yaml.split("\n", 1)[1]  # drop the "models:" line, keep the indented entry
     catalog.write_text(old_text.rstrip("\n") + "\n" + body, encoding="utf-8")
     try:

@@ -4,38 +4,16 @@ workload writers, that knows YAML."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from pddplan.errors import InputError
-
-Loc = tuple[str | int, ...]
-"""A key path in a document: mapping keys and sequence indexes."""
+from pddplan.spec.source import Loc, SourceMap, fmt_loc
 
 
-def fmt_loc(loc: Iterable[str | int]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def line_of(lines: Mapping[Loc, int], loc: Loc) -> int | None:
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            return lines[loc[:n]]
-    return None
-
-
-def where(path: Path, lines: Mapping[Loc, int], loc: Loc) -> str:
-    line = line_of(lines, loc)
-    return f"{path}:{line}" if line else str(path)
-
-
-def read_yaml(path: Path) -> tuple[Any, dict[Loc, int]]:
+def read_yaml(path: Path) -> tuple[Any, SourceMap]:
     """Parse ``path``; return the data and the 1-based line of every key path."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,7 +35,7 @@ def read_yaml(path: Path) -> tuple[Any, dict[Loc, int]]:
     _index_lines(node, (), lines, duplicates, path)
     if duplicates:
         raise InputError(duplicates)
-    return yaml.load(text, Loader=yaml.SafeLoader), lines
+    return yaml.load(text, Loader=yaml.SafeLoader), SourceMap(path, lines)
 
 
 def _index_lines(

@@ -2,58 +2,53 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.io.catalogs import load_hardware, load_models, unknown_id
-from pddplan.io.located import Loc, fmt_loc, read_yaml, where
+from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
-from pddplan.model.instance import instance_fits
-from pddplan.spec.calibration import resolve_calibration
+from pddplan.model.problem import Problem
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import ROLES, Scenario
-from pddplan.workload.classes import workload_classes
+from pddplan.spec.scenario import Scenario
+from pddplan.spec.source import Loc, SourceMap
 from pddplan.workload.trace import fitted_workload
 
 
-def load_scenario(path: Path) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec]]:
-    """Load ``path`` and the catalogs it uses; check every cross-reference.
+def load_scenario(path: Path) -> Problem:
+    """Load ``path`` and the catalogs it uses, check every cross-reference, and return the
+    planning problem (a trace workload is fitted into classes here).
 
     Raises ``InputError`` listing every problem: unknown keys and ids, bad values, and a
     model that fits no allowed chip configuration for a role.
     """
-    data, lines = read_yaml(path)
+    data, source = read_yaml(path)
     try:
-        scenario = validate(Scenario, data, path, lines)
+        scenario = validate(Scenario, data, source)
     except InputError as e:
         # Report the unknown ids too, so that one run lists every problem of the file.
-        raise InputError(e.problems + _raw_id_checks(data, path, lines)) from None
+        raise InputError(e.problems + _raw_id_checks(data, source)) from None
     base = path.parent
     hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
     model_path = scenario.catalogs.models and base / scenario.catalogs.models
     hardware, models = load_hardware(hw_path), load_models(model_path)
-    problems = _cross_check(scenario, hardware, models, path, lines)
+    problems = _cross_check(scenario, hardware, models, source)
     if problems:
         raise InputError(problems)
     if scenario.workload.trace is not None:
         scenario = scenario.model_copy(
             update={"workload": fitted_workload(scenario.workload, path)}
         )
-    classes = len(workload_classes(scenario.workload))
-    for i, option in enumerate(scenario.md_cache or ()):
-        if option.md_hit is not None and len(option.md_hit) != classes:
-            loc = ("md_cache", i, "md_hit")
-            raise InputError(
-                f"{where(path, lines, loc)}: {fmt_loc(loc)}: {len(option.md_hit)} values; the "
-                f"workload has {classes} classes (one MD hit rate per class, in class order)"
-            )
-    return scenario, hardware, models
+    problem = Problem(scenario, hardware, models[scenario.model], source=source)
+    problems = problem.problems()
+    if problems:
+        raise InputError(problems)
+    return problem
 
 
-def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]:
+def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
     """Unknown model, chip and datacenter ids in a scenario that failed validation, checked
     against the catalogs it names (or the shipped ones). Skipped if those catalogs fail to
     load: their own errors come first."""
@@ -62,14 +57,15 @@ def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]
     paths = data.get("catalogs") if isinstance(data.get("catalogs"), dict) else {}
     try:
         hw_file, model_file = paths.get("hardware"), paths.get("models")
-        chips = load_hardware(path.parent / hw_file if isinstance(hw_file, str) else None).chips
-        models = load_models(path.parent / model_file if isinstance(model_file, str) else None)
+        base = source.path.parent
+        chips = load_hardware(base / hw_file if isinstance(hw_file, str) else None).chips
+        models = load_models(base / model_file if isinstance(model_file, str) else None)
     except InputError:
         return []
     out = []
 
     def bad(loc: Loc, msg: str) -> None:
-        out.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+        out.append(source.problem(loc, msg))
 
     if isinstance(data.get("model"), str) and data["model"] not in models:
         bad(("model",), unknown_id("model", data["model"], models))
@@ -97,16 +93,13 @@ def _raw_id_checks(data: Any, path: Path, lines: Mapping[Loc, int]) -> list[str]
 
 
 def _cross_check(
-    s: Scenario,
-    hw: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    path: Path,
-    lines: Mapping[Loc, int],
+    s: Scenario, hw: HardwareCatalog, models: dict[str, ModelSpec], source: SourceMap
 ) -> list[str]:
+    """The scenario's ids against the catalogs, and its trace file."""
     problems = []
 
     def bad(loc: Loc, msg: str) -> None:
-        problems.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+        problems.append(source.problem(loc, msg))
 
     if s.model not in models:
         bad(("model",), unknown_id("model", s.model, models))
@@ -121,34 +114,7 @@ def _cross_check(
         if chip not in hw.chips:
             bad(("prices_usd_per_gpu_hour", chip), unknown_id("chip", chip, hw.chips))
     if s.workload.trace is not None:
-        trace = path.parent / s.workload.trace.file
+        trace = source.path.parent / s.workload.trace.file
         if not trace.is_file():
             bad(("workload", "trace", "file"), f"trace file not found: {trace}")
-    if problems or s.model not in models:
-        return problems
-    model = models[s.model]
-    sizes = s.search.sizes()
-    for role in ROLES:
-        placed = s.chips_for(role)
-        if not placed:
-            continue
-        fits = any(
-            instance_fits(
-                model,
-                hw.chips[chip],
-                g,
-                resolve_calibration(hw, chip, s.calibration),
-                weight_dtype=s.weight_dtype,
-            )
-            for chip in {c for _, c in placed}
-            for g in sizes
-        )
-        if not fits:
-            chips = ", ".join(sorted({c for _, c in placed}))
-            bad(
-                ("datacenters",),
-                f"{model.id} fits no allowed configuration for role '{role}': chips {chips} at "
-                f"{', '.join(map(str, sizes))} GPUs per instance (allow larger instances in "
-                "search, or a larger-memory chip)",
-            )
     return problems

@@ -7,27 +7,26 @@ import difflib
 import types
 import typing
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from pddplan.errors import InputError
-from pddplan.io.located import Loc, fmt_loc, where
+from pddplan.spec.source import Loc, SourceMap
 
 T = TypeVar("T", bound=BaseModel)
 
 
-def validate(cls: type[T], data: Any, path: Path, lines: Mapping[Loc, int], prefix: Loc = ()) -> T:
+def validate(cls: type[T], data: Any, source: SourceMap, prefix: Loc = ()) -> T:
     """Validate ``data`` as ``cls``; on failure raise one ``InputError`` with every problem."""
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise InputError(_messages(cls, e, path, lines, prefix)) from None
+        raise InputError(_messages(cls, e, source, prefix)) from None
 
 
 def _messages(
-    cls: type[BaseModel], err: ValidationError, path: Path, lines: Mapping[Loc, int], prefix: Loc
+    cls: type[BaseModel], err: ValidationError, source: SourceMap, prefix: Loc
 ) -> list[str]:
     out = []
     for item in err.errors(include_url=False):
@@ -47,7 +46,7 @@ def _messages(
             msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
             msg = f"{msg[0].lower()}{msg[1:]}, got {item['input']!r}"
-        out.append(f"{where(path, lines, loc)}: {fmt_loc(loc)}: {msg}")
+        out.append(source.problem(loc, msg))
     return out
 
 

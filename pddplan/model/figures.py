@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pddplan import units
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError
 from pddplan.model.instance import Instance
 
 
@@ -70,9 +70,10 @@ def analyze_instance(
     by_memory = inst.max_batch(ctx, reserved_bytes=reserved_bytes)
     best = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserved_bytes)
     if batch is not None and batch > by_memory:
-        raise InputError(
-            f"--batch {batch}: only {by_memory} sequences of {ctx:,.0f} tokens fit in the "
-            f"instance's KV memory ({inst.kv_capacity_bytes(reserved_bytes) / units.GB:,.1f} GB)"
+        raise ArgumentError(
+            "batch",
+            f"{{argument}} {batch}: only {by_memory} sequences of {ctx:,.0f} tokens fit in the "
+            f"instance's KV memory ({inst.kv_capacity_bytes(reserved_bytes) / units.GB:,.1f} GB)",
         )
     run = batch if batch is not None else max(best, 1)
     step_s = inst.decode_step_s(run, ctx)

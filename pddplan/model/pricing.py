@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.errors import InputError
+from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.scenario import LinkTier, Scenario
 
 HOURS_PER_YEAR = 8760.0
@@ -37,9 +37,9 @@ class GpuPrice:
     """``rent`` or ``buy``."""
 
 
-def gpu_price(scenario: Scenario, hw: HardwareCatalog, chip: str, dc: str) -> GpuPrice:
+def gpu_price(problem: Problem, chip: str, dc: str) -> GpuPrice:
     """The price of ``chip`` in datacenter ``dc``. Raises ``InputError`` without one."""
-    s = scenario
+    s, hw = problem.scenario, problem.hardware
     kw = hw.chips[chip].tdp_w / 1000 * s.datacenters[dc].pue
     power = kw * (s.electricity_usd_per_kwh or 0.0)
     buy = s.gpu_purchase.get(chip)
@@ -55,16 +55,16 @@ def gpu_price(scenario: Scenario, hw: HardwareCatalog, chip: str, dc: str) -> Gp
     if rent is None:
         raise InputError(
             f"scenario {s.name}: chip {chip} has no price: set prices_usd_per_gpu_hour.{chip} "
-            "(rent) or gpu_purchase.{chip} (buy) in the scenario"
+            f"(rent) or gpu_purchase.{chip} (buy) in the scenario"
         )
     return GpuPrice(rent, power + s.hosting_usd_per_gpu_hour, "rent")
 
 
-def owned_discount(scenario: Scenario, hw: HardwareCatalog, dc: str, chip: str) -> float:
+def owned_discount(problem: Problem, dc: str, chip: str) -> float:
     """USD per GPU-hour an owned GPU saves against buying or renting one (0 if none owned)."""
-    if chip not in scenario.datacenters[dc].inventory:
+    if chip not in problem.scenario.datacenters[dc].inventory:
         return 0.0
-    p = gpu_price(scenario, hw, chip, dc)
+    p = gpu_price(problem, chip, dc)
     return max(0.0, p.full - p.running)
 
 
@@ -97,13 +97,13 @@ class FleetCost:
 
 
 def fleet_cost(
-    scenario: Scenario,
-    hw: HardwareCatalog,
+    problem: Problem,
     fleet: Fleet,
     link_bytes_per_s: dict[frozenset[str], float] | None = None,
 ) -> FleetCost:
     """Price ``fleet``: owned inventory goes to the pools in the fleet's order; egress is
     billed on ``link_bytes_per_s`` per link (none given: no egress)."""
+    scenario = problem.scenario
     left = {
         (dc_id, chip): n
         for dc_id, dc in scenario.datacenters.items()
@@ -113,7 +113,7 @@ def fleet_cost(
     for pool in fleet.pools:
         gpus = pool.gpus_per_instance * pool.instances
         try:
-            price = gpu_price(scenario, hw, pool.chip, pool.datacenter)
+            price = gpu_price(problem, pool.chip, pool.datacenter)
         except InputError:
             pools.append(None)
             owned_gpus.append(0)

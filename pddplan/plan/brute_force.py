@@ -1,5 +1,5 @@
 """``pddplan solve --method enumerate``: brute force over the planner's decisions, every
-candidate scored by the evaluator (``pddplan.evaluate.evaluator``), never by the MILP's rows.
+candidate scored by the evaluator (``pddplan.evaluation.evaluator``), never by the MILP's rows.
 
 A candidate is one option per role (relay decode optional), a transfer state, instance
 counts (multiples of each option's purchase step, up to its maximum), a relay cut, a
@@ -25,14 +25,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 
-from pddplan.errors import InputError
-from pddplan.evaluate.evaluator import meets_sla, sla_capacity
+from pddplan.errors import ArgumentError
+from pddplan.evaluation.evaluator import meets_sla, sla_capacity
+from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan
 from pddplan.plan.space import Choice, PoolOption, Space
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
 
 MAX_CANDIDATES = 2_000_000
 """Refuse to enumerate more candidates than this (use the MILP)."""
@@ -74,9 +72,10 @@ def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[fl
         len(_counts(p)) * len(_counts(r)) * len(_counts(m)) for p, r, m, *_ in _skeletons(space)
     )
     if total > limit:
-        raise InputError(
-            f"--method enumerate: {total:,} candidates, more than {limit:,}; "
-            "use the MILP (the default) for a scenario this size"
+        raise ArgumentError(
+            "method",
+            f"{{argument}} enumerate: {total:,} candidates, more than {limit:,}; "
+            "use the MILP (the default) for a scenario this size",
         )
     out: list[tuple[float, int, Choice]] = []
     for p, r, m, st, cut, singular, catch_up in _skeletons(space):
@@ -117,22 +116,19 @@ def _largest(c: Choice) -> Choice:
 
 
 def enumerate_plan(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     *,
     objective: str | None = None,
     max_candidates: int = MAX_CANDIDATES,
 ) -> PlanResult:
     """The optimum by brute force (see the module docstring)."""
+    scenario = problem.scenario
     objective = objective or scenario.objective
     start = time.perf_counter()
-    space = Space(scenario, hardware, models)
+    space = Space(problem)
     budget = scenario.budget_usd_per_hour if objective == "max-capacity" else None
     candidates = _candidates(space, budget, max_candidates)
     demand = scenario.workload.arrival_rps or 0.0
-    memo: dict = {}
-    model_map = {space.model.id: space.model}
     scored = 0
     best: Choice | None = None
 
@@ -145,13 +141,11 @@ def enumerate_plan(
             skeleton = _skeleton_key(c)
             if skeleton not in at_most:
                 scored += 1
-                at_most[skeleton] = meets_sla(
-                    scenario, hardware, model_map, fleet(_largest(c)), demand, memo=memo
-                )
+                at_most[skeleton] = meets_sla(problem, fleet(_largest(c)), demand)
             if not at_most[skeleton]:
                 continue
             scored += 1
-            if meets_sla(scenario, hardware, model_map, fleet(c), demand, memo=memo):
+            if meets_sla(problem, fleet(c), demand):
                 best = c
                 break
     else:
@@ -167,7 +161,7 @@ def enumerate_plan(
             if key <= best_value:
                 break
             scored += 1
-            capacity = sla_capacity(scenario, hardware, model_map, fleet(c), memo=memo)
+            capacity = sla_capacity(problem, fleet(c))
             if capacity <= 0 or (objective == "max-bcr" and capacity + 1e-9 < demand):
                 continue
             value = capacity / cost if objective == "max-bcr" else capacity
@@ -181,4 +175,4 @@ def enumerate_plan(
         candidates=len(candidates),
         evaluated=scored,
     )
-    return finish_plan(space, stats, best, method="enumerate", memo=memo)
+    return finish_plan(space, stats, best, method="enumerate")

@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from pddplan.errors import InputError
+from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
 from pddplan.spec.distributions import HitDist
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Datacenter, MdCacheOption, Scenario
 
 ARCHITECTURES = ("intra-dc-homogeneous", "intra-dc-heterogeneous", "cross-dc-naive", "pdd")
@@ -173,9 +172,7 @@ def _plan(solve: Solve, build: Callable[[], Scenario]) -> tuple[PlanResult | Non
 
 
 def compare(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     *,
     objective: str | None = None,
     solver: str | None = None,
@@ -183,16 +180,15 @@ def compare(
     progress: Callable[[str], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
-    """Plan ``scenario`` under each of ``ARCHITECTURES`` for ``objective`` (default: the
+    """Plan ``problem`` under each of ``ARCHITECTURES`` for ``objective`` (default: the
     scenario's). ``explain``: say how far an infeasible architecture's limits would need
     to move (a bisection per family of limits)."""
+    scenario = problem.scenario
     objective = objective or scenario.objective
 
     def solve(s: Scenario) -> PlanResult:
         return solve_plan(
-            s,
-            hardware,
-            models,
+            problem.with_scenario(s),
             objective=objective,
             solver=solver,
             time_limit_s=time_limit_s,
@@ -269,9 +265,7 @@ def with_price(scenario: Scenario, chip: str, price: float) -> Scenario:
 
 
 def price_sweep(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     chip: str,
     prices: list[float],
     *,
@@ -284,16 +278,14 @@ def price_sweep(
     which PDD stops beating the best baseline on BCR."""
     if not prices:
         raise InputError("the price sweep has no points")
-    if chip not in hardware.chips:
+    if chip not in problem.hardware.chips:
         raise InputError(f"price sweep: unknown chip '{chip}'")
 
     def point(price: float) -> SweepPoint:
         if progress is not None:
             progress(f"{chip} at ${price:.4g}/GPU-hour")
         c = compare(
-            with_price(scenario, chip, price),
-            hardware,
-            models,
+            problem.with_scenario(with_price(problem.scenario, chip, price)),
             objective=objective,
             solver=solver,
             time_limit_s=time_limit_s,

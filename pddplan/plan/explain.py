@@ -8,14 +8,13 @@ import math
 from collections.abc import Callable
 
 from pddplan.errors import InputError
-from pddplan.evaluate.results import Evaluation
+from pddplan.evaluation.results import Evaluation
+from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, Relaxation
 from pddplan.plan.space import Space
 from pddplan.spec.fleet import Fleet, LinkChoice
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
 MIN_RATE_RPS = 1e-6
@@ -151,9 +150,7 @@ def budget_needed(
 
 
 def explain_infeasible(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     solver: str,
     deadline: float,
     clock: Callable[[], float],
@@ -162,10 +159,12 @@ def explain_infeasible(
     demand servable, bisect for the smallest relaxation that does. Families left when the
     solve's time limit runs out are reported as not tried."""
 
+    scenario = problem.scenario
+
     def feasible(family: str, f: float) -> bool:
         trial, _ = _relaxed(scenario, family, f)
         try:
-            space = Space(trial, hardware, models)
+            space = Space(problem.with_scenario(trial))
         except InputError:
             return False
         rate = trial.workload.arrival_rps or 0.0

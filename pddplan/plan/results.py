@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pddplan.evaluate.results import Evaluation
+from pddplan.evaluation.results import Evaluation
 from pddplan.spec.fleet import Fleet
 
 
@@ -69,3 +69,7 @@ class PlanResult:
     marginals: list[Marginal] = field(default_factory=list)
     relaxations: list[Relaxation] = field(default_factory=list)
     method: str = "milp"
+    kv_bytes_per_token: float | None = None
+    """What the router needs to compute a request's WAN payload: KV bytes per context token
+    the destination lacks, plus ``kv_fixed_bytes`` per request."""
+    kv_fixed_bytes: float | None = None

@@ -18,7 +18,7 @@
   bound exceeds ``q (1 + BCR_TOLERANCE)``, which proves the optimum to that tolerance; the
   largest bound is reported.
 
-Every deployment is scored by the evaluator (``pddplan.evaluate.evaluator``), so the report's
+Every deployment is scored by the evaluator (``pddplan.evaluation.evaluator``), so the report's
 capacity, TTFT and BCR are the evaluator's, not the MILP's.
 """
 
@@ -34,19 +34,16 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluate.evaluator import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
-from pddplan.evaluate.fleet_model import seeded_memo
-from pddplan.model.kv import KvModel
+from pddplan.evaluation.evaluator import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
 from pddplan.model.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
 from pddplan.plan.explain import MIN_RATE_RPS, budget_needed, explain_infeasible, marginals
 from pddplan.plan.results import PlanResult, Relaxation, SolveStats
 from pddplan.plan.space import Choice, NoOptionsError, PoolOption, Space
 from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Role, Scenario
+from pddplan.spec.scenario import Role
 
 BCR_TOLERANCE = 1e-4
 """max BCR stops when no rate interval can beat the incumbent by more than this."""
@@ -77,13 +74,6 @@ class _Search:
         self.last_gap: float | None = None
         self.tables: dict[float, Requirements] = {}
         """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
-        prefill = space.options["prefill"]
-        self.memo = seeded_memo(
-            space.classes,
-            [(gb, list(h)) for gb, h in space.caches],
-            {(o.chip, o.gpus): o.instance for r in space.options.values() for o in r},
-            {(o.chip, o.gpus): space.prefill_times(o) for o in prefill},
-        )
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
@@ -112,11 +102,7 @@ class _Search:
         else:
             self.last_gap = out.gap
             fleet = self.space.fleet(out.choice, "plan")
-            s = self.space
-            models = {s.model.id: s.model}
-            capacity = sla_capacity(
-                s.scenario, s.hw, models, fleet, memo=self.memo, served_rps=rate * (1 - 1e-9)
-            )
+            capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
             if capacity < rate * (1 - 1e-5):
                 raise RuntimeError(
                     f"planner bug: the MILP's plan at {rate:.6g} req/s has an evaluated SLA "
@@ -137,19 +123,8 @@ class _Search:
         return relaxed_cost(req)
 
 
-def plan_kv_figures(
-    scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
-) -> dict[str, float]:
-    """The figures a router needs to compute a request's WAN payload."""
-    model = models[scenario.model]
-    kv = KvModel(model, scenario.kv_dtype or model.kv_dtype)
-    return {"kv_bytes_per_token": kv.bytes_per_token, "fixed_bytes": kv.fixed_bytes}
-
-
 def solve_plan(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     *,
     objective: str | None = None,
     solver: str | None = None,
@@ -157,8 +132,9 @@ def solve_plan(
     explain: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> PlanResult:
-    """Plan ``scenario`` for ``objective`` (default: the scenario's). ``clock`` is the time
+    """Plan ``problem`` for ``objective`` (default: the scenario's). ``clock`` is the time
     source the time limit is measured on (tests give a fake one)."""
+    scenario = problem.scenario
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
@@ -167,14 +143,10 @@ def solve_plan(
     if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
         raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
     try:
-        space = Space(scenario, hardware, models)
+        space = Space(problem)
     except NoOptionsError as e:
         deadline = start + limit
-        relaxations = (
-            explain_infeasible(scenario, hardware, models, solver, deadline, clock)
-            if explain
-            else []
-        )
+        relaxations = explain_infeasible(problem, solver, deadline, clock) if explain else []
         stats = SolveStats(objective, solver, "infeasible", clock() - start)
         note = Relaxation("options", 1.0, None, str(e))
         return PlanResult(
@@ -210,10 +182,10 @@ def solve_plan(
     if choice is None and explain and status == "infeasible" and objective == "max-capacity":
         relaxations = [budget_needed(space, solver, start + limit, clock)]
     elif choice is None and explain and status == "infeasible":
-        relaxations = explain_infeasible(scenario, hardware, models, solver, start + limit, clock)
+        relaxations = explain_infeasible(problem, solver, start + limit, clock)
     else:
         relaxations = []
-    result = finish_plan(space, stats, choice, memo=search.memo, relaxations=relaxations)
+    result = finish_plan(space, stats, choice, relaxations=relaxations)
     return replace(result, stats=replace(stats, seconds=clock() - start))
 
 
@@ -223,7 +195,6 @@ def finish_plan(
     choice: Choice | None,
     *,
     method: str = "milp",
-    memo: dict | None = None,
     relaxations: list[Relaxation] | None = None,
 ) -> PlanResult:
     """The plan's deployment, its evaluation at the demand and its marginal values."""
@@ -233,13 +204,11 @@ def finish_plan(
             s.name, s.model, stats.status, stats, relaxations=relaxations or [], method=method
         )
     fleet = space.fleet(choice, f"{s.name}-plan")
-    models = {space.model.id: space.model}
-    memo = {} if memo is None else memo
 
     def measure(f: Fleet) -> tuple[float | None, float]:
-        return cost_and_capacity(s, space.hw, models, f, memo=memo)
+        return cost_and_capacity(space.problem, f)
 
-    evaluation = evaluate(s, space.hw, models, fleet, memo=memo)
+    evaluation = evaluate(space.problem, fleet)
     return PlanResult(
         s.name,
         s.model,
@@ -249,6 +218,8 @@ def finish_plan(
         evaluation,
         marginals(space, fleet, evaluation, measure),
         method=method,
+        kv_bytes_per_token=space.problem.kv.bytes_per_token,
+        kv_fixed_bytes=space.problem.kv.fixed_bytes,
     )
 
 

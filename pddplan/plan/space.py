@@ -28,15 +28,12 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.model.instance import Instance, PrefillFigures, instance_fits, make_instance
+from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
-from pddplan.model.queueing import PassOrder, pass_order
-from pddplan.spec.calibration import resolve_calibration
+from pddplan.model.problem import Problem
+from pddplan.model.queueing import PassOrder
 from pddplan.spec.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import ROLES, Link, LinkTier, Role, Scenario
-from pddplan.workload.classes import md_caches, workload_classes
+from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 
 
 class NoOptionsError(InputError):
@@ -115,25 +112,22 @@ class Choice:
 class Space:
     """Every choice the planner may make for ``scenario`` (see the module docstring)."""
 
-    def __init__(
-        self, scenario: Scenario, hardware: HardwareCatalog, models: dict[str, ModelSpec]
-    ) -> None:
-        self.scenario, self.hw = scenario, hardware
-        self.model = models[scenario.model]
-        self.classes = classes = workload_classes(scenario.workload)
-        self.w = np.array([c.weight for c in classes])
-        self.inp = np.array([c.input_tokens for c in classes])
-        self.out = np.array([c.output_tokens for c in classes])
-        self.hit = np.array([c.p_hit for c in classes])
-        self.caches = [(gb, np.array(h)) for gb, h in md_caches(scenario)]
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        scenario, hardware = problem.scenario, problem.hardware
+        self.scenario, self.hw, self.model = scenario, hardware, problem.model
+        self.classes = problem.classes
+        a = problem.arrays
+        self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
+        self.caches = problem.md_caches
         """Decode-side cache choices: (HBM GB per MD GPU or None, each class's MD hit)."""
-        if float(self.w @ self.out) <= 0:
+        if problem.output_tokens_per_request <= 0:
             raise InputError("the workload produces no output tokens: there is nothing to decode")
         self.tpot_s = scenario.sla.tpot_ms * units.MS
         self.rho = scenario.search.max_utilization
         self.link_rho = scenario.search.max_link_utilization
         # decode operating context: token-weighted mean context (as the evaluator)
-        self.ctx = float(self.w @ ((self.inp + self.out / 2) * self.out) / (self.w @ self.out))
+        self.ctx = problem.decode_context_tokens
         self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
         for role in ("prefill", "main_decode"):
             if not self.options[role]:
@@ -143,7 +137,7 @@ class Space:
                     f"{self.model.id}'s weights within the datacenter limits"
                     + (" and meets the TPOT bound" if role == "main_decode" else "")
                 )
-        kv = self.options["main_decode"][0].instance.kv
+        kv = problem.kv
         self.payloads = [
             np.array([kv.transfer_bytes(L, h) for L, h in zip(self.inp, hits, strict=True)])
             for _, hits in self.caches
@@ -152,7 +146,7 @@ class Space:
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         self.states = self._states()
         self.owned: dict[tuple[str, str], tuple[int, float]] = {
-            (dc_id, chip): (n, owned_discount(scenario, hardware, dc_id, chip))
+            (dc_id, chip): (n, owned_discount(problem, dc_id, chip))
             for dc_id, dc in scenario.datacenters.items()
             for chip, n in dc.inventory.items()
             if any(o.datacenter == dc_id and o.chip == chip for r in ROLES for o in self.options[r])
@@ -166,7 +160,6 @@ class Space:
         self.relay_float = [m.astype(float) for m in self.relay_matrix]
         self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
         """Per cut: whether it relays anything under some cache choice."""
-        self._md_points: dict[tuple[str, int], tuple[int, float]] = {}
         search = scenario.search
         self.singular_cuts: tuple[int, ...] = (
             search.singular_max_output_tokens
@@ -175,31 +168,24 @@ class Space:
         )
         self.catch_up_cuts = search.catch_up_above_tokens
         self.chunk_tokens = search.handoff_chunk_tokens
-        self._prefill: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
-        self._passes: dict[tuple, np.ndarray] = {}
-        self._passes_order: dict[tuple[str, int], PassOrder] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
-        s, hw = self.scenario, self.hw
+        s, hw, problem = self.scenario, self.hw, self.problem
         out = []
         for dc_id, chip_id in s.chips_for(role):
             dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
-            cal = resolve_calibration(hw, chip_id, s.calibration)
-            price = gpu_price(s, hw, chip_id, dc_id).full
+            price = gpu_price(problem, chip_id, dc_id).full
             for g in s.search.sizes():
-                if not instance_fits(self.model, chip, g, cal, weight_dtype=s.weight_dtype):
+                if not problem.fits(chip_id, g):
                     continue
-                inst = make_instance(
-                    self.model, chip, g, cal, kv_dtype=s.kv_dtype, weight_dtype=s.weight_dtype
-                )
+                inst = problem.instance(chip_id, g)
                 batch, step = 0, 0.0
                 if role != "prefill":
-                    batch = inst.max_batch(self.ctx, tpot_s=self.tpot_s)
+                    batch, step = problem.decode_point(chip_id, g)
                     if batch == 0:
                         continue
-                    step = inst.decode_step_s(batch, self.ctx)
                 limit_gpus = min(
                     x for x in (dc.max_gpus, s.search.max_gpus_per_pool) if x is not None
                 )
@@ -286,21 +272,12 @@ class Space:
         reserves (batch 0: nothing fits)."""
         if st.cache_gb is None:
             return o.batch, o.step_s
-        key = (o.key, st.cache)
-        if key not in self._md_points:
-            reserve = st.cache_gb * units.GB * o.gpus
-            batch = o.instance.max_batch(self.ctx, tpot_s=self.tpot_s, reserved_bytes=reserve)
-            self._md_points[key] = (batch, o.instance.decode_step_s(max(batch, 1), self.ctx))
-        return self._md_points[key]
+        return self.problem.decode_point(o.chip, o.gpus, st.cache_gb)
 
     def extend_pass_s(self, o: PoolOption, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
         """``o``'s pass over ``tokens`` new tokens on top of classes ``k``'s inputs (an MD
-        handoff stall). Kept across rates: the eager tokens behind it change in whole
-        tokens, so most rates repeat another's."""
-        key = (o.chip, o.gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
-        if key not in self._passes:
-            self._passes[key] = o.instance.prefill_pass_s(tokens, self.inp[k])
-        return self._passes[key]
+        handoff stall)."""
+        return self.problem.extend_pass_s(o.chip, o.gpus, tokens, k)
 
     def prefill_needs(self, o: PoolOption, st: State, rate: float) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut, bounds on ``o``'s minimum prefill count in state ``st`` at ``rate``
@@ -324,17 +301,11 @@ class Space:
     def prefill_times(self, option: PoolOption) -> PrefillFigures:
         """Per class: the prefill latency alone and the service time, on ``option`` (and
         each pass alone)."""
-        key = (option.chip, option.gpus)  # the same in every datacenter
-        if key not in self._prefill:
-            self._prefill[key] = option.instance.prefill_figures(self.inp, self.hit)
-        return self._prefill[key]
+        return self.problem.prefill_figures(option.chip, option.gpus)
 
     def prefill_passes(self, option: PoolOption) -> PassOrder:
         """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
-        key = (option.chip, option.gpus)
-        if key not in self._passes_order:
-            self._passes_order[key] = pass_order(self.prefill_times(option), self.w)
-        return self._passes_order[key]
+        return self.problem.pass_order(option.chip, option.gpus)
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.evaluate.results import Evaluation
+from pddplan.evaluation.results import Evaluation
 from pddplan.model.figures import InstancePerf
 from pddplan.model.pricing import FleetCost
 from pddplan.plan.results import PlanResult

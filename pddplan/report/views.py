@@ -8,15 +8,15 @@ import math
 from typing import Any
 
 from pddplan import units
-from pddplan.evaluate.results import Evaluation
+from pddplan.evaluation.results import Evaluation
 from pddplan.model.figures import InstancePerf
 from pddplan.model.kv import KvModel
 from pddplan.model.params import param_breakdown, weight_bytes
 from pddplan.model.pricing import FleetCost
 from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
 from pddplan.plan.results import PlanResult
-from pddplan.simulate.run import Figure, SimResult
-from pddplan.simulate.verify import Verification
+from pddplan.simulation.run import Figure, SimResult
+from pddplan.simulation.verify import Verification
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -95,7 +95,7 @@ def evaluation_view(e: Evaluation) -> dict[str, Any]:
     return _plain(out)
 
 
-def plan_view(r: PlanResult, *, kv_bytes_per_token: float, fixed_bytes: float) -> dict[str, Any]:
+def plan_view(r: PlanResult) -> dict[str, Any]:
     """``pddplan solve --json`` and the plan file (``--out``): the evaluation's keys, plus the
     solver's figures, the router's rule in machine form and the deployment in fleet-file
     form (``pddplan evaluate --plan`` reads it back)."""
@@ -126,8 +126,8 @@ def plan_view(r: PlanResult, *, kv_bytes_per_token: float, fixed_bytes: float) -
             "catch_up_chunk_tokens": routing["chunk_tokens"],
             "payload_mb": "(input_tokens x (1 - decode-side hit) x kv_bytes_per_token "
             "+ fixed_bytes) / 1e6",
-            "kv_bytes_per_token": kv_bytes_per_token,
-            "fixed_bytes": fixed_bytes,
+            "kv_bytes_per_token": r.kv_bytes_per_token,
+            "fixed_bytes": r.kv_fixed_bytes,
         }
         out["marginals"] = [dataclasses.asdict(m) for m in r.marginals]
     if r.fleet is not None:

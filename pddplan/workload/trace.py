@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 from scipy import stats
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.spec.scenario import ClassSpec, Workload
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
@@ -219,11 +219,10 @@ def fit_trace(
             m_add(md_replay(ids))
     if bad and not skip_bad:
         stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
-        raise InputError(
-            [f"{path}:{line}: {problem}" for line, problem in bad]
-            + [
-                f"{path}: {_lines(len(bad))} refused ({stopped}skip_bad / --skip-bad skips and counts them)"
-            ]
+        raise ArgumentError(
+            "skip_bad",
+            f"{path}: {_lines(len(bad))} refused ({stopped}{{argument}} skips and counts them)",
+            before=[f"{path}:{line}: {problem}" for line, problem in bad],
         )
     if not cols.inp:
         raise InputError(
@@ -238,8 +237,9 @@ def _lines(n: int) -> str:
 
 def _check_edges(edges: tuple[float, ...]) -> None:
     if len(edges) < 2 or edges[0] != 0.0 or edges[-1] != 1.0 or list(edges) != sorted(set(edges)):
-        raise InputError(
-            f"--buckets must rise strictly from 0 to 1, got {','.join(f'{e:g}' for e in edges)}"
+        raise ArgumentError(
+            "hit_edges",
+            f"{{argument}} must rise strictly from 0 to 1, got {','.join(f'{e:g}' for e in edges)}",
         )
 
 

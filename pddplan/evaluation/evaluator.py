@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluate.fleet_model import FleetModel, fleet_model
-from pddplan.evaluate.results import Evaluation, LinkResult, PoolResult
+from pddplan.evaluation.fleet_model import FleetModel
+from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import (
     link_bytes_per_s,
@@ -39,10 +40,9 @@ from pddplan.model.network import (
     wan_transfer_s_many,
 )
 from pddplan.model.pricing import fleet_cost
+from pddplan.model.problem import Problem
 from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
 from pddplan.spec.fleet import Fleet, Routing
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 
 MAX_RATE_RPS = 1e7
@@ -294,85 +294,77 @@ def _link(s: Scenario, fleet: Fleet, a: str, b: str):
     return link, choice
 
 
-# --- the public entry point -------------------------------------------------------------------
-def evaluate(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    fleet: Fleet,
-    *,
-    demand_rps: float | None = None,
-    memo: dict | None = None,
-) -> Evaluation:
-    """Evaluate ``fleet`` on ``scenario``'s workload and SLA (see the module docstring).
-    ``memo``, a dict kept across calls on the same scenario, saves recomputing the classes
-    and each pool's per-class prefill times."""
-    m = fleet_model(scenario, hardware, models, fleet, memo)
-    demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
-    routing = fleet.routing or _best_routing(m)
-    capacity = _capacity(m, routing)
-    at_demand = _state(m, demand, routing)
-    notes: list[str] = []
-    if capacity == 0.0:
-        status = "sla_infeasible"
-        notes += _state(m, 1e-9, routing).failures
-    elif capacity + 1e-9 < demand:
-        status = "below_demand"
-    else:
-        status = "ok"
-    if capacity > 0:
-        binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
-    else:
-        binding = list(notes)
-    return _report(m, fleet, routing, demand, capacity, at_demand, status, binding, notes)
+# --- the public entry points ------------------------------------------------------------------
+class Evaluator:
+    """One fleet on one problem: its router's rule (the fleet's, or the relay threshold
+    that serves the most), its SLA capacity, and its report at any demand, each computed
+    once."""
+
+    def __init__(self, problem: Problem, fleet: Fleet) -> None:
+        self.problem, self.fleet = problem, fleet
+        self.model = FleetModel(problem, fleet)
+
+    @cached_property
+    def routing(self) -> Routing:
+        return self.fleet.routing or _best_routing(self.model)
+
+    @cached_property
+    def capacity(self) -> float:
+        """The SLA capacity: the largest arrival rate within every limit (req/s)."""
+        return _capacity(self.model, self.routing)
+
+    def meets(self, rate_rps: float) -> bool:
+        """Whether the fleet serves ``rate_rps`` within every limit."""
+        return _state(self.model, rate_rps, self.routing).ok
+
+    def report(self, demand_rps: float | None = None) -> Evaluation:
+        """Everything ``evaluate`` reports, at ``demand_rps`` (default: the scenario's)."""
+        m, routing = self.model, self.routing
+        scenario = self.problem.scenario
+        demand = demand_rps if demand_rps is not None else (scenario.workload.arrival_rps or 0.0)
+        capacity = self.capacity
+        at_demand = _state(m, demand, routing)
+        notes: list[str] = []
+        if capacity == 0.0:
+            status = "sla_infeasible"
+            notes += _state(m, 1e-9, routing).failures
+        elif capacity + 1e-9 < demand:
+            status = "below_demand"
+        else:
+            status = "ok"
+        if capacity > 0:
+            binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
+        else:
+            binding = list(notes)
+        return _report(m, self.fleet, routing, demand, capacity, at_demand, status, binding, notes)
 
 
-def meets_sla(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    fleet: Fleet,
-    rate_rps: float,
-    *,
-    memo: dict | None = None,
-) -> bool:
+def evaluate(problem: Problem, fleet: Fleet, *, demand_rps: float | None = None) -> Evaluation:
+    """Evaluate ``fleet`` on ``problem``'s workload and SLA (see the module docstring), at
+    ``demand_rps`` req/s (default: the scenario's ``arrival_rps``)."""
+    return Evaluator(problem, fleet).report(demand_rps)
+
+
+def meets_sla(problem: Problem, fleet: Fleet, rate_rps: float) -> bool:
     """Whether ``fleet`` (with its routing, or the best threshold) serves ``rate_rps``
     within every limit."""
-    m = fleet_model(scenario, hardware, models, fleet, memo)
-    return _state(m, rate_rps, fleet.routing or _best_routing(m)).ok
+    return Evaluator(problem, fleet).meets(rate_rps)
 
 
-def sla_capacity(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    fleet: Fleet,
-    *,
-    memo: dict | None = None,
-    served_rps: float = 0.0,
-) -> float:
+def sla_capacity(problem: Problem, fleet: Fleet, *, served_rps: float = 0.0) -> float:
     """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``).
     ``served_rps``, a rate the caller knows the fleet serves, shortens the search."""
-    m = fleet_model(scenario, hardware, models, fleet, memo)
-    return _capacity(m, fleet.routing or _best_routing(m), served_rps)
+    ev = Evaluator(problem, fleet)
+    return _capacity(ev.model, ev.routing, served_rps)
 
 
-def cost_and_capacity(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    fleet: Fleet,
-    *,
-    memo: dict | None = None,
-) -> tuple[float | None, float]:
+def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, float]:
     """Only the cost per hour and the SLA capacity of ``fleet`` (what ``evaluate`` reports as
     ``cost_per_hour_usd`` and ``sla_capacity_rps``), without the TTFT percentiles and the
     binding limits, which take longer than both."""
-    m = fleet_model(scenario, hardware, models, fleet, memo)
-    demand = scenario.workload.arrival_rps or 0.0
-    routing = fleet.routing or _best_routing(m)
-    capacity = _capacity(m, routing)
-    return _priced(m, fleet, _state(m, demand, routing)).total, capacity
+    ev = Evaluator(problem, fleet)
+    demand = problem.scenario.workload.arrival_rps or 0.0
+    return _priced(ev.model, fleet, _state(ev.model, demand, ev.routing)).total, ev.capacity
 
 
 def _capacity(m: FleetModel, routing: Routing, served_rps: float = 0.0) -> float:
@@ -420,7 +412,7 @@ def _priced(m: FleetModel, fleet: Fleet, st: _State):
         link, _ = _link(m.s, fleet, a, b)
         util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
         flows[frozenset(choice.between)] = util * link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-    return fleet_cost(m.s, m.hw, fleet, flows)
+    return fleet_cost(m.problem, fleet, flows)
 
 
 def _report(

@@ -11,7 +11,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
-from pddplan.simulate.events import Events
+from pddplan.simulation.events import Events
 
 EPS = 1e-9
 REBASE_RTTS = 16

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pddplan.model.instance import Instance
-from pddplan.simulate.events import Events
+from pddplan.simulation.events import Events
 
 EPS = 1e-9
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.spec.scenario import Workload
 from pddplan.workload.classes import workload_classes
 from pddplan.workload.distributions import frozen_dist
@@ -229,6 +229,8 @@ def trace_requests(path: Path, *, skip_bad: bool) -> Iterator[SimRequest]:
     if bad and not skip_bad:
         shown = "; ".join(f"line {n}: {p}" for n, p in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
-        raise InputError(f"{path}: malformed lines: {shown}{more}; --skip-bad skips them")
+        raise ArgumentError(
+            "skip_bad", f"{path}: malformed lines: {shown}{more}; {{argument}} skips them"
+        )
     if count == 0:
         raise InputError(f"{path}: the trace has no requests")

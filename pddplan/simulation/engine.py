@@ -50,18 +50,16 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluate.fleet_model import FleetModel, fleet_model
+from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.model.instance import Instance
 from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
-from pddplan.simulate.cache import Cache, ChainCache
-from pddplan.simulate.decode import DecodeInstance
-from pddplan.simulate.events import Events
-from pddplan.simulate.link import WanLink
-from pddplan.simulate.requests import BLOCK_TOKENS, SimRequest
+from pddplan.model.problem import Problem
+from pddplan.simulation.cache import Cache, ChainCache
+from pddplan.simulation.decode import DecodeInstance
+from pddplan.simulation.events import Events
+from pddplan.simulation.link import WanLink
+from pddplan.simulation.requests import BLOCK_TOKENS, SimRequest
 from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
 from pddplan.workload.cache import PrefixCache
 
 PROGRESS_EVERY = 1000
@@ -178,7 +176,7 @@ class SimRecord:
 
 @dataclass(frozen=True)
 class SimRaw:
-    """What one run measured, before statistics (``pddplan.simulate.run``)."""
+    """What one run measured, before statistics (``pddplan.simulation.run``)."""
 
     records: SimRecord
     window_s: float
@@ -204,9 +202,7 @@ class Simulation:
 
     def __init__(
         self,
-        scenario: Scenario,
-        hw: HardwareCatalog,
-        models: dict[str, ModelSpec],
+        problem: Problem,
         fleet: Fleet,
         *,
         seed: int = 0,
@@ -214,11 +210,13 @@ class Simulation:
         p_cache_tokens: int | None = None,
         block_tokens: int = BLOCK_TOKENS,
         chain_ids: bool = False,
+        fleet_model: FleetModel | None = None,
     ) -> None:
         if fleet.routing is None:
             raise ValueError("simulate a fleet with its routing set")
+        scenario = problem.scenario
         self.s, self.fleet, self.routing = scenario, fleet, fleet.routing
-        self.m = m = fleet_model(scenario, hw, models, fleet, None)
+        self.m = m = fleet_model if fleet_model is not None else FleetModel(problem, fleet)
         self.block = block = block_tokens
         cache_of = ChainCache if chain_ids else PrefixCache
         self.ev = Events()

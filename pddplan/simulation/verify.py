@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
-from pddplan.simulate.run import SimResult, simulate
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
+from pddplan.simulation.run import SimResult, simulate
 from pddplan.spec.scenario import Scenario
 from pddplan.workload.classes import md_cache_hits
 
@@ -163,10 +162,8 @@ def _halfway(good: Tightening, tight: Tightening) -> Tightening:
 
 
 def verify(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
-    solve: Callable[[Scenario], PlanResult],
+    problem: Problem,
+    solve: Callable[[Problem], PlanResult],
     *,
     first: PlanResult | None = None,
     requests: int = 20_000,
@@ -174,15 +171,16 @@ def verify(
     max_iterations: int = MAX_ITERATIONS,
     progress: Callable[[str], None] | None = None,
 ) -> Verification:
-    """The loop in the module docstring. ``solve`` plans a (tightened) scenario; ``first``
-    is a plan already made for the scenario itself. When a tightened SLA leaves the
+    """The loop in the module docstring. ``solve`` plans a (tightened) problem; ``first``
+    is a plan already made for the problem itself. When a tightened SLA leaves the
     planner no plan (the latency of the longest requests alone may not fit it), the next
     iteration tightens it half as much (``_halfway``)."""
+    scenario = problem.scenario
     tightening, last_good = Tightening(), Tightening()
     steps: list[VerifyStep] = []
     for i in range(1, max_iterations + 1):
         planned = tightening.apply(scenario)
-        plan = first if (i == 1 and first is not None) else solve(planned)
+        plan = first if (i == 1 and first is not None) else solve(problem.with_scenario(planned))
         load = _load(plan, scenario)
         if plan.fleet is None or not load:
             steps.append(VerifyStep(i, tightening, plan, None, None, False))
@@ -193,9 +191,7 @@ def verify(
             continue
         if progress is not None:
             progress(f"iteration {i}: simulating {plan.fleet.name} at {load:.2f} req/s")
-        sim = simulate(
-            scenario, hardware, models, plan.fleet, requests=requests, rate_rps=load, seed=seed
-        )
+        sim = simulate(problem, plan.fleet, requests=requests, rate_rps=load, seed=seed)
         steps.append(VerifyStep(i, tightening, plan, load, sim, sim.sla_met))
         if sim.sla_met:
             return Verification(

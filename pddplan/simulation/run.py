@@ -19,21 +19,20 @@ import numpy as np
 from scipy import stats
 
 from pddplan import units
-from pddplan.errors import InputError
-from pddplan.evaluate.evaluator import evaluate
-from pddplan.evaluate.results import Evaluation
-from pddplan.simulate.decode import gap_seconds
-from pddplan.simulate.engine import DIRECT, RELAY, SINGULAR, SimRaw, Simulation
-from pddplan.simulate.requests import (
+from pddplan.errors import ArgumentError
+from pddplan.evaluation.evaluator import Evaluator
+from pddplan.evaluation.results import Evaluation
+from pddplan.model.problem import Problem
+from pddplan.simulation.decode import gap_seconds
+from pddplan.simulation.engine import DIRECT, RELAY, SINGULAR, SimRaw, Simulation
+from pddplan.simulation.requests import (
     BLOCK_TOKENS,
     SessionOptions,
     SessionSource,
     SimRequest,
     trace_requests,
 )
-from pddplan.spec.fleet import Fleet, Routing
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.llm import ModelSpec
+from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import Scenario
 from pddplan.workload.classes import workload_classes
 
@@ -123,9 +122,7 @@ def _gap_percentile(gaps: dict[int, float], q: float) -> float:
 
 
 def simulate(
-    scenario: Scenario,
-    hardware: HardwareCatalog,
-    models: dict[str, ModelSpec],
+    problem: Problem,
     fleet: Fleet,
     *,
     requests: int = 20_000,
@@ -137,26 +134,25 @@ def simulate(
     setup_rtts: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimResult:
-    """Simulate ``fleet`` on ``scenario`` with ``requests`` sampled session requests at
+    """Simulate ``fleet`` on ``problem`` with ``requests`` sampled session requests at
     ``rate_rps`` (default: the fleet's SLA capacity, the load a plan is sized for), or with
     a Mooncake ``trace``; compare with the analytic evaluation at the same rate."""
     if trace is None and requests < 1:
-        raise InputError(f"--requests must be at least 1, got {requests}")
-    base = evaluate(scenario, hardware, models, fleet)
-    routing = fleet.routing or Routing(
-        relay_above_mb=base.routing["relay_above_mb"],  # type: ignore[arg-type]
-        singular_max_output_tokens=int(base.routing["singular_max_output_tokens"] or 0),
-    )
+        raise ArgumentError("requests", f"{{argument}} must be at least 1, got {requests}")
+    scenario = problem.scenario
+    analytic = Evaluator(problem, fleet)
+    routing = analytic.routing
     fleet = fleet.model_copy(update={"routing": routing})
     warm: Iterable[list[int]] = ()
     if trace is not None:
         source: Iterable[SimRequest] = trace_requests(trace, skip_bad=skip_bad)
         warmup, total, block = 0, None, BLOCK_TOKENS
     else:
-        rate = rate_rps if rate_rps is not None else base.sla_capacity_rps
+        rate = rate_rps if rate_rps is not None else analytic.capacity
         if not rate or not math.isfinite(rate) or rate <= 0:
-            raise InputError(
-                f"fleet {fleet.name} has no SLA capacity to simulate at; give --rate-rps"
+            raise ArgumentError(
+                "rate_rps",
+                f"fleet {fleet.name} has no SLA capacity to simulate at; give {{argument}}",
             )
         options = SessionOptions(
             rate_rps=rate,
@@ -167,15 +163,14 @@ def simulate(
         source, warm, block = gen, gen.warm, gen.block_tokens
         warmup, total = int(requests * WARMUP_SHARE), requests
     sim = Simulation(
-        scenario,
-        hardware,
-        models,
+        problem,
         fleet,
         seed=seed,
         p_cache_tokens=p_cache_tokens,
         block_tokens=block,
         setup_rtts=setup_rtts,
         chain_ids=trace is None,
+        fleet_model=analytic.model,
     )
     tick = (lambda done: progress(done, total or 0)) if progress is not None else None
     start = time.perf_counter()
@@ -183,9 +178,9 @@ def simulate(
     wall = time.perf_counter() - start
     measured = len(raw.records.index)
     if measured == 0:
-        raise InputError("no request was measured: give more --requests")
+        raise ArgumentError("requests", "no request was measured: give more {argument}")
     rate = measured / raw.window_s if trace is not None else rate
-    predicted = evaluate(scenario, hardware, models, fleet, demand_rps=rate)
+    predicted = analytic.report(rate)
     return _summarize(scenario, fleet, raw, predicted, rate, seed, wall, trace)
 
 

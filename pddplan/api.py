@@ -1,0 +1,391 @@
+"""The public API: every job the command line does, as a function of files and values.
+
+Load a scenario into a ``Problem`` once, then ask it questions::
+
+    import pddplan
+
+    problem = pddplan.load_scenario("scenarios/pdd-h100-h200.yaml")
+    plan = pddplan.solve(problem, objective="min-cost")
+    print(plan.status, plan.evaluation.cost_per_hour_usd)
+
+Every function raises ``PddplanError`` (``InputError`` for bad input) for the user's
+mistakes, with messages that name this API's arguments; anything else is a bug. The heavy
+parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pddplan.errors import ArgumentError
+
+if TYPE_CHECKING:
+    from pddplan.evaluation.results import Evaluation
+    from pddplan.io.catalogs import Catalogs
+    from pddplan.model.figures import InstancePerf
+    from pddplan.model.pricing import FleetCost
+    from pddplan.model.problem import Problem
+    from pddplan.plan.compare import Comparison, Sweep
+    from pddplan.plan.results import PlanResult
+    from pddplan.simulation.run import SimResult
+    from pddplan.simulation.verify import Verification
+    from pddplan.spec.fleet import Fleet
+    from pddplan.workload.trace import TraceFit
+
+Objective = Literal["max-bcr", "min-cost", "max-capacity"]
+OBJECTIVES: tuple[str, ...] = ("max-bcr", "min-cost", "max-capacity")
+SolverName = Literal["cbc", "highs"]
+SOLVERS: tuple[str, ...] = ("cbc", "highs")
+Method = Literal["milp", "enumerate"]
+METHODS: tuple[str, ...] = ("milp", "enumerate")
+
+
+# --- inputs ---------------------------------------------------------------------------------
+def load_scenario(path: str | Path) -> Problem:
+    """The scenario at ``path`` with the catalogs it uses, every reference checked.
+
+    Raises:
+        InputError: one located line (``FILE:LINE: KEY: problem``) per problem found.
+    """
+    from pddplan.io.scenario import load_scenario as load
+
+    return load(Path(path))
+
+
+def load_catalogs(
+    hardware: str | Path | None = None,
+    models: str | Path | None = None,
+    *,
+    problem: Problem | None = None,
+) -> Catalogs:
+    """The hardware and model catalogs at these paths (default: the shipped ones), or the
+    ones ``problem``'s scenario names."""
+    from pddplan.io.catalogs import load_catalogs as load
+
+    if problem is not None:
+        if hardware is not None or models is not None:
+            raise ArgumentError(
+                "problem",
+                "{argument} takes its catalogs from the scenario's catalogs: section; give "
+                "either it or the catalog paths",
+            )
+        paths = problem.scenario.catalogs
+        base = problem.source.path.parent if problem.source is not None else None
+        return load(paths.hardware, paths.models, base=base)
+    return load(_path(hardware), _path(models))
+
+
+def load_fleet(path: str | Path, problem: Problem) -> Fleet:
+    """A fleet file, or the deployment in a plan file from ``solve``'s JSON, checked
+    against ``problem``'s scenario."""
+    from pddplan.io.fleet import load_fleet as load
+
+    return load(Path(path), problem)
+
+
+def scenario_schema() -> dict[str, Any]:
+    """The scenario format as JSON Schema."""
+    from pddplan.spec.scenario import scenario_json_schema
+
+    return scenario_json_schema()
+
+
+# --- planning -------------------------------------------------------------------------------
+def solve(
+    problem: Problem,
+    *,
+    objective: Objective | None = None,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    method: Method = "milp",
+    explain: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+) -> PlanResult:
+    """The plan for ``objective`` (default: the scenario's): chips, counts, link tier and
+    router thresholds, evaluated, with marginal values, or why there is none.
+
+    Args:
+        objective: ``max-bcr``, ``min-cost`` (at the demand) or ``max-capacity`` (within
+            the scenario's ``budget_usd_per_hour``).
+        solver: ``cbc`` (bundled) or ``highs``; default: the scenario's.
+        time_limit_s: seconds for the whole search (default: the scenario's).
+        method: ``milp``, or ``enumerate``: brute force scored by the evaluator.
+        explain: for an infeasible scenario, find the smallest relaxation of each limit.
+        clock: the time source the time limit is measured on.
+    """
+    _choice("objective", objective, OBJECTIVES)
+    _choice("solver", solver, SOLVERS)
+    _choice("method", method, METHODS)
+    if method == "enumerate":
+        from pddplan.plan.brute_force import enumerate_plan
+
+        return enumerate_plan(problem, objective=objective)
+    from pddplan.plan.search import solve_plan
+
+    return solve_plan(
+        problem,
+        objective=objective,
+        solver=solver,
+        time_limit_s=time_limit_s,
+        explain=explain,
+        clock=clock,
+    )
+
+
+def evaluate(problem: Problem, fleet: Fleet, *, demand_rps: float | None = None) -> Evaluation:
+    """What ``fleet`` delivers on ``problem``: SLA capacity, cost, BCR, TTFT percentiles and
+    utilizations at ``demand_rps`` req/s (default: the scenario's demand)."""
+    from pddplan.evaluation.evaluator import evaluate as run
+
+    return run(problem, fleet, demand_rps=demand_rps)
+
+
+def price_fleet(problem: Problem, fleet: Fleet) -> FleetCost:
+    """What ``fleet`` costs per hour, pool by pool and link by link (no egress: there is
+    no traffic to bill), without evaluating its performance."""
+    from pddplan.model.pricing import fleet_cost
+
+    return fleet_cost(problem, fleet)
+
+
+def compare(
+    problem: Problem,
+    *,
+    objective: Objective | None = None,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    explain: bool = True,
+) -> Comparison:
+    """The same workload and SLA planned as intra-DC homogeneous, intra-DC heterogeneous,
+    cross-DC naive and PDD (``docs/compare.md``). ``progress`` hears each step's name."""
+    _choice("objective", objective, OBJECTIVES)
+    _choice("solver", solver, SOLVERS)
+    from pddplan.plan.compare import compare as run
+
+    return run(
+        problem,
+        objective=objective,
+        solver=solver,
+        time_limit_s=time_limit_s,
+        progress=progress,
+        explain=explain,
+    )
+
+
+def price_sweep(
+    problem: Problem,
+    chip: str,
+    prices: list[float],
+    *,
+    objective: Objective | None = None,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Sweep:
+    """Every architecture re-planned at each of ``chip``'s ``prices`` (USD per GPU-hour),
+    and the price where PDD stops beating the best baseline on BCR."""
+    from pddplan.plan.compare import price_sweep as run
+
+    used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
+    if chip not in used:
+        raise ArgumentError(
+            "chip",
+            f"{{argument}}: chip '{chip}' is not used anywhere in scenario {problem.scenario.name}",
+        )
+    return run(
+        problem,
+        chip,
+        prices,
+        objective=objective,
+        solver=solver,
+        time_limit_s=time_limit_s,
+        progress=progress,
+    )
+
+
+# --- checking a plan ------------------------------------------------------------------------
+def simulate(
+    problem: Problem,
+    fleet: Fleet,
+    *,
+    requests: int = 20_000,
+    rate_rps: float | None = None,
+    trace: str | Path | None = None,
+    skip_bad: bool = False,
+    seed: int = 0,
+    p_cache_tokens: int | None = None,
+    setup_rtts: float = 0.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimResult:
+    """``fleet`` simulated request by request, beside the analytic model's prediction.
+
+    Args:
+        requests: sampled requests (the first tenth warm up); ignored with a ``trace``.
+        rate_rps: their arrival rate (default: the fleet's SLA capacity).
+        trace: replay a Mooncake JSONL trace instead.
+        seed: same seed, same result.
+        p_cache_tokens: prefill-side prefix cache per datacenter (default: unbounded).
+        setup_rtts: round trips of connection set-up per WAN transfer.
+        progress: called with (requests done, requests in all).
+    """
+    from pddplan.simulation.run import simulate as run
+
+    return run(
+        problem,
+        fleet,
+        requests=requests,
+        rate_rps=rate_rps,
+        trace=_path(trace),
+        skip_bad=skip_bad,
+        seed=seed,
+        p_cache_tokens=p_cache_tokens,
+        setup_rtts=setup_rtts,
+        progress=progress,
+    )
+
+
+def verify(
+    problem: Problem,
+    plan: PlanResult | None = None,
+    *,
+    objective: Objective | None = None,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    requests: int = 20_000,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Verification:
+    """Plan (or take ``plan``), simulate it at the load it claims, and re-plan with a
+    tighter model until the simulator confirms a plan (``docs/simulate.md``)."""
+
+    def again(p: Problem) -> PlanResult:
+        return solve(p, objective=objective, solver=solver, time_limit_s=time_limit_s)
+
+    from pddplan.simulation.verify import verify as run
+
+    return run(problem, again, first=plan, requests=requests, seed=seed, progress=progress)
+
+
+# --- the model, the workload and the catalogs -------------------------------------------------
+def instance_figures(
+    model: str,
+    chip: str,
+    *,
+    catalogs: Catalogs | None = None,
+    problem: Problem | None = None,
+    gpus: int | None = None,
+    input_tokens: int = 8192,
+    hit_rate: float = 0.0,
+    output_tokens: int = 512,
+    tpot_ms: float | None = None,
+    batch: int | None = None,
+    dest_hit_rate: float = 0.0,
+    kv_dtype: Literal["bf16", "fp8"] | None = None,
+    weight_dtype: Literal["bf16", "fp8", "fp4"] | None = None,
+) -> InstancePerf:
+    """One instance of ``model`` on ``chip`` for one request shape: prefill latency and
+    throughput, the largest decode batch, KV sizes. ``gpus`` defaults to the smallest power
+    of two that holds the weights. With ``problem``, its scenario's calibration overrides,
+    dtypes and catalogs apply."""
+    from pddplan.model.figures import analyze_instance
+    from pddplan.model.instance import make_instance, smallest_fitting_gpus
+    from pddplan.spec.calibration import resolve_calibration
+
+    _choice("kv_dtype", kv_dtype, ("bf16", "fp8"))
+    _choice("weight_dtype", weight_dtype, ("bf16", "fp8", "fp4"))
+    calibration = None
+    if problem is not None:
+        catalogs = load_catalogs(problem=problem)
+        calibration = problem.scenario.calibration
+        kv_dtype = kv_dtype or problem.scenario.kv_dtype
+        weight_dtype = weight_dtype or problem.scenario.weight_dtype
+    elif catalogs is None:
+        catalogs = load_catalogs()
+    spec, chip_spec = catalogs.model(model), catalogs.chip(chip)
+    cal = resolve_calibration(catalogs.hardware, chip, calibration)
+    if gpus is None:
+        gpus = smallest_fitting_gpus(spec, chip_spec, cal, weight_dtype=weight_dtype)
+        if gpus is None:
+            raise ArgumentError(
+                "gpus",
+                f"{model} does not fit any instance of up to 1024 x {chip}; give {{argument}}",
+            )
+    inst = make_instance(spec, chip_spec, gpus, cal, kv_dtype=kv_dtype, weight_dtype=weight_dtype)
+    return analyze_instance(
+        inst,
+        input_tokens=input_tokens,
+        hit_rate=hit_rate,
+        output_tokens=output_tokens,
+        tpot_ms=tpot_ms,
+        batch=batch,
+        dest_hit_rate=dest_hit_rate,
+    )
+
+
+def fit_trace(
+    path: str | Path,
+    *,
+    block_tokens: int = 512,
+    cache_tokens: int | Literal["unbounded"] = "unbounded",
+    md_cache_tokens: int | Literal["unbounded"] | None = None,
+    hit_edges: tuple[float, ...] | None = None,
+    skip_bad: bool = False,
+) -> TraceFit:
+    """A Mooncake trace replayed through prefix caches of these sizes (tokens), and the
+    workload it gives: hit histogram, lengths, arrival rate and request classes."""
+    from pddplan.workload.classes import HIT_EDGES
+    from pddplan.workload.trace import fit_trace as fit
+
+    return fit(
+        Path(path),
+        block_tokens=block_tokens,
+        cache_tokens=cache_tokens,
+        md_cache_tokens=md_cache_tokens,
+        hit_edges=hit_edges if hit_edges is not None else HIT_EDGES,
+        skip_bad=skip_bad,
+    )
+
+
+def workload_yaml(fit: TraceFit) -> str:
+    """``fit`` as a commented ``workload:`` block a scenario can include."""
+    from pddplan.io.workload import workload_yaml as dump
+
+    return dump(fit)
+
+
+def import_hf_config(
+    path: str | Path,
+    model_id: str,
+    *,
+    total_params_b: float | None = None,
+    active_params_b: float | None = None,
+    catalog: str | Path | None = None,
+) -> str:
+    """A model catalog entry (YAML text) from a Hugging Face ``config.json``; with
+    ``catalog``, also added to that model catalog file (created if missing; its other
+    entries and comments kept)."""
+    from pddplan.io.hf import add_model_entry
+    from pddplan.io.hf import import_hf_config as convert
+
+    text = convert(
+        Path(path), model_id, total_params_b=total_params_b, active_params_b=active_params_b
+    )
+    if catalog is not None:
+        add_model_entry(Path(catalog), text)
+    return text
+
+
+# --- helpers --------------------------------------------------------------------------------
+def _path(p: str | Path | None) -> Path | None:
+    return None if p is None else Path(p)
+
+
+def _choice(argument: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise ArgumentError(
+            argument, f"{{argument}}: '{value}' is not allowed; choose one of {', '.join(allowed)}"
+        )

@@ -1,0 +1,249 @@
+"""``pddplan validate``, ``solve``, ``evaluate``, ``perf`` and ``schema``: one scenario,
+one deployment, one instance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import pddplan
+from pddplan.cli import simulate as cli_simulate
+from pddplan.cli.common import (
+    FleetOpt,
+    HardwareOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    Method,
+    ModelsOpt,
+    ObjectiveOpt,
+    PlanOpt,
+    ScenarioArg,
+    SeedOpt,
+    SolverOpt,
+    WeightDtype,
+    emit,
+    err,
+    load_deployment,
+    print_json,
+    user_errors,
+    value,
+    write_file,
+)
+
+
+def validate(scenario: ScenarioArg, json_out: JsonOpt = False) -> None:
+    """Check a scenario file and the catalog ids it references; list every problem.
+
+    Example: [bold]pddplan validate scenarios/pdd-h100-h200.yaml[/bold]
+    """
+    from pddplan.report import tables
+
+    s = pddplan.load_scenario(scenario).scenario
+    emit(
+        json_out,
+        lambda: {"valid": True, "scenario": s.model_dump(mode="json")},
+        lambda: tables.scenario_summary(s, str(scenario)),
+    )
+
+
+def solve(
+    scenario: ScenarioArg,
+    objective: ObjectiveOpt = None,
+    solver: SolverOpt = None,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit", min=0.1, help="Seconds for the whole solve (default: the scenario's)."
+        ),
+    ] = None,
+    method: Annotated[
+        Method,
+        typer.Option(
+            help="milp, or enumerate: brute force scored by the evaluator (small scenarios)."
+        ),
+    ] = Method.milp,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Simulate the plan; if it misses the SLA, tighten the model and re-plan.",
+        ),
+    ] = False,
+    verify_requests: cli_simulate.VerifyRequestsOpt = 20_000,
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
+
+    Exit code 0 with a plan (optimal, or time_limit / not_converged with its gap), 1 without
+    one (infeasible, with the smallest relaxation of each limit; or time_limit_no_incumbent;
+    or, with --verify, no plan the simulator confirms).
+
+    Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
+    """
+    from pddplan.report import tables, views
+
+    problem = pddplan.load_scenario(scenario)
+    options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
+    result = pddplan.solve(problem, method=value(method), **options)
+    checked = None
+    if verify and result.fleet is not None:
+        checked = cli_simulate.verify_plan(problem, result, verify_requests, seed, **options)
+        result = checked.final.plan if checked.final is not None else result
+    view = views.plan_view(result)
+    if checked is not None:
+        view["verification"] = views.verification_view(checked)
+    if out_file is not None and result.fleet is not None:
+        write_file(out_file, json.dumps(view, indent=2) + "\n")
+    emit(
+        json_out,
+        lambda: view,
+        lambda: cli_simulate.with_verification(tables.plan_report(result, problem.scenario), view),
+    )
+    if out_file is not None and result.fleet is not None and not json_out:
+        err.print(f"wrote {out_file}")
+    if result.fleet is None or (checked is not None and not checked.confirmed):
+        raise typer.Exit(code=1)
+
+
+def evaluate(
+    scenario: ScenarioArg,
+    fleet: FleetOpt = None,
+    plan: PlanOpt = None,
+    demand_rps: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, help="Evaluate at this demand instead of the scenario's arrival rate."
+        ),
+    ] = None,
+    cost_only: Annotated[
+        bool,
+        typer.Option(
+            "--cost-only",
+            help="Only price the deployment (GPUs, owned inventory, links), without "
+            "evaluating its performance: works even where a pool cannot hold the weights.",
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
+
+    Give the deployment as --fleet (YAML) or --plan (from solve --out).
+
+    Example: [bold]pddplan evaluate scenarios/pdd-h100-h200.yaml --fleet fleets/pdd-h100-h200-example.yaml[/bold]
+    """
+    from pddplan.report import tables, views
+
+    problem, deployment = load_deployment(scenario, fleet, plan)
+    if cost_only:
+        cost = pddplan.price_fleet(problem, deployment)
+        emit(
+            json_out,
+            lambda: views.cost_view(deployment, cost),
+            lambda: tables.cost_report(deployment, cost),
+        )
+        return
+    try:
+        result = pddplan.evaluate(problem, deployment, demand_rps=demand_rps)
+    except pddplan.WeightsDoNotFitError as e:
+        raise pddplan.InputError([*e.problems, "--cost-only still prices this fleet"]) from None
+    emit(
+        json_out,
+        lambda: views.evaluation_view(result),
+        lambda: tables.evaluation_report(result, problem.scenario),
+    )
+
+
+def perf(
+    model_id: Annotated[str, typer.Argument(metavar="MODEL", help="Model id.")],
+    chip_id: Annotated[str, typer.Argument(metavar="CHIP", help="Chip id.")],
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="GPUs per instance (default: the smallest power of two that holds the weights).",
+        ),
+    ] = None,
+    input_tokens: Annotated[int, typer.Option(min=1, help="Input (prompt) tokens.")] = 8192,
+    hit_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Prefix-cache hit rate of the input at prefill.")
+    ] = 0.0,
+    output_tokens: Annotated[int, typer.Option(min=1, help="Output tokens.")] = 512,
+    tpot_ms: Annotated[
+        float | None, typer.Option(min=0.001, help="TPOT bound (ms) for the largest batch.")
+    ] = None,
+    batch: Annotated[
+        int | None, typer.Option(min=1, help="Decode at this batch instead of the largest.")
+    ] = None,
+    dest_hit_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Share of the context the KV destination already holds."
+        ),
+    ] = 0.0,
+    kv_dtype: KvDtypeOpt = None,
+    weight_dtype: Annotated[
+        WeightDtype | None, typer.Option(help="Weight dtype (default: the model's).")
+    ] = None,
+    scenario: Annotated[
+        Path | None, typer.Option(help="Take calibration overrides and dtypes from this scenario.")
+    ] = None,
+    json_out: JsonOpt = False,
+    hardware: HardwareOpt = None,
+    models: ModelsOpt = None,
+) -> None:
+    """Per-instance analytic figures: prefill, decode, largest batch, KV shipped.
+
+    Example: [bold]pddplan perf deepseek-v3 h800 --gpus 16 --input-tokens 4096 --hit-rate 0.5 --tpot-ms 50[/bold]
+    """
+    from pddplan.report import tables, views
+
+    problem, catalogs = None, None
+    if scenario is not None:
+        if hardware or models:
+            raise pddplan.InputError(
+                "--scenario takes its catalogs from the scenario's catalogs: section; "
+                "drop --hardware/--models or set them there"
+            )
+        problem = pddplan.load_scenario(scenario)
+    else:
+        catalogs = pddplan.load_catalogs(hardware, models)
+    result = pddplan.instance_figures(
+        model_id,
+        chip_id,
+        catalogs=catalogs,
+        problem=problem,
+        gpus=gpus,
+        input_tokens=input_tokens,
+        hit_rate=hit_rate,
+        output_tokens=output_tokens,
+        tpot_ms=tpot_ms,
+        batch=batch,
+        dest_hit_rate=dest_hit_rate,
+        kv_dtype=value(kv_dtype),
+        weight_dtype=value(weight_dtype),
+    )
+    emit(json_out, lambda: views.perf_view(result), lambda: tables.perf_table(result))
+
+
+def schema() -> None:
+    """Print the scenario format as JSON Schema (for editor completion and checks).
+
+    Example: [bold]pddplan schema > scenario.schema.json[/bold]
+    """
+    print_json(pddplan.scenario_schema())
+
+
+COMMANDS = {
+    "validate": user_errors(validate),
+    "solve": user_errors(solve),
+    "evaluate": user_errors(evaluate),
+    "perf": user_errors(perf),
+    "schema": schema,
+}

@@ -1,0 +1,147 @@
+"""``pddplan workload ...``: workloads from request traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+import pddplan
+from pddplan.cli.common import JsonOpt, emit, err, out, user_errors, write_file
+
+workload_app = typer.Typer(
+    help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
+)
+
+DEFAULT_BUCKETS = "0,0.2,0.4,0.7,0.9,0.95,0.99,1"
+"""The planner's prefill-hit class edges (``pddplan.workload.classes.HIT_EDGES``; a test keeps
+the two equal), spelled out so that ``--help`` does not import the workload model."""
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+TraceArg = Annotated[Path, typer.Argument(help="Mooncake-format JSONL trace.")]
+BlockOpt = Annotated[int, typer.Option("--block-size", min=1, help="Tokens per prefix block.")]
+CacheOpt = Annotated[
+    str,
+    typer.Option("--cache-tokens", help="Prefill-side cache capacity in tokens, or 'unbounded'."),
+]
+MdCacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--md-cache-tokens",
+        help="Also replay a decode-side (MD) cache of this many tokens, or 'unbounded'.",
+    ),
+]
+BucketsOpt = Annotated[
+    str, typer.Option("--buckets", help="Hit-rate bucket edges, rising from 0 to 1.")
+]
+SkipBadOpt = Annotated[
+    bool,
+    typer.Option("--skip-bad", help="Skip malformed lines and count them, instead of stopping."),
+]
+
+
+def _cache_tokens(option: str, text: str | None) -> Any:
+    if text is None or text == "unbounded":
+        return text
+    try:
+        tokens = int(text)
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise pddplan.InputError(
+            f"{option}: '{text}' is not allowed; give a positive number of tokens or 'unbounded'"
+        )
+    return tokens
+
+
+def _edges(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise pddplan.InputError(
+            f"--buckets: '{text}' is not a comma-separated list of numbers from 0 to 1"
+        ) from None
+
+
+def _fit(
+    trace: Path,
+    block_size: int,
+    cache_tokens: str,
+    md_cache_tokens: str | None,
+    buckets: str,
+    skip_bad: bool,
+) -> pddplan.TraceFit:
+    return pddplan.fit_trace(
+        trace,
+        block_tokens=block_size,
+        cache_tokens=_cache_tokens("--cache-tokens", cache_tokens),
+        md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
+        hit_edges=_edges(buckets),
+        skip_bad=skip_bad,
+    )
+
+
+@workload_app.command("fit")
+@user_errors
+def workload_fit(
+    trace: TraceArg,
+    block_size: BlockOpt = 512,
+    cache_tokens: CacheOpt = "unbounded",
+    md_cache_tokens: MdCacheOpt = None,
+    buckets: BucketsOpt = DEFAULT_BUCKETS,
+    output: Annotated[
+        Path | None, typer.Option("--out", help="Write the fitted workload block (YAML) here.")
+    ] = None,
+    skip_bad: SkipBadOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a trace through prefix caches and fit the workload: hit-rate histogram,
+    length distributions, arrival rate, and request classes a scenario can use.
+
+    Example: [bold]pddplan workload fit trace.jsonl --cache-tokens 2000000 --out workload.yaml[/bold]
+    """
+    from pddplan.report import tables, views
+
+    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    if output is not None:
+        write_file(output, pddplan.workload_yaml(fit))
+        err.print(f"wrote {output}")
+    emit(json_out, lambda: views.trace_fit_view(fit), lambda: tables.trace_report(fit))
+
+
+@workload_app.command("show")
+@user_errors
+def workload_show(
+    trace: TraceArg,
+    block_size: BlockOpt = 512,
+    cache_tokens: CacheOpt = "unbounded",
+    md_cache_tokens: MdCacheOpt = None,
+    buckets: BucketsOpt = DEFAULT_BUCKETS,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also write the histogram and the hit rate over time as an image (PNG, SVG or PDF).",
+        ),
+    ] = None,
+    skip_bad: SkipBadOpt = False,
+) -> None:
+    """Show a trace as tables with a terminal histogram; optionally plot it.
+
+    Example: [bold]pddplan workload show trace.jsonl --plot hits.png[/bold]
+    """
+    from pddplan.report import plots, tables
+
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise pddplan.InputError(
+            f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
+        )
+    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    out.print(tables.trace_report(fit))
+    if plot is not None:
+        try:
+            plots.plot_trace(fit, plot)
+        except OSError as e:
+            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
+        err.print(f"wrote {plot}")

@@ -1,0 +1,314 @@
+"""The planning problem: a validated scenario, the chip catalog and the model it serves, and
+every table derived from them, computed once and kept on the problem.
+
+Each table declares the inputs it is computed from (``TABLE_INPUTS``: scenario fields, by
+dotted path, and the catalogs). ``Problem.derive`` makes a new problem from changed
+scenario values and hands it every table whose inputs did not change, so that a sweep over
+prices re-uses every instance, prefill and decode table, and a sweep over the workload
+re-uses the instances. ``table_builds`` counts the entries each table computed.
+
+Everything here is a pure function of the inputs; a problem pickles (its tables with it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from pddplan import units
+from pddplan.errors import InputError, WeightsDoNotFitError
+from pddplan.model.instance import Instance, PrefillFigures, make_instance
+from pddplan.model.kv import KvModel
+from pddplan.model.queueing import PassOrder, pass_order
+from pddplan.spec.calibration import Calibration, resolve_calibration
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.scenario import ROLES, Scenario
+from pddplan.spec.source import Loc, SourceMap, fmt_loc
+from pddplan.workload.classes import RequestClass, md_caches, workload_classes
+
+_INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
+TABLE_INPUTS: dict[str, tuple[str, ...]] = {
+    "classes": ("workload",),
+    "md_caches": ("workload", "md_cache"),
+    "instances": _INSTANCE,
+    "prefill": (*_INSTANCE, "workload"),
+    "passes": (*_INSTANCE, "workload"),
+    "decode_points": (*_INSTANCE, "workload", "sla.tpot_ms"),
+    "extend_passes": (*_INSTANCE, "workload"),
+}
+"""Each table and what it is computed from: ``hardware`` and ``model`` are the catalogs'
+entries, the rest scenario fields (a dotted path names a field inside one)."""
+
+
+@dataclass(frozen=True)
+class ClassArrays:
+    """The request classes as arrays, in class order."""
+
+    w: np.ndarray
+    """Share of requests."""
+    inp: np.ndarray
+    """Input tokens."""
+    out: np.ndarray
+    """Output tokens."""
+    hit: np.ndarray
+    """Prefill-side prefix hit rate."""
+
+
+class Problem:
+    """A scenario with its catalogs (see the module docstring)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        hardware: HardwareCatalog,
+        model: ModelSpec,
+        *,
+        source: SourceMap | None = None,
+    ) -> None:
+        if model.id != scenario.model:
+            raise ValueError(f"the scenario serves {scenario.model}, not {model.id}")
+        self.scenario, self.hardware, self.model = scenario, hardware, model
+        self.source = source
+        """The scenario file and the line of each key (None for a problem built in code)."""
+        self._tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_INPUTS}
+        self.table_builds: Counter[str] = Counter()
+        """Entries computed per table by this problem (not those it inherited)."""
+
+    # --- deriving ---------------------------------------------------------------------------
+    def derive(self, changes: Mapping[str, Any]) -> Problem:
+        """A problem whose scenario has ``changes`` applied (dotted paths, e.g.
+        ``{"prices_usd_per_gpu_hour.h200-sxm": 3.9, "links[0].rtt_ms": 40}``), validated
+        again; it shares every table whose inputs are unchanged."""
+        data = self.scenario.model_dump(mode="json")
+        for path, value in changes.items():
+            set_path(data, path, value)
+        try:
+            scenario = Scenario.model_validate(data)
+        except ValueError as e:
+            raise InputError(f"scenario {self.scenario.name} with {dict(changes)}: {e}") from None
+        return self.with_scenario(scenario)
+
+    def with_scenario(self, scenario: Scenario) -> Problem:
+        """A problem for ``scenario`` (same catalogs), sharing every table whose inputs are
+        the same in both."""
+        new = Problem(scenario, self.hardware, self.model, source=self.source)
+        for name, inputs in TABLE_INPUTS.items():
+            if all(_same(self._input(k), new._input(k)) for k in inputs):
+                new._tables[name] = self._tables[name]
+        return new
+
+    def _input(self, name: str) -> Any:
+        if name == "hardware":
+            return self.hardware
+        if name == "model":
+            return self.model
+        value: Any = self.scenario
+        for part in name.split("."):
+            value = getattr(value, part)
+        return value
+
+    def _table(self, name: str) -> dict[Any, Any]:
+        return self._tables[name]
+
+    # --- the workload -----------------------------------------------------------------------
+    @property
+    def classes(self) -> list[RequestClass]:
+        """The workload's request classes (``pddplan.workload.classes``)."""
+        table = self._table("classes")
+        if "classes" not in table:
+            self.table_builds["classes"] += 1
+            table["classes"] = workload_classes(self.scenario.workload)
+        return table["classes"]
+
+    @cached_property
+    def arrays(self) -> ClassArrays:
+        c = self.classes
+        return ClassArrays(
+            np.array([x.weight for x in c]),
+            np.array([x.input_tokens for x in c]),
+            np.array([x.output_tokens for x in c]),
+            np.array([x.p_hit for x in c]),
+        )
+
+    @property
+    def md_caches(self) -> list[tuple[float | None, np.ndarray]]:
+        """The decode-side cache choices: (HBM GB reserved per MD GPU, or None without
+        ``md_cache`` options; each class's MD hit)."""
+        table = self._table("md_caches")
+        if "md_caches" not in table:
+            self.table_builds["md_caches"] += 1
+            table["md_caches"] = [(gb, np.array(h)) for gb, h in md_caches(self.scenario)]
+        return table["md_caches"]
+
+    def md_hits(self, gb_per_gpu: float | None) -> np.ndarray:
+        """Each class's MD hit rate with ``gb_per_gpu`` reserved for the decode-side cache
+        (one of the scenario's ``md_cache`` sizes; None without them)."""
+        return next(h for g, h in self.md_caches if g == gb_per_gpu)
+
+    @cached_property
+    def decode_context_tokens(self) -> float:
+        """Decode's operating context: the token-weighted mean context over the output,
+        ``sum w (input + output / 2) output / sum w output``."""
+        a = self.arrays
+        return float(a.w @ ((a.inp + a.out / 2) * a.out) / (a.w @ a.out))
+
+    @cached_property
+    def output_tokens_per_request(self) -> float:
+        a = self.arrays
+        return float(a.w @ a.out)
+
+    # --- the model on the chips -------------------------------------------------------------
+    @cached_property
+    def kv(self) -> KvModel:
+        """The model's KV cache at the scenario's KV dtype."""
+        return KvModel(self.model, self.scenario.kv_dtype or self.model.kv_dtype)
+
+    def calibration(self, chip: str) -> Calibration:
+        """``chip``'s efficiency factors and knobs (catalog defaults, scenario overrides)."""
+        return resolve_calibration(self.hardware, chip, self.scenario.calibration)
+
+    def instance(self, chip: str, gpus: int) -> Instance:
+        """The model on ``gpus`` GPUs of ``chip``; ``WeightsDoNotFitError`` when they cannot
+        hold its weights."""
+        table = self._table("instances")
+        key = (chip, gpus)
+        if key not in table:
+            self.table_builds["instances"] += 1
+            s = self.scenario
+            try:
+                table[key] = make_instance(
+                    self.model,
+                    self.hardware.chips[chip],
+                    gpus,
+                    self.calibration(chip),
+                    kv_dtype=s.kv_dtype,
+                    weight_dtype=s.weight_dtype,
+                )
+            except WeightsDoNotFitError as e:
+                table[key] = e
+        found = table[key]
+        if isinstance(found, WeightsDoNotFitError):
+            raise WeightsDoNotFitError(found.problems)
+        return found
+
+    def fits(self, chip: str, gpus: int) -> bool:
+        """Whether ``gpus`` GPUs of ``chip`` hold the model's weights."""
+        try:
+            self.instance(chip, gpus)
+        except WeightsDoNotFitError:
+            return False
+        return True
+
+    def prefill_figures(self, chip: str, gpus: int) -> PrefillFigures:
+        """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
+        every pass (``Instance.prefill_figures``)."""
+        table = self._table("prefill")
+        key = (chip, gpus)
+        if key not in table:
+            self.table_builds["prefill"] += 1
+            a = self.arrays
+            table[key] = self.instance(chip, gpus).prefill_figures(a.inp, a.hit)
+        return table[key]
+
+    def pass_order(self, chip: str, gpus: int) -> PassOrder:
+        """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
+        needs them."""
+        table = self._table("passes")
+        key = (chip, gpus)
+        if key not in table:
+            self.table_builds["passes"] += 1
+            table[key] = pass_order(self.prefill_figures(chip, gpus), self.arrays.w)
+        return table[key]
+
+    def decode_point(
+        self, chip: str, gpus: int, reserve_gb_per_gpu: float = 0.0
+    ) -> tuple[int, float]:
+        """Decode's operating point on ``gpus`` x ``chip`` with ``reserve_gb_per_gpu`` of
+        HBM held back (the decode-side cache): the largest batch meeting the TPOT bound at
+        ``decode_context_tokens``, and its step seconds (batch 0: none fits; the step is
+        then batch 1's)."""
+        table = self._table("decode_points")
+        key = (chip, gpus, reserve_gb_per_gpu)
+        if key not in table:
+            self.table_builds["decode_points"] += 1
+            inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
+            reserve = reserve_gb_per_gpu * units.GB * gpus
+            tpot_s = self.scenario.sla.tpot_ms * units.MS
+            batch = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserve)
+            table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
+        return table[key]
+
+    def extend_pass_s(self, chip: str, gpus: int, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Seconds of ``gpus`` x ``chip``'s pass over ``tokens`` new tokens on top of classes
+        ``k``'s inputs: an MD handoff's extend step. Kept: the eager tokens behind it change
+        in whole tokens, so most capacity-search rates repeat another's."""
+        table = self._table("extend_passes")
+        key = (chip, gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
+        if key not in table:
+            self.table_builds["extend_passes"] += 1
+            inst = self.instance(chip, gpus)
+            table[key] = inst.prefill_pass_s(tokens, self.arrays.inp[k])
+        return table[key]
+
+    # --- checks that need the model ---------------------------------------------------------
+    def problems(self) -> list[str]:
+        """What makes the scenario impossible before any planning, one located line each:
+        a role whose allowed chips hold the weights at no searched size, and decode-side
+        cache options whose MD hits do not give one value per class."""
+        s, out = self.scenario, []
+        sizes = s.search.sizes()
+        for role in ROLES:
+            chips = sorted({c for _, c in s.chips_for(role)})
+            if chips and not any(self.fits(c, g) for c in chips for g in sizes):
+                out.append(
+                    self._located(
+                        ("datacenters",),
+                        f"{self.model.id} fits no allowed configuration for role '{role}': "
+                        f"chips {', '.join(chips)} at {', '.join(map(str, sizes))} GPUs per "
+                        "instance (allow larger instances in search, or a larger-memory chip)",
+                    )
+                )
+        n = len(self.classes)
+        for i, option in enumerate(s.md_cache or ()):
+            if option.md_hit is not None and len(option.md_hit) != n:
+                out.append(
+                    self._located(
+                        ("md_cache", i, "md_hit"),
+                        f"{len(option.md_hit)} values; the workload has {n} classes (one MD "
+                        "hit rate per class, in class order)",
+                    )
+                )
+        return out
+
+    def _located(self, loc: Loc, message: str) -> str:
+        if self.source is not None:
+            return self.source.problem(loc, message)
+        return f"scenario {self.scenario.name}: {fmt_loc(loc)}: {message}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def set_path(data: Any, path: str, value: Any) -> None:
+    """Set the value at a dotted path of plain data (``links[0].rtt_ms``); the last key may
+    be new in a mapping. ``KeyError``/``IndexError`` name what does not exist."""
+    parts: list[str | int] = [int(i) if i else key for key, i in _PART.findall(path)]
+    if not parts:
+        raise KeyError(path)
+    node = data
+    for part in parts[:-1]:
+        node = node[part]
+    if not isinstance(node, dict | list):
+        raise KeyError(f"{path}: {type(node).__name__} has no key {parts[-1]!r}")
+    node[parts[-1]] = value
