@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import DATA, ROOT, SCENARIOS, triple
 
@@ -155,22 +156,68 @@ def test_json_schema_describes_the_format():
 
 
 def test_distributions():
+    """Hand-checkable quantiles and CDFs: the buckets put 20% uniformly on [0, 0.5) and 80%
+    on [0.9, 1), nothing between."""
     from pddplan.spec.distributions import HitDist, LengthDist
     from pddplan.workload.distributions import frozen_dist, slice_mean
 
-    buckets = HitDist(
+    buckets = frozen_dist(
+        HitDist(
+            dist="buckets",
+            buckets=[{"lo": 0, "hi": 0.5, "share": 0.2}, {"lo": 0.9, "hi": 1.0, "share": 0.8}],
+        )
+    )
+    assert buckets.cdf([0.25, 0.5, 0.7, 0.9, 0.95]) == pytest.approx([0.1, 0.2, 0.2, 0.2, 0.6])
+    assert buckets.ppf([0.1, 0.15, 0.6, 1.0]) == pytest.approx([0.25, 0.375, 0.95, 1.0])
+    low = HitDist(
         dist="buckets",
         buckets=[{"lo": 0, "hi": 0.5, "share": 0.2}, {"lo": 0.9, "hi": 1.0, "share": 0.8}],
     )
-    assert float(frozen_dist(buckets).mean()) == pytest.approx(0.2 * 0.25 + 0.8 * 0.95)
-    assert slice_mean(buckets, 0.0, 0.2) == pytest.approx(0.25, abs=1e-3)  # the low bucket
+    assert slice_mean(low, 0.0, 0.2) == pytest.approx(0.25, abs=1e-3)  # the low bucket
     logn = LengthDist(dist="lognormal", median=1000, sigma=0.5)
     assert float(frozen_dist(logn).ppf(0.5)) == pytest.approx(1000)
+    assert float(frozen_dist(logn).cdf(1000)) == pytest.approx(0.5)
     capped = LengthDist(dist="lognormal", median=1000, sigma=1.0, max=2000)
     assert float(frozen_dist(capped).ppf(0.999)) <= 2000 + 1e-9
-    assert float(
-        frozen_dist(HitDist(dist="beta", mean=0.3, concentration=5)).mean()
-    ) == pytest.approx(0.3)
+    assert float(frozen_dist(LengthDist(dist="uniform", min=10, max=30)).ppf(0.25)) == 15.0
+    assert float(frozen_dist(LengthDist(dist="fixed", value=7)).ppf(0.3)) == 7.0
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"dist": "lognormal", "median": 8000, "sigma": 1.3},
+        {"dist": "uniform", "min": 100, "max": 900},
+        {"dist": "beta", "mean": 0.3, "concentration": 5},
+        {"dist": "beta", "mean": 0.9, "concentration": 40},
+        {
+            "dist": "buckets",
+            "buckets": [{"lo": 0, "hi": 0.4, "share": 0.3}, {"lo": 0.6, "hi": 1, "share": 0.7}],
+        },
+    ],
+)
+def test_distributions_agree_with_scipy_stats(spec):
+    """The quantiles and CDFs built on scipy.special are scipy.stats' own, to rounding."""
+    from scipy import stats
+
+    from pddplan.spec.distributions import HitDist, LengthDist
+    from pddplan.workload.distributions import frozen_dist
+
+    d = (HitDist if spec["dist"] in ("beta", "buckets") else LengthDist).model_validate(spec)
+    if spec["dist"] == "lognormal":
+        ref = stats.lognorm(s=spec["sigma"], scale=spec["median"])
+    elif spec["dist"] == "uniform":
+        ref = stats.uniform(loc=spec["min"], scale=spec["max"] - spec["min"])
+    elif spec["dist"] == "beta":
+        a = spec["mean"] * spec["concentration"]
+        ref = stats.beta(a, spec["concentration"] - a)
+    else:
+        ref = stats.rv_histogram(([0.3, 0.0, 0.7], [0.0, 0.4, 0.6, 1.0]), density=False)
+    q = np.linspace(0.001, 0.999, 999)
+    ours = frozen_dist(d)
+    assert ours.ppf(q) == pytest.approx(ref.ppf(q), rel=1e-12)
+    x = ref.ppf(q)
+    assert ours.cdf(x) == pytest.approx(ref.cdf(x), rel=1e-12, abs=1e-15)
 
 
 def test_custom_catalogs_are_used_for_id_checks(tmp_path):

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 import pddplan
 from pddplan.cli.common import (
@@ -108,6 +107,8 @@ def compare(
     elif format_ == Format.md:
         text = documents.comparison_markdown(view, problem.scenario, str(scenario))
     else:  # a table into a file: plain text, 100 columns
+        from rich.console import Console
+
         buf = io.StringIO()
         Console(file=buf, width=100, no_color=True).print(tables.comparison_report(view))
         text = buf.getvalue()

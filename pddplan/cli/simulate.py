@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Group, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 import pddplan
 from pddplan.cli.common import (
@@ -38,6 +36,8 @@ VerifyRequestsOpt = Annotated[
 @contextlib.contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress callback ``(done, total)`` drawn on stderr when it is a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
     bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -143,8 +143,11 @@ def verify_plan(
         )
 
 
-def with_verification(plan: RenderableType, view: dict[str, Any]) -> RenderableType:
-    """The plan report, followed by the verification table when there is one."""
+def with_verification(plan: Any, view: dict[str, Any]) -> Any:
+    """The plan report (a rich renderable), followed by the verification table when there
+    is one."""
+    from rich.console import Group
+
     from pddplan.report import simulation
 
     if "verification" not in view:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cache
-from importlib import resources
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,9 @@ from pddplan.spec.source import SourceMap
 
 
 def _shipped(name: str) -> Path:
-    return Path(str(resources.files("pddplan.catalogs") / name))
+    import pddplan.catalogs  # the shipped files: a package, wherever it is installed
+
+    return Path(pddplan.catalogs.__file__).parent / name
 
 
 def _with_ids(data: Any, section: str, source: SourceMap) -> Any:
@@ -77,41 +76,49 @@ def load_models(path: Path | None = None) -> dict[str, ModelSpec]:
 def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
     """'unknown chip 'h100' (close: h100-sxm, h100-pcie)' or the full list when none is close."""
     known = sorted(known)
+    import difflib
+
     close = difflib.get_close_matches(value, known, n=4, cutoff=0.4)
     return f"unknown {kind} '{value}'" + (
         f"; close matches: {', '.join(close)}" if close else f"; known: {', '.join(known)}"
     )
 
 
-@dataclass(frozen=True)
 class Catalogs:
-    """The hardware and model catalogs, with lookups that name what is close to a wrong id."""
+    """The hardware and model catalogs (each read when first used), with lookups that name
+    what is close to a wrong id."""
 
-    hardware: HardwareCatalog
-    models: dict[str, ModelSpec]
+    def __init__(self, hardware: Path | None = None, models: Path | None = None) -> None:
+        self.hardware_path, self.models_path = hardware, models
+
+    @cached_property
+    def hardware(self) -> HardwareCatalog:
+        return load_hardware(self.hardware_path)
+
+    @cached_property
+    def models(self) -> dict[str, ModelSpec]:
+        return load_models(self.models_path)
 
     def chip(self, chip_id: str) -> ChipSpec:
         if chip_id not in self.hardware.chips:
-            raise ArgumentError(
-                "chip", f"{{argument}}: {unknown_id('chip', chip_id, self.hardware.chips)}"
-            )
+            known = unknown_id("chip", chip_id, self.hardware.chips)
+            raise ArgumentError("chip", f"{{argument}}: {known}")
         return self.hardware.chips[chip_id]
 
     def model(self, model_id: str) -> ModelSpec:
         if model_id not in self.models:
-            raise ArgumentError(
-                "model", f"{{argument}}: {unknown_id('model', model_id, self.models)}"
-            )
+            known = unknown_id("model", model_id, self.models)
+            raise ArgumentError("model", f"{{argument}}: {known}")
         return self.models[model_id]
 
 
 def load_catalogs(
     hardware: Path | None = None, models: Path | None = None, *, base: Path | None = None
 ) -> Catalogs:
-    """The hardware and model catalogs at these paths (default: the shipped ones); relative
-    paths are taken from ``base`` (a scenario file's folder) when given."""
+    """The hardware and model catalogs at these paths (default: the shipped ones), read
+    when first used; relative paths are taken from ``base`` (a scenario file's folder)."""
 
     def at(p: Path | None) -> Path | None:
         return base / p if (p is not None and base is not None) else p
 
-    return Catalogs(load_hardware(at(hardware)), load_models(at(models)))
+    return Catalogs(at(hardware), at(models))

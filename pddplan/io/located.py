@@ -12,6 +12,10 @@ import yaml
 from pddplan.errors import InputError
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 
+Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML was built with it (it parses a catalog in a tenth of the
+time), else the pure-Python one; both give the same data and the same marks."""
+
 
 def read_yaml(path: Path) -> tuple[Any, SourceMap]:
     """Parse ``path``; return the data and the 1-based line of every key path."""
@@ -21,21 +25,25 @@ def read_yaml(path: Path) -> tuple[Any, SourceMap]:
         raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read: {e}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    loader = Loader(text)
+    try:  # one parse: the node tree gives the lines, then the data
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError(f"{path}: the file is empty")
+        lines: dict[Loc, int] = {}
+        duplicates: list[str] = []
+        _index_lines(node, (), lines, duplicates, path)
+        if duplicates:
+            raise InputError(duplicates)
+        data = loader.construct_document(node)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         problem = getattr(e, "problem", None) or str(e)
         raise InputError(f"{where}: malformed YAML: {problem}") from None
-    if node is None:
-        raise InputError(f"{path}: the file is empty")
-    lines: dict[Loc, int] = {}
-    duplicates: list[str] = []
-    _index_lines(node, (), lines, duplicates, path)
-    if duplicates:
-        raise InputError(duplicates)
-    return yaml.load(text, Loader=yaml.SafeLoader), SourceMap(path, lines)
+    finally:
+        loader.dispose()
+    return data, SourceMap(path, lines)
 
 
 def _index_lines(

@@ -3,7 +3,6 @@ line: ``FILE:LINE: KEY.PATH: what is wrong (what is allowed)``."""
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -35,6 +34,8 @@ def _messages(
         if kind == "extra_forbidden":
             allowed = _allowed_keys(cls, loc[len(prefix) : -1])
             msg = f"unknown key '{loc[-1]}'"
+            import difflib
+
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
             if close:
                 msg += f"; did you mean '{close[0]}'?"

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,13 +25,15 @@ from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
-from pddplan.model.queueing import PassOrder, pass_order
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import ROLES, Scenario
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
+
+if TYPE_CHECKING:
+    from pddplan.model.queueing import PassOrder
 
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
@@ -223,6 +225,8 @@ class Problem:
         table = self._table("passes")
         key = (chip, gpus)
         if key not in table:
+            from pddplan.model.queueing import pass_order  # scipy: only where it is needed
+
             self.table_builds["passes"] += 1
             table[key] = pass_order(self.prefill_figures(chip, gpus), self.arrays.w)
         return table[key]

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pddplan import units
-from pddplan.spec.scenario import Scenario
+from pddplan.report.format import money, num
+
+if TYPE_CHECKING:
+    from pddplan.spec.scenario import Scenario
 
 NAMES = {
     "intra-dc-homogeneous": "Intra-DC homogeneous",
@@ -18,14 +21,6 @@ NAMES = {
     "cross-dc-naive": "Cross-DC naive",
     "pdd": "PDD",
 }
-
-
-def _money(x: float | None, digits: int = 2) -> str:
-    return "—" if x is None else f"${x:,.{digits}f}"
-
-
-def _num(x: float | None, fmt: str) -> str:
-    return "—" if x is None else format(x, fmt)
 
 
 def comparison_rows(view: dict[str, Any]) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -40,21 +35,21 @@ def comparison_rows(view: dict[str, Any]) -> tuple[list[str], list[tuple[str, li
     rows = [
         ("status", [a["status"] for a in archs]),
         row("GPUs", lambda a: ", ".join(f"{n} {c}" for c, n in a["gpus_by_chip"].items())),
-        row("cost/hour", lambda a: _money(a["cost_per_hour_usd"])),
-        row("cost/month", lambda a: _money(a["cost_per_month_usd"], 0)),
+        row("cost/hour", lambda a: money(a["cost_per_hour_usd"])),
+        row("cost/month", lambda a: money(a["cost_per_month_usd"], 0)),
         row(
             "capacity vs demand, req/s",
             lambda a: f"{a['sla_capacity_rps']:,.2f} vs {a['demand_rps']:g}",
         ),
-        row("BCR, req/s per $/h", lambda a: _num(a["bcr"], ".4f")),
-        row("BCR vs best intra-DC", lambda a: _num(a["bcr_vs_best_intra_dc"], ".3f")),
+        row("BCR, req/s per $/h", lambda a: num(a["bcr"], ".4f")),
+        row("BCR vs best intra-DC", lambda a: num(a["bcr_vs_best_intra_dc"], ".3f")),
         *(
             row(f"TTFT {k.upper()}, s", lambda a, k=k: f"{a['ttft_s'][k]:.2f}")
             for k in ("p50", "p90", "p99")
         ),
         row("WAN", lambda a: "none" if not a["link_tiers"] else f"{a['wan_gbps']:g} Gbps"),
         row("RLD token share", lambda a: f"{a['rld_token_share']:.1%}"),
-        row("$ per M output tokens", lambda a: _money(a["usd_per_million_output_tokens"])),
+        row("$ per M output tokens", lambda a: money(a["usd_per_million_output_tokens"])),
     ]
     return heads, rows
 
@@ -189,9 +184,9 @@ def sweep_markdown(sweep: dict[str, Any]) -> list[str]:
     rows = [
         [
             f"${p['price_usd_per_gpu_hour']:.4g}",
-            _num(p["pdd_bcr"], ".4f"),
+            num(p["pdd_bcr"], ".4f"),
             NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
-            _num(p["best_baseline_bcr"], ".4f"),
+            num(p["best_baseline_bcr"], ".4f"),
             "PDD" if p["pdd_wins"] else "baseline",
         ]
         for p in sweep["points"]

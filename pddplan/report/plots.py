@@ -4,8 +4,10 @@ imports matplotlib, and only when a plot is asked for."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pddplan.workload.trace import TraceFit
+if TYPE_CHECKING:
+    from pddplan.workload.trace import TraceFit
 
 
 def plot_trace(fit: TraceFit, path: Path) -> None:

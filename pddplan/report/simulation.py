@@ -10,7 +10,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from pddplan.report.tables import _grid, _num
+from pddplan.report.format import num
+from pddplan.report.tables import grid
 
 LABELS = {"p_hit": "prefill-side hit (mean)", "md_hit": "decode-side hit (mean)"}
 
@@ -22,7 +23,7 @@ def _fmt(x: float | None, unit: str) -> str:
         return f"{x:.1%}"
     if unit == "s":
         return f"{x:,.3f}"
-    return _num(x, ",.4g")
+    return num(x, ",.4g")
 
 
 def _err(x: float | None) -> str:
@@ -31,7 +32,7 @@ def _err(x: float | None) -> str:
 
 def simulation_table(v: dict[str, Any]) -> Table:
     """Simulated vs analytic, one figure per row."""
-    t = _grid(
+    t = grid(
         f"Simulated vs analytic at {v['rate_rps']:,.2f} req/s",
         ("figure", "simulated", "95% CI", "analytic", "error"),
     )
@@ -113,7 +114,7 @@ def simulation_report(v: dict[str, Any]) -> Group:
 
 
 def verification_report(v: dict[str, Any]) -> Group:
-    t = _grid(
+    t = grid(
         "Verification: plan, simulate, tighten",
         (
             "#",
@@ -143,10 +144,10 @@ def verification_report(v: dict[str, Any]) -> Group:
             str(st["iteration"]),
             factors,
             f"{st['gpus']:,}",
-            _num(st["cost_per_hour_usd"], ",.2f"),
-            _num(st["load_rps"], ",.2f"),
+            num(st["cost_per_hour_usd"], ",.2f"),
+            num(st["load_rps"], ",.2f"),
             f"{sim['ttft_s']['p90']:.2f}/{sim['ttft_s']['p99']:.2f}",
-            _num(sim["tpot_ms"]["p99"], ",.1f"),
+            num(sim["tpot_ms"]["p99"], ",.1f"),
             "confirmed" if st["confirmed"] else "missed",
         )
     style = "green" if v["confirmed"] else "bold red"

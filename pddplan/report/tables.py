@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group
@@ -13,23 +13,22 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.evaluation.results import Evaluation
-from pddplan.model.figures import InstancePerf
-from pddplan.model.pricing import FleetCost
-from pddplan.plan.results import PlanResult
 from pddplan.report.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
+from pddplan.report.format import num
 from pddplan.report.views import CHIP_FIGURES
-from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import HardwareCatalog
-from pddplan.spec.scenario import Scenario
-from pddplan.workload.trace import TraceFit
+
+if TYPE_CHECKING:
+    from pddplan.evaluation.results import Evaluation
+    from pddplan.model.figures import InstancePerf
+    from pddplan.model.pricing import FleetCost
+    from pddplan.plan.results import PlanResult
+    from pddplan.spec.fleet import Fleet
+    from pddplan.spec.hardware import HardwareCatalog
+    from pddplan.spec.scenario import Scenario
+    from pddplan.workload.trace import TraceFit
 
 
-def _num(value: float | None, fmt: str = ",.4g") -> str:
-    return "—" if value is None else format(value, fmt)
-
-
-def _grid(title: str, headers: tuple[str, ...]) -> Table:
+def grid(title: str, headers: tuple[str, ...]) -> Table:
     """A compact table: numbers never wrap; a narrow terminal folds the id column instead."""
     t = Table(
         title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True
@@ -41,7 +40,7 @@ def _grid(title: str, headers: tuple[str, ...]) -> Table:
 
 def chips_table(catalog: HardwareCatalog) -> Table:
     """Every accelerator, one row each."""
-    t = _grid(
+    t = grid(
         "Accelerators (TFLOPS dense; bandwidths per GPU, per direction)",
         (
             "id",
@@ -59,14 +58,14 @@ def chips_table(catalog: HardwareCatalog) -> Table:
         mark = "*" if chip.uncertain else ""
         t.add_row(
             chip.id + mark,
-            _num(chip.bf16_tflops, ",.0f"),
-            _num(chip.fp8_tflops, ",.0f"),
-            _num(chip.hbm_gb),
-            _num(chip.hbm_bandwidth_tb_s, ".3g"),
-            _num(chip.scaleup_bandwidth_gb_s, ",.0f"),
+            num(chip.bf16_tflops, ",.0f"),
+            num(chip.fp8_tflops, ",.0f"),
+            num(chip.hbm_gb),
+            num(chip.hbm_bandwidth_tb_s, ".3g"),
+            num(chip.scaleup_bandwidth_gb_s, ",.0f"),
             str(chip.scaleup_domain_gpus),
-            _num(chip.nic_gbps, ",.0f"),
-            _num(chip.price_usd_per_hour, ".2f"),
+            num(chip.nic_gbps, ",.0f"),
+            num(chip.price_usd_per_hour, ".2f"),
         )
     t.caption = (
         "* some figures are uncertain; sources, price dates and TDP: `pddplan catalog show ID`"
@@ -87,7 +86,7 @@ def chip_detail(view: dict[str, Any]) -> Group:
         source = view["sources"].get(key, "")
         if key in view["uncertain"]:
             source += f"\n[yellow]uncertain:[/yellow] {view['uncertain'][key]}"
-        t.add_row(key, _num(view[key]), unit, source)
+        t.add_row(key, num(view[key]), unit, source)
     if view.get("price_date"):
         t.add_row("price_date", view["price_date"], "", "")
     eff = view["efficiency"]
@@ -96,7 +95,7 @@ def chip_detail(view: dict[str, Any]) -> Group:
         e.add_column(col, overflow="fold")
     for key, value in eff.items():
         if key not in ("sources", "notes"):
-            e.add_row(key, _num(value), eff["sources"].get(key, ""))
+            e.add_row(key, num(value), eff["sources"].get(key, ""))
     parts: list[Any] = [t, e]
     if view.get("notes"):
         parts.append(Text(f"notes: {view['notes']}"))
@@ -104,7 +103,7 @@ def chip_detail(view: dict[str, Any]) -> Group:
 
 
 def models_table(views: list[dict[str, Any]]) -> Table:
-    t = _grid(
+    t = grid(
         "Models",
         (
             "id",
@@ -125,13 +124,13 @@ def models_table(views: list[dict[str, Any]]) -> Table:
         t.add_row(
             v["id"],
             v["attention"],
-            _num(v["total_params_b"], ",.0f"),
-            _num(v["active_params_b"], ",.3g"),
+            num(v["total_params_b"], ",.0f"),
+            num(v["active_params_b"], ",.3g"),
             dtype,
-            _num(v["weight_bytes"] / units.GB, ",.0f"),
+            num(v["weight_bytes"] / units.GB, ",.0f"),
             v["kv_dtype"],
-            _num(v["kv_bytes_per_token"], ",.0f"),
-            _num(v["kv_fixed_bytes_per_request"] / 1e6, ",.2f"),
+            num(v["kv_bytes_per_token"], ",.0f"),
+            num(v["kv_fixed_bytes_per_request"] / 1e6, ",.2f"),
         )
     return t
 
@@ -145,9 +144,9 @@ def model_detail(view: dict[str, Any]) -> Table:
             continue
         if isinstance(value, list) and len(value) > 12:
             value = f"{value[:8]} ... ({len(value)} entries)"
-        t.add_row(key, _num(value, ",.6g") if isinstance(value, float) else str(value))
+        t.add_row(key, num(value, ",.6g") if isinstance(value, float) else str(value))
     for key, value in view["params_b"].items():
-        t.add_row(f"params_b.{key}", _num(value, ",.3f"))
+        t.add_row(f"params_b.{key}", num(value, ",.3f"))
     return t
 
 
@@ -235,7 +234,7 @@ def _s(x: float | None) -> str:
 
 def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
-    fleet = _grid(
+    fleet = grid(
         f"Fleet {e.fleet}",
         (
             "DC",
@@ -260,7 +259,7 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             str(p.gpus_per_instance),
             str(p.instances),
             str(p.gpus),
-            _num(p.cost_per_hour_usd, ",.2f"),
+            num(p.cost_per_hour_usd, ",.2f"),
             _pct(p.utilization),
             _pct(max(0.0, 1 - p.utilization / cap)),
         )
@@ -276,7 +275,7 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             f"{x.between[0]} - {x.between[1]}",
             f"{x.gbps:g}",
             _pct(x.utilization),
-            _num(x.cost_per_hour_usd, ",.2f"),
+            num(x.cost_per_hour_usd, ",.2f"),
         )
     gb, hit = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"]
     links.caption = (
@@ -311,8 +310,8 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
         "cost per month", f"${cost * units.HOURS_PER_MONTH:,.0f}" if cost is not None else "—"
     )
     econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
-    econ.add_row("BCR (capacity per $/hour)", _num(e.bcr, ",.4f"))
-    econ.add_row("$ per million output tokens", _num(e.usd_per_million_output_tokens, ",.2f"))
+    econ.add_row("BCR (capacity per $/hour)", num(e.bcr, ",.4f"))
+    econ.add_row("$ per million output tokens", num(e.usd_per_million_output_tokens, ",.2f"))
     econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
     style = "green" if e.status == "ok" else "red"
     lines = [Text(f"status: {e.status}", style=style)]
@@ -369,7 +368,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
                 x.change,
                 f"{x.d_cost_per_hour_usd:+,.2f}",
                 f"{x.d_sla_capacity_rps:+,.2f}",
-                _num(x.bcr, ",.4f"),
+                num(x.bcr, ",.4f"),
             )
         parts.append(m)
     if r.relaxations:
@@ -392,7 +391,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         solver.add_row("Dinkelbach iterations", str(st.iterations))
         bound = st.bcr_bound
         proven = bound is not None and math.isfinite(bound)
-        solver.add_row("BCR upper bound", _num(bound, ",.5f") if proven else "none proven")
+        solver.add_row("BCR upper bound", num(bound, ",.5f") if proven else "none proven")
     elif st.objective == "max-capacity":
         solver.add_row("bisection steps", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
@@ -504,9 +503,9 @@ def comparison_report(view: dict[str, Any]) -> Group:
         for p in sweep["points"]:
             s.add_row(
                 f"{p['price_usd_per_gpu_hour']:.4g}",
-                _num(p["pdd_bcr"], ".4f"),
+                num(p["pdd_bcr"], ".4f"),
                 NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
-                _num(p["best_baseline_bcr"], ".4f"),
+                num(p["best_baseline_bcr"], ".4f"),
                 "PDD" if p["pdd_wins"] else "baseline",
             )
         s.caption = break_even_text(sweep)
@@ -521,12 +520,12 @@ def cost_report(fleet: Fleet, cost: FleetCost) -> Table:
         t.add_column(col, justify="left" if col in ("DC", "role", "chip") else "right")
     for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True):
         gpus = p.gpus_per_instance * p.instances
-        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), _num(c, ",.2f"))
+        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), num(c, ",.2f"))
     for x, c in zip(fleet.links, cost.links, strict=True):
-        t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", _num(c, ",.2f"))
+        t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", num(c, ",.2f"))
     total = cost.total
     gpus = sum(p.gpus_per_instance * p.instances for p in fleet.pools)
-    t.add_row("total", "", "", str(gpus), str(sum(cost.owned_gpus)), _num(total, ",.2f"))
+    t.add_row("total", "", "", str(gpus), str(sum(cost.owned_gpus)), num(total, ",.2f"))
     month = "—" if total is None else f"${total * units.HOURS_PER_MONTH:,.0f}"
     t.caption = (
         f"per month {month}; "

@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pddplan import units
-from pddplan.evaluation.results import Evaluation
-from pddplan.model.figures import InstancePerf
-from pddplan.model.kv import KvModel
-from pddplan.model.params import param_breakdown, weight_bytes
-from pddplan.model.pricing import FleetCost
-from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
-from pddplan.plan.results import PlanResult
-from pddplan.simulation.run import Figure, SimResult
-from pddplan.simulation.verify import Verification
-from pddplan.spec.fleet import Fleet
-from pddplan.spec.hardware import ChipSpec, HardwareCatalog
-from pddplan.spec.llm import ModelSpec
-from pddplan.workload.trace import TraceFit
+
+if TYPE_CHECKING:
+    from pddplan.evaluation.results import Evaluation
+    from pddplan.model.figures import InstancePerf
+    from pddplan.model.pricing import FleetCost
+    from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
+    from pddplan.plan.results import PlanResult
+    from pddplan.simulation.run import Figure, SimResult
+    from pddplan.simulation.verify import Verification
+    from pddplan.spec.fleet import Fleet
+    from pddplan.spec.hardware import ChipSpec, HardwareCatalog
+    from pddplan.spec.llm import ModelSpec
+    from pddplan.workload.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -47,6 +47,9 @@ def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
 
 def model_view(model: ModelSpec, kv_dtype: str | None = None) -> dict[str, Any]:
     """A model with its derived KV and weight figures at ``kv_dtype`` (default: its own)."""
+    from pddplan.model.kv import KvModel
+    from pddplan.model.params import param_breakdown, weight_bytes
+
     kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
     p = param_breakdown(model)
     out = model.model_dump(mode="json", exclude_none=True)

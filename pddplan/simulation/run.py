@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from pddplan import units
 from pddplan.errors import ArgumentError
@@ -107,7 +107,7 @@ def _batch_ci(values: np.ndarray, q: float) -> tuple[float, float, float]:
         return point, point, point
     per = np.array([np.quantile(p, q) for p in parts])
     half = float(
-        stats.t.ppf(0.5 + CONFIDENCE / 2, len(per) - 1) * per.std(ddof=1) / len(per) ** 0.5
+        special.stdtrit(len(per) - 1, 0.5 + CONFIDENCE / 2) * per.std(ddof=1) / len(per) ** 0.5
     )
     return point, point - half, point + half
 

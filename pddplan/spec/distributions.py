@@ -1,7 +1,7 @@
 """Workload distributions: request lengths (tokens) and prefix-cache hit rates (0-1).
 
 Each distribution is one validated object with a ``dist`` kind and that kind's parameters;
-``frozen_dist`` turns it into a ``scipy.stats`` distribution, and ``slice_mean`` averages it
+``pddplan.workload.distributions`` gives its quantiles and CDF (``frozen_dist``) and averages it
 over a quantile slice (the representative of a request class, ``pddplan.workload.classes``).
 """
 

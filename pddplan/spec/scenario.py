@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from pddplan.spec.base import Frozen
+from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
 from pddplan.spec.distributions import HitDist, LengthDist
 from pddplan.spec.llm import Dtype, KvDtype
@@ -365,7 +365,7 @@ class Scenario(Frozen):
 
 def scenario_json_schema() -> dict[str, Any]:
     """JSON Schema of the scenario format, for editors (``pddplan schema``)."""
-    schema = Scenario.model_json_schema()
+    schema = with_field_docs(Scenario.model_json_schema(), Scenario)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pddplan scenario"
     return schema

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-from scipy import stats
 
 from pddplan.errors import ArgumentError, InputError
 from pddplan.spec.scenario import ClassSpec, Workload
@@ -253,6 +252,8 @@ def _histogram(values: np.ndarray, edges: tuple[float, ...]) -> list[dict[str, f
 
 def _length_fit(values: np.ndarray) -> LengthFit:
     """Lognormal by maximum likelihood, gamma by moments; ranked by KS distance."""
+    from scipy import stats  # the KS test: only when a trace is fitted
+
     q = {f"p{p}": float(np.percentile(values, p)) for p in (50, 90, 99)}
     q["max"] = float(values.max())
     positive = values[values > 0]
