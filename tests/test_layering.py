@@ -1,6 +1,6 @@
-"""Each outside library stays in its own layer (STYLE.md): only the CLI knows typer, only
-the CLI and the report know rich, only the solver layer knows PuLP, only the loaders know
-YAML; matplotlib is only for plots and orjson only for reading traces."""
+"""The packages follow the data flow (STYLE.md, docs/architecture.md): each imports only
+the packages below it, there are no cycles between packages (imports inside functions and
+under ``TYPE_CHECKING`` count), and each outside library stays in its own layer."""
 
 from __future__ import annotations
 
@@ -10,40 +10,130 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"
-ALLOWED = {
-    "typer": {"cli/"},
-    "rich": {"cli/", "report/tables.py", "report/simulation.py"},
+MAY_IMPORT: dict[str, set[str]] = {
+    "errors": set(),
+    "units": set(),
+    "spec": {"errors", "units"},
+    "workload": {"spec", "errors", "units"},
+    "model": {"workload", "spec", "errors", "units"},
+    "evaluation": {"model", "workload", "spec", "errors", "units"},
+    "plan": {"evaluation", "model", "workload", "spec", "errors", "units"},
+    "simulation": {"plan", "evaluation", "model", "workload", "spec", "errors", "units"},
+    "io": {"model", "workload", "spec", "errors", "units", "catalogs"},
+    "report": {"simulation", "plan", "evaluation", "model", "workload", "spec", "errors", "units"},
+    "api": {"io", "simulation", "plan", "evaluation", "model", "workload", "spec", "errors"},
+    "__init__": {
+        "api",
+        "io",
+        "simulation",
+        "plan",
+        "evaluation",
+        "model",
+        "workload",
+        "spec",
+        "errors",
+    },
+    "cli": {"__init__", "report"},
+    "__main__": {"cli"},
+    "catalogs": set(),
+}
+"""What each part of the package may import, by the data flow: ``spec`` -> ``workload`` ->
+``model`` -> ``evaluation`` -> ``plan`` -> ``simulation``; ``io`` reads files into the
+spec and builds a ``Problem``; ``report`` renders results; the CLI sees only the public
+API (``pddplan/__init__.py``) and the report layer."""
+LIBRARIES = {
+    "typer": {"cli"},
+    "rich": {"cli", "report"},
     "pulp": {"plan/milp.py", "plan/solver.py"},
-    "yaml": {"io/located.py", "io/hf.py", "io/workload.py"},
+    "yaml": {"io"},
     "matplotlib": {"report/plots.py"},
     "orjson": {"workload/trace.py"},
 }
+"""Each outside library and the only places that may import it."""
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in ast.walk(tree):
+def _part(path: Path) -> str:
+    """The package (or top-level module) a file belongs to."""
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in ``path``, wherever it is."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {a.name.split(".")[0] for a in node.names}
+            found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            if node.module == "pddplan":  # ``from pddplan import units``: the submodule
+                found += [(f"pddplan.{a.name}", node.lineno) for a in node.names]
+            else:
+                found.append((node.module, node.lineno))
     return found
 
 
-@pytest.mark.parametrize("library", sorted(ALLOWED))
+def _pddplan_part(module: str) -> str | None:
+    """``pddplan.model.kv`` -> ``model``; ``pddplan`` itself -> ``__init__``."""
+    if module == "pddplan":
+        return "__init__"
+    if module.startswith("pddplan."):
+        return module.split(".")[1]
+    return None
+
+
+FILES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_part_is_known():
+    assert {_part(p) for p in FILES} <= set(MAY_IMPORT), "add the new package to MAY_IMPORT"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.relative_to(PACKAGE).as_posix() for p in FILES])
+def test_imports_follow_the_data_flow(path):
+    part = _part(path)
+    bad = []
+    for module, line in _imports(path):
+        target = _pddplan_part(module)
+        if target is not None and target != part and target not in MAY_IMPORT[part]:
+            bad.append(f"line {line}: {module}")
+    assert not bad, f"{part} may import only {sorted(MAY_IMPORT[part])}: {bad}"
+
+
+def test_no_cycles_between_packages():
+    edges = {part: set() for part in MAY_IMPORT}
+    for path in FILES:
+        for module, _ in _imports(path):
+            target = _pddplan_part(module)
+            if target is not None and target != _part(path):
+                edges[_part(path)].add(target)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    cycles = sorted(p for p in edges if p in reach(p))
+    assert not cycles, f"packages on an import cycle: {cycles}"
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
 def test_library_stays_in_its_layer(library):
-    offenders = [
-        name
-        for p in sorted(PACKAGE.rglob("*.py"))
-        if library in _imports(p)
-        and not any(
-            (name := p.relative_to(PACKAGE).as_posix()).startswith(a) for a in ALLOWED[library]
-        )
-    ]
-    assert not offenders, f"{library} imported outside {sorted(ALLOWED[library])}: {offenders}"
+    offenders = []
+    for path in FILES:
+        rel = path.relative_to(PACKAGE).as_posix()
+        allowed = LIBRARIES[library]
+        if any(m.split(".")[0] == library for m, _ in _imports(path)) and not any(
+            rel == a or rel.startswith(f"{a}/") for a in allowed
+        ):
+            offenders.append(rel)
+    assert not offenders, f"{library} imported outside {sorted(LIBRARIES[library])}: {offenders}"
 
 
-def test_the_check_can_fail():
-    assert "yaml" in _imports(PACKAGE / "io" / "located.py")
-    assert "typer" in _imports(PACKAGE / "cli" / "app.py")
+def test_the_checks_can_fail():
+    assert any(m == "yaml" for m, _ in _imports(PACKAGE / "io" / "located.py"))
+    assert _pddplan_part("pddplan.model.kv") == "model" and _part(PACKAGE / "api.py") == "api"
+    assert "plan" not in MAY_IMPORT["model"]

@@ -90,7 +90,10 @@ class Problem:
         again; it shares every table whose inputs are unchanged."""
         data = self.scenario.model_dump(mode="json")
         for path, value in changes.items():
-            set_path(data, path, value)
+            try:
+                set_path(data, path, value)
+            except (KeyError, IndexError, TypeError):
+                raise InputError(f"scenario {self.scenario.name} has no {path} to change") from None
         try:
             scenario = Scenario.model_validate(data)
         except ValueError as e:
