@@ -51,7 +51,7 @@ def test_derive_validates_and_names_the_path():
     problem = pddplan.load_scenario(SMALL)
     with pytest.raises(pddplan.InputError, match="arrival_rps"):
         problem.derive({"workload.arrival_rps": -1})
-    with pytest.raises(pddplan.InputError, match="has no links\\[3\\].rtt_ms"):
+    with pytest.raises(pddplan.InputError, match=r"has no links\[3\]\.rtt_ms"):
         problem.derive({"links[3].rtt_ms": 10})
     data = {"a": [{"b": 1}]}
     set_path(data, "a[0].b", 2)
