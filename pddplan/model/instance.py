@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
-from numpy.typing import ArrayLike
+import numpy.typing as npt
 
 from pddplan import units
 from pddplan.errors import WeightsDoNotFitError
-from pddplan.model.kv import KvModel, greater, lesser
+from pddplan.model.kv import KvModel
+from pddplan.model.numeric import Array, Num, Value, greater, lesser
 from pddplan.model.params import ParamBreakdown, param_breakdown, weight_dtypes
 from pddplan.spec.calibration import Calibration
 from pddplan.spec.hardware import ChipSpec
-from pddplan.spec.llm import Dtype, ModelSpec
+from pddplan.spec.llm import Dtype, ModelSpec, MoeShape
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
 """Activations exchanged by collectives are BF16."""
@@ -100,6 +101,9 @@ class Instance:
     _hbm_rate: float = field(init=False, repr=False, compare=False)
     _host_rate: float = field(init=False, repr=False, compare=False)
     _kv_copies: float = field(init=False, repr=False, compare=False)
+    _moe: MoeShape = field(init=False, repr=False, compare=False)
+    """The experts' shape; for a dense model, experts of size 0 (no instance routes to
+    them: its layout has no expert parallelism)."""
     _by_batch: dict[int, tuple[float, float]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -107,13 +111,14 @@ class Instance:
     collectives): a simulation asks for the same batches at many contexts."""
 
     def __post_init__(self) -> None:
-        dtype = "bf16" if self.weight_dtype == "bf16" else "fp8"
+        dtype: Literal["bf16", "fp8"] = "bf16" if self.weight_dtype == "bf16" else "fp8"
         lay = self.layout
         constants = {
             "_peak": self.chip.peak_flops(dtype),
             "_hbm_rate": self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency,
             "_host_rate": self.chip.host_link_bytes_per_s,
             "_kv_copies": lay.attn_tp / min(lay.attn_tp, self.kv.splittable_heads),
+            "_moe": self.model.moe or MoeShape(1, 1, 0),
         }
         for name, value in constants.items():
             object.__setattr__(self, name, value)
@@ -158,33 +163,32 @@ class Instance:
             bw, lat = self.chip.nic_bytes_per_s, eff.scaleout_latency_us * units.US
         return bw * eff.collective_efficiency, lat
 
-    def _experts_touched_per_gpu(self, tokens: float) -> float:
+    def _experts_touched_per_gpu(self, tokens: Value) -> Value:
         """Routed experts the busiest GPU reads per MoE layer when ``tokens`` tokens route.
 
         Expected distinct experts hit by ``tokens`` tokens with top-k of E is
         ``E x (1 - (1 - k/E)^tokens)``; the busiest of ``ep`` GPUs sees ``ep_imbalance``
         times its even share, capped at the experts it hosts.
         """
-        m = self.model
-        e, k = m.n_routed_experts, m.num_experts_per_tok
-        hosted = e / self.layout.ep  # type: ignore[operator]
-        share = hosted * (1.0 - (1.0 - k / e) ** tokens)  # type: ignore[operator]
+        e, k, _ = self._moe
+        hosted = e / self.layout.ep
+        share = hosted * (1.0 - (1.0 - k / e) ** tokens)
         return lesser(hosted, share * self.cal.knobs.ep_imbalance)
 
-    def _weights_read_per_gpu(self, tokens: float) -> float:
+    def _weights_read_per_gpu(self, tokens: Value) -> Value:
         p, lay, m = self.params, self.layout, self.model
-        read = (
+        read: Value = (
             self._bytes(p.attention) / lay.attn_tp
             + self._bytes(p.dense_mlp) / lay.dense_tp
             + self._bytes(m.vocab_size * m.hidden_size + p.read_other) / lay.gpus  # LM head;
         )  # the input embedding is a row gather, negligible next to the matrices
         if m.is_moe:
-            expert = 3 * m.hidden_size * m.moe_intermediate_size  # type: ignore[operator]
+            expert = 3 * m.hidden_size * self._moe.moe_intermediate_size
             touched = self._experts_touched_per_gpu(tokens)
             read += m.moe_layers * touched * self._bytes(expert, expert=True)
         return read
 
-    def _compute_s(self, tokens: float, attn_flops: float, mfu: float, *, groups: float) -> float:
+    def _compute_s(self, tokens: Value, attn_flops: Value, mfu: float, *, groups: float) -> Value:
         """Seconds of math on the busiest GPU for ``tokens`` tokens plus ``attn_flops`` of
         attention scores. Layers run one after another: attention (projections and scores),
         the dense MLPs, then the routed experts. With many requests every part spreads over
@@ -204,10 +208,11 @@ class Instance:
         per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
         return per_gpu / (self._peak * mfu)
 
-    def _collectives_s(self, tokens: float) -> tuple[float, float]:
+    def _collectives_s(self, tokens: Value) -> tuple[Value, float]:
         """(volume seconds, latency seconds) of collectives in one pass over ``tokens``."""
         m, lay = self.model, self.layout
-        volume = latency = 0.0
+        volume: Value = 0.0
+        latency = 0.0
         if lay.attn_tp > 1:  # one all-reduce after attention per layer
             v, lat = self._allreduce_s(tokens, lay.attn_tp)
             volume, latency = volume + m.num_hidden_layers * v, latency + m.num_hidden_layers * lat
@@ -221,7 +226,7 @@ class Instance:
         keep = 1.0 - self.cal.knobs.comm_overlap
         return volume * keep, latency * keep
 
-    def _all_to_all_s(self, tokens: float) -> tuple[float, float]:
+    def _all_to_all_s(self, tokens: Value) -> tuple[Value, float]:
         """(volume seconds, latency of one collective) of one MoE layer's dispatch + combine.
 
         Each token goes to ``k`` experts: dispatch in the weights' dtype (FP8 for FP8 models,
@@ -231,7 +236,7 @@ class Instance:
         hierarchical kernels); the two links work in parallel, so the slower one sets the time.
         """
         m, lay, chip = self.model, self.layout, self.chip
-        k, ep, h = m.num_experts_per_tok, lay.ep, m.hidden_size
+        k, ep, h = self._moe.num_experts_per_tok, lay.ep, m.hidden_size
         low = self.weight_dtype in ("fp8", "fp4")
         per_copy = h * (
             (DISPATCH_BYTES_LOW_PRECISION if low else ACTIVATION_BYTES) + ACTIVATION_BYTES
@@ -240,17 +245,17 @@ class Instance:
         eff = self.cal.efficiency.collective_efficiency
         scaleup_bw = chip.scaleup_bytes_per_s * eff
         inside = min(ep, chip.scaleup_domain_gpus)
-        local_copies = k * (inside - 1) / ep  # type: ignore[operator]
+        local_copies = k * (inside - 1) / ep
         if ep <= chip.scaleup_domain_gpus:
             lat = self.cal.efficiency.scaleup_latency_us * units.US
             return tokens_per_gpu * local_copies * per_copy / scaleup_bw, lat
         nodes = ep / chip.scaleup_domain_gpus
-        remote_nodes = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)  # type: ignore[operator]
+        remote_nodes = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)
         nic_s = tokens_per_gpu * remote_nodes * per_copy / (chip.nic_bytes_per_s * eff)
-        forward_s = tokens_per_gpu * k * per_copy / scaleup_bw  # type: ignore[operator]
+        forward_s = tokens_per_gpu * k * per_copy / scaleup_bw
         return greater(nic_s, forward_s), self.cal.efficiency.scaleout_latency_us * units.US
 
-    def _allreduce_s(self, tokens: float, group: int) -> tuple[float, float]:
+    def _allreduce_s(self, tokens: Value, group: int) -> tuple[Value, float]:
         """Ring all-reduce of the activations of ``tokens`` tokens in a TP group."""
         bw, lat = self._link(group)
         tokens_per_group = tokens * group / self.layout.gpus
@@ -261,18 +266,20 @@ class Instance:
     def decode_step_s(self, batch: float, context_tokens: float) -> float:
         """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
         eff, lay = self.cal.efficiency, self.layout
-        whole = type(batch) is int
-        terms = self._by_batch.get(batch) if whole else None  # type: ignore[call-overload]
+        terms = self._by_batch.get(batch) if isinstance(batch, int) else None
         if terms is None:
-            terms = (self._weights_read_per_gpu(batch), sum(self._collectives_s(batch)))
-            if whole:
-                self._by_batch[batch] = terms  # type: ignore[index]
+            volume, latency = self._collectives_s(batch)
+            terms = (cast(float, self._weights_read_per_gpu(batch)), cast(float, volume) + latency)
+            if isinstance(batch, int):
+                self._by_batch[batch] = terms
         weights, collectives = terms
         kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies
         mem_bytes = weights + kv_read / lay.gpus
         memory = mem_bytes / self._hbm_rate
         attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
-        compute = self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
+        compute = cast(
+            float, self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
+        )  # scalars in, a scalar out
         return max(memory, compute) + collectives + eff.step_overhead_ms * units.MS
 
     def max_batch(
@@ -298,12 +305,12 @@ class Instance:
     # --- prefill ----------------------------------------------------------------------------
     def _pass_cost(
         self,
-        new_tokens: float,
-        prefix_tokens: float,
-        share: float,
-        host_tokens: float = 0.0,
+        new_tokens: Value,
+        prefix_tokens: Value,
+        share: Value,
+        host_tokens: Value = 0.0,
         *,
-        groups: ArrayLike,
+        groups: float,
     ) -> _Cost:
         """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
 
@@ -320,7 +327,7 @@ class Instance:
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
         kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self._kv_copies / gpus
-        host = self.kv.resident_bytes(host_tokens) * self._kv_copies / gpus
+        host: Value = self.kv.resident_bytes(host_tokens) * self._kv_copies / gpus
         if isinstance(host_tokens, np.ndarray):
             host = np.where(host_tokens > 0, host, 0.0)
         elif not host_tokens:
@@ -333,22 +340,23 @@ class Instance:
             serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
         )
 
-    def _seconds(self, cost: _Cost) -> float:
+    def _seconds(self, cost: _Cost) -> Value:
         host = cost.host_bytes / self._host_rate
         return (
             greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host) + cost.serial_s
         )
 
-    def prefill_pass_s(self, new_tokens: ArrayLike, prefix_tokens: ArrayLike) -> ArrayLike:
+    def prefill_pass_s(self, new_tokens: Num, prefix_tokens: Num) -> Num:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
         ``prefix_tokens``. Weights are read once per pass; so is the context's KV. Takes
         numbers or equal-shape arrays (elementwise)."""
-        return self._seconds(self._pass_cost(new_tokens, prefix_tokens, 1.0, groups=1.0))
+        cost = self._pass_cost(new_tokens, prefix_tokens, 1.0, groups=1.0)
+        return cast(Num, self._seconds(cost))  # in kind: arrays if the tokens are
 
     def batched_pass_s(
         self,
         ranks: list[list[tuple[float, float, float]]],
-        memo: dict[float, tuple[float, float, float]] | None = None,
+        memo: dict[float, tuple[Value, float, Value]] | None = None,
     ) -> float:
         """Seconds of one pass that carries chunks on several attention groups (ranks of
         data-parallel attention): per busy rank, its chunks as (new tokens, tokens before
@@ -376,14 +384,14 @@ class Instance:
                 total += new
             load_max, load_sum, read_max = max(load_max, load), load_sum + load, max(read_max, read)
         busy = len(ranks)
-        even = self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy)
+        even = cast(float, self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy))
         busiest = (load_max - load_sum / busy) / lay.attn_tp / (self._peak * eff.prefill_mfu)
         terms = memo.get(total) if memo is not None else None
         if terms is None:
             terms = (*self._collectives_s(total), self._weights_read_per_gpu(total))
             if memo is not None:
                 memo[total] = terms
-        volume, latency, weights = terms
+        volume, latency, weights = (cast(float, x) for x in terms)  # scalar tokens: scalars
         # ``_seconds`` of the pass's cost, spelled out (scalars: no _Cost to build)
         hbm_s = (read_max / lay.attn_tp + weights) / self._hbm_rate
         host_s = host_bytes / (lay.attn_tp * busy) / self._host_rate
@@ -429,29 +437,35 @@ class Instance:
 
     def prefill_latency_s(self, input_tokens: float, hit_rate: float) -> float:
         """Seconds to prefill one request alone (its own passes, nothing batched with it)."""
-        return sum(
-            self._seconds(c) for c in self._request_costs(input_tokens, hit_rate, full_passes=False)
-        )
+        costs = self._request_costs(input_tokens, hit_rate, full_passes=False)
+        return sum(cast(float, self._seconds(c)) for c in costs)  # scalar chunks
 
-    def prefill_figures(self, input_tokens: np.ndarray, hit_rates: np.ndarray) -> PrefillFigures:
+    def prefill_figures(self, input_tokens: Array, hit_rates: Array) -> PrefillFigures:
         """Per request: ``prefill_latency_s`` and ``prefill_service_s``, every pass of every
         request costed at once, and each pass alone (the planner and the evaluator both
         use this)."""
         chunk = self.cal.knobs.prefill_chunk_tokens
         host = self.cal.knobs.prefix_cache == "host"
-        new, before, owner, cached = [], [], [], []
+        new: list[float] = []
+        before: list[float] = []
+        owner: list[int] = []
+        cached: list[float] = []
         for k, (length, hit) in enumerate(zip(input_tokens, hit_rates, strict=True)):
             host_hit = math.floor(length * hit) if host else 0
-            for i, (t, p) in enumerate(self.prefill_chunks(float(length), float(hit))):
-                new.append(t)
-                before.append(p)
+            for i, (chunk_new, chunk_before) in enumerate(
+                self.prefill_chunks(float(length), float(hit))
+            ):
+                new.append(chunk_new)
+                before.append(chunk_before)
                 owner.append(k)
                 cached.append(host_hit if i == 0 else 0.0)
-        t, p, h = np.array(new), np.array(before), np.array(cached, dtype=float)
+        t, p = np.array(new, dtype=float), np.array(before, dtype=float)
+        h = np.array(cached, dtype=float)
         n = len(input_tokens)
 
-        def per_request(x) -> np.ndarray:
-            return np.bincount(owner, weights=np.broadcast_to(x, t.shape), minlength=n)
+        def per_request(x: Value) -> Array:
+            weights = np.broadcast_to(x, t.shape)
+            return np.bincount(owner, weights=weights, minlength=n).astype(float)
 
         alone = self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0))
         latency = per_request(alone)
@@ -464,7 +478,9 @@ class Instance:
                 per_request(full.serial_s),
             )
         )
-        return PrefillFigures(latency, service, np.asarray(alone), np.asarray(owner, dtype=int))
+        return PrefillFigures(
+            latency, np.asarray(service), np.asarray(alone), np.asarray(owner, dtype=int)
+        )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
         """Instance-seconds one request costs when every pass is filled to
@@ -473,7 +489,7 @@ class Instance:
         attention group (data-parallel attention rank) is busy in such passes, each with
         requests of its own, so attention spreads over all GPUs."""
         costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
-        return self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0)))
+        return cast(float, self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0))))
 
 
 class PrefillFigures(NamedTuple):
@@ -481,20 +497,20 @@ class PrefillFigures(NamedTuple):
     ``prefill_latency_s`` and ``prefill_service_s``), and every pass that prefills them:
     its time alone and the request it belongs to."""
 
-    latency: np.ndarray
-    service: np.ndarray
-    pass_s: np.ndarray
-    pass_owner: np.ndarray
+    latency: Array
+    service: Array
+    pass_s: Array
+    pass_owner: npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
 class _Cost:
     """Additive pieces of prefill work on the busiest GPU."""
 
-    compute_s: float
-    hbm_bytes: float
-    host_bytes: float
-    serial_s: float
+    compute_s: Value
+    hbm_bytes: Value
+    host_bytes: Value
+    serial_s: Value
     """Collectives and overhead: not overlapped with the roofline terms."""
 
     def __add__(self, other: _Cost) -> _Cost:
@@ -525,7 +541,7 @@ def make_instance(
             if smallest
             else "no size up to 1024 GPUs fits (replicated parts alone exceed one GPU)"
         )
-        dtypes = inst.weight_dtype
+        dtypes: str = inst.weight_dtype
         if inst.expert_weight_dtype != inst.weight_dtype:
             dtypes += f", {inst.expert_weight_dtype} experts"
         raise WeightsDoNotFitError(

@@ -17,25 +17,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, overload
 
 import numpy as np
 
 from pddplan import units
+from pddplan.model.numeric import Array, Value
 from pddplan.spec.llm import KvDtype, ModelSpec
-
-
-def lesser(a, b):
-    """Elementwise minimum: ``min`` for two numbers (fast), ``np.minimum`` for arrays."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.minimum(a, b)
-    return min(a, b)
-
-
-def greater(a, b):
-    """Elementwise maximum: ``max`` for two numbers (fast), ``np.maximum`` for arrays."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.maximum(a, b)
-    return max(a, b)
 
 
 FP8_SCALE_BYTES_PER_128 = 4
@@ -60,8 +48,8 @@ class KvModel:
         m = self.model
         if m.kv_entry_bytes and self.dtype in m.kv_entry_bytes:
             return m.kv_entry_bytes[self.dtype]
-        if m.attention in ("mla", "compressed") and m.kv_lora_rank is not None:
-            return (m.kv_lora_rank + m.qk_rope_head_dim) * self.element_bytes  # type: ignore[operator]
+        if m.attention in ("mla", "compressed") and m.mla is not None:
+            return (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * self.element_bytes
         if m.attention == "compressed":
             return m.head_dim * self.element_bytes
         return 2 * m.num_key_value_heads * m.head_dim * self.element_bytes
@@ -125,17 +113,31 @@ class KvModel:
         windowed = sum(n for r, n in self._layers if self._windowed(r))
         return windowed * (self.model.sliding_window or 0) * self.entry_bytes
 
-    def resident_bytes(self, context_tokens: float) -> float:
+    @overload
+    def resident_bytes(self, context_tokens: float) -> float: ...
+    @overload
+    def resident_bytes(self, context_tokens: Array) -> Array: ...
+    @overload
+    def resident_bytes(self, context_tokens: Value) -> Value: ...
+    def resident_bytes(self, context_tokens: Value) -> Value:
         """KV bytes one request holds at ``context_tokens`` of context."""
         return self.fixed_bytes + self.bytes_per_token * context_tokens
 
-    def transfer_bytes(self, context_tokens: float, dest_hit_rate: float = 0.0) -> float:
+    @overload
+    def transfer_bytes(self, context_tokens: float, dest_hit_rate: float = 0.0) -> float: ...
+    @overload
+    def transfer_bytes(self, context_tokens: Value, dest_hit_rate: Value = 0.0) -> Value: ...
+    def transfer_bytes(self, context_tokens: Value, dest_hit_rate: Value = 0.0) -> Value:
         """Bytes shipped to a destination whose cache already holds ``dest_hit_rate`` of the
         context: the missing tokens' KV plus the fixed per-request state."""
         return self.fixed_bytes + self.bytes_per_token * context_tokens * (1.0 - dest_hit_rate)
 
     # --- what attention touches -------------------------------------------------------------
-    def decode_read_bytes(self, context_tokens: float) -> float:
+    @overload
+    def decode_read_bytes(self, context_tokens: float) -> float: ...
+    @overload
+    def decode_read_bytes(self, context_tokens: Array) -> Array: ...
+    def decode_read_bytes(self, context_tokens: Value) -> Value:
         """KV bytes one sequence's decode step reads at ``context_tokens`` of context.
 
         Dense attention reads every entry; top-k attention reads ``index_topk`` entries plus
@@ -144,7 +146,7 @@ class KvModel:
         m, c = self.model, context_tokens
         if m.kv_bytes_per_token_override and self.dtype in m.kv_bytes_per_token_override:
             return self.resident_bytes(c)
-        total = 0.0
+        total = c * 0.0
         minimum = np.minimum if isinstance(c, np.ndarray) else min
         for kind in self._kinds:
             attended, candidates = self._attended(kind, c, minimum)
@@ -157,32 +159,37 @@ class KvModel:
         return tuple((r, n, self._windowed(r), self._indexed(r)) for r, n in self._layers)
 
     def _attended(
-        self, kind: tuple[int, int, bool, bool], context_tokens: float, minimum: Callable
-    ) -> tuple[float, float]:
+        self,
+        kind: tuple[int, int, bool, bool],
+        context_tokens: Value,
+        minimum: Callable[[Any, float], Any],
+    ) -> tuple[Value, Value]:
         """(entries attention reads, indexer keys scored) for one query in one layer of a
         kind (``_kinds``); ``minimum``: ``min`` for a number of tokens, ``np.minimum`` for
         an array (chosen once by the caller: this runs millions of times in a simulation)."""
         ratio, _, windowed, indexed = kind
         c = context_tokens
-        window = minimum(c, self.model.sliding_window or 0) if windowed else 0.0
+        zero = c * 0.0
+        window = minimum(c, self.model.sliding_window or 0) if windowed else zero
         if ratio == 0:
-            return window, 0.0
+            return window, zero
         entries = c / ratio
         if indexed:
-            return window + minimum(entries, self.model.index_topk), entries
-        return window + entries, 0.0
+            return window + minimum(entries, self.model.index_topk or 0), entries
+        return window + entries, zero
 
     @cached_property
     def _flops_per_entry(self) -> dict[bool, tuple[float, float]]:
         """(FLOPs per attended entry, per indexer candidate), for prefill and for decode."""
         m = self.model
-        out = {}
+        out: dict[bool, tuple[float, float]] = {}
         for prefill in (True, False):
-            if m.kv_lora_rank is not None:
+            mla = m.mla
+            if mla is not None:
                 if prefill:
-                    d = (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim  # type: ignore[operator]
+                    d = (mla.qk_nope_head_dim + mla.qk_rope_head_dim) + mla.v_head_dim
                 else:
-                    d = (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # type: ignore[operator]
+                    d = (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
             else:
                 d = 2 * m.head_dim
             per_entry = 2 * m.num_attention_heads * d
@@ -190,7 +197,13 @@ class KvModel:
             out[prefill] = (per_entry, per_index)
         return out
 
-    def attention_flops(self, context_tokens: float, *, prefill: bool) -> float:
+    @overload
+    def attention_flops(self, context_tokens: float, *, prefill: bool) -> float: ...
+    @overload
+    def attention_flops(self, context_tokens: Array, *, prefill: bool) -> Array: ...
+    @overload
+    def attention_flops(self, context_tokens: Value, *, prefill: bool) -> Value: ...
+    def attention_flops(self, context_tokens: Value, *, prefill: bool) -> Value:
         """Attention FLOPs for one query token at ``context_tokens`` of context, all layers.
 
         Per attended entry and head: ``2 x (d_qk + d_v)`` FLOPs (QK^T and PV). MLA runs
@@ -199,7 +212,7 @@ class KvModel:
         index_head_dim`` per candidate.
         """
         per_entry, per_index = self._flops_per_entry[prefill]
-        total = 0.0
+        total = context_tokens * 0.0
         minimum = np.minimum if isinstance(context_tokens, np.ndarray) else min
         for kind in self._kinds:
             attended, candidates = self._attended(kind, context_tokens, minimum)

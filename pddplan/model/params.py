@@ -57,12 +57,16 @@ def param_breakdown(m: ModelSpec) -> ParamBreakdown:
     """
     h, L = m.hidden_size, m.num_hidden_layers
     attn = L * _attention_params_per_layer(m)
-    if m.is_moe:
-        expert = 3 * h * m.moe_intermediate_size  # type: ignore[operator]
+    dense: float
+    routed: float
+    routed_active: float
+    moe = m.moe
+    if moe is not None:
+        expert = 3 * h * moe.moe_intermediate_size
         dense = m.first_k_dense_replace * 3 * h * m.intermediate_size
         dense += m.moe_layers * m.n_shared_experts * expert
-        routed = m.moe_layers * m.n_routed_experts * expert  # type: ignore[operator]
-        routed_active = m.moe_layers * m.num_experts_per_tok * expert  # type: ignore[operator]
+        routed = m.moe_layers * moe.n_routed_experts * expert
+        routed_active = m.moe_layers * moe.num_experts_per_tok * expert
     else:
         dense, routed, routed_active = L * 3 * h * m.intermediate_size, 0.0, 0.0
     emb = m.vocab_size * h * (1 if m.tie_word_embeddings else 2)
@@ -73,12 +77,13 @@ def param_breakdown(m: ModelSpec) -> ParamBreakdown:
 
 def _attention_params_per_layer(m: ModelSpec) -> float:
     h, heads = m.hidden_size, m.num_attention_heads
-    if m.kv_lora_rank is not None:  # MLA
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim  # type: ignore[operator]
+    mla = m.mla
+    if mla is not None:
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         q = h * m.q_lora_rank + m.q_lora_rank * heads * qk if m.q_lora_rank else h * heads * qk
-        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)  # type: ignore[operator]
-        kv += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)  # type: ignore[operator]
-        return q + kv + heads * m.v_head_dim * h  # type: ignore[operator]
+        kv = h * (mla.kv_lora_rank + mla.qk_rope_head_dim)
+        kv += mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+        return q + kv + heads * mla.v_head_dim * h
     hd = m.head_dim
     q = h * m.q_lora_rank + m.q_lora_rank * heads * hd if m.q_lora_rank else h * heads * hd
     kv_mats = 1 if m.attention == "compressed" else 2  # compressed attention shares K = V

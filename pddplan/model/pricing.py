@@ -109,7 +109,9 @@ def fleet_cost(
         for dc_id, dc in scenario.datacenters.items()
         for chip, n in dc.inventory.items()
     }
-    pools, owned_gpus, missing = [], [], []
+    pools: list[float | None] = []
+    owned_gpus: list[int] = []
+    missing: list[str] = []
     for pool in fleet.pools:
         gpus = pool.gpus_per_instance * pool.instances
         try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
+from pddplan.model.numeric import Array
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -49,17 +50,30 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
 entries, the rest scenario fields (a dotted path names a field inside one)."""
 
 
+@dataclass
+class _Tables:
+    """The derived tables, each a dict filled on demand (``TABLE_INPUTS`` names them)."""
+
+    classes: dict[str, list[RequestClass]] = field(default_factory=dict)
+    md_caches: dict[str, list[tuple[float | None, Array]]] = field(default_factory=dict)
+    instances: dict[tuple[str, int], Instance | WeightsDoNotFitError] = field(default_factory=dict)
+    prefill: dict[tuple[str, int], PrefillFigures] = field(default_factory=dict)
+    passes: dict[tuple[str, int], PassOrder] = field(default_factory=dict)
+    decode_points: dict[tuple[str, int, float], tuple[int, float]] = field(default_factory=dict)
+    extend_passes: dict[tuple[str, int, str, bytes, bytes], Array] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ClassArrays:
     """The request classes as arrays, in class order."""
 
-    w: np.ndarray
+    w: Array
     """Share of requests."""
-    inp: np.ndarray
+    inp: Array
     """Input tokens."""
-    out: np.ndarray
+    out: Array
     """Output tokens."""
-    hit: np.ndarray
+    hit: Array
     """Prefill-side prefix hit rate."""
 
 
@@ -79,7 +93,7 @@ class Problem:
         self.scenario, self.hardware, self.model = scenario, hardware, model
         self.source = source
         """The scenario file and the line of each key (None for a problem built in code)."""
-        self._tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_INPUTS}
+        self._tables = _Tables()
         self.table_builds: Counter[str] = Counter()
         """Entries computed per table by this problem (not those it inherited)."""
 
@@ -106,7 +120,7 @@ class Problem:
         new = Problem(scenario, self.hardware, self.model, source=self.source)
         for name, inputs in TABLE_INPUTS.items():
             if all(_same(self._input(k), new._input(k)) for k in inputs):
-                new._tables[name] = self._tables[name]
+                setattr(new._tables, name, getattr(self._tables, name))
         return new
 
     def _input(self, name: str) -> Any:
@@ -119,14 +133,11 @@ class Problem:
             value = getattr(value, part)
         return value
 
-    def _table(self, name: str) -> dict[Any, Any]:
-        return self._tables[name]
-
     # --- the workload -----------------------------------------------------------------------
     @property
     def classes(self) -> list[RequestClass]:
         """The workload's request classes (``pddplan.workload.classes``)."""
-        table = self._table("classes")
+        table = self._tables.classes
         if "classes" not in table:
             self.table_builds["classes"] += 1
             table["classes"] = workload_classes(self.scenario.workload)
@@ -143,16 +154,16 @@ class Problem:
         )
 
     @property
-    def md_caches(self) -> list[tuple[float | None, np.ndarray]]:
+    def md_caches(self) -> list[tuple[float | None, Array]]:
         """The decode-side cache choices: (HBM GB reserved per MD GPU, or None without
         ``md_cache`` options; each class's MD hit)."""
-        table = self._table("md_caches")
+        table = self._tables.md_caches
         if "md_caches" not in table:
             self.table_builds["md_caches"] += 1
             table["md_caches"] = [(gb, np.array(h)) for gb, h in md_caches(self.scenario)]
         return table["md_caches"]
 
-    def md_hits(self, gb_per_gpu: float | None) -> np.ndarray:
+    def md_hits(self, gb_per_gpu: float | None) -> Array:
         """Each class's MD hit rate with ``gb_per_gpu`` reserved for the decode-side cache
         (one of the scenario's ``md_cache`` sizes; None without them)."""
         return next(h for g, h in self.md_caches if g == gb_per_gpu)
@@ -182,7 +193,7 @@ class Problem:
     def instance(self, chip: str, gpus: int) -> Instance:
         """The model on ``gpus`` GPUs of ``chip``; ``WeightsDoNotFitError`` when they cannot
         hold its weights."""
-        table = self._table("instances")
+        table = self._tables.instances
         key = (chip, gpus)
         if key not in table:
             self.table_builds["instances"] += 1
@@ -214,7 +225,7 @@ class Problem:
     def prefill_figures(self, chip: str, gpus: int) -> PrefillFigures:
         """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
         every pass (``Instance.prefill_figures``)."""
-        table = self._table("prefill")
+        table = self._tables.prefill
         key = (chip, gpus)
         if key not in table:
             self.table_builds["prefill"] += 1
@@ -225,7 +236,7 @@ class Problem:
     def pass_order(self, chip: str, gpus: int) -> PassOrder:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
-        table = self._table("passes")
+        table = self._tables.passes
         key = (chip, gpus)
         if key not in table:
             from pddplan.model.queueing import pass_order  # scipy: only where it is needed
@@ -241,7 +252,7 @@ class Problem:
         HBM held back (the decode-side cache): the largest batch meeting the TPOT bound at
         ``decode_context_tokens``, and its step seconds (batch 0: none fits; the step is
         then batch 1's)."""
-        table = self._table("decode_points")
+        table = self._tables.decode_points
         key = (chip, gpus, reserve_gb_per_gpu)
         if key not in table:
             self.table_builds["decode_points"] += 1
@@ -252,11 +263,11 @@ class Problem:
             table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
         return table[key]
 
-    def extend_pass_s(self, chip: str, gpus: int, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
+    def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: Array) -> Array:
         """Seconds of ``gpus`` x ``chip``'s pass over ``tokens`` new tokens on top of classes
         ``k``'s inputs: an MD handoff's extend step. Kept: the eager tokens behind it change
         in whole tokens, so most capacity-search rates repeat another's."""
-        table = self._table("extend_passes")
+        table = self._tables.extend_passes
         key = (chip, gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
         if key not in table:
             self.table_builds["extend_passes"] += 1
@@ -316,6 +327,10 @@ def set_path(data: Any, path: str, value: Any) -> None:
     node = data
     for part in parts[:-1]:
         node = node[part]
-    if not isinstance(node, dict | list):
-        raise KeyError(f"{path}: {type(node).__name__} has no key {parts[-1]!r}")
-    node[parts[-1]] = value
+    last = parts[-1]
+    if isinstance(node, dict):
+        node[last] = value
+    elif isinstance(node, list) and isinstance(last, int):
+        node[last] = value
+    else:
+        raise KeyError(f"{path}: {type(node).__name__} has no key {last!r}")

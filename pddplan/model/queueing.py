@@ -40,8 +40,8 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
     # B_n = a B_(n-1) / (n + a B_(n-1)); in logs, and with the regularized incomplete gamma
     # for the sum, so that it costs the same for 10 servers and for 10,000
     a = offered_erlangs
-    log_pmf = servers * math.log(a) - a - special.gammaln(servers + 1)
-    blocking = min(1.0, math.exp(log_pmf) / special.gammaincc(servers + 1, a))
+    log_pmf = servers * math.log(a) - a - float(special.gammaln(servers + 1))
+    blocking = min(1.0, math.exp(log_pmf) / float(special.gammaincc(servers + 1, a)))
     rho = offered_erlangs / servers
     return blocking / (1.0 - rho * (1.0 - blocking))
 
@@ -87,7 +87,9 @@ def p99_gap(
     fractions weighted by its share of tokens)."""
     pairs = []
     for r, sz, share in zip(rates, sizes, shares, strict=True):
-        pairs += [(size, float(frac)) for frac, size in zip(r * share, sz, strict=True) if frac > 0]
+        pairs += [
+            (float(size), float(frac)) for frac, size in zip(r * share, sz, strict=True) if frac > 0
+        ]
     pairs.sort(reverse=True)
     above = 0.0
     for size, frac in pairs:
@@ -287,7 +289,10 @@ def _exponential_excess(
     without noise."""
     with np.errstate(over="ignore", under="ignore"):
         if noisy.all():
-            return np.exp(-rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd))
+            out: np.ndarray = np.exp(
+                -rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd)
+            )
+            return out
         sharp = np.where(s >= 0, np.exp(-rate * np.maximum(s, 0.0)), 0.0)
         if not noisy.any():
             return sharp

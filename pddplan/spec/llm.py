@@ -3,7 +3,7 @@ their parameters by how decode reads them)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field, model_validator
 
@@ -17,6 +17,23 @@ NonNegInt = Annotated[int, Field(ge=0)]
 
 _MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 _MOE_KEYS = ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
+
+
+class MlaShape(NamedTuple):
+    """Multi-head latent attention's dimensions (all given together)."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+
+
+class MoeShape(NamedTuple):
+    """A mixture of experts' dimensions (all given together)."""
+
+    n_routed_experts: int
+    num_experts_per_tok: int
+    moe_intermediate_size: int
 
 
 class ModelSpec(Frozen):
@@ -77,10 +94,11 @@ class ModelSpec(Frozen):
                 f"active_params_b ({self.active_params_b}) exceeds total_params_b "
                 f"({self.total_params_b})"
             )
-        if self.attention in ("mla", "compressed"):
-            missing = [k for k in _MLA_KEYS if getattr(self, k) is None]
-            if missing and self.attention == "mla":
-                problems.append(f"attention 'mla' needs {', '.join(missing)}")
+        missing = [k for k in _MLA_KEYS if getattr(self, k) is None]
+        if missing and self.attention == "mla":
+            problems.append(f"attention 'mla' needs {', '.join(missing)}")
+        elif missing and self.kv_lora_rank is not None:
+            problems.append(f"kv_lora_rank (a latent KV) needs {', '.join(missing)}")
         if self.attention == "compressed":
             if self.compress_ratios is None or self.sliding_window is None:
                 problems.append("attention 'compressed' needs compress_ratios and sliding_window")
@@ -94,7 +112,8 @@ class ModelSpec(Frozen):
         moe_given = [k for k in _MOE_KEYS if getattr(self, k) is not None]
         if moe_given and len(moe_given) != len(_MOE_KEYS):
             problems.append(f"an MoE model needs all of {', '.join(_MOE_KEYS)}")
-        if self.is_moe and self.num_experts_per_tok > self.n_routed_experts:  # type: ignore[operator]
+        moe = self.moe
+        if moe is not None and moe.num_experts_per_tok > moe.n_routed_experts:
             problems.append("num_experts_per_tok exceeds n_routed_experts")
         if self.first_k_dense_replace > self.num_hidden_layers:
             problems.append("first_k_dense_replace exceeds num_hidden_layers")
@@ -105,6 +124,21 @@ class ModelSpec(Frozen):
     @property
     def is_moe(self) -> bool:
         return self.n_routed_experts is not None
+
+    @property
+    def moe(self) -> MoeShape | None:
+        """The experts' shape (None for a dense model)."""
+        e, k, f = self.n_routed_experts, self.num_experts_per_tok, self.moe_intermediate_size
+        return None if e is None or k is None or f is None else MoeShape(e, k, f)
+
+    @property
+    def mla(self) -> MlaShape | None:
+        """The latent attention's shape (None without ``kv_lora_rank``)."""
+        r, rope = self.kv_lora_rank, self.qk_rope_head_dim
+        nope, v = self.qk_nope_head_dim, self.v_head_dim
+        if r is None or rope is None or nope is None or v is None:
+            return None
+        return MlaShape(r, rope, nope, v)
 
     @property
     def moe_layers(self) -> int:
