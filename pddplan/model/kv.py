@@ -25,7 +25,6 @@ from pddplan import units
 from pddplan.model.numeric import Array, Value
 from pddplan.spec.llm import KvDtype, ModelSpec
 
-
 FP8_SCALE_BYTES_PER_128 = 4
 """FP8 caches carry one fp32 scale per 128 elements (DeepGEMM / FlashMLA FP8 layouts)."""
 

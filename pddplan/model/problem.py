@@ -328,9 +328,6 @@ def set_path(data: Any, path: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node[part]
     last = parts[-1]
-    if isinstance(node, dict):
-        node[last] = value
-    elif isinstance(node, list) and isinstance(last, int):
-        node[last] = value
-    else:
+    if not (isinstance(node, dict) or (isinstance(node, list) and isinstance(last, int))):
         raise KeyError(f"{path}: {type(node).__name__} has no key {last!r}")
+    node[last] = value
