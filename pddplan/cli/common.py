@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -140,7 +140,7 @@ def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> 
                     )
                 raise typer.Exit(code=e.exit_code) from None
 
-        return wrapper  # type: ignore[return-value]
+        return cast(F, wrapper)  # functools.wraps keeps the signature typer reads
 
     return decorate(fn) if fn is not None else decorate
 
@@ -169,7 +169,8 @@ def load_deployment(
     scenario: Path, fleet: Path | None, plan: Path | None
 ) -> tuple[pddplan.Problem, pddplan.Fleet]:
     """The problem and the deployment given as exactly one of ``--fleet`` or ``--plan``."""
-    if (fleet is None) == (plan is None):
+    path = fleet if fleet is not None else plan
+    if path is None or (fleet is not None and plan is not None):
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
     problem = pddplan.load_scenario(scenario)
-    return problem, pddplan.load_fleet(fleet or plan, problem)  # type: ignore[arg-type]
+    return problem, pddplan.load_fleet(path, problem)

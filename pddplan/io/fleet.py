@@ -7,10 +7,11 @@ from pathlib import Path
 
 from pddplan.errors import InputError
 from pddplan.io.catalogs import unknown_id
-from pddplan.io.located import Loc, read_yaml
+from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet, md_cache_problem
+from pddplan.spec.source import Loc
 
 
 def load_fleet(path: Path, problem: Problem) -> Fleet:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -21,13 +22,13 @@ _HF_ALIASES = {"num_experts": "n_routed_experts", "n_group_experts": "n_routed_e
 
 
 def hf_config_to_entry(
-    config: dict,
+    config: dict[str, Any],
     model_id: str,
     *,
     source: str,
     total_params_b: float | None = None,
     active_params_b: float | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A catalog entry (plain dict, no ``id``) from a Hugging Face ``config.json`` dict.
 
     Keys the schema knows are copied (with Qwen-style aliases mapped); the attention kind is
@@ -64,7 +65,7 @@ def hf_config_to_entry(
         "total_params_b",
         "active_params_b",
     }
-    entry: dict = {
+    entry: dict[str, Any] = {
         "hf_id": str(cfg.get("_name_or_path") or model_id),
         "source": source,
         "attention": attention,
@@ -99,7 +100,7 @@ def hf_config_to_entry(
     return entry
 
 
-def _without_notes(entry: dict) -> dict:
+def _without_notes(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "notes"}
 
 

@@ -54,7 +54,7 @@ def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
     load: their own errors come first."""
     if not isinstance(data, dict):
         return []
-    paths = data.get("catalogs") if isinstance(data.get("catalogs"), dict) else {}
+    paths = _mapping(data.get("catalogs"))
     try:
         hw_file, model_file = paths.get("hardware"), paths.get("models")
         base = source.path.parent
@@ -69,13 +69,14 @@ def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
 
     if isinstance(data.get("model"), str) and data["model"] not in models:
         bad(("model",), unknown_id("model", data["model"], models))
-    dcs = data.get("datacenters") if isinstance(data.get("datacenters"), dict) else {}
+    dcs = _mapping(data.get("datacenters"))
     for dc_id, dc in dcs.items():
         listed = dc.get("chips") if isinstance(dc, dict) else None
         for i, chip in enumerate(listed if isinstance(listed, list) else []):
             if isinstance(chip, str) and chip not in chips:
                 bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, chips))
-    links = data.get("links") if isinstance(data.get("links"), list) else []
+    links = data.get("links")
+    links = links if isinstance(links, list) else []
     for i, link in enumerate(links):
         ends = link.get("between") if isinstance(link, dict) else None
         for end in ends if isinstance(ends, list) else []:
@@ -84,8 +85,7 @@ def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
                     ("links", i, "between"),
                     f"unknown datacenter '{end}' (datacenters: {', '.join(map(str, dcs))})",
                 )
-    calibration = data.get("calibration") if isinstance(data.get("calibration"), dict) else {}
-    per_chip = calibration.get("per_chip") if isinstance(calibration.get("per_chip"), dict) else {}
+    per_chip = _mapping(_mapping(data.get("calibration")).get("per_chip"))
     for chip in per_chip:
         if chip not in chips:
             bad(("calibration", "per_chip", chip), unknown_id("chip", str(chip), chips))
@@ -118,3 +118,9 @@ def _cross_check(
         if not trace.is_file():
             bad(("workload", "trace", "file"), f"trace file not found: {trace}")
     return problems
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    """``value`` if it is a mapping, else an empty one (for checks of a file that failed
+    validation: any part may have any shape)."""
+    return value if isinstance(value, dict) else {}

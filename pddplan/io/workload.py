@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -22,7 +23,7 @@ def workload_yaml(fit: TraceFit) -> str:
         "# Each class is a P-hit bucket x input-length quantile x output-length quantile, with",
         "# its requests' mean lengths and hit rates, so the trace's joint shape is kept.",
     ]
-    classes = [
+    classes: list[dict[str, Any]] = [
         {
             "key": c.key,
             "weight": round(c.weight, 8),

@@ -28,7 +28,7 @@ from pddplan.model.numeric import Array, Num, Value, greater, lesser
 from pddplan.model.params import ParamBreakdown, param_breakdown, weight_dtypes
 from pddplan.spec.calibration import Calibration
 from pddplan.spec.hardware import ChipSpec
-from pddplan.spec.llm import Dtype, ModelSpec, MoeShape
+from pddplan.spec.llm import Dtype, KvDtype, ModelSpec, MoeShape
 
 ACTIVATION_BYTES = units.DTYPE_BYTES["bf16"]
 """Activations exchanged by collectives are BF16."""
@@ -528,7 +528,7 @@ def make_instance(
     gpus: int,
     cal: Calibration,
     *,
-    kv_dtype: str | None = None,
+    kv_dtype: KvDtype | None = None,
     weight_dtype: Dtype | None = None,
 ) -> Instance:
     """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
@@ -588,10 +588,10 @@ def _build(
     chip: ChipSpec,
     gpus: int,
     cal: Calibration,
-    kv_dtype: str | None,
+    kv_dtype: KvDtype | None,
     weight_dtype: Dtype | None,
 ) -> Instance:
-    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    kv = KvModel(model, kv_dtype or model.kv_dtype)
     dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
     return Instance(
         model,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from pddplan import units
+from pddplan.model.numeric import Num
 
 CALIBRATED_INITIAL_WINDOW_BYTES = 91_600.0
 """W0 such that an idle 30 ms-RTT path moves DeepSeek-V4-Pro's 4.56 MB window state in the
@@ -48,7 +49,7 @@ def wan_transfer_s(
     return setup + float(many[0])
 
 
-def rdma_transfer_s(nbytes: float | np.ndarray, *, nic_bytes_per_s: float) -> float | np.ndarray:
+def rdma_transfer_s(nbytes: Num, *, nic_bytes_per_s: float) -> Num:
     """Seconds for ``nbytes`` (a size or an array of sizes) over one RDMA NIC inside a
     datacenter."""
     return RDMA_LATENCY_S + nbytes / nic_bytes_per_s

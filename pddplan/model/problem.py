@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
@@ -263,7 +264,7 @@ class Problem:
             table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
         return table[key]
 
-    def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: Array) -> Array:
+    def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: npt.NDArray[np.intp]) -> Array:
         """Seconds of ``gpus`` x ``chip``'s pass over ``tokens`` new tokens on top of classes
         ``k``'s inputs: an MD handoff's extend step. Kept: the eager tokens behind it change
         in whole tokens, so most capacity-search rates repeat another's."""
@@ -328,6 +329,9 @@ def set_path(data: Any, path: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node[part]
     last = parts[-1]
-    if not (isinstance(node, dict) or (isinstance(node, list) and isinstance(last, int))):
+    if isinstance(node, dict):
+        node[last] = value
+        return
+    if not (isinstance(node, list) and isinstance(last, int)):
         raise KeyError(f"{path}: {type(node).__name__} has no key {last!r}")
     node[last] = value

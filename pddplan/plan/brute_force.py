@@ -151,7 +151,10 @@ def enumerate_plan(
     else:
         bounded = []
         for cost, i, c in candidates:
-            svc = float(space.w @ space.prefill_times(c.options["prefill"])[1])
+            prefill = c.options["prefill"]
+            if prefill is None:  # every candidate has one (_skeletons)
+                raise ValueError("a candidate without a prefill option")
+            svc = float(space.w @ space.prefill_times(prefill).service)
             upper = c.instances["prefill"] * space.rho / svc
             key = upper / cost if objective == "max-bcr" else upper
             bounded.append((key, -cost, -i, upper, cost, c))

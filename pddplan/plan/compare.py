@@ -17,6 +17,7 @@ added up (GPUs, power, owned inventory) and the worst PUE: the same envelope PDD
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
 from pddplan.spec.distributions import HitDist
-from pddplan.spec.scenario import Datacenter, MdCacheOption, Scenario
+from pddplan.spec.scenario import Datacenter, MdCacheOption, Role, Scenario
 
 ARCHITECTURES = ("intra-dc-homogeneous", "intra-dc-heterogeneous", "cross-dc-naive", "pdd")
 INTRA_DC = "intra-dc"
@@ -78,8 +79,8 @@ class Comparison:
 
 
 # --- the architectures as scenarios -----------------------------------------------------------
-def _roles_chips(s: Scenario, role: str) -> list[str]:
-    return sorted({chip for _, chip in s.chips_for(role)})  # type: ignore[arg-type]
+def _roles_chips(s: Scenario, role: Role) -> list[str]:
+    return sorted({chip for _, chip in s.chips_for(role)})
 
 
 def _sum_or_none(values: list) -> float | None:
@@ -126,10 +127,10 @@ def cross_dc_naive(s: Scenario) -> Scenario:
     links = tuple(x for x in s.links if all(d in dcs for d in x.between))
     w = s.workload
     if w.classes is not None:
+        n = len(w.classes)
         w = w.model_copy(
             update={"classes": tuple(c.model_copy(update={"md_hit": None}) for c in w.classes)}
         )
-        n = len(w.classes)
         none = MdCacheOption(gb_per_gpu=0.0, md_hit=(0.0,) * n)
     elif w.prefix_hit is not None:
         w = w.model_copy(update={"md_prefix_hit": None})
@@ -149,6 +150,12 @@ def cross_dc_naive(s: Scenario) -> Scenario:
 
 # --- planning each ----------------------------------------------------------------------------
 Solve = Callable[[Scenario], PlanResult]
+
+
+def _bcr(plan: PlanResult | None) -> float:
+    """A plan's BCR, 0 without one."""
+    e = plan.evaluation if plan is not None else None
+    return (e.bcr or 0.0) if e is not None else 0.0
 
 
 def _why(plan: PlanResult) -> str | None:
@@ -204,11 +211,11 @@ def compare(
     by_chip = []
     for chip in sorted(set(p_chips) | set(d_chips)):
         step(f"intra-dc-homogeneous on {chip}")
-        plan, why = _plan(solve, lambda c=chip: intra_dc(scenario, [c], [c]))
+        plan, why = _plan(solve, functools.partial(intra_dc, scenario, [chip], [chip]))
         by_chip.append((chip, plan, why))
     ok = [(c, p) for c, p, why in by_chip if why is None]
     if ok:
-        chip, plan = max(ok, key=lambda x: x[1].evaluation.bcr or 0.0)  # type: ignore[union-attr]
+        chip, plan = max(ok, key=lambda x: _bcr(x[1]))
         results.append(ArchitectureResult(ARCHITECTURES[0], plan, None, chip, by_chip))
     else:
         reason = "; ".join(f"{c}: {why}" for c, _, why in by_chip)

@@ -63,13 +63,13 @@ class Requirements:
         sp = self.space
         payload = sp.payloads[st.cache]
         if st.gbps is None:
-            nic = sp.hw.chips[st.p_chip].nic_bytes_per_s
+            nic = sp.hw.chips[st.sender].nic_bytes_per_s
             return rdma_transfer_s(payload, nic_bytes_per_s=nic), 0.0
-        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
         flow = self.rate * 1.0 * 1.0 * float(sp.w @ payload)
         u = flow / goodput
         share = goodput * max(0.0, 1.0 - u)
-        rtt = st.link.rtt_ms * units.MS
+        rtt = st.wan.rtt_ms * units.MS
         return wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
 
     def _queueing(self, st: State, u: float) -> np.ndarray:
@@ -77,7 +77,7 @@ class Requirements:
         payload = sp.payloads[st.cache]
         if st.gbps is None:
             return np.zeros_like(payload)
-        goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+        goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
         return wan_queueing_mean_s(payload, goodput_bytes_per_s=goodput, utilization=u)
 
     @cached_property
@@ -355,7 +355,7 @@ class Requirements:
                 need = session_working_set_bytes(lam, interval, float(sp.w @ sp.rdma_bytes))
                 per_instance = st.cache_gb * units.GB * o.gpus
                 fits = _smallest(
-                    lambda n: need <= n * per_instance * (1 + 1e-9), [need / per_instance]
+                    lambda n: need <= n * per_instance * (1 + 1e-9), np.array([need / per_instance])
                 )
                 n_cache = int(fits[0])
             self._caches[key] = n_cache

@@ -99,8 +99,8 @@ def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
         return scenario.model_copy(update={"workload": work}), f"demand {rate:.4g} req/s"
     if family == "max utilization":
         cap = min(1 - (1 - sea.max_utilization) / f, 0.99)
-        new = sea.model_copy(update={"max_utilization": cap})
-        return scenario.model_copy(update={"search": new}), f"utilization cap {cap:.1%}"
+        capped = sea.model_copy(update={"max_utilization": cap})
+        return scenario.model_copy(update={"search": capped}), f"utilization cap {cap:.1%}"
     # datacenter limits: GPUs, power and the per-pool cap, all x f
     dcs = {
         k: dc.model_copy(
@@ -111,8 +111,8 @@ def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
         )
         for k, dc in scenario.datacenters.items()
     }
-    new = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
-    trial = scenario.model_copy(update={"datacenters": dcs, "search": new})
+    wider = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
+    trial = scenario.model_copy(update={"datacenters": dcs, "search": wider})
     return trial, f"datacenter GPU and power limits x {f:.3g}"
 
 
@@ -134,11 +134,13 @@ def budget_needed(
     """max capacity with a budget that buys nothing: the cheapest plan's cost at a vanishing
     rate is the budget it takes."""
     budget = space.scenario.budget_usd_per_hour
+    if budget is None:  # the scenario validator gives every max-capacity scenario one
+        raise ValueError("budget_needed asks about a scenario without a budget")
     left = max(deadline - clock(), 1.0)
     out = milp.min_cost(
         Requirements(space, MIN_RATE_RPS), solver=solver, time_limit_s=left, clock=clock
     )
-    if out.choice is None:
+    if out.choice is None or out.cost_per_hour is None:
         return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
     return Relaxation(
         "budget",

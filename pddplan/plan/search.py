@@ -97,7 +97,8 @@ class _Search:
         self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
         if out.status in ("time_limit", "time_limit_no_incumbent"):
             self.timed_out = True
-        if out.choice is None:
+        point: tuple[Choice | None, float, float]
+        if out.choice is None or out.cost_per_hour is None:
             point = (None, math.inf, 0.0)
         else:
             self.last_gap = out.gap
@@ -315,6 +316,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
         best = np.full_like(lo, np.inf)
         for o in space.options[role]:
+            per_instance: float | np.ndarray
             if role == "prefill":
                 per_instance = space.rho / float(w @ space.prefill_times(o)[1])
             else:
@@ -340,15 +342,15 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
         here = [st for st in space.states if st.cache == k]
         for st in here:
             if st.gbps is None:
-                nic = space.hw.chips[st.p_chip].nic_bytes_per_s
+                nic = space.hw.chips[st.sender].nic_bytes_per_s
                 states = np.minimum(states, 0.0)
                 longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
                 continue
             total_payload = float(w @ payload)
-            goodput = link_bytes_per_s(st.gbps, st.link.tcp_efficiency)
+            goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
             feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
             states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
-            rtt = st.link.rtt_ms * units.MS
+            rtt = st.wan.rtt_ms * units.MS
             cells = np.nonzero(feasible)[0]
             u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
             share = (goodput * (1 - u))[:, None]  # one row per cell

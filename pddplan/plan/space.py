@@ -91,6 +91,20 @@ class State:
             return f"{self.p_dc}.rdma.{self.p_chip}{cache}"
         return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G{cache}"
 
+    @property
+    def wan(self) -> Link:
+        """The WAN link KV crosses (a state over RDMA has none)."""
+        if self.link is None:
+            raise ValueError(f"transfer state {self.key} is RDMA inside one datacenter")
+        return self.link
+
+    @property
+    def sender(self) -> str:
+        """The prefill chip whose NIC sends the KV of an RDMA state."""
+        if self.p_chip is None:
+            raise ValueError(f"transfer state {self.key} crosses a WAN link")
+        return self.p_chip
+
     def sent_by(self, o: PoolOption) -> bool:
         """Whether prefill option ``o`` is this state's sender (in ``p_dc``, and of
         ``p_chip`` for an RDMA state)."""
@@ -255,7 +269,7 @@ class Space:
 
     def pools_cost(self, pools: list[tuple[PoolOption | None, int]]) -> float:
         """USD per hour of (option, instances) pools, owned GPUs at their running cost."""
-        total, used = 0.0, {}
+        total, used = 0.0, dict[tuple[str, str], int]()
         for o, n in pools:
             if o is not None:
                 total += o.usd_per_instance_hour * n
@@ -320,9 +334,9 @@ class Space:
             for role, o in choice.options.items()
             if o is not None and choice.instances[role] > 0
         ]
-        links = ()
+        links: tuple[LinkChoice, ...] = ()
         if choice.state.gbps is not None:
-            links = (LinkChoice(between=choice.state.link.between, gbps=choice.state.gbps),)
+            links = (LinkChoice(between=choice.state.wan.between, gbps=choice.state.gbps),)
         return Fleet(
             name=name,
             pools=tuple(pools),

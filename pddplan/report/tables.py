@@ -377,8 +377,8 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         )
         for col in ("limits relaxed", "factor", "what it takes"):
             t.add_column(col, justify="right" if col == "factor" else "left")
-        for x in r.relaxations:
-            t.add_row(x.family, f"{x.factor:.3g}" if x.factor else "—", x.message)
+        for relax in r.relaxations:
+            t.add_row(relax.family, f"{relax.factor:.3g}" if relax.factor else "—", relax.message)
         parts.append(t)
     solver = Table(title="Solver", box=box.SIMPLE_HEAD)
     solver.add_column("figure")

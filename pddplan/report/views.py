@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
-    from pddplan.spec.llm import ModelSpec
+    from pddplan.spec.llm import KvDtype, ModelSpec
     from pddplan.workload.trace import TraceFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
@@ -45,12 +45,12 @@ def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
     return out
 
 
-def model_view(model: ModelSpec, kv_dtype: str | None = None) -> dict[str, Any]:
+def model_view(model: ModelSpec, kv_dtype: KvDtype | None = None) -> dict[str, Any]:
     """A model with its derived KV and weight figures at ``kv_dtype`` (default: its own)."""
     from pddplan.model.kv import KvModel
     from pddplan.model.params import param_breakdown, weight_bytes
 
-    kv = KvModel(model, kv_dtype or model.kv_dtype)  # type: ignore[arg-type]
+    kv = KvModel(model, kv_dtype or model.kv_dtype)
     p = param_breakdown(model)
     out = model.model_dump(mode="json", exclude_none=True)
     out.update(

@@ -116,7 +116,7 @@ class ChainCache:
                 lo = mid + 1
             else:
                 hi = mid
-        keep = max(lo, n - (self._resident - self.capacity))  # type: ignore[operator]
+        keep = max(lo, n - (self._resident - (self.capacity or 0)))  # only a bounded cache evicts
         _fill(age, blocks, keep, n, self._constant(0, n - keep))
         self._resident -= n - keep
         if keep > lo:

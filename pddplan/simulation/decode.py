@@ -101,7 +101,7 @@ class DecodeInstance:
     def tokens_done(self, req: Any) -> int:
         self._advance(self.ev.now)
         s0, _, _, tokens = self._members[req]
-        return min(tokens, int(self.S - s0 + EPS))
+        return min(int(tokens), int(self.S - s0 + EPS))
 
     def remove(self, req: Any) -> int:
         """Take ``req`` out before it finishes (a handoff); returns the tokens it made."""

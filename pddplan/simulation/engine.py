@@ -36,6 +36,7 @@ caches, routing and handoffs are simulated. A request's life:
 from __future__ import annotations
 
 import bisect
+import functools
 import gc
 import heapq
 import math
@@ -105,6 +106,7 @@ class Req:
 
     def __init__(self, i: int, t0: float, inp: int, out: int, blocks: Sequence[int]) -> None:
         self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
+        self.p_dc = self.md_dc = ""  # set when the router picks them
         self.done = self.run = self.md_run = 0
         self.prefilled = self.ready = self.taken = 0.0
         self.hit_p = self.hit_md = 0.0
@@ -482,7 +484,7 @@ class Simulation:
             self.ev.at(now + rdma_transfer_s(full, nic_bytes_per_s=nic), self._at_rld, r)
         if r.cross:
             link = self.links[(r.p_dc, r.md_dc)]
-            r.flow = link.start(payload, lambda t, r=r: self._kv_sent(r, t))
+            r.flow = link.start(payload, functools.partial(self._kv_sent, r))
         else:
             nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
             self.ev.at(now + rdma_transfer_s(payload, nic_bytes_per_s=nic), self._at_md, r)
@@ -697,11 +699,11 @@ def utilizations(
         for pi in dc.instances:
             busy[pi.pool] = busy.get(pi.pool, 0.0) + c1["p"][k] - c0["p"][k]
             k += 1
-    out = []
+    out: list[tuple[str, str, str, float]] = []
     for j, (pool, _) in enumerate(m.roles["prefill"]):
         out.append((pool.datacenter, pool.role, pool.chip, busy[j] / (pool.instances * window)))
     k = 0
-    work_of = {}
+    work_of: dict[tuple[str, int], float] = {}
     for dp in decode:
         work = 0.0
         for _ in dp.instances:
@@ -713,7 +715,7 @@ def utilizations(
         for j, (pool, _) in enumerate(m.roles[role]):
             out.append((pool.datacenter, pool.role, pool.chip, work_of[(role, j)]))
     per_link = {
-        key: (c1["l"][key] - c0["l"][key]) / (window * x.goodput) for key, x in links.items()
+        key: float(c1["l"][key] - c0["l"][key]) / (window * x.goodput) for key, x in links.items()
     }
     return out, per_link
 
@@ -745,7 +747,10 @@ def _cdf(weights: np.ndarray) -> list[float]:
 
 def _grow(cache: Cache | None, blocks: float, cache_of: type[Cache]) -> Cache | None:
     """A cache ``blocks`` bigger than ``cache`` (None: no cache yet)."""
-    if cache is not None and cache.capacity is None:
+    if cache is None:
+        total = int(blocks)
+    elif cache.capacity is None:
         return cache
-    total = (cache.capacity if cache is not None else 0) + int(blocks)
+    else:
+        total = cache.capacity + int(blocks)
     return cache_of(total) if total > 0 else None

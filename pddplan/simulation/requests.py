@@ -84,7 +84,8 @@ def _shapes(workload: Workload, rng: np.random.Generator, n: int) -> tuple[np.nd
     u = rng.random((3, n))
     inp = frozen_dist(workload.input_tokens).ppf(u[0])
     out = frozen_dist(workload.output_tokens).ppf(u[1])
-    hit = frozen_dist(workload.prefix_hit).ppf(u[2])  # type: ignore[arg-type]
+    assert workload.prefix_hit is not None  # the workload has distributions, so all three
+    hit = frozen_dist(workload.prefix_hit).ppf(u[2])
     return np.asarray(inp), np.asarray(out), np.clip(np.asarray(hit), 0.0, 1.0)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,7 +143,7 @@ def simulate(
     analytic = Evaluator(problem, fleet)
     routing = analytic.routing
     fleet = fleet.model_copy(update={"routing": routing})
-    warm: Iterable[list[int]] = ()
+    warm: Iterable[Sequence[int]] = ()
     if trace is not None:
         source: Iterable[SimRequest] = trace_requests(trace, skip_bad=skip_bad)
         warmup, total, block = 0, None, BLOCK_TOKENS

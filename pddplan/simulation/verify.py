@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
@@ -65,7 +66,7 @@ class Tightening:
                 "max_link_utilization": s.search.max_link_utilization * self.link_utilization,
             }
         )
-        update = {"sla": sla, "search": search}
+        update: dict[str, Any] = {"sla": sla, "search": search}
         if s.md_cache is not None and self.md_hit < 1.0:
             hits = md_cache_hits(s.workload, s.md_cache)
             update["md_cache"] = tuple(

@@ -8,7 +8,7 @@ over a quantile slice (the representative of a request class, ``pddplan.workload
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -47,7 +47,29 @@ def _check_buckets(buckets: tuple[Bucket, ...], upper: float | None) -> list[str
     return problems
 
 
-class LengthDist(Frozen):
+class _Distribution(Frozen):
+    """What the length and hit-rate distributions share: typed access to the parameters
+    their kind requires."""
+
+    if TYPE_CHECKING:  # fields of both subclasses
+        dist: str
+        buckets: tuple[Bucket, ...] | None
+
+    def number(self, name: str) -> float:
+        """A parameter this kind requires (its validator made sure it is given)."""
+        value = getattr(self, name)
+        if not isinstance(value, int | float):
+            raise ValueError(f"dist '{self.dist}' has no {name}")
+        return float(value)
+
+    def bars(self) -> tuple[Bucket, ...]:
+        """The buckets of a ``buckets`` distribution."""
+        if self.buckets is None:
+            raise ValueError(f"dist '{self.dist}' has no buckets")
+        return self.buckets
+
+
+class LengthDist(_Distribution):
     """A token-length distribution.
 
     Kinds and their keys: ``fixed`` (value); ``uniform`` (min, max); ``lognormal`` (median,
@@ -85,7 +107,7 @@ class LengthDist(Frozen):
         return self
 
 
-class HitDist(Frozen):
+class HitDist(_Distribution):
     """A prefix-cache hit-rate distribution on [0, 1].
 
     Kinds and their keys: ``fixed`` (value); ``beta`` (mean, concentration = alpha + beta);
@@ -112,9 +134,12 @@ class HitDist(Frozen):
 
 
 def _check_params(
-    obj: Frozen, need: tuple[str, ...], every: tuple[str, ...], optional: tuple[str, ...] = ()
+    obj: LengthDist | HitDist,
+    need: tuple[str, ...],
+    every: tuple[str, ...],
+    optional: tuple[str, ...] = (),
 ) -> list[str]:
-    kind = obj.dist  # type: ignore[attr-defined]
+    kind = obj.dist
     missing = [k for k in need if getattr(obj, k) is None]
     extra = [
         k for k in every if k not in need and k not in optional and getattr(obj, k) is not None

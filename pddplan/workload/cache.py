@@ -4,7 +4,7 @@ unbounded or LRU (``PrefixCache``)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import repeat, takewhile
 from operator import getitem, setitem
@@ -36,7 +36,7 @@ class PrefixCache:
     def __init__(self, capacity_blocks: int | None) -> None:
         self.capacity = capacity_blocks
         self._last: dict[int, int] = {}
-        self._log: deque[tuple[int, list[int]]] = deque()
+        self._log: deque[tuple[int, Sequence[int]]] = deque()
         self._served = 0
         self._seen: bytearray | None = bytearray(1 << 16)
         self._has = partial(getitem, self._seen)  # the byte map grows in place: stays valid
@@ -50,7 +50,7 @@ class PrefixCache:
         self.insert(hash_ids)
         return run
 
-    def lookup(self, hash_ids: list[int]) -> int:
+    def lookup(self, hash_ids: Sequence[int]) -> int:
         """Blocks of the leading run already cached (the cache does not change)."""
         if self.capacity is not None:
             return len(list(takewhile(self._last.__contains__, hash_ids)))
@@ -66,7 +66,7 @@ class PrefixCache:
                 pass
         return len(list(takewhile(lambda h: 0 <= h < len(seen) and seen[h], hash_ids)))
 
-    def insert(self, hash_ids: list[int], known: int = 0) -> None:
+    def insert(self, hash_ids: Sequence[int], known: int = 0) -> None:
         """Every block enters the cache as the most recently used, evicting the least
         recently used ones beyond capacity. ``known``: what a lookup of these blocks
         returned since the last eviction (an unbounded cache skips those blocks)."""
@@ -89,22 +89,24 @@ class PrefixCache:
         self._served += 1
         last.update(dict.fromkeys(hash_ids, self._served))
         self._log.append((self._served, hash_ids[::-1]))  # within a request, the tail goes first
-        while len(last) > self.capacity:  # type: ignore[operator]
+        while len(last) > self.capacity:
             self._evict_oldest_entry()
 
     def _evict_oldest_entry(self) -> None:
         """Drop the oldest log entry's still-resident blocks, in order, until the cache is
         back to capacity (the rest of the entry goes back to the front of the log)."""
         last, capacity = self._last, self.capacity
+        if capacity is None:  # an unbounded cache never evicts
+            return
         served, blocks = self._log.popleft()
         owned = [h for h in blocks if last.get(h) == served]
-        over = len(last) - capacity  # type: ignore[operator]
+        over = len(last) - capacity
         if len(owned) > over:
             self._log.appendleft((served, owned[over:]))
             owned = owned[:over]
         _drain(map(last.pop, owned))  # dict.pop is a fast call; __delitem__ is a slot wrapper
 
-    def _replay_unbounded(self, hash_ids: list[int]) -> int:
+    def _replay_unbounded(self, hash_ids: Sequence[int]) -> int:
         if not hash_ids:
             return 0
         if self._seen is not None:
@@ -129,9 +131,10 @@ def _drain(iterator: Iterator[object]) -> None:
     deque(iterator, maxlen=0)
 
 
-def _is_range(ids: list[int]) -> bool:
-    """Whether ``ids`` are ``first, first + 1, ...`` from a ``first`` >= 0 (the comparison
-    runs in C, several times faster than writing the ids one by one)."""
+def _is_range(ids: Sequence[int]) -> bool:
+    """Whether ``ids`` (a list: other sequences take the general path) are ``first, first +
+    1, ...`` from a ``first`` >= 0 (the comparison runs in C, several times faster than
+    writing the ids one by one)."""
     if not ids or ids[0] < 0 or ids[-1] != ids[0] + len(ids) - 1:
         return False
     return ids == list(range(ids[0], ids[-1] + 1))

@@ -46,7 +46,8 @@ class RequestClass:
 def _hit_slices(d: HitDist, edges: tuple[float, ...]) -> list[tuple[float, float, int]]:
     """(q_lo, q_hi, bucket index) of each hit bucket with mass, as quantile slices."""
     if d.dist == "fixed":
-        index = max(i for i, e in enumerate(edges[:-1]) if e <= d.value)  # type: ignore[operator]
+        value = d.number("value")
+        index = max(i for i, e in enumerate(edges[:-1]) if e <= value)
         return [(0.0, 1.0, index)]
     cdf = frozen_dist(d).cdf
     out = []
@@ -92,7 +93,7 @@ def request_classes(
 def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, float, int]]:
     """(weight, representative tokens, index) per quantile slice; one slice if fixed."""
     if d.dist == "fixed":
-        return [(1.0, float(d.value), 0)]  # type: ignore[arg-type]
+        return [(1.0, d.number("value"), 0)]
     return [
         (hi - lo, slice_mean(d, lo, hi), i)
         for i, (lo, hi) in enumerate(itertools.pairwise(quantiles))

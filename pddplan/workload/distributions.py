@@ -53,7 +53,8 @@ class _LogNormal(Dist):
     def ppf(self, q: ArrayLike) -> np.ndarray:
         from scipy import special  # imported where needed: it takes a sixth of a second
 
-        return self.median * np.exp(self.sigma * special.ndtri(np.asarray(q, dtype=float)))
+        z: np.ndarray = special.ndtri(np.asarray(q, dtype=float))
+        return self.median * np.exp(self.sigma * z)
 
     def cdf(self, x: ArrayLike) -> np.ndarray:
         from scipy import special
@@ -61,7 +62,8 @@ class _LogNormal(Dist):
         x = np.asarray(x, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.log(x / self.median) / self.sigma
-        return np.where(x > 0, special.ndtr(z), 0.0)
+        cdf: np.ndarray = np.where(x > 0, special.ndtr(z), 0.0)
+        return cdf
 
 
 class _Beta(Dist):
@@ -71,12 +73,16 @@ class _Beta(Dist):
     def ppf(self, q: ArrayLike) -> np.ndarray:
         from scipy import special
 
-        return special.betaincinv(self.a, self.b, np.asarray(q, dtype=float))
+        ppf: np.ndarray = special.betaincinv(self.a, self.b, np.asarray(q, dtype=float))
+        return ppf
 
     def cdf(self, x: ArrayLike) -> np.ndarray:
         from scipy import special
 
-        return special.betainc(self.a, self.b, np.clip(np.asarray(x, dtype=float), 0.0, 1.0))
+        cdf: np.ndarray = special.betainc(
+            self.a, self.b, np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        )
+        return cdf
 
 
 class _Histogram(Dist):
@@ -86,14 +92,16 @@ class _Histogram(Dist):
         widths = np.diff(edges)
         density = weights / widths
         density = density / float(np.sum(density * widths))
-        self.edges = edges
-        self.cum = np.concatenate(([0.0], np.cumsum(density * widths)))
+        self.edges: np.ndarray = edges
+        self.cum: np.ndarray = np.concatenate(([0.0], np.cumsum(density * widths)))
 
     def ppf(self, q: ArrayLike) -> np.ndarray:
-        return np.interp(q, self.cum, self.edges)
+        ppf: np.ndarray = np.interp(np.asarray(q, dtype=float), self.cum, self.edges)
+        return ppf
 
     def cdf(self, x: ArrayLike) -> np.ndarray:
-        return np.interp(x, self.edges, self.cum)
+        cdf: np.ndarray = np.interp(np.asarray(x, dtype=float), self.edges, self.cum)
+        return cdf
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,20 +110,21 @@ def frozen_dist(d: LengthDist | HitDist) -> Dist:
     come from ``scipy.special`` (``ndtri``, ``ndtr``, ``betaincinv``, ``betainc``): the
     same numbers as ``scipy.stats`` for a tenth of its import time."""
     if d.dist == "fixed":
-        return _Fixed(float(d.value))  # type: ignore[arg-type]
+        return _Fixed(d.number("value"))
     if d.dist == "uniform":
-        return _Uniform(d.min, d.max)  # type: ignore[arg-type]
+        return _Uniform(d.number("min"), d.number("max"))
     if d.dist == "lognormal":
-        base = _LogNormal(d.median, d.sigma)  # type: ignore[arg-type]
+        base = _LogNormal(d.number("median"), d.number("sigma"))
         if d.min is None and d.max is None:
             return base
         lo = float(base.cdf(d.min)) if d.min is not None else 0.0
         hi = float(base.cdf(d.max)) if d.max is not None else 1.0
         return _Truncated(base, lo, hi)
     if d.dist == "beta":
-        a = d.mean * d.concentration  # type: ignore[operator]
-        return _Beta(a, d.concentration - a)  # type: ignore[operator]
-    edges, weights = _bucket_grid(d.buckets)  # type: ignore[arg-type]
+        concentration = d.number("concentration")
+        a = d.number("mean") * concentration
+        return _Beta(a, concentration - a)
+    edges, weights = _bucket_grid(d.bars())
     return _Histogram(edges, weights)
 
 
@@ -151,6 +160,6 @@ QUANTILE_GRID = 64
 def slice_mean(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> float:
     """Mean of ``d`` over its quantile slice [q_lo, q_hi] (the class representative)."""
     if d.dist == "fixed":
-        return float(d.value)  # type: ignore[arg-type]
+        return d.number("value")
     q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
     return float(np.mean(frozen_dist(d).ppf(q)))

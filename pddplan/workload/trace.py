@@ -44,12 +44,12 @@ def _capacity_blocks(tokens: int | str | None, block: int) -> int | None:
 
 @dataclass
 class _Columns:
-    time_ms: array = field(default_factory=lambda: array("d"))
-    inp: array = field(default_factory=lambda: array("d"))
-    out: array = field(default_factory=lambda: array("d"))
-    run: array = field(default_factory=lambda: array("q"))
+    time_ms: array[float] = field(default_factory=lambda: array("d"))
+    inp: array[float] = field(default_factory=lambda: array("d"))
+    out: array[float] = field(default_factory=lambda: array("d"))
+    run: array[int] = field(default_factory=lambda: array("q"))
     """Leading cached blocks per request (prefill side)."""
-    md_run: array = field(default_factory=lambda: array("q"))
+    md_run: array[int] = field(default_factory=lambda: array("q"))
 
 
 def read_requests(
@@ -197,7 +197,7 @@ def fit_trace(
     md_cache = (
         PrefixCache(_capacity_blocks(md_cache_tokens, block_tokens)) if md_cache_tokens else None
     )
-    cols, bad = _Columns(), []
+    cols, bad = _Columns(), list[tuple[int, str]]()
     # the hot loop: bound methods in locals, hit rates computed afterwards in numpy
     t_add, i_add, o_add, r_add, m_add = (
         cols.time_ms.append,
