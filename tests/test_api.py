@@ -1,0 +1,39 @@
+"""The public API: docs/api.md's example runs as written, the CLI uses nothing else, and
+``import pddplan`` stays light."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+
+import pddplan
+
+
+def test_the_documented_example_runs(monkeypatch, capsys):
+    code = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
+    assert code is not None
+    monkeypatch.chdir(ROOT)
+    exec(compile(code.group(1), "docs/api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("optimal ")
+    assert len(printed) == 6
+
+
+def test_every_exported_name_resolves():
+    for name in pddplan.__all__:
+        assert getattr(pddplan, name) is not None, name
+
+
+def test_import_is_light():
+    """The heavy libraries load where they are used, not on ``import pddplan``."""
+    code = (
+        "import sys, pddplan; p = pddplan.load_catalogs().hardware; "
+        "print(sorted(m for m in ('scipy', 'pulp', 'matplotlib', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]", out.stdout
