@@ -101,6 +101,7 @@ def solve(
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
     method: Method = "milp",
+    headroom: float | None = None,
     explain: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> PlanResult:
@@ -113,12 +114,18 @@ def solve(
         solver: ``cbc`` (bundled) or ``highs``; default: the scenario's.
         time_limit_s: seconds for the whole search (default: the scenario's).
         method: ``milp``, or ``enumerate``: brute force scored by the evaluator.
+        headroom: demand growth to plan for (default: the scenario's ``headroom``): the plan
+            serves ``arrival_rps x (1 + headroom)``.
         explain: for an infeasible scenario, find the smallest relaxation of each limit.
         clock: the time source the time limit is measured on.
     """
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
     _choice("method", method, METHODS)
+    if headroom is not None:
+        if not headroom >= 0:
+            raise ArgumentError("headroom", f"{{argument}} must be >= 0, got {headroom}")
+        problem = problem.derive({"headroom": headroom})
     if method == "enumerate":
         from pddplan.plan.brute_force import enumerate_plan
 

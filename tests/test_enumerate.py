@@ -9,7 +9,7 @@ import pytest
 from conftest import problem_of
 
 from pddplan.plan.brute_force import enumerate_plan
-from pddplan.plan.search import BCR_TOLERANCE, solve_plan
+from pddplan.plan.search import solve_plan
 from pddplan.spec.scenario import Scenario
 
 SEEDS = range(20)
@@ -140,19 +140,33 @@ def test_min_cost_matches_brute_force(seed, hardware, models):
     assert milp.evaluation.sla_capacity_rps >= s.workload.arrival_rps * (1 - 1e-6)
 
 
+@pytest.mark.parametrize("plateau", [0.01, 0.1])
 @pytest.mark.parametrize("seed", seeds(range(100, 105)))
-def test_max_bcr_matches_brute_force(seed, hardware, models):
+def test_max_bcr_matches_brute_force(seed, plateau, hardware, models):
+    """The best BCR agrees with brute force, the bound is a bound, and the plan is the
+    cheapest candidate within the plateau of the MILP's bound (brute force run with the
+    same threshold)."""
     s = random_scenario(seed, objective="max-bcr")
+    s = s.model_copy(update={"search": s.search.model_copy(update={"bcr_plateau": plateau})})
     milp = solve_plan(problem_of(s, hardware, models), explain=False)
     brute = enumerate_plan(problem_of(s, hardware, models))
     assert (milp.fleet is None) == (brute.fleet is None)
     if milp.fleet is None:
         return
     assert milp.status == "optimal"
-    # Dinkelbach stops within BCR_TOLERANCE of the proven bound; capacities are bisected to
-    # 1e-6, so the two optima agree to that
-    assert milp.evaluation.bcr == pytest.approx(brute.evaluation.bcr, rel=BCR_TOLERANCE + 2e-6)
-    assert milp.stats.bcr_bound >= brute.evaluation.bcr * (1 - 2e-6)
+    best, bound = brute.stats.bcr_best, milp.stats.bcr_bound
+    tolerance = s.search.bcr_tolerance
+    # Dinkelbach stops within its tolerance of the proven bound; capacities are bisected
+    # to 1e-6, so the best ratios agree to that
+    assert milp.stats.bcr_best == pytest.approx(best, rel=tolerance + 2e-6)
+    assert bound >= best * (1 - 2e-6)
+    threshold = (1 - plateau) * bound
+    assert milp.evaluation.bcr >= threshold * (1 - 2e-6)
+    same = s.search.model_copy(update={"bcr_plateau": 1 - threshold / best})
+    cheapest = enumerate_plan(problem_of(s.model_copy(update={"search": same}), hardware, models))
+    assert milp.evaluation.cost_per_hour_usd == pytest.approx(
+        cheapest.evaluation.cost_per_hour_usd, rel=1e-9
+    )
 
 
 @pytest.mark.parametrize("seed", seeds(range(200, 203)))

@@ -332,7 +332,7 @@ def test_md_cache_must_hold_the_open_sessions():
     cap = 2 * 16 * 40e9 / (60.0 * context)
     e = evaluate(problem_of(s, hw, models), fleet)
     assert e.sla_capacity_rps == pytest.approx(cap, rel=1e-5)
-    assert any("decode-side cache in cluster-b holds 1,280 GB" in b for b in e.binding)
+    assert any("decode-side cache size in cluster-b (it holds 1,280 GB" in b for b in e.binding)
     free = s.model_copy(
         update={"workload": s.workload.model_copy(update={"turn_interval_s": None})}
     )

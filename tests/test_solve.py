@@ -471,6 +471,6 @@ def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
     from pddplan.plan.compare import intra_dc
 
     s = intra_dc(load_scenario(SMALL).scenario, ["h100-sxm"], ["h100-sxm"])
-    r = solve_plan(problem_of(s, hardware, models), explain=False)
+    r = solve_plan(problem_of(s, hardware, models), objective="max-bcr", explain=False)
     assert r.status == "optimal"
     assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)

@@ -92,6 +92,15 @@ KvDtypeOpt = Annotated[
     typer.Option("--kv-dtype", help="KV cache dtype (default: the model's)."),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: same seed, same output.")]
+HeadroomOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--headroom",
+        min=0.0,
+        help="Demand growth to plan for: serve the demand x (1 + HEADROOM) "
+        "(default: the scenario's headroom).",
+    ),
+]
 
 FLAGS = {
     "rate_rps": "--rate-rps",

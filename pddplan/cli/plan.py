@@ -14,6 +14,7 @@ from pddplan.cli import simulate as cli_simulate
 from pddplan.cli.common import (
     FleetOpt,
     HardwareOpt,
+    HeadroomOpt,
     JsonOpt,
     KvDtypeOpt,
     Method,
@@ -65,6 +66,7 @@ def solve(
             help="milp, or enumerate: brute force scored by the evaluator (small scenarios)."
         ),
     ] = Method.milp,
+    headroom: HeadroomOpt = None,
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
     ] = None,
@@ -90,6 +92,8 @@ def solve(
     from pddplan.report import tables, views
 
     problem = pddplan.load_scenario(scenario)
+    if headroom is not None:
+        problem = problem.derive({"headroom": headroom})
     options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
     result = pddplan.solve(problem, method=value(method), **options)
     checked = None

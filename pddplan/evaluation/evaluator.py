@@ -150,12 +150,12 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             need = session_working_set_bytes(lam * dc_share_md[b], interval, context)
             if need > held * (1 + 1e-9):
                 failures.append(
-                    f"decode-side cache in {b} holds {held / units.GB:,.0f} GB; the open "
-                    f"sessions' contexts need {need / units.GB:,.0f} GB"
+                    f"the decode-side cache size in {b} (it holds {held / units.GB:,.0f} GB; "
+                    f"the open sessions' contexts need {need / units.GB:,.0f} GB)"
                 )
     for (a, b), u in link_util.items():
         if u > m.link_max:
-            failures.append(f"link {a}->{b} utilization {u:.0%} above {m.link_max:.0%}")
+            failures.append(f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})")
     # RLD: eager tokens while the WAN transfer runs (at the TPOT pace), or the whole output
     # on the singular path
     mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
@@ -202,11 +202,15 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     step_md = max(t for _, t in md_points.values())
     tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
     if tpot_p99 > m.tpot_s * (1 + 1e-9):
-        failures.append(f"TPOT P99 {tpot_p99 / units.MS:.1f} ms above {s.sla.tpot_ms:g} ms")
+        failures.append(
+            f"the TPOT bound {s.sla.tpot_ms:g} ms (P99 inter-token gap "
+            f"{tpot_p99 / units.MS:.1f} ms)"
+        )
     for (pool, _), u in zip(pools_p + pools_r + pools_m, p_util + r_util + m_util, strict=True):
         if u > m.rho_max:
             failures.append(
-                f"{pool.role} {pool.chip} in {pool.datacenter} busy {u:.0%} above {m.rho_max:.0%}"
+                f"the {m.rho_max:.0%} utilization cap of {pool.role} {pool.chip} in "
+                f"{pool.datacenter} (busy {u:.1%})"
             )
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
     first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
@@ -261,8 +265,8 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         tails.append(ttft_tail(bound))
         if tails[-1] > budget + 1e-12:
             failures.append(
-                f"TTFT P{q * 100:.0f} above {bound:g} s ({tails[-1]:.2%} of requests, "
-                f"budget {budget:.0%})"
+                f"the TTFT P{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
+                f"above it, budget {budget:.0%})"
             )
     tail90, tail99 = tails
     return _State(
@@ -336,7 +340,19 @@ class Evaluator:
             binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
         else:
             binding = list(notes)
-        return _report(m, self.fleet, routing, demand, capacity, at_demand, status, binding, notes)
+        at_capacity = _state(m, capacity, routing) if 0 < capacity < math.inf else None
+        planned = demand * (1 + scenario.headroom)
+        at_planned = _state(m, planned, routing) if planned > demand else None
+        return _report(
+            m,
+            self.fleet,
+            routing,
+            (demand, capacity, planned),
+            (at_demand, at_capacity, at_planned),
+            status,
+            binding,
+            notes,
+        )
 
 
 def evaluate(problem: Problem, fleet: Fleet, *, demand_rps: float | None = None) -> Evaluation:
@@ -419,14 +435,16 @@ def _report(
     m: FleetModel,
     fleet: Fleet,
     routing: Routing,
-    demand: float,
-    capacity: float,
-    st: _State,
+    rates: tuple[float, float, float],
+    states: tuple[_State, _State | None, _State | None],
     status: str,
     binding: list[str],
     notes: list[str],
 ) -> Evaluation:
+    """The evaluation at (demand, SLA capacity, planned load) from the states there."""
     s, hw = m.s, m.hw
+    demand, capacity, planned = rates
+    st, at_capacity, at_planned = states
     pools: list[PoolResult] = []
     priced = _priced(m, fleet, st)
     pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
@@ -438,7 +456,10 @@ def _report(
                 f"{pool.role} uses {pool.gpus_per_instance * pool.instances} {pool.chip}, "
                 f"not a multiple of its purchase unit ({unit} GPUs)"
             )
-    for i, ((pool, inst), util) in enumerate(zip(order, st.pool_util, strict=True)):
+    busy_at_capacity = at_capacity.pool_util if at_capacity is not None else [None] * len(order)
+    for i, ((pool, inst), util, full) in enumerate(
+        zip(order, st.pool_util, busy_at_capacity, strict=True)
+    ):
         gpus = pool.instances * pool.gpus_per_instance
         pool_cost = pool_costs[id(pool)]
         md_index = i - len(m.roles["prefill"]) - len(m.roles["relay_decode"])
@@ -458,13 +479,19 @@ def _report(
                 util,
                 batch,
                 step / units.MS if step else None,
+                full,
             )
         )
     links = []
     for choice, link_cost in zip(fleet.links, priced.links, strict=True):
         a, b = choice.between
         util = max(st.link_util.get((a, b), 0.0), st.link_util.get((b, a), 0.0))
-        links.append(LinkResult((a, b), choice.gbps, util, link_cost))
+        full = None
+        if at_capacity is not None:
+            full = max(
+                at_capacity.link_util.get((a, b), 0.0), at_capacity.link_util.get((b, a), 0.0)
+            )
+        links.append(LinkResult((a, b), choice.gbps, util, link_cost, full))
     if priced.missing:
         notes.append(
             f"no price for {', '.join(priced.missing)}: set prices_usd_per_gpu_hour (rent) "
@@ -478,11 +505,7 @@ def _report(
         name: {"requests": float(w @ mask), "output_tokens": float(w @ (mask * out)) / out_tokens}
         for name, mask in (("p_md", direct), ("p_rld_md", relay), ("singular", singular))
     }
-    hi = s.sla.ttft_p99_s
-    ttft = {
-        f"p{int(q * 100)}": percentile(st.ttft_tail, q, hi, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
-        for q in (0.5, 0.9, 0.99)
-    }
+    ttft = _percentiles(st, s.sla.ttft_p99_s)
     per_million = None
     if cost_value is not None and demand > 0:
         per_million = cost_value / (demand * out_tokens * 3600) * 1e6
@@ -512,4 +535,14 @@ def _report(
         md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
         notes=notes,
         ttft_over_p99_bound=st.tail99,
+        planned_rps=planned,
+        ttft_planned_s=_percentiles(at_planned, s.sla.ttft_p99_s) if at_planned else None,
     )
+
+
+def _percentiles(st: _State, hi: float) -> dict[str, float]:
+    """TTFT P50, P90 and P99 of the class mixture in state ``st``."""
+    return {
+        f"p{int(q * 100)}": percentile(st.ttft_tail, q, hi, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
+        for q in (0.5, 0.9, 0.99)
+    }

@@ -18,8 +18,11 @@ class PoolResult:
     gpus: int
     cost_per_hour_usd: float | None
     utilization: float
+    """Busy fraction at the demand."""
     decode_batch: int | None = None
     decode_step_ms: float | None = None
+    utilization_at_capacity: float | None = None
+    """Busy fraction at the fleet's SLA capacity (None: no finite capacity)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +30,10 @@ class LinkResult:
     between: tuple[str, str]
     gbps: float
     utilization: float
+    """Busy fraction at the demand (the busier direction)."""
     cost_per_hour_usd: float
+    utilization_at_capacity: float | None = None
+    """Busy fraction at the fleet's SLA capacity."""
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     ttft_over_p99_bound: float | None = None
     """Share of requests whose TTFT exceeds the SLA's P99 bound, at the demand."""
+    planned_rps: float = 0.0
+    """The demand x (1 + the scenario's headroom): the load a plan is sized for."""
+    ttft_planned_s: dict[str, float] | None = None
+    """TTFT percentiles at ``planned_rps`` (None when it is the demand)."""

@@ -128,8 +128,9 @@ def enumerate_plan(
     space = Space(problem)
     budget = scenario.budget_usd_per_hour if objective == "max-capacity" else None
     candidates = _candidates(space, budget, max_candidates)
-    demand = scenario.workload.arrival_rps or 0.0
+    demand = (scenario.workload.arrival_rps or 0.0) * (1 + scenario.headroom)
     scored = 0
+    bound: float | None = None
     best: Choice | None = None
 
     def fleet(c: Choice):
@@ -160,16 +161,32 @@ def enumerate_plan(
             bounded.append((key, -cost, -i, upper, cost, c))
         bounded.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
         best_value = 0.0
-        for key, _, _, _, cost, c in bounded:
+        capacities: dict[int, float] = {}
+        for key, _, minus_i, _, cost, c in bounded:
             if key <= best_value:
                 break
             scored += 1
-            capacity = sla_capacity(problem, fleet(c))
+            capacity = capacities[-minus_i] = sla_capacity(problem, fleet(c))
             if capacity <= 0 or (objective == "max-bcr" and capacity + 1e-9 < demand):
                 continue
             value = capacity / cost if objective == "max-bcr" else capacity
             if value > best_value * (1 + 1e-12):
                 best, best_value = c, value
+        if objective == "max-bcr" and best is not None:
+            # the cheapest candidate within the plateau of the best BCR
+            bound = best_value
+            threshold = (1 - scenario.search.bcr_plateau) * best_value
+            by_cost = sorted(bounded, key=lambda x: (x[4], -x[2]))
+            for key, _, minus_i, _, cost, c in by_cost:
+                if key < threshold:
+                    continue  # its capacity bound cannot reach the plateau
+                if -minus_i not in capacities:
+                    scored += 1
+                    capacities[-minus_i] = sla_capacity(problem, fleet(c))
+                capacity = capacities[-minus_i]
+                if capacity + 1e-9 >= demand and capacity / cost >= threshold:
+                    best = c
+                    break
     stats = SolveStats(
         objective,
         "enumerate",
@@ -177,5 +194,7 @@ def enumerate_plan(
         time.perf_counter() - start,
         candidates=len(candidates),
         evaluated=scored,
+        bcr_bound=bound,
+        bcr_best=bound,
     )
     return finish_plan(space, stats, best, method="enumerate")

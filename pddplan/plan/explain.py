@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
-from pddplan.plan.results import Marginal, Relaxation
+from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
 from pddplan.plan.space import Space
 from pddplan.spec.fleet import Fleet, LinkChoice
 from pddplan.spec.scenario import Scenario
@@ -197,3 +198,97 @@ def explain_infeasible(
         verb = "can serve at most" if family == "demand" else "needs"
         out.append(Relaxation(family, 1.0, good, f"{verb} {needed}; the scenario has {now}"))
     return out
+
+
+# --- the verdict ----------------------------------------------------------------------------
+OVERSIZED = 2.0
+"""A plan whose SLA capacity is above this many times the planned load says so, and why."""
+
+
+def verdict(space: Space, plan: PlanResult) -> Verdict | None:
+    """The plan's one-line verdict (``Verdict``); None without a plan."""
+    e, fleet = plan.evaluation, plan.fleet
+    if e is None or fleet is None:
+        return None
+    s = space.scenario
+    demand = s.workload.arrival_rps or 0.0
+    planned = demand * (1 + s.headroom)
+    by_dc: dict[str, dict[str, int]] = {}
+    for p in fleet.pools:
+        chips = by_dc.setdefault(p.datacenter, {})
+        chips[p.chip] = chips.get(p.chip, 0) + p.gpus_per_instance * p.instances
+    buy = "; ".join(
+        f"{', '.join(f'{n} {chip}' for chip, n in chips.items())} in {dc}"
+        for dc, chips in by_dc.items()
+    )
+    buy += "".join(f"; a {x.gbps:g} Gbit/s {x.between[0]}-{x.between[1]} link" for x in fleet.links)
+    month = e.cost_per_hour_usd * units.HOURS_PER_MONTH if e.cost_per_hour_usd else None
+    capacity = e.sla_capacity_rps
+    limit = e.binding[0].split(" (")[0] if e.binding else None
+    ratio = capacity / demand if demand > 0 else math.inf
+    oversized = capacity > OVERSIZED * planned
+    reason = advice = None
+    if oversized:
+        reason, advice = _why_oversized(space, plan, planned)
+    headroom = f", sized for +{s.headroom:.0%}" if s.headroom else ""
+    text = (
+        f"Buy {buy}: {'$' + format(month, ',.0f') if month else 'no price'}/month. It serves {capacity:,.3g} req/s, "
+        f"{_times(ratio)} the {demand:g} req/s demand{headroom}"
+        + (f"; {limit} stops it growing" if limit else "")
+        + "."
+    )
+    if oversized:
+        text += f" More than {OVERSIZED:g}x the demand: {reason}; {advice}."
+    return Verdict(text, buy, month, capacity, demand, planned, limit, oversized, reason, advice)
+
+
+def _times(ratio: float) -> str:
+    if not math.isfinite(ratio):
+        return "any multiple of"
+    return f"{ratio:.2g}x" if ratio < 10 else f"{ratio:,.0f}x"
+
+
+def _why_oversized(space: Space, plan: PlanResult, planned: float) -> tuple[str, str]:
+    """Why a plan serves far more than the planned load, and how to size for it."""
+    objective = plan.stats.objective
+    if objective == "max-bcr":
+        return (
+            "max BCR sizes for the best SLA capacity per dollar, not for the demand",
+            "--objective min-cost buys the cheapest fleet for the demand",
+        )
+    if objective == "max-capacity":
+        return (
+            "max capacity spends the budget",
+            "--objective min-cost buys the cheapest fleet for the demand",
+        )
+    fleet = plan.fleet
+    assert fleet is not None  # a verdict is only given for a plan
+    steps = {
+        (o.datacenter, o.role, o.chip, o.gpus): o.unit_step
+        for options in space.options.values()
+        for o in options
+    }
+    smallest = [
+        p
+        for p in fleet.pools
+        if p.instances <= steps.get((p.datacenter, p.role, p.chip, p.gpus_per_instance), 1)
+    ]
+    if len(smallest) == len(fleet.pools):
+        sizes = ", ".join(
+            f"{p.role} {p.instances} x {p.gpus_per_instance} {p.chip}" for p in fleet.pools
+        )
+        return (
+            f"every pool is already its smallest purchase ({sizes}): the instance size "
+            f"that holds {space.model.id} sets the scale",
+            "a smaller model, a larger-memory chip or smaller purchase units would size down",
+        )
+    more = ", ".join(
+        f"{p.role} {p.instances} x {p.gpus_per_instance} {p.chip}"
+        for p in fleet.pools
+        if p not in smallest
+    )
+    return (
+        f"the SLA, not the load, sets the count of {more}",
+        "relaxing the binding latency bound (see the relaxations of a tighter scenario) "
+        "would size down",
+    )

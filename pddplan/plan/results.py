@@ -27,10 +27,22 @@ class SolveStats:
     """Dinkelbach updates of the ratio (max BCR) or bisection steps (max capacity)."""
     bcr_bound: float | None = None
     """Proven upper bound on BCR (max BCR)."""
+    bcr_best: float | None = None
+    """The best BCR of any plan the search evaluated (max BCR); the plan returned is the
+    cheapest within ``search.bcr_plateau`` of ``bcr_bound``."""
     candidates: int = 0
     """--method enumerate: candidates within the limits."""
     evaluated: int = 0
     """--method enumerate: candidates scored by the evaluator before the optimum was proven."""
+
+
+@dataclass(frozen=True)
+class BcrStep:
+    """One plan the max-BCR search evaluated: what it costs and what it serves."""
+
+    cost_per_hour_usd: float
+    sla_capacity_rps: float
+    bcr: float
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,29 @@ class Relaxation:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """A plan in one line: what to buy, what it costs, what it serves against the demand,
+    what stops it growing, and, for a plan far above the demand, why and what to do."""
+
+    text: str
+    buy: str
+    """The GPUs and link to buy, per datacenter."""
+    cost_per_month_usd: float | None
+    capacity_rps: float
+    demand_rps: float
+    planned_rps: float
+    """The demand x (1 + headroom)."""
+    limit: str | None
+    """The limit that binds at the SLA capacity (what stops it growing)."""
+    oversized: bool
+    """Capacity above ``OVERSIZED`` x the planned load."""
+    reason: str | None = None
+    """Why the capacity is so far above the planned load."""
+    advice: str | None = None
+    """How to size for the demand."""
+
+
+@dataclass(frozen=True)
 class PlanResult:
     scenario: str
     model: str
@@ -73,3 +108,9 @@ class PlanResult:
     """What the router needs to compute a request's WAN payload: KV bytes per context token
     the destination lacks, plus ``kv_fixed_bytes`` per request."""
     kv_fixed_bytes: float | None = None
+    planned_rps: float = 0.0
+    """The rate the plan is sized for: the demand x (1 + headroom) (max capacity: the
+    capacity the budget buys)."""
+    bcr_steps: list[BcrStep] = field(default_factory=list)
+    """max BCR: every plan evaluated, cheapest first (BCR against cost)."""
+    verdict: Verdict | None = None

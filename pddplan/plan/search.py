@@ -15,7 +15,7 @@
   worked next: probed just past its start when that is a capacity (the next cost step),
   probed at ``q`` times its lower bound when its start cannot reach ``q`` (closing
   everything below), else solved. ``q`` follows the best evaluated ratio. It stops when no
-  bound exceeds ``q (1 + BCR_TOLERANCE)``, which proves the optimum to that tolerance; the
+  bound exceeds ``q (1 + bcr_tolerance)``, which proves the optimum to that tolerance; the
   largest bound is reported.
 
 Every deployment is scored by the evaluator (``pddplan.evaluation.evaluator``), so the report's
@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,14 +40,18 @@ from pddplan.model.network import link_bytes_per_s, rdma_transfer_s, wan_transfe
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
-from pddplan.plan.explain import MIN_RATE_RPS, budget_needed, explain_infeasible, marginals
-from pddplan.plan.results import PlanResult, Relaxation, SolveStats
+from pddplan.plan.explain import (
+    MIN_RATE_RPS,
+    budget_needed,
+    explain_infeasible,
+    marginals,
+    verdict,
+)
+from pddplan.plan.results import BcrStep, PlanResult, Relaxation, SolveStats
 from pddplan.plan.space import Choice, NoOptionsError, PoolOption, Space
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import Role
 
-BCR_TOLERANCE = 1e-4
-"""max BCR stops when no rate interval can beat the incumbent by more than this."""
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
 MAX_MILP_SOLVES = 400
@@ -140,7 +145,7 @@ def solve_plan(
     solver = solver or scenario.solver.name
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
     start = clock()
-    demand = scenario.workload.arrival_rps or 0.0
+    demand = (scenario.workload.arrival_rps or 0.0) * (1 + scenario.headroom)  # planned
     if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
         raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
     try:
@@ -160,13 +165,13 @@ def solve_plan(
         scenario.budget_usd_per_hour if objective == "max-capacity" else None,
         clock,
     )
-    iterations, bound = 0, None
+    iterations, bound, best_bcr = 0, None, None
     if objective == "min-cost":
         choice, _, _ = search.at(demand)
     elif objective == "max-capacity":
         choice, iterations = _max_capacity(search)
     else:
-        choice, iterations, bound = _max_bcr(search, demand)
+        choice, iterations, bound, best_bcr = _max_bcr(search, demand)
     status = _status(search, choice, bound)
     seconds = clock() - start
     stats = SolveStats(
@@ -179,6 +184,7 @@ def solve_plan(
         gap=_gap(search, objective, choice, bound),
         iterations=iterations,
         bcr_bound=bound,
+        bcr_best=best_bcr,
     )
     if choice is None and explain and status == "infeasible" and objective == "max-capacity":
         relaxations = [budget_needed(space, solver, start + limit, clock)]
@@ -187,7 +193,8 @@ def solve_plan(
     else:
         relaxations = []
     result = finish_plan(space, stats, choice, relaxations=relaxations)
-    return replace(result, stats=replace(stats, seconds=clock() - start))
+    steps = _bcr_steps(search) if objective == "max-bcr" else []
+    return replace(result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps)
 
 
 def finish_plan(
@@ -210,7 +217,7 @@ def finish_plan(
         return cost_and_capacity(space.problem, f)
 
     evaluation = evaluate(space.problem, fleet)
-    return PlanResult(
+    plan = PlanResult(
         s.name,
         s.model,
         stats.status,
@@ -221,7 +228,9 @@ def finish_plan(
         method=method,
         kv_bytes_per_token=space.problem.kv.bytes_per_token,
         kv_fixed_bytes=space.problem.kv.fixed_bytes,
+        planned_rps=evaluation.planned_rps,
     )
+    return replace(plan, verdict=verdict(space, plan))
 
 
 def _status(search: _Search, choice: Choice | None, bound: float | None) -> str:
@@ -400,11 +409,16 @@ FLOOR_CELLS = 2000
 """Geometric cells over the rate range on which the cost floor bounds each interval."""
 
 
-def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float | None]:
-    """Dinkelbach's method over the rate (see the module docstring)."""
+def _max_bcr(
+    search: _Search, demand: float
+) -> tuple[Choice | None, int, float | None, float | None]:
+    """Dinkelbach's method over the rate (see the module docstring) for the best BCR and its
+    proven bound; then the cheapest plan within the plateau of the bound
+    (``_cheapest_reaching``). Returns (that plan, iterations, bound, best BCR found)."""
+    tolerance = search.space.scenario.search.bcr_tolerance
     first, cost, cap = search.at(demand)
     if first is None:
-        return None, 0, None
+        return None, 0, None, None
     evaluated = [(demand, cost, cap, first)]  # (rate, cost, capacity, choice)
     probes: dict[float, float] = {}  # rate -> relaxed_cost there (a lower bound above it)
     top = cap  # the first rate not even the relaxation serves, by doubling
@@ -431,7 +445,7 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
     while not search.timed_out:
         # Dinkelbach's parametric problem at q, bounded over the open intervals
         bound, segment = _best_gap(evaluated, probes, infeasible_above, grid, floor)
-        if bound <= q * (1 + BCR_TOLERANCE) or segment is None:
+        if bound <= q * (1 + tolerance) or segment is None:
             break
         start, low = segment
         probed = start in probes and start not in search.points
@@ -449,7 +463,7 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
             continue
         # a probe below q: no rate up to q x low can beat q; a capacity's end: the step of C
         # just past it
-        point = q * low if probed else start * (1 + BCR_TOLERANCE / 2)
+        point = q * low if probed else start * (1 + tolerance / 2)
         if point in probes:  # the bound there is already known: this would never end
             raise RuntimeError(f"planner bug: the max-BCR search probed {point:.6g} req/s twice")
         probes[point] = search.relaxed(point)
@@ -457,7 +471,76 @@ def _max_bcr(search: _Search, demand: float) -> tuple[Choice | None, int, float 
             infeasible_above = min(infeasible_above, point)
     bound = max(q, _best_gap(evaluated, probes, infeasible_above, grid, floor)[0])
     best = max(evaluated, key=lambda e: (e[2] / e[1], -e[1]))
-    return best[3], iterations, bound
+    if search.timed_out or not math.isfinite(bound):
+        return best[3], iterations, bound, q
+    threshold = (1 - search.space.scenario.search.bcr_plateau) * bound
+    bounds = _Bounds(evaluated, probes, infeasible_above, grid, floor)
+    cheapest = _cheapest_reaching(search, threshold, demand, bounds, tolerance)
+    return (cheapest or best[3]), iterations, bound, q
+
+
+class _Bounds(NamedTuple):
+    """What the max-BCR search knows about the minimum cost ``C`` of each rate: the plans
+    it solved (rate, cost, capacity, choice), the probes' lower bounds (rate -> cost), the
+    rate above which nothing is feasible, and the cost floor of each grid cell."""
+
+    evaluated: list[tuple[float, float, float, Choice]]
+    probes: dict[float, float]
+    infeasible_above: float
+    grid: np.ndarray
+    floor: np.ndarray
+
+    def first_possible(self, threshold: float, start: float) -> float | None:
+        """The smallest rate ``t >= start`` at which a plan could reach BCR ``threshold``:
+        ``t / L(t) >= threshold`` with ``L`` the lower bound on ``C`` at ``t`` (every
+        solved cost and probe at or below ``t``, and ``t``'s cell floor; ``L`` at a cell's
+        start stands for the whole cell, which only makes ``t`` earlier). None: no rate
+        up to the feasible limit can."""
+        known = sorted([(r, c) for r, c, _, _ in self.evaluated] + list(self.probes.items()))
+        grid, floor = self.grid, self.floor
+        first = max(int(np.searchsorted(grid, start, side="right")) - 1, 0)
+        for i in range(first, len(grid) - 1):
+            lo, hi = max(start, float(grid[i])), min(float(grid[i + 1]), self.infeasible_above)
+            if lo > hi:
+                return None
+            low = max([c for r, c in known if r <= lo] + [float(floor[i])])
+            t = max(lo, threshold * low)
+            if t <= hi:
+                return t
+        return None
+
+
+def _cheapest_reaching(
+    search: _Search, threshold: float, demand: float, bounds: _Bounds, tolerance: float
+) -> Choice | None:
+    """The cheapest plan whose BCR is at least ``threshold`` (None if the search runs out
+    of time first). A plan that is the cheapest at some rate dominates every other plan of
+    its capacity, and the cheapest cost only grows with the rate, so the steps of ``C``
+    are scanned in increasing rate from ``demand``: the first step reaching ``threshold``
+    is the answer, and stretches no step can reach (``first_possible``) are skipped."""
+    rate = demand
+    while not search.timed_out:
+        t = bounds.first_possible(threshold, rate)
+        if t is None:
+            return None
+        choice, cost, capacity = search.at(t)
+        if choice is None:
+            return None
+        bounds.evaluated.append((t, cost, capacity, choice))
+        if capacity / cost >= threshold:
+            return choice
+        rate = capacity * (1 + tolerance / 2)  # the next step of C
+    return None
+
+
+def _bcr_steps(search: _Search) -> list[BcrStep]:
+    """Every distinct plan the search solved, cheapest first."""
+    seen: dict[tuple[float, float], BcrStep] = {}
+    for choice, cost, capacity in search.points.values():
+        if choice is not None and cost > 0:
+            key = (round(cost, 9), round(capacity, 9))
+            seen.setdefault(key, BcrStep(cost, capacity, capacity / cost))
+    return sorted(seen.values(), key=lambda s: (s.cost_per_hour_usd, s.sla_capacity_rps))
 
 
 def _best_gap(

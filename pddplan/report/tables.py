@@ -352,13 +352,42 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
     the solver's figures; or, without a plan, why."""
     st = r.stats
+    parts: list[Any] = []
+    if r.verdict is not None:
+        parts.append(Text(r.verdict.text, style="bold"))
     head = Text(
         f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
-        style="bold green" if r.status == "optimal" else "bold yellow",
+        style="green" if r.status == "optimal" else "bold yellow",
     )
-    parts: list[Any] = [head]
+    parts.append(head)
     if r.evaluation is not None:
         parts.append(evaluation_report(r.evaluation, s))
+    if r.bcr_steps:
+        steps = grid(
+            "BCR against cost: the plans the search evaluated",
+            ("$/hour", "SLA capacity\nreq/s", "BCR"),
+        )
+        bound = st.bcr_bound
+        for x in r.bcr_steps:
+            mark = (
+                " <- plan"
+                if r.evaluation is not None
+                and x.cost_per_hour_usd == r.evaluation.cost_per_hour_usd
+                else ""
+            )
+            steps.add_row(
+                f"{x.cost_per_hour_usd:,.2f}", f"{x.sla_capacity_rps:,.2f}", f"{x.bcr:.4f}{mark}"
+            )
+        plateau = s.search.bcr_plateau
+        steps.caption = (
+            f"the plan: the cheapest within {plateau:.0%} of the proven bound {num(bound, '.4f')}"
+        )
+        if bound and st.bcr_best and (bound - st.bcr_best) / bound > plateau:
+            steps.caption += (
+                f"; the best found ({st.bcr_best:.4f}) is more than {plateau:.0%} below the "
+                "bound: the search stopped early"
+            )
+        parts.append(steps)
     if r.marginals:
         m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
         for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):

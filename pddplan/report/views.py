@@ -91,6 +91,7 @@ def evaluation_view(e: Evaluation) -> dict[str, Any]:
             "between": list(x.between),
             "gbps": x.gbps,
             "utilization": x.utilization,
+            "utilization_at_capacity": x.utilization_at_capacity,
             "cost_per_hour_usd": x.cost_per_hour_usd,
         }
         for x in e.links
@@ -103,10 +104,12 @@ def plan_view(r: PlanResult) -> dict[str, Any]:
     solver's figures, the router's rule in machine form and the deployment in fleet-file
     form (``pddplan evaluate --plan`` reads it back)."""
     out: dict[str, Any] = {
+        "verdict": dataclasses.asdict(r.verdict) if r.verdict is not None else None,
         "scenario": r.scenario,
         "model": r.model,
         "status": r.status,
         "objective": r.stats.objective,
+        "planned_rps": r.planned_rps,
         "method": r.method,
         "solve_seconds": r.stats.seconds,
         "solver": dataclasses.asdict(r.stats),
@@ -133,6 +136,8 @@ def plan_view(r: PlanResult) -> dict[str, Any]:
             "fixed_bytes": r.kv_fixed_bytes,
         }
         out["marginals"] = [dataclasses.asdict(m) for m in r.marginals]
+        if r.bcr_steps:
+            out["bcr_steps"] = [dataclasses.asdict(x) for x in r.bcr_steps]
     if r.fleet is not None:
         out["deployment"] = r.fleet.model_dump(mode="json")
     out["infeasibility"] = [dataclasses.asdict(x) for x in r.relaxations]

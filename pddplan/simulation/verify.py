@@ -106,8 +106,8 @@ def _load(plan: PlanResult, scenario: Scenario) -> float | None:
     e = plan.evaluation
     if e is None:
         return None
-    if plan.stats.objective == "min-cost":
-        return scenario.workload.arrival_rps or e.sla_capacity_rps
+    if plan.stats.objective == "min-cost":  # the load it is sized for
+        return plan.planned_rps or e.sla_capacity_rps
     return e.sla_capacity_rps
 
 

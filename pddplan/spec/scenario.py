@@ -225,6 +225,22 @@ class Search(Frozen):
     """Candidate catch-up cuts on eager tokens (null: always one-shot; 0: always catch up)."""
     handoff_chunk_tokens: Annotated[int, Field(ge=1)] = 64
     """Eager tokens per catch-up chunk."""
+    bcr_plateau: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    """max BCR: the plan is the cheapest whose BCR is within this share of the best proven
+    (BCR flattens as a fleet grows; the last percent is not worth its price)."""
+    bcr_tolerance: Annotated[float, Field(gt=0, lt=1)] = 1e-4
+    """max BCR: the search stops when no rate can beat the best plan found by more than this
+    share; at most a tenth of ``bcr_plateau``."""
+
+    @model_validator(mode="after")
+    def _tolerance_within_plateau(self) -> Search:
+        if self.bcr_tolerance > self.bcr_plateau / 10:
+            raise ValueError(
+                f"bcr_tolerance ({self.bcr_tolerance:g}) must be at most a tenth of "
+                f"bcr_plateau ({self.bcr_plateau:g}): the search must prove the BCR bound "
+                "more tightly than the plateau it cuts"
+            )
+        return self
 
     def sizes(self) -> tuple[int, ...]:
         if self.gpus_per_instance:
@@ -265,7 +281,13 @@ class Scenario(Frozen):
     workload: Workload
     sla: Sla
     search: Search = Search()
-    objective: Literal["max-bcr", "min-cost", "max-capacity"] = "max-bcr"
+    objective: Literal["max-bcr", "min-cost", "max-capacity"] = "min-cost"
+    """``min-cost``: the cheapest fleet that serves the demand x (1 + ``headroom``);
+    ``max-capacity``: the most SLA capacity ``budget_usd_per_hour`` buys; ``max-bcr``: the
+    cheapest fleet within ``search.bcr_plateau`` of the best SLA capacity per dollar."""
+    headroom: Annotated[float, Field(ge=0)] = 0.0
+    """Demand growth to plan for: plans serve ``arrival_rps x (1 + headroom)`` within the
+    SLA and the utilization caps (``docs/milp.md``)."""
     budget_usd_per_hour: Positive | None = None
     prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
     """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
