@@ -392,12 +392,12 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
         for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):
             m.add_column(col, justify="left" if col == "change" else "right")
-        for x in r.marginals:
+        for change in r.marginals:
             m.add_row(
-                x.change,
-                f"{x.d_cost_per_hour_usd:+,.2f}",
-                f"{x.d_sla_capacity_rps:+,.2f}",
-                num(x.bcr, ",.4f"),
+                change.change,
+                f"{change.d_cost_per_hour_usd:+,.2f}",
+                f"{change.d_sla_capacity_rps:+,.2f}",
+                num(change.bcr, ",.4f"),
             )
         parts.append(m)
     if r.relaxations:
