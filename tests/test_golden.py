@@ -86,6 +86,21 @@ def test_solve_json_is_unchanged(scenario, request, monkeypatch):
     )
 
 
+def test_solve_max_bcr_json_is_unchanged(request, monkeypatch):
+    """The max-BCR search (Dinkelbach, then the cheapest plan in the plateau)."""
+    monkeypatch.chdir(ROOT)
+    args = ["solve", "scenarios/pdd-h100-h200.yaml", "--objective", "max-bcr", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = json.dumps(_normalized(json.loads(result.stdout)), indent=2) + "\n"
+    _check(
+        "solve-max-bcr-pdd-h100-h200.json",
+        text,
+        request.config.getoption("update_golden"),
+        as_json=True,
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_compare_markdown_is_unchanged(scenario, request, monkeypatch):
