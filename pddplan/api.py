@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from pddplan.plan.compare import Comparison, Sweep
     from pddplan.plan.results import PlanResult
     from pddplan.simulation.run import SimResult
+    from pddplan.simulation.steady import Progress as SimProgress
+    from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
     from pddplan.workload.trace import TraceFit
@@ -219,32 +221,41 @@ def simulate(
     problem: Problem,
     fleet: Fleet,
     *,
-    requests: int = 20_000,
+    requests: int | None = None,
+    precision: float | None = None,
+    time_cap_s: float | None = None,
+    max_requests: int | None = None,
     rate_rps: float | None = None,
     trace: str | Path | None = None,
     skip_bad: bool = False,
     seed: int = 0,
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[SimProgress], None] | None = None,
 ) -> SimResult:
-    """``fleet`` simulated request by request, beside the analytic model's prediction.
+    """``fleet`` simulated request by request at steady state, beside the analytic model's
+    prediction, with a verdict on the SLA (``docs/simulate.md#run-length``).
 
     Args:
-        requests: sampled requests (the first tenth warm up); ignored with a ``trace``.
-        rate_rps: their arrival rate (default: the fleet's SLA capacity).
+        requests: served requests, warm-up included (default: the run decides its length:
+            until TTFT P90 and P99 are known within ``precision``, ``time_cap_s`` or
+            ``max_requests``).
+        precision: relative half-width of the 95% intervals the run aims at (default 5%).
+        time_cap_s: wall-clock seconds a run may take (default 120).
+        max_requests: served requests a run may take (default 2 million).
+        rate_rps: the arrival rate of sampled sessions (default: the fleet's SLA capacity).
         trace: replay a Mooncake JSONL trace instead.
         seed: same seed, same result.
         p_cache_tokens: prefill-side prefix cache per datacenter (default: unbounded).
         setup_rtts: round trips of connection set-up per WAN transfer.
-        progress: called with (requests done, requests in all).
+        progress: called as the run goes (phase, requests, simulated time, P99 so far).
     """
     from pddplan.simulation.run import simulate as run
 
     return run(
         problem,
         fleet,
-        requests=requests,
+        length=_run_length(requests, precision, time_cap_s, max_requests),
         rate_rps=rate_rps,
         trace=_path(trace),
         skip_bad=skip_bad,
@@ -262,19 +273,24 @@ def verify(
     objective: Objective | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
-    requests: int = 20_000,
+    requests: int | None = None,
+    precision: float | None = None,
+    time_cap_s: float | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> Verification:
-    """Plan (or take ``plan``), simulate it at the load it claims, and re-plan with a
-    tighter model until the simulator confirms a plan (``docs/simulate.md``)."""
+    """Plan (or take ``plan``), simulate it at the load it claims until the verdict is
+    decided, and re-plan with a tighter model until the simulator confirms a plan
+    (``docs/simulate.md#the-verify-loop``). ``requests``, ``precision``, ``time_cap_s``:
+    each simulation's run length, as in ``simulate``."""
 
     def again(p: Problem) -> PlanResult:
         return solve(p, objective=objective, solver=solver, time_limit_s=time_limit_s)
 
     from pddplan.simulation.verify import verify as run
 
-    return run(problem, again, first=plan, requests=requests, seed=seed, progress=progress)
+    length = _run_length(requests, precision, time_cap_s, None)
+    return run(problem, again, first=plan, length=length, seed=seed, progress=progress)
 
 
 # --- the model, the workload and the catalogs -------------------------------------------------
@@ -387,6 +403,27 @@ def import_hf_config(
 
 
 # --- helpers --------------------------------------------------------------------------------
+def _run_length(
+    requests: int | None,
+    precision: float | None,
+    time_cap_s: float | None,
+    max_requests: int | None,
+) -> RunLength:
+    """A ``RunLength`` with the given fields, its defaults for the rest."""
+    from dataclasses import replace
+
+    from pddplan.simulation.steady import RunLength
+
+    length = RunLength(requests=requests)
+    if precision is not None:
+        length = replace(length, precision=precision)
+    if time_cap_s is not None:
+        length = replace(length, max_wall_s=time_cap_s)
+    if max_requests is not None:
+        length = replace(length, max_requests=max_requests)
+    return length
+
+
 def _path(p: str | Path | None) -> Path | None:
     return None if p is None else Path(p)
 

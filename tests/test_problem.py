@@ -62,7 +62,7 @@ def test_problem_and_results_pickle():
     problem = pddplan.load_scenario(SMALL)
     plan = pddplan.solve(problem, objective="min-cost")
     fleet = pddplan.load_fleet(DATA / "fleets" / "small.yaml", problem)
-    sim = pddplan.simulate(problem, fleet, requests=300, rate_rps=2.0)
+    sim = pddplan.simulate(problem, fleet, requests=500, rate_rps=2.0)
     for value in (problem, plan, plan.evaluation, sim, pddplan.load_catalogs()):
         again = pickle.loads(pickle.dumps(value))
         assert type(again) is type(value)

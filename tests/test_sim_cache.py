@@ -56,8 +56,9 @@ def test_chain_cache_answers_as_the_prefix_cache(path, rate, seed, share):
     capacity = None if share is None else int(share * sum(map(len, warm)))
     expected = _replay(PrefixCache(capacity), warm, requests, seed)
     assert _replay(ChainCache(capacity), warm, requests, seed) == expected
-    # the cases evict, miss and hit partly (the comparison is not vacuous)
-    assert any(a == 0 for _, a in expected)
+    # the cases miss (bounded ones by eviction; the paper workload's cold requests are
+    # 0.04%, too few for 1,500) and hit partly: the comparison is not vacuous
+    assert any(a == 0 for _, a in expected) or (share is None and path == PAPER)
     assert any(0 < a < len(requests[i]) for i, a in expected)
 
 

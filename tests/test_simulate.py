@@ -27,11 +27,13 @@ from pddplan.simulation.events import Events
 from pddplan.simulation.link import REBASE_RTTS, WanLink
 from pddplan.simulation.requests import SessionOptions, SessionSource, block_tokens
 from pddplan.simulation.run import Figure, simulate
-from pddplan.simulation.verify import Tightening, _tighter
+from pddplan.simulation.steady import BATCHES, MIN_BATCH, RunLength, run_steady
+from pddplan.simulation.verify import MARGIN, Tightening, _tighter
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Routing
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import workload_classes
+from pddplan.workload.trace import fit_trace
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
@@ -253,24 +255,94 @@ def test_block_size_follows_the_median_input():
 
 
 # --- end to end -------------------------------------------------------------------------------
-def test_small_scenario_at_its_demand_meets_the_sla_with_intervals(small):
+def test_small_scenario_at_its_demand_is_confirmed_at_steady_state(small):
     s, hw, models, fleet = small
-    r = simulate(problem_of(s, hw, models), fleet, requests=12_000, rate_rps=10.0, seed=3)
-    assert r.requests == 10_800 and r.warmup_requests == 1_200
+    r = simulate(problem_of(s, hw, models), fleet, rate_rps=10.0, seed=3)
+    st = r.steadiness
+    assert r.verdict == "confirmed" and r.reasons == [] and st.stationary
+    assert st.stopped == "precise" and BATCHES[0] <= st.batches <= BATCHES[-1]
+    assert r.requests == st.measured_requests == st.batches * st.batch_requests
     t = r.ttft_s
     assert t["p50"].simulated <= t["p90"].simulated <= t["p99"].simulated
     for f in t.values():
-        assert f.low <= f.simulated <= f.high
-    assert r.sla_met
+        assert 0 < f.low <= f.simulated <= f.high
+    for key in ("p90", "p99"):  # the run stopped at the precision it aims at
+        assert t[key].high / t[key].simulated - 1 <= 0.05 + 1e-12
     assert r.goodput_rps.simulated == pytest.approx(10.0, rel=0.1)
     assert r.rld_token_share.simulated == 0.0  # no RLD pool
     assert 0 < r.link_utilization["east->west"].simulated < 1
+    assert st.open_sessions == st.target_sessions
 
 
-def test_the_check_can_fail_past_capacity(small):
+def test_past_capacity_the_run_stops_as_overloaded(small):
     s, hw, models, fleet = small
-    r = simulate(problem_of(s, hw, models), fleet, requests=6_000, rate_rps=200.0, seed=3)
-    assert not r.sla_met and r.misses
+    r = simulate(problem_of(s, hw, models), fleet, rate_rps=200.0, seed=3)
+    assert r.verdict == "missed" and r.steadiness.stopped == "overloaded"
+    assert "overloaded" in r.reasons[0] and not r.steadiness.stationary
+
+
+def test_a_fixed_run_too_short_is_marked_and_never_confirmed(small):
+    """6,000 requests at 10 req/s would pass (the run above), but 20 batches of 500 after
+    warm-up do not fit in it."""
+    s, hw, models, fleet = small
+    r = simulate(problem_of(s, hw, models), fleet, rate_rps=10.0, seed=3, length=RunLength(6_000))
+    assert r.steadiness.stopped == "fixed length" and r.steadiness.served_requests == 6_000
+    assert r.verdict != "confirmed"
+    assert any("too short" in x for x in r.steadiness.problems)
+
+
+def test_the_time_cap_stops_a_run_by_a_counter_not_the_clock(small):
+    """A fake clock that reads one second more per call: a 5-second cap stops the run
+    after a few batches, whatever the machine's speed."""
+    s, hw, models, fleet = small
+    ticks = iter(range(10**6))
+    r = simulate(
+        problem_of(s, hw, models), fleet, rate_rps=10.0, seed=3,
+        length=RunLength(max_wall_s=5.0), clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert r.steadiness.stopped == "time cap" and r.verdict != "confirmed"
+    assert r.steadiness.served_requests <= 10 * MIN_BATCH
+
+
+@pytest.mark.slow
+def test_a_confirmed_run_holds_in_a_run_five_times_longer_with_another_seed(small):
+    """Done means of issue 17: what steady-state verification confirms still meets the SLA
+    when simulated five times as long with another seed."""
+    s, hw, models, fleet = small
+    problem = problem_of(s, hw, models)
+    first = simulate(problem, fleet, rate_rps=10.0, seed=3)
+    assert first.verdict == "confirmed"
+    longer = RunLength(5 * first.steadiness.served_requests)
+    again = simulate(problem, fleet, rate_rps=10.0, seed=4, length=longer)
+    assert again.verdict == "confirmed", again.reasons
+    for key in ("p90", "p99"):  # and the two runs' intervals overlap
+        a, b = first.ttft_s[key], again.ttft_s[key]
+        assert a.low <= b.high and b.low <= a.high
+
+
+def test_warm_start_fills_a_bounded_decode_side_cache_before_time_0(small):
+    """A decode-side cache smaller than the sessions' working set is full and has evicted
+    its capacity once when measurement starts (the issue-17 failure: a cache that had
+    not filled made 20,000 requests look good)."""
+    s, hw, models, fleet = small
+    fleet = fleet.model_copy(update={"md_cache_gb_per_gpu": 0.5})
+    problem = problem_of(s.model_copy(update={"md_cache": _md_options()}), hw, models)
+    r = simulate(problem, fleet, rate_rps=10.0, seed=3, length=RunLength(max_wall_s=60))
+    (cache,) = r.steadiness.caches
+    assert cache.full >= 0.99 and cache.turned_over >= 1.0
+    assert r.steadiness.warm_start_requests > 0
+    assert 0 < r.md_hit.simulated < r.p_hit.simulated
+
+
+def _md_options():
+    from pddplan.spec.scenario import MdCacheOption
+
+    return (
+        MdCacheOption(
+            gb_per_gpu=0.5,
+            md_hit=(0.3,) * len(workload_classes(load_scenario(SMALL).scenario.workload)),
+        ),
+    )
 
 
 def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
@@ -279,11 +351,11 @@ def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
     cycle would keep each until a full collection)."""
     s, hw, models, fleet = small
     fleet = fleet.model_copy(update={"routing": Routing(relay_above_mb=None)})
-    src = SessionSource(s.workload, 500, SessionOptions(8.0, 0.8, 0.04), seed=0)
+    src = SessionSource(s.workload, None, SessionOptions(8.0, 0.8, 0.04), seed=0)
     sim = Simulation(
         problem_of(s, hw, models), fleet, block_tokens=src.block_tokens, chain_ids=True
     )
-    sim.run(src, warm=src.warm, warmup=50)
+    run_steady(sim, src, s.sla, RunLength(2 * MIN_BATCH))
     gone = weakref.ref(sim)
     gc.disable()
     try:
@@ -295,9 +367,10 @@ def test_a_finished_simulation_is_freed_without_the_cycle_collector(small):
 
 def test_same_seed_same_result_different_seed_differs(small):
     s, hw, models, fleet = small
-    a = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=5)
-    b = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=5)
-    c = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=8.0, seed=6)
+    short = RunLength(3_000)
+    a = simulate(problem_of(s, hw, models), fleet, length=short, rate_rps=8.0, seed=5)
+    b = simulate(problem_of(s, hw, models), fleet, length=short, rate_rps=8.0, seed=5)
+    c = simulate(problem_of(s, hw, models), fleet, length=short, rate_rps=8.0, seed=6)
     assert a.ttft_s == b.ttft_s and a.tpot_ms == b.tpot_ms
     assert a.ttft_s != c.ttft_s
 
@@ -308,7 +381,7 @@ def test_relay_and_handoffs_run_on_the_paper_scenario():
     fleet = fleet.model_copy(
         update={"routing": Routing(relay_above_mb=20.0, singular_max_output_tokens=100)}
     )
-    r = simulate(problem_of(s, hw, models), fleet, requests=3_000, rate_rps=3.0, seed=1)
+    r = simulate(problem_of(s, hw, models), fleet, length=RunLength(3_000), rate_rps=3.0, seed=1)
     assert r.pipelines["p_rld_md"] > 0 and r.pipelines["singular"] > 0
     assert r.handoffs > 0 and r.handoff_stall_ms > 0
     assert 0 < r.rld_token_share.simulated < 1
@@ -318,8 +391,16 @@ def test_relay_and_handoffs_run_on_the_paper_scenario():
 def test_trace_replay_uses_its_timing(small):
     s, hw, models, fleet = small
     r = simulate(problem_of(s, hw, models), fleet, trace=SLICE)
-    assert r.requests == 2000 and r.source == str(SLICE)
+    st = r.steadiness
+    assert st.served_requests == 2000 and st.stopped == "trace end" and r.source == str(SLICE)
+    assert r.requests == st.measured_requests <= 2000 - r.warmup_requests
     assert r.p_hit.simulated > 0.2  # the trace's shared prefixes hit
+    # the analytic column models the trace's own workload (its fitted classes' hits), not
+    # the scenario's (a 40% target)
+    assert r.predicted_from == "the workload fitted from the trace"
+    fitted = fit_trace(SLICE).classes
+    assert r.p_hit.predicted == pytest.approx(sum(c.weight * c.p_hit for c in fitted))
+    assert r.p_hit.predicted != pytest.approx(0.4, abs=0.01)
 
 
 def test_trace_errors_name_the_lines(tmp_path, small):
@@ -332,7 +413,7 @@ def test_trace_errors_name_the_lines(tmp_path, small):
     with pytest.raises(InputError, match=r"line 4.*line 8.*skip_bad"):
         simulate(problem_of(s, hw, models), fleet, trace=bad)
     r = simulate(problem_of(s, hw, models), fleet, trace=bad, skip_bad=True)
-    assert r.requests == 48
+    assert r.steadiness.served_requests == 48
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     with pytest.raises(InputError, match="no requests"):
@@ -355,13 +436,18 @@ def test_simulate_cli_json_keys():
     for key in ("ttft_s", "tpot_ms", "goodput_rps", "rld_token_share", "link_utilization"):
         assert key in view and key in view["predicted"]
     assert set(view["ttft_s"]) == {"p50", "p90", "p99"} and set(view["tpot_ms"]) == {"p50", "p99"}
-    assert view["requests"] == 1800
+    assert view["steady_state"]["served_requests"] == 2000
+    assert view["verdict"] == "inconclusive"  # too short for steady state
+    assert any("too short" in x for x in view["reasons"])
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--requests", "0"], "Invalid value for '--requests'"),
+        (["--requests", "100"], "--requests must be at least one batch, 500, got 100"),
+        (["--precision", "0"], "--precision must be between 0 and 1, got 0"),
+        (["--precision", "1.5"], "--precision must be between 0 and 1, got 1.5"),
+        (["--time-cap-s", "0"], "--time-cap-s must be above 0 seconds, got 0"),
         (["--trace", "missing.jsonl"], "file not found"),
     ],
 )
@@ -393,14 +479,14 @@ def test_a_short_decode_side_hit_is_corrected_first(small):
     from dataclasses import replace
 
     s, hw, models, fleet = small
-    sim = simulate(problem_of(s, hw, models), fleet, requests=2_000, rate_rps=5.0)
-    short = replace(sim, md_hit=Figure(0.2, predicted=0.8), misses=["TTFT P99 20 s above 2 s"])
+    sim = simulate(problem_of(s, hw, models), fleet, length=RunLength(2_000), rate_rps=5.0)
+    short = replace(sim, md_hit=Figure(0.2, predicted=0.8), verdict="missed")
     t = _tighter(Tightening(), short, s)
     assert t.md_hit == pytest.approx(0.25) and t.ttft_p99 == 1.0
     late = replace(
         sim,
         ttft_s={**sim.ttft_s, "p99": Figure(2 * s.sla.ttft_p99_s)},
-        misses=["TTFT P99"],
+        verdict="missed",
     )
     t = _tighter(Tightening(), late, s)
     assert t.ttft_p99 == pytest.approx(0.8)  # at most MAX_STEP at once
@@ -408,11 +494,36 @@ def test_a_short_decode_side_hit_is_corrected_first(small):
 
 
 def test_solve_verify_on_the_small_scenario():
-    r = _cli("solve", str(SMALL), "--verify", "--verify-requests", "4000", "--json")
+    """The small plan misses TPOT P99 at its demand (the gaps' tail is above the operating
+    point's step); the loop tightens TPOT and the next plan is confirmed."""
+    r = _cli("solve", str(SMALL), "--verify", "--json")
     view = json.loads(r.stdout)
     v = view["verification"]
-    assert v["iterations"] and v["message"]
-    if v["confirmed"]:
-        assert r.exit_code == 0 and v["iterations"][-1]["simulation"]["sla_met"]
-    else:
-        assert r.exit_code == 1 and "no simulator-confirmed plan" in v["message"]
+    first, last = v["iterations"][0], v["iterations"][-1]
+    assert first["simulation"]["verdict"] == "missed" and "TPOT P99" in first["note"]
+    assert v["confirmed"] and r.exit_code == 0
+    assert last["simulation"]["verdict"] == "confirmed" and last["confirmed"]
+    assert last["planning_factors"]["tpot"] < 1.0
+    assert last["simulation"]["steady_state"]["stationary"]
+
+
+def test_an_inconclusive_run_is_re_planned_as_a_miss_and_says_so(small):
+    from dataclasses import replace
+
+    s, hw, models, fleet = small
+    sim = simulate(problem_of(s, hw, models), fleet, length=RunLength(2_000), rate_rps=5.0)
+    bound = s.sla.ttft_p99_s
+    unsure = replace(
+        sim,
+        verdict="inconclusive",
+        ttft_s={**sim.ttft_s, "p99": Figure(0.95 * bound, 0.9 * bound, 1.1 * bound)},
+    )
+    t = _tighter(Tightening(), unsure, s)
+    # judged at its upper bound 1.1 x the SLA: the bound shrinks by 1 / 1.1, less MARGIN
+    assert t.ttft_p99 == pytest.approx(MARGIN / 1.1)
+
+
+def test_verify_bad_run_length_is_one_line():
+    r = run_main("solve", str(SMALL), "--verify", "--verify-requests", "10")
+    assert r.exit_code == 2
+    assert "--verify-requests must be at least one batch, 500, got 10" in r.output

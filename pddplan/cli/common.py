@@ -105,6 +105,8 @@ HeadroomOpt = Annotated[
 FLAGS = {
     "rate_rps": "--rate-rps",
     "requests": "--requests",
+    "precision": "--precision",
+    "max_wall_s": "--time-cap-s",
     "batch": "--batch",
     "gpus": "--gpus",
     "skip_bad": "--skip-bad",

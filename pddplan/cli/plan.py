@@ -74,10 +74,12 @@ def solve(
         bool,
         typer.Option(
             "--verify",
-            help="Simulate the plan; if it misses the SLA, tighten the model and re-plan.",
+            help="Simulate the plan at steady state; unless the simulator confirms it, "
+            "tighten the model and re-plan.",
         ),
     ] = False,
-    verify_requests: cli_simulate.VerifyRequestsOpt = 20_000,
+    verify_requests: cli_simulate.VerifyRequestsOpt = None,
+    verify_time_cap_s: cli_simulate.VerifyTimeCapOpt = 120.0,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -98,7 +100,9 @@ def solve(
     result = pddplan.solve(problem, method=value(method), **options)
     checked = None
     if verify and result.fleet is not None:
-        checked = cli_simulate.verify_plan(problem, result, verify_requests, seed, **options)
+        checked = cli_simulate.verify_plan(
+            problem, result, verify_requests, verify_time_cap_s, seed, **options
+        )
         result = checked.final.plan if checked.final is not None else result
     view = views.plan_view(result)
     if checked is not None:
@@ -246,7 +250,7 @@ def schema() -> None:
 
 COMMANDS = {
     "validate": user_errors(validate),
-    "solve": user_errors(solve),
+    "solve": user_errors(solve, names=cli_simulate.VERIFY_FLAGS),
     "evaluate": user_errors(evaluate),
     "perf": user_errors(perf),
     "schema": schema,

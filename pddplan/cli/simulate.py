@@ -4,6 +4,7 @@ simulator on a plan, with a progress bar on long runs."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,34 +25,63 @@ from pddplan.cli.common import (
 )
 
 RequestsOpt = Annotated[
-    int,
-    typer.Option("--requests", min=1, help="Sampled requests to simulate (10% warm up first)."),
+    int | None,
+    typer.Option(
+        "--requests",
+        help="Serve exactly this many sampled requests, warm-up included (default: run "
+        "until the TTFT percentiles are known to --precision). A fixed run too short for "
+        "steady state is marked so, never confirmed.",
+    ),
+]
+PrecisionOpt = Annotated[
+    float,
+    typer.Option(
+        "--precision",
+        help="Run until the 95% intervals of TTFT P90 and P99 are within this share (0 to 1).",
+    ),
+]
+TimeCapOpt = Annotated[
+    float,
+    typer.Option("--time-cap-s", help="Stop a run after this many wall-clock seconds."),
 ]
 VerifyRequestsOpt = Annotated[
-    int,
-    typer.Option("--verify-requests", min=100, help="Sampled requests per --verify simulation."),
+    int | None,
+    typer.Option(
+        "--verify-requests",
+        help="Requests per --verify simulation (default: until its verdict is decided).",
+    ),
 ]
+VerifyTimeCapOpt = Annotated[
+    float,
+    typer.Option("--verify-time-cap-s", help="Wall-clock seconds per --verify simulation."),
+]
+SHOW_AFTER_S = 2.0
+"""Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
 
 
 @contextlib.contextmanager
-def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress callback ``(done, total)`` drawn on stderr when it is a terminal."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+def progress_line(label: str) -> Iterator[Callable[[Any], None]]:
+    """A progress callback for ``pddplan.simulate``: phase, requests, simulated time, and
+    TTFT P99 with its precision, on one line of stderr when it is a terminal, from
+    ``SHOW_AFTER_S`` on."""
+    from rich.progress import Progress, TimeElapsedColumn
 
     bar = Progress(
         "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
         disable=not err.is_terminal,
     )
-    task = bar.add_task(label, total=None)
+    task = bar.add_task(label, visible=False)
+    began = time.monotonic()
     with bar:
 
-        def tick(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total or None)
+        def tick(p: Any) -> None:
+            text = f"{label}: {p.phase}, {p.requests:,} requests, {p.simulated_s:,.0f} s simulated"
+            if p.p99 is not None:
+                text += f", TTFT P99 {p.p99.value:.3g} s ±{p.p99.precision:.1%}"
+            bar.update(task, description=text, visible=time.monotonic() - began >= SHOW_AFTER_S)
 
         yield tick
 
@@ -60,7 +90,9 @@ def simulate(
     scenario: ScenarioArg,
     plan: PlanOpt = None,
     fleet: FleetOpt = None,
-    requests: RequestsOpt = 20_000,
+    requests: RequestsOpt = None,
+    precision: PrecisionOpt = 0.05,
+    time_cap_s: TimeCapOpt = 120.0,
     trace: Annotated[
         Path | None,
         typer.Option(help="Replay a Mooncake JSONL trace (its timestamps, lengths, block hashes)."),
@@ -95,24 +127,29 @@ def simulate(
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Simulate a plan request by request and compare with the analytic model.
+    """Simulate a plan request by request at steady state and compare with the analytic model.
 
     Sampled multi-turn sessions (Poisson arrivals, the scenario's lengths and hit targets)
     or a trace go through prefill queues and chunked passes, prefix caches, the WAN link,
     relay and main decode with continuous batching, and handoffs, exactly as the plan's
-    router sets them. Prints TTFT and TPOT percentiles, goodput, utilizations and the
-    analytic prediction beside each.
+    router sets them. The run starts warm (sessions open, caches full), drops its warm-up,
+    and runs until TTFT P90 and P99 are known within --precision (or --time-cap-s). Prints
+    the verdict on the SLA first (confirmed, missed or inconclusive, from the 95%
+    intervals), then TTFT and TPOT percentiles, goodput, utilizations and the analytic
+    prediction beside each.
 
-    Example: [bold]pddplan simulate scenarios/pdd-h100-h200.yaml --plan plan.json --requests 50000[/bold]
+    Example: [bold]pddplan simulate scenarios/pdd-h100-h200.yaml --plan plan.json[/bold]
     """
     from pddplan.report import simulation, views
 
     problem, deployment = load_deployment(scenario, fleet, plan)
-    with progress_bar("simulating") as tick:
+    with progress_line("simulating") as tick:
         result = pddplan.simulate(
             problem,
             deployment,
             requests=requests,
+            precision=precision,
+            time_cap_s=time_cap_s,
             rate_rps=rate_rps,
             trace=trace,
             skip_bad=skip_bad,
@@ -128,7 +165,8 @@ def simulate(
 def verify_plan(
     problem: pddplan.Problem,
     first: pddplan.PlanResult,
-    requests: int,
+    requests: int | None,
+    time_cap_s: float,
     seed: int,
     **options: Any,
 ) -> pddplan.Verification:
@@ -137,10 +175,15 @@ def verify_plan(
     def note(text: str) -> None:
         err.print(text, style="dim", highlight=False)
 
-    with progress_bar("verifying"):
-        return pddplan.verify(
-            problem, first, requests=requests, seed=seed, progress=note, **options
-        )
+    return pddplan.verify(
+        problem,
+        first,
+        requests=requests,
+        time_cap_s=time_cap_s,
+        seed=seed,
+        progress=note,
+        **options,
+    )
 
 
 def with_verification(plan: Any, view: dict[str, Any]) -> Any:
@@ -161,3 +204,5 @@ def with_verification(plan: Any, view: dict[str, Any]) -> Any:
 
 
 COMMANDS = {"simulate": user_errors(simulate)}
+VERIFY_FLAGS = {"requests": "--verify-requests", "max_wall_s": "--verify-time-cap-s"}
+"""How ``solve`` spells the run-length arguments of its ``--verify`` simulations."""

@@ -30,6 +30,53 @@ def _err(x: float | None) -> str:
     return "—" if x is None else f"{x:+.0%}"
 
 
+def _interval(bounds: list[float | None], unit: str) -> str:
+    lo, hi = bounds
+    if lo is None and hi is None:
+        return "—"
+    return f"[{_fmt(lo, unit)}, {'inf' if hi is None else _fmt(hi, unit)}]"
+
+
+def verdict_line(v: dict[str, Any]) -> Text:
+    """The simulation's verdict on the SLA, first: what decides it."""
+    sla = v["sla"]
+    bounds = (
+        f"TTFT P90 <= {sla['ttft_p90_s']:g} s, P99 <= {sla['ttft_p99_s']:g} s, "
+        f"TPOT P99 <= {sla['tpot_ms']:g} ms"
+    )
+    if v["verdict"] == "confirmed":
+        return Text(
+            f"SLA confirmed at steady state ({bounds}: every 95% upper bound within it)",
+            style="green",
+        )
+    style = "bold red" if v["verdict"] == "missed" else "bold yellow"
+    return Text(f"SLA {v['verdict']}: " + "; ".join(v["reasons"]), style=style)
+
+
+def steady_state_line(v: dict[str, Any]) -> Text:
+    """How the run reached steady state, how much it measured and why it stopped."""
+    st = v["steady_state"]
+    parts = []
+    if st["warm_start_requests"]:
+        parts.append(
+            f"warm start {st['warm_start_requests']:,} requests "
+            f"({st['warm_start_s']:,.0f} s) through the caches"
+        )
+    parts.append(f"warm-up {st['warmup_requests']:,} requests ({st['warmup_s']:,.0f} s)")
+    parts.append(
+        f"measured {st['measured_requests']:,} requests over {st['measured_s']:,.0f} s in "
+        f"{st['batches']} batches of {st['batch_requests']:,}"
+    )
+    p99 = v["ttft_s"]["p99"]
+    hi = v["ttft_ci_s"]["p99"][1]
+    precision = f" (TTFT P99 ±{hi / p99 - 1:.1%})" if p99 and hi else ""
+    parts.append(f"stopped: {st['stopped']}{precision}, {st['wall_s']:.1f} s")
+    text = "; ".join(parts)
+    if st["problems"]:
+        text += "\nnot at steady state: " + "; ".join(st["problems"])
+    return Text(text, style="dim" if not st["problems"] else "yellow")
+
+
 def simulation_table(v: dict[str, Any]) -> Table:
     """Simulated vs analytic, one figure per row."""
     t = grid(
@@ -38,12 +85,10 @@ def simulation_table(v: dict[str, Any]) -> Table:
     )
     pred, err = v["predicted"], v["relative_error"]
     for k in ("p50", "p90", "p99"):
-        lo, hi = v["ttft_ci_s"][k]
-        ci = "—" if lo is None else f"{lo:,.3f}-{hi:,.3f}"
         t.add_row(
             f"TTFT {k.upper()}, s",
             _fmt(v["ttft_s"][k], "s"),
-            ci,
+            _interval(v["ttft_ci_s"][k], "s"),
             _fmt(pred["ttft_s"][k], "s"),
             _err(err["ttft_s"][k]),
         )
@@ -51,7 +96,7 @@ def simulation_table(v: dict[str, Any]) -> Table:
         t.add_row(
             f"inter-token gap {k.upper()}, ms",
             _fmt(v["tpot_ms"][k], ""),
-            "",
+            _interval(v["tpot_ci_ms"][k], "") if k in v["tpot_ci_ms"] else "",
             _fmt(pred["tpot_ms"][k], ""),
             _err(err["tpot_ms"][k]),
         )
@@ -76,24 +121,14 @@ def simulation_table(v: dict[str, Any]) -> Table:
 
 def simulation_report(v: dict[str, Any]) -> Group:
     head = Text(
-        f"{v['scenario']}: fleet {v['fleet']}, {v['source']} requests, "
-        f"{v['requests']:,} measured after {v['warmup_requests']:,} warm-up, seed {v['seed']}"
+        f"{v['scenario']}: fleet {v['fleet']}, {v['source']} requests, seed {v['seed']}; "
+        f"analytic: {v['predicted_from']}"
     )
     paths = v["pipelines"]
     routes = Text(
         f"pipelines: P -> MD {paths['p_md']:.0%}, P -> RLD -> MD {paths['p_rld_md']:.0%}, "
         f"singular {paths['singular']:.0%}; {v['handoffs']:,} handoffs, "
         f"{v['handoff_stall_ms']:,.1f} ms MD stall each"
-    )
-    sla = v["sla"]
-    verdict = (
-        Text(
-            f"SLA met (TTFT P90 <= {sla['ttft_p90_s']:g} s, P99 <= {sla['ttft_p99_s']:g} s, "
-            f"TPOT P99 <= {sla['tpot_ms']:g} ms)",
-            style="green",
-        )
-        if v["sla_met"]
-        else Text("SLA missed: " + "; ".join(v["misses"]), style="bold red")
     )
     tb = v["ttft_tail_breakdown_s"]
     tail = Text(
@@ -107,10 +142,12 @@ def simulation_report(v: dict[str, Any]) -> Group:
         style="dim",
     )
     note = Text(
-        "error = (analytic - simulated) / simulated; CI: 95% batch means over 10 batches",
+        "error = (analytic - simulated) / simulated; 95% CI: batch means, log scale",
         style="dim",
     )
-    return Group(head, simulation_table(v), note, routes, tail, verdict, speed)
+    return Group(
+        verdict_line(v), head, steady_state_line(v), simulation_table(v), note, routes, tail, speed
+    )
 
 
 def verification_report(v: dict[str, Any]) -> Group:
@@ -148,7 +185,7 @@ def verification_report(v: dict[str, Any]) -> Group:
             num(st["load_rps"], ",.2f"),
             f"{sim['ttft_s']['p90']:.2f}/{sim['ttft_s']['p99']:.2f}",
             num(sim["tpot_ms"]["p99"], ",.1f"),
-            "confirmed" if st["confirmed"] else "missed",
+            sim["verdict"],
         )
     style = "green" if v["confirmed"] else "bold red"
     return Group(t, Text(v["message"], style=style))

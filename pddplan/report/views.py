@@ -303,9 +303,10 @@ def cost_view(fleet: Fleet, cost: FleetCost) -> dict[str, Any]:
 
 
 def simulation_view(r: SimResult) -> dict[str, Any]:
-    """``pddplan simulate --json``: the simulated figures, the analytic prediction of each
-    at the same rate (``predicted``), the relative error (predicted - simulated) /
-    simulated, and 95% batch-means intervals of the TTFT percentiles."""
+    """``pddplan simulate --json``: the verdict on the SLA, how the run reached steady state,
+    the simulated figures, the analytic prediction of each at the same rate
+    (``predicted``), the relative error (predicted - simulated) / simulated, and the 95%
+    batch-means intervals of the TTFT percentiles and of the inter-token gap's P99."""
 
     def pick(attr: str) -> dict[str, Any]:
         def get(f: Figure) -> float | None:
@@ -326,19 +327,23 @@ def simulation_view(r: SimResult) -> dict[str, Any]:
         "scenario": r.scenario,
         "fleet": r.fleet,
         "source": r.source,
+        "predicted_from": r.predicted_from,
         "rate_rps": r.rate_rps,
         "requests": r.requests,
         "warmup_requests": r.warmup_requests,
         "seed": r.seed,
+        "verdict": r.verdict,
+        "reasons": r.reasons,
+        "steady_state": dataclasses.asdict(r.steadiness),
         **pick("simulated"),
         "ttft_ci_s": {k: [f.low, f.high] for k, f in r.ttft_s.items()},
+        "tpot_ci_ms": {"p99": [r.tpot_ms["p99"].low, r.tpot_ms["p99"].high]},
         "predicted": pick("predicted"),
         "relative_error": pick("error"),
         "pipelines": r.pipelines,
         "handoffs": r.handoffs,
         "handoff_stall_ms": r.handoff_stall_ms,
         "sla": r.sla,
-        "sla_met": r.sla_met,
         "misses": r.misses,
         "ttft_tail_breakdown_s": r.tail_breakdown,
         "events": r.events,
@@ -364,6 +369,7 @@ def verification_view(v: Verification) -> dict[str, Any]:
                 "load_rps": st.load_rps,
                 "simulation": simulation_view(st.sim) if st.sim is not None else None,
                 "confirmed": st.confirmed,
+                "note": st.note,
             }
         )
     return _plain({"confirmed": v.confirmed, "message": v.message, "iterations": steps})

@@ -45,6 +45,8 @@ class ChainCache:
         self._resident = 0  # bounded caches only
         self._log: deque[tuple[int, Sequence[int], int]] = deque()  # (insert, blocks, length)
         self._constants: dict[int, array] = {}
+        self.evicted_blocks = 0
+        """Blocks evicted so far (a bounded cache's turnover)."""
 
     @property
     def resident_blocks(self) -> int:
@@ -119,6 +121,7 @@ class ChainCache:
         keep = max(lo, n - (self._resident - (self.capacity or 0)))  # only a bounded cache evicts
         _fill(age, blocks, keep, n, self._constant(0, n - keep))
         self._resident -= n - keep
+        self.evicted_blocks += n - keep
         if keep > lo:
             self._log.appendleft((served, blocks, keep))
 

@@ -51,6 +51,7 @@ class DecodeInstance:
         self.step = 0.0
         self._ctx_sum = 0.0  # sum over members of (context at join - S at join)
         self._members: dict[Any, tuple[float, float, float, float]] = {}
+        """The running sequences (requests), each with its join figures."""
         self._heap: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._version = 0
@@ -116,6 +117,12 @@ class DecodeInstance:
         self.n -= 1
         self.kv_free += kv_need
         self._ctx_sum -= context - s0
+
+    def clear(self) -> None:
+        """Drop the running sequences and their events (a run that stops mid-way)."""
+        self._members.clear()
+        self._heap.clear()
+        self.n = 0
 
     def stall(self, seconds: float) -> None:
         """An extend step: every sequence waits ``seconds`` (its next token gap grows)."""

@@ -42,7 +42,7 @@ import heapq
 import math
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -63,8 +63,6 @@ from pddplan.simulation.requests import BLOCK_TOKENS, SimRequest
 from pddplan.spec.fleet import Fleet
 from pddplan.workload.cache import PrefixCache
 
-PROGRESS_EVERY = 1000
-"""Requests between progress callbacks."""
 GC_YOUNG_THRESHOLD = 100_000
 """Allocations between the cyclic garbage collector's young-generation passes during a run
 (Python's default is 700): a run allocates millions of short-lived objects, few of them in
@@ -154,11 +152,37 @@ class DecodePool:
         self.op_batch, self.op_step = 1, 0.0
 
 
+Counters = dict
+"""``p``: each prefill instance's busy seconds; ``d``: each decode instance's (tokens,
+stall seconds); ``l``: each link's bytes sent."""
+
+
+RECORD_FIELDS = (
+    "index",
+    "arrival_s",
+    "ttft_s",
+    "queue_s",
+    "prefill_s",
+    "transfer_s",
+    "finish_s",
+    "output_tokens",
+    "rld_tokens",
+    "path",
+    "p_hit",
+    "md_hit",
+)
+"""What is recorded per finished request, in this order (``SimRecord``'s fields)."""
+FIRST_FIELDS = ("index", "ttft_s", "md_hit")
+"""What is recorded per request as soon as its first token's time is known (when a decode
+instance admits it), in this order: what the run-length checks need."""
+
+
 @dataclass(frozen=True)
 class SimRecord:
-    """Per finished request, in completion order (numpy arrays)."""
+    """Per finished request (numpy arrays, one entry per request, in one order)."""
 
     index: np.ndarray
+    """The request's place in arrival order."""
     arrival_s: np.ndarray
     ttft_s: np.ndarray
     queue_s: np.ndarray
@@ -175,23 +199,53 @@ class SimRecord:
     p_hit: np.ndarray
     md_hit: np.ndarray
 
+    @classmethod
+    def of(cls, table: np.ndarray) -> SimRecord:
+        """From a table with one row per request and ``RECORD_FIELDS`` as its columns."""
+        return cls(**{k: table[:, j] for j, k in enumerate(RECORD_FIELDS)})
+
+    def select(self, keep: np.ndarray) -> SimRecord:
+        """The requests ``keep`` (a mask or indices) selects."""
+        return SimRecord(**{k: getattr(self, k)[keep] for k in RECORD_FIELDS})
+
 
 @dataclass(frozen=True)
-class SimRaw:
-    """What one run measured, before statistics (``pddplan.simulation.run``)."""
+class CacheState:
+    """A bounded prefix cache at one moment (``Checkpoint``)."""
 
-    records: SimRecord
-    window_s: float
-    """Arrival window measured (after warm-up), for rates and utilizations."""
-    pool_util: list[tuple[str, str, str, float]]
-    """(datacenter, role, chip, utilization) per pool, in the fleet's order."""
-    link_util: dict[tuple[str, str], float]
+    name: str
+    """``prefill in <dc>`` or ``decode side in <dc>``."""
+    capacity_blocks: int
+    resident_blocks: int
+    evicted_blocks: int
+    """Since the start, the warm start's cache-only requests included."""
+
+    @property
+    def full(self) -> float:
+        return self.resident_blocks / self.capacity_blocks
+
+    @property
+    def turned_over(self) -> float:
+        """Evicted blocks per block of capacity."""
+        return self.evicted_blocks / self.capacity_blocks
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The simulation's counters at a moment: what utilizations, the inter-token gaps and
+    the steadiness checks need between two of them."""
+
+    time_s: float
+    arrivals: int
+    """Requests that had arrived."""
+    counters: Counters
     gaps: dict[int, float]
-    """Inter-token gap histogram (``sim_parts.gap_seconds(key)`` -> tokens), after warm-up."""
+    """The inter-token gap histogram so far (``decode.gap_seconds(key)`` -> tokens)."""
+    caches: tuple[CacheState, ...]
+    """The bounded prefix caches."""
     handoffs: int
+    """RLD -> MD handoffs so far, and the MD stall seconds they cost."""
     stall_s: float
-    events: int
-    warmup_requests: int
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -310,78 +364,124 @@ class Simulation:
         self.handoff = fleet.handoff
         self.stall_s = 0.0
         self.handoffs = 0
-        self._rec = array("d")  # SimRecord's fields per finished request, in field order
+        self._rec = array("d")  # RECORD_FIELDS per finished request
+        self._firsts = array("d")  # FIRST_FIELDS per request whose first token is timed
+        self._arrival_s = array("d")  # per request that arrived, in arrival order
+        self._arrived = 0
 
-    # --- arrivals and prefill ---------------------------------------------------------------
-    def run(
-        self,
-        requests: Iterable[SimRequest],
-        *,
-        warm: Iterable[Sequence[int]] = (),
-        warmup: int = 0,
-        progress: Callable[[int], None] | None = None,
-    ) -> SimRaw:
-        """Serve ``requests`` (in arrival order) until every one has finished. The first
-        ``warmup`` requests warm the caches and queues and are left out of every figure.
-        ``warm`` contexts (block ids, oldest first) are in the caches at time 0: the prefill
-        side's, and one decode-side cache's (picked as the router would)."""
-        for blocks in warm:
+    # --- running ---------------------------------------------------------------------------
+    def warm_caches(self, contexts: Iterable[Sequence[int]]) -> None:
+        """Place ``contexts`` (block ids, oldest first) in the caches before time 0: the
+        prefill side's, and one decode-side cache's (picked as the router would)."""
+        for blocks in contexts:
             for dc in self.prefill.values():
                 if dc.cache is not None:
                     dc.cache.insert(blocks)
             cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
             if cache is not None:
                 cache.insert(blocks)
+
+    def pass_through_caches(self, request: SimRequest) -> None:
+        """One request before time 0 through the caches only (no queue, no service): its
+        blocks are looked up and inserted where the router would place it, on the prefill
+        side and on the decode side. The warm start (``simulation.steady``) uses it to
+        bring bounded caches to their stationary content."""
+        blocks = request[3]
+        dc = self.prefill[self._pick(self.p_dcs, self.p_cdf)]
+        if dc.cache is not None:
+            dc.cache.insert(blocks, known=dc.cache.lookup(blocks))
+        cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
+        if cache is not None:
+            cache.insert(blocks, known=cache.lookup(blocks))
+
+    def start(self, requests: Iterable[SimRequest]) -> None:
+        """Serve ``requests`` (in arrival order, from time 0 on) as ``advance`` runs."""
         self._source = iter(requests)
         self._count = 0
-        self._warmup = warmup
-        self._progress = progress
-        self._marks: list[tuple[float, dict]] = []
-        if warmup == 0:
-            self._mark(0.0)
+        self._pause_at = 0
         self._next_arrival()
+
+    def advance(self, arrivals: int | None = None) -> bool:
+        """Run until ``arrivals`` requests have arrived (True), or until the requests have
+        run out and every one has finished (False)."""
+        self._pause_at = arrivals if arrivals is not None else 0
+        if arrivals is not None and self._arrived >= arrivals:
+            return True
         with _few_collections():
-            self.ev.run()
-        for dp in self._decode:  # the only references back to this simulation:
-            for inst in dp.instances:  # without them it is freed when its caller lets go
-                inst.on_leave = _finished_late  # (a cycle would wait for a full collection)
-        if len(self._marks) < 2:
-            self._mark(self._last_arrival)
-        (t0, c0), (t1, c1) = self._marks[0], self._marks[-1]
-        window = max(t1 - t0, 1e-9)
-        fields = list(SimRecord.__dataclass_fields__)
-        table = np.frombuffer(self._rec, dtype=np.float64).reshape(-1, len(fields))
-        rec = SimRecord(**{k: table[:, j].copy() for j, k in enumerate(fields)})
-        keep = rec.index >= warmup
-        rec = SimRecord(**{k: getattr(rec, k)[keep] for k in SimRecord.__dataclass_fields__})
-        pools, links = utilizations(self.m, self.prefill, self._decode, self.links, c0, c1, window)
-        return SimRaw(
-            rec,
-            window,
-            pools,
-            links,
+            return self.ev.run()
+
+    def checkpoint(self) -> Checkpoint:
+        """The counters now (decode instances are brought up to now first)."""
+        now = self.ev.now
+        return Checkpoint(
+            now,
+            self._arrived,
+            read_counters(self.prefill, self._decode, self.links, now),
             dict(self.gaps),
+            self.cache_states(),
             self.handoffs,
             self.stall_s,
-            self.ev.count,
-            warmup,
         )
+
+    def cache_states(self) -> tuple[CacheState, ...]:
+        named = [(f"prefill in {dc}", site.cache) for dc, site in self.prefill.items()]
+        named += [(f"decode side in {dc}", c) for dc, c in self.md_cache.items()]
+        return tuple(
+            CacheState(name, c.capacity, c.resident_blocks, c.evicted_blocks)
+            for name, c in named
+            if c is not None and c.capacity is not None
+        )
+
+    def take_records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Since the last call: the arrival times of the requests that arrived, the requests
+        whose first token got timed (``FIRST_FIELDS``) and the requests that finished
+        (``RECORD_FIELDS``), one row each."""
+        arrivals = np.array(self._arrival_s, dtype=np.float64)
+        firsts = np.array(self._firsts, dtype=np.float64).reshape(-1, len(FIRST_FIELDS))
+        rows = np.array(self._rec, dtype=np.float64).reshape(-1, len(RECORD_FIELDS))
+        self._arrival_s, self._firsts, self._rec = array("d"), array("d"), array("d")
+        return arrivals, firsts, rows
+
+    def utilizations(
+        self, c0: Checkpoint, c1: Checkpoint
+    ) -> tuple[list[tuple[str, str, str, float]], dict[tuple[str, str], float]]:
+        """Per pool and per link between two checkpoints (``utilizations``)."""
+        window = max(c1.time_s - c0.time_s, 1e-9)
+        return utilizations(
+            self.m, self.prefill, self._decode, self.links, c0.counters, c1.counters, window
+        )
+
+    def close(self) -> None:
+        """Drop the events still queued and the references back to this simulation, so
+        that it is freed when its caller lets go (a cycle would wait for a full
+        collection)."""
+        self.ev.clear()
+        for link in self.links.values():
+            link.clear()
+        for site in self.prefill.values():
+            site.queue.clear()
+            for pi in site.instances:
+                pi.ranks = [deque() for _ in pi.ranks]
+        for dp in self._decode:
+            dp.queue.clear()
+            for inst in dp.instances:
+                inst.on_leave = _finished_late
+                inst.clear()
 
     def _next_arrival(self) -> None:
         nxt = next(self._source, None)
         if nxt is None:
-            self._mark(self._last_arrival)
             return
         t, inp, out, blocks = nxt
         self.ev.at(t, self._arrive, Req(self._count, t, inp, out, blocks))
         self._count += 1
 
+    # --- arrivals and prefill ---------------------------------------------------------------
     def _arrive(self, r: Req) -> None:
-        self._last_arrival = r.t0
-        if r.i == self._warmup and self._warmup:
-            self._mark(r.t0)
-        if self._progress is not None and (r.i + 1) % PROGRESS_EVERY == 0:
-            self._progress(r.i + 1)
+        self._arrived = r.i + 1
+        self._arrival_s.append(r.t0)
+        if self._arrived == self._pause_at:
+            self.ev.pause()
         self._next_arrival()
         r.p_dc = self._pick(self.p_dcs, self.p_cdf)
         dc = self.prefill[r.p_dc]
@@ -565,6 +665,7 @@ class Simulation:
                 else 0
             )
             r.first = first + back
+            self._firsts.extend((r.i, r.first - r.t0, r.hit_md))  # FIRST_FIELDS
 
     def _handoff(self, pool: DecodePool, r: Req) -> None:
         rld = r.rld
@@ -632,7 +733,7 @@ class Simulation:
 
     def _record(self, r: Req, t: float) -> None:
         r.finished = True
-        self._rec.extend(  # SimRecord's fields, in order
+        self._rec.extend(  # RECORD_FIELDS, in order
             (
                 r.i,
                 r.t0,
@@ -649,17 +750,8 @@ class Simulation:
             )
         )
 
-    # --- measurement ------------------------------------------------------------------------
-    def _mark(self, t: float) -> None:
-        self._marks.append((t, read_counters(self.prefill, self._decode, self.links, t)))
-        if len(self._marks) == 1:
-            self.gaps.clear()  # the gap histogram starts with the measured window
-
 
 # --- what a run measures besides its requests ------------------------------------------------
-Counters = dict
-"""``p``: each prefill instance's busy seconds; ``d``: each decode instance's (tokens,
-stall seconds); ``l``: each link's bytes sent."""
 
 
 def read_counters(

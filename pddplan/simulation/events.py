@@ -17,16 +17,30 @@ class Events:
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
         self._seq = itertools.count()
         self.count = 0
+        self._paused = False
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
 
-    def run(self) -> None:
+    def pause(self) -> None:
+        """Make ``run`` return after the event now running."""
+        self._paused = True
+
+    def clear(self) -> None:
+        """Drop every event not run yet."""
+        self._heap.clear()
+
+    def run(self) -> bool:
+        """Run events until none is left (False) or one calls ``pause`` (True)."""
         heap, pop = self._heap, heapq.heappop
+        self._paused = False
         count = 0
         while heap:
             t, _, fn, arg = pop(heap)
             self.now = t
             count += 1
             fn(arg)
+            if self._paused:
+                break
         self.count += count
+        return self._paused

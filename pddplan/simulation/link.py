@@ -83,6 +83,18 @@ class WanLink:
         self.bytes_sent = 0.0
         self._exit_after = self._slow_start_s()
 
+    def clear(self) -> None:
+        """Drop every flow (a run that stops with transfers in flight), and each one's
+        callback: a request holds its flow, whose callback holds the request, a cycle
+        that would keep the caller's simulation until a full collection."""
+        for f in [*self._ramping, *(x[2] for x in self._ramp_end), *(x[2] for x in self._steady)]:
+            f.done = _dropped
+            f.alive = False
+        self._ramping.clear()
+        self._ramp_end.clear()
+        self._steady.clear()
+        self.n = self._ramp_count = 0
+
     @property
     def share(self) -> float:
         """The fair share that ends slow start."""
@@ -226,3 +238,7 @@ class WanLink:
         self._reschedule()
         for f in finished:
             f.done(now)
+
+
+def _dropped(t: float) -> None:
+    """The callback of a flow dropped by ``WanLink.clear``."""

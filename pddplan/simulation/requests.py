@@ -4,18 +4,21 @@ Each request is ``(arrival s, input tokens, output tokens, prefix block ids)``; 
 that share their first ``n`` block ids share ``n x block`` tokens of prefix KV, so the
 simulator's prefix caches decide the hits.
 
-**Sessions** (``session_requests``). Arrivals are Poisson. Each request draws its input
+**Sessions** (``SessionSource``). Arrivals are Poisson. Each request draws its input
 length, output length and a *target* prefix hit from the scenario's workload (its
 distributions, or its classes by weight). It then continues a session that is ready (its
 previous turn has had time to finish: the SLA's TTFT P90 + output x TPOT + a think time)
-and whose context holds at least the target's prefix (``rate x turn_interval_s`` sessions
-are open, so each comes back about once per ``turn_interval_s``, the workload's figure when
-it gives one): the request's first ``floor(hit x
-input / block)`` blocks are that context's first blocks, the rest are new. Its input becomes
-the session's context (a growing prefix when the input grows, a fork when it shrinks). With
-no such session, or a target under one block, the request opens a new session; a session
-ends after a geometric number of turns. The hits that result (a session's first turn misses;
-an evicted prefix misses) are measured, not copied in.
+and whose context holds at least the target's prefix: the request's first ``rint(hit x
+input / block)`` blocks are that context's first blocks, the rest are new. Its input
+becomes the session's context (a growing prefix when the input grows, a fork when it
+shrinks). A target under one block (a cold request), or no ready session at all, opens a
+new session, and a session picked at random among the open ones closes (its context is
+dead from then on): ``rate x turn gap`` sessions are open at every moment (Little's law),
+so each comes back about once per ``turn_interval_s``, the workload's figure when it gives
+one. A session's life is not an input: it is as long as the workload's share of cold
+requests makes it (a session closes at random, so its remaining life does not depend on
+the turns it has taken). The hits that result (an evicted prefix misses) are measured, not
+copied in.
 """
 
 from __future__ import annotations
@@ -46,8 +49,6 @@ and the most a sampled workload uses."""
 BLOCKS_PER_MEDIAN_INPUT = 64
 """A sampled workload's block is the power of two nearest its median input / 64 (16 to 512
 tokens): hits resolve to ~2% of a typical request at ~64 cache entries per request."""
-MEAN_TURNS = 50
-"""Assumption: mean turns per session (agent loops run tens of steps)."""
 THINK_S = 5.0
 """Assumption: mean pause between a turn's end and the next turn (a tool call)."""
 SURPLUS = 2.0
@@ -67,7 +68,6 @@ class SessionOptions:
     """Fixed part of the gap before a session's next turn (the SLA's TTFT P90)."""
     tpot_s: float
     """Per output token of the previous turn, added to the gap."""
-    mean_turns: float = MEAN_TURNS
     think_s: float = THINK_S
 
 
@@ -90,15 +90,20 @@ def _shapes(workload: Workload, rng: np.random.Generator, n: int) -> tuple[np.nd
 
 
 class SessionSource:
-    """The session generator of the module docstring (deterministic for a seed).
+    """The session generator of the module docstring (deterministic for a seed); ``n``
+    requests, or without end when ``n`` is None.
 
     The service is taken to have been running before the first request: ``warm`` holds
-    the contexts of the sessions already open at time 0 (as many as the arrival rate keeps
-    between turns), oldest first, for the simulator to place in its caches; they are ready
-    for their next turn at times spread over one turn gap.
+    the contexts of the ``target_sessions`` sessions open at time 0, oldest first, for the
+    simulator to place in its caches. Their last turns are spread uniformly over one turn
+    gap before time 0 (the time since a session's last turn, in a stationary service), so
+    the ones whose gap has passed are ready at once and the rest become ready over the
+    first turn gap.
     """
 
-    def __init__(self, workload: Workload, n: int, options: SessionOptions, seed: int) -> None:
+    def __init__(
+        self, workload: Workload, n: int | None, options: SessionOptions, seed: int
+    ) -> None:
         self.workload, self.n, self.options = workload, n, options
         self._rng = np.random.default_rng(seed)
         self.block_tokens = block_tokens(workload)
@@ -108,17 +113,28 @@ class SessionSource:
         self._run, self._run_start, self._run_end = array("i"), 0, 0  # ids made ahead
         inp, out, _ = _shapes(workload, self._rng, DRAW_BATCH)
         gap = options.ready_after_s + float(np.mean(out)) * options.tpot_s + options.think_s
-        interval = workload.turn_interval_s or SURPLUS * gap
-        opened = int(options.rate_rps * max(interval, gap))
+        self.turn_gap_s = max(workload.turn_interval_s or SURPLUS * gap, gap)
+        """Mean time between a session's turns."""
+        self.target_sessions = opened = max(1, round(options.rate_rps * self.turn_gap_s))
+        """Sessions open at every moment: rate x turn gap."""
+        self.cold_share = 0.0
+        """Share of the requests so far that opened a session (its mean turns: 1 / it)."""
         self.warm: list[array] = []
-        ready = np.sort(self._rng.random(opened)) * gap
+        ages = np.sort(self._rng.random(opened))[::-1] * self.turn_gap_s  # oldest first
         for sid in range(opened):
             length = max(1, round(float(inp[sid % len(inp)])))
             ids = self._new_blocks(-(-length // self.block_tokens))
             self._contexts[sid] = ids
             self.warm.append(ids)
-            self._waiting.append((float(ready[sid]), sid))
+            self._waiting.append((gap - float(ages[sid]), sid))
+        heapq.heapify(self._waiting)
+        self._open = list(range(opened))  # open sessions, for a uniform pick
+        self._slot = {sid: sid for sid in self._open}  # a session's place in _open
         self._next_session = opened
+
+    @property
+    def open_sessions(self) -> int:
+        return len(self._contexts)
 
     def _new_blocks(self, count: int) -> array:
         """The next ``count`` fresh block ids, cut from a run of upcoming ids made ahead
@@ -131,18 +147,28 @@ class SessionSource:
             self._run = array("i", np.arange(start, self._run_end, dtype=np.int32).tobytes())
         return self._run[start - self._run_start : end - self._run_start]
 
+    def _open_session(self) -> int:
+        """A new session, in the place of one closed at random (its context is dead)."""
+        victim = self._open[int(self._rng.integers(len(self._open)))]
+        del self._contexts[victim]
+        sid, self._next_session = self._next_session, self._next_session + 1
+        j = self._slot.pop(victim)
+        self._open[j] = sid
+        self._slot[sid] = j
+        return sid
+
     def __iter__(self) -> Iterator[SimRequest]:
         rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
         heappop, heappush, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
         block = self.block_tokens
         # ready sessions by context length in blocks: the lengths sorted, and per length
-        # its sessions in the order they became ready
+        # its sessions in the order they became ready (closed ones are dropped when met)
         lengths: list[int] = []
         ready: dict[int, list[int]] = {}
         t = 0.0
-        done = 0
-        while done < self.n:
-            m = min(DRAW_BATCH, self.n - done)
+        done = cold = 0
+        while self.n is None or done < self.n:
+            m = DRAW_BATCH if self.n is None else min(DRAW_BATCH, self.n - done)
             gaps = rng.exponential(1.0 / options.rate_rps, m)
             arrivals = np.cumsum(np.concatenate(([t], gaps)))[1:].tolist()  # t += gap, in order
             inp, out, hit = _shapes(self.workload, rng, m)
@@ -151,7 +177,6 @@ class SessionSource:
             blocks = -(-length // block)
             # rounded, not floored, so that the hits average the target
             want = np.minimum(np.rint(hit * length / block), blocks)
-            ends = (rng.random(m) < 1.0 / options.mean_turns).tolist()
             think = rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
             # when the session is ready for its next turn
             again = (options.ready_after_s + tokens_out * options.tpot_s + think).tolist()
@@ -161,13 +186,14 @@ class SessionSource:
                 tokens_out.astype(int).tolist(),
                 blocks.astype(int).tolist(),
                 want.astype(int).tolist(),
-                ends,
                 again,
                 strict=True,
             )
-            for t, length_i, out_i, blocks_i, want_i, end, gap in shapes:
+            for t, length_i, out_i, blocks_i, want_i, gap in shapes:
                 while waiting and waiting[0][0] <= t:
                     sid = heappop(waiting)[1]
+                    if sid not in contexts:
+                        continue  # closed while it waited
                     n = len(contexts[sid])
                     if n in ready:
                         ready[n].append(sid)
@@ -178,31 +204,29 @@ class SessionSource:
                 # latest ready of that length), so that the long contexts stay for the long
                 # targets (uniform choice used them up and left 2.4% of the paper workload's
                 # target hit unmet); when none holds it, the longest (the earliest ready)
-                j = bisect_left(lengths, want_i) if want_i > 0 else len(lengths)
-                if j < len(lengths):
-                    n = lengths[j]
-                    sid = ready[n].pop()
-                elif want_i > 0 and lengths:
-                    n = lengths[-1]
-                    sid = ready[n].pop(0)
-                else:
-                    n = 0
-                if n:
+                sid = -1
+                while want_i > 0 and lengths:
+                    j = bisect_left(lengths, want_i)
+                    n = lengths[j] if j < len(lengths) else lengths[-1]
+                    sid = ready[n].pop() if j < len(lengths) else ready[n].pop(0)
                     if not ready[n]:
                         del ready[n]
                         lengths.remove(n)
+                    if sid in contexts:
+                        break
+                    sid = -1
+                if sid >= 0:
                     ids = contexts[sid][:want_i]
                 else:
-                    sid, self._next_session = self._next_session, self._next_session + 1
+                    sid = self._open_session()
+                    cold += 1
                     ids = array("i")
                 ids += self._new_blocks(blocks_i - len(ids))
-                if end:
-                    contexts.pop(sid, None)
-                else:
-                    contexts[sid] = ids
-                    heappush(waiting, (t + gap, sid))
+                contexts[sid] = ids
+                heappush(waiting, (t + gap, sid))
                 yield t, length_i, out_i, ids
             done += m
+            self.cold_share = cold / done
 
 
 def block_tokens(workload: Workload) -> int:

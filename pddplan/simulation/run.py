@@ -1,22 +1,18 @@
 """Running a simulation end to end and summarizing it: percentiles with confidence
-intervals, utilizations, and the analytic model's prediction beside each figure.
-
-Confidence intervals use batch means: the measured requests, in arrival order, are cut into
-``BATCHES`` consecutive batches, the percentile is taken in each, and the interval is the
-Student-t interval of the batch values (queueing makes neighbouring requests correlated, so
-an interval from the order statistics of all requests would be too narrow).
+intervals, utilizations, the SLA verdict, and the analytic model's prediction beside each
+figure. How long a run lasts, and the intervals, are ``simulation.steady``'s.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from scipy import special
 
 from pddplan import units
 from pddplan.errors import ArgumentError
@@ -24,7 +20,7 @@ from pddplan.evaluation.evaluator import Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.simulation.decode import gap_seconds
-from pddplan.simulation.engine import DIRECT, RELAY, SINGULAR, SimRaw, Simulation
+from pddplan.simulation.engine import DIRECT, RELAY, SINGULAR, Simulation
 from pddplan.simulation.requests import (
     BLOCK_TOKENS,
     SessionOptions,
@@ -32,15 +28,18 @@ from pddplan.simulation.requests import (
     SimRequest,
     trace_requests,
 )
+from pddplan.simulation.steady import (
+    MIN_BATCH,
+    Interval,
+    Progress,
+    RunLength,
+    Steadiness,
+    SteadyRun,
+    run_steady,
+)
 from pddplan.spec.fleet import Fleet
-from pddplan.spec.scenario import Scenario
+from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
 from pddplan.workload.classes import workload_classes
-
-BATCHES = 10
-"""Batches for the batch-means confidence intervals."""
-CONFIDENCE = 0.95
-WARMUP_SHARE = 0.1
-"""Share of sampled requests that only warm the system up (left out of every figure)."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +65,22 @@ class SimResult:
     fleet: str
     source: str
     """``sessions`` (sampled) or the trace's path."""
+    predicted_from: str
+    """What the analytic column models: the scenario's workload, or the workload fitted
+    from the trace (its classes, hits from replaying it through caches of the fleet's
+    sizes)."""
     rate_rps: float
-    """Arrival rate simulated (the trace's mean rate for a trace)."""
+    """Arrival rate simulated (the trace's mean rate over the measured window)."""
     requests: int
     """Requests measured (after warm-up)."""
     warmup_requests: int
     seed: int
+    verdict: str
+    """On the SLA: ``confirmed`` (every upper confidence bound within it), ``missed`` (a
+    lower bound above it, or overloaded) or ``inconclusive``."""
+    reasons: list[str]
+    """What keeps the verdict from ``confirmed``, one phrase each."""
+    steadiness: Steadiness
     ttft_s: dict[str, Figure]
     tpot_ms: dict[str, Figure]
     goodput_rps: Figure
@@ -89,9 +98,8 @@ class SimResult:
     handoff_stall_ms: float
     """Mean MD stall per handoff."""
     sla: dict[str, float]
-    sla_met: bool
-    """Simulated TTFT P90, P99 and TPOT P99 all within the SLA."""
     misses: list[str]
+    """The SLA bounds the simulated percentiles (their point values) exceed."""
     tail_breakdown: dict[str, float]
     """Mean seconds of each TTFT segment (``queue``: waiting for a prefill pass; ``prefill``:
     the passes; ``transfer``: KV to the decode instance; ``decode``: admission, first step
@@ -99,54 +107,38 @@ class SimResult:
     events: int
     wall_s: float
 
-
-def _batch_ci(values: np.ndarray, q: float) -> tuple[float, float, float]:
-    point = float(np.quantile(values, q))
-    parts = [p for p in np.array_split(values, BATCHES) if len(p)]
-    if len(parts) < 2:
-        return point, point, point
-    per = np.array([np.quantile(p, q) for p in parts])
-    half = float(
-        special.stdtrit(len(per) - 1, 0.5 + CONFIDENCE / 2) * per.std(ddof=1) / len(per) ** 0.5
-    )
-    return point, point - half, point + half
-
-
-def _gap_percentile(gaps: dict[int, float], q: float) -> float:
-    keys = sorted(k for k, v in gaps.items() if v > 0)
-    if not keys:
-        return math.nan
-    weight = np.array([gaps[k] for k in keys])
-    cum = np.cumsum(weight) / weight.sum()
-    return gap_seconds(keys[int(np.searchsorted(cum, q))]) / units.MS
+    @property
+    def confirmed(self) -> bool:
+        return self.verdict == "confirmed"
 
 
 def simulate(
     problem: Problem,
     fleet: Fleet,
     *,
-    requests: int = 20_000,
+    length: RunLength | None = None,
     rate_rps: float | None = None,
     trace: Path | None = None,
     skip_bad: bool = False,
     seed: int = 0,
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
-    progress: Callable[[int, int], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[Progress], None] | None = None,
 ) -> SimResult:
-    """Simulate ``fleet`` on ``problem`` with ``requests`` sampled session requests at
-    ``rate_rps`` (default: the fleet's SLA capacity, the load a plan is sized for), or with
-    a Mooncake ``trace``; compare with the analytic evaluation at the same rate."""
-    if trace is None and requests < 1:
-        raise ArgumentError("requests", f"{{argument}} must be at least 1, got {requests}")
+    """Simulate ``fleet`` on ``problem`` with sampled sessions at ``rate_rps`` (default:
+    the fleet's SLA capacity, the load a plan is sized for) or a Mooncake ``trace``, for
+    as long as ``length`` says (``simulation.steady``); compare with the analytic
+    evaluation at the same rate (for a trace, of the workload fitted from it)."""
+    length = length if length is not None else RunLength()
+    check_length(length)
     scenario = problem.scenario
     analytic = Evaluator(problem, fleet)
-    routing = analytic.routing
-    fleet = fleet.model_copy(update={"routing": routing})
-    warm: Iterable[Sequence[int]] = ()
+    fleet = fleet.model_copy(update={"routing": analytic.routing})
+    requests: SessionSource | Iterator[SimRequest]
     if trace is not None:
-        source: Iterable[SimRequest] = trace_requests(trace, skip_bad=skip_bad)
-        warmup, total, block = 0, None, BLOCK_TOKENS
+        requests = trace_requests(trace, skip_bad=skip_bad)
+        block = BLOCK_TOKENS
     else:
         rate = rate_rps if rate_rps is not None else analytic.capacity
         if not rate or not math.isfinite(rate) or rate <= 0:
@@ -159,9 +151,8 @@ def simulate(
             ready_after_s=scenario.sla.ttft_p90_s,
             tpot_s=scenario.sla.tpot_ms * units.MS,
         )
-        gen = SessionSource(scenario.workload, requests, options, seed)
-        source, warm, block = gen, gen.warm, gen.block_tokens
-        warmup, total = int(requests * WARMUP_SHARE), requests
+        requests = SessionSource(scenario.workload, None, options, seed)
+        block = requests.block_tokens
     sim = Simulation(
         problem,
         fleet,
@@ -172,39 +163,105 @@ def simulate(
         chain_ids=trace is None,
         fleet_model=analytic.model,
     )
-    tick = (lambda done: progress(done, total or 0)) if progress is not None else None
-    start = time.perf_counter()
-    raw = sim.run(source, warm=warm, warmup=warmup, progress=tick)
-    wall = time.perf_counter() - start
-    measured = len(raw.records.index)
-    if measured == 0:
-        raise ArgumentError("requests", "no request was measured: give more {argument}")
-    rate = measured / raw.window_s if trace is not None else rate
-    predicted = analytic.report(rate)
-    return _summarize(scenario, fleet, raw, predicted, rate, seed, wall, trace)
+    steady = run_steady(sim, requests, scenario.sla, length, clock=clock, progress=progress)
+    first, last = steady.window
+    if trace is not None:
+        rate = steady.steadiness.measured_requests / max(last.time_s - first.time_s, 1e-9)
+        fitted = _trace_problem(problem, fleet, trace, p_cache_tokens, skip_bad, rate)
+        predicted = Evaluator(fitted, fleet).report(rate)
+        predicted_from = "the workload fitted from the trace"
+        classes = workload_classes(fitted.scenario.workload)
+    else:
+        predicted = analytic.report(rate)
+        predicted_from = "the scenario's workload"
+        classes = workload_classes(scenario.workload)
+    p_hit = sum(c.weight * c.p_hit for c in classes)
+    return _summarize(
+        scenario, fleet, sim, steady, predicted, p_hit, rate, seed, trace, predicted_from
+    )
+
+
+def check_length(length: RunLength) -> None:
+    """``ArgumentError`` for a run length no run can have."""
+    if length.requests is not None and length.requests < MIN_BATCH:
+        raise ArgumentError(
+            "requests",
+            f"{{argument}} must be at least one batch, {MIN_BATCH:,}, got {length.requests:,}",
+        )
+    if not 0 < length.precision < 1:
+        raise ArgumentError(
+            "precision", f"{{argument}} must be between 0 and 1, got {length.precision:g}"
+        )
+    if not length.max_wall_s > 0:
+        raise ArgumentError(
+            "max_wall_s", f"{{argument}} must be above 0 seconds, got {length.max_wall_s:g}"
+        )
+    if length.max_requests < MIN_BATCH:
+        raise ArgumentError(
+            "max_requests",
+            f"{{argument}} must be at least one batch, {MIN_BATCH:,}, got {length.max_requests:,}",
+        )
+
+
+def _trace_problem(
+    problem: Problem,
+    fleet: Fleet,
+    trace: Path,
+    p_cache_tokens: int | None,
+    skip_bad: bool,
+    rate: float,
+) -> Problem:
+    """``problem`` with the workload fitted from ``trace``: its classes, their prefill-side
+    hits from replaying it through the simulated prefill cache, and their decode-side hits
+    through one cache of the fleet's decode-side size (all decode datacenters' together)."""
+    from pddplan.workload.trace import class_specs, fit_trace
+
+    s = problem.scenario
+    md_tokens: int | str = "unbounded"
+    if fleet.md_cache_gb_per_gpu is not None:
+        kv = Evaluator(problem, fleet).model.roles["main_decode"][0][1].kv
+        gpus = sum(
+            p.instances * p.gpus_per_instance for p in fleet.pools if p.role == "main_decode"
+        )
+        md_tokens = int(fleet.md_cache_gb_per_gpu * units.GB * gpus / kv.bytes_per_token)
+    fit = fit_trace(
+        trace,
+        block_tokens=BLOCK_TOKENS,
+        cache_tokens=p_cache_tokens if p_cache_tokens is not None else "unbounded",
+        md_cache_tokens=md_tokens if md_tokens else None,
+        skip_bad=skip_bad,
+    )
+    workload = Workload(arrival_rps=rate, classes=class_specs(fit))
+    update: dict[str, Any] = {"workload": workload}
+    if s.md_cache is not None and fleet.md_cache_gb_per_gpu is not None:
+        hits = tuple(c.md_hit for c in fit.classes)
+        update["md_cache"] = (MdCacheOption(gb_per_gpu=fleet.md_cache_gb_per_gpu, md_hit=hits),)
+    return problem.with_scenario(s.model_copy(update=update))
+
+
+def _figure(x: Interval, predicted: float | None) -> Figure:
+    return Figure(x.value, x.low, x.high, predicted)
 
 
 def _summarize(
     s: Scenario,
     fleet: Fleet,
-    raw: SimRaw,
+    sim: Simulation,
+    steady: SteadyRun,
     predicted: Evaluation,
+    p_hit: float,
     rate: float,
     seed: int,
-    wall: float,
     trace: Path | None,
+    predicted_from: str,
 ) -> SimResult:
-    rec = raw.records
-    order = np.argsort(rec.index, kind="stable")
-    ttft = rec.ttft_s[order]
-    ttft_fig = {}
-    for q in (0.5, 0.9, 0.99):
-        key = f"p{int(q * 100)}"
-        point, lo, hi = _batch_ci(ttft, q)
-        ttft_fig[key] = Figure(point, lo, hi, predicted.ttft_s.get(key))
+    rec = steady.records
+    first, last = steady.window
+    window = max(last.time_s - first.time_s, 1e-9)
+    ttft_fig = {k: _figure(x, predicted.ttft_s.get(k)) for k, x in steady.ttft.items()}
     tpot = {
-        "p50": Figure(_gap_percentile(raw.gaps, 0.5), predicted=predicted.tpot_ms["step"]),
-        "p99": Figure(_gap_percentile(raw.gaps, 0.99), predicted=predicted.tpot_ms["p99"]),
+        "p50": Figure(_gap_percentile(steady.gaps, 0.5), predicted=predicted.tpot_ms["step"]),
+        "p99": _figure(steady.tpot_p99_ms, predicted.tpot_ms["p99"]),
     }
     out = rec.output_tokens
     decode_s = rec.finish_s - (rec.arrival_s + rec.ttft_s)
@@ -213,23 +270,22 @@ def _summarize(
     good = (rec.ttft_s <= s.sla.ttft_p99_s) & (mean_tpot <= tpot_bound * (1 + 1e-9))
     over = predicted.ttft_over_p99_bound or 0.0
     goodput = Figure(
-        float(good.sum()) / raw.window_s,
+        float(good.sum()) / window,
         predicted=rate * (1 - over) if predicted.status != "sla_infeasible" else 0.0,
     )
-    rld_share = float(rec.rld_tokens.sum() / max(out.sum(), 1))
+    rld_share = float(rec.rld_tokens.sum() / max(out.sum(), 1)) if len(out) else math.nan
+    pool_util, link_util = sim.utilizations(first, last)
     links = {}
-    for (a, b), u in raw.link_util.items():
+    for (a, b), u in link_util.items():
         pred = next((x.utilization for x in predicted.links if set(x.between) == {a, b}), None)
         links[f"{a}->{b}"] = Figure(u, predicted=pred)
     pools = []
-    for (dc, role, chip, u), p in zip(raw.pool_util, predicted.pools, strict=True):
+    for (dc, role, chip, u), p in zip(pool_util, predicted.pools, strict=True):
         pools.append((f"{role} {chip} in {dc}", Figure(u, predicted=p.utilization)))
     paths = {
-        name: float(np.mean(rec.path == code))
+        name: _mean(rec.path == code)
         for name, code in (("p_md", DIRECT), ("p_rld_md", RELAY), ("singular", SINGULAR))
     }
-    classes = workload_classes(s.workload)
-    p_hit = sum(c.weight * c.p_hit for c in classes)
     sla = {"ttft_p90_s": s.sla.ttft_p90_s, "ttft_p99_s": s.sla.ttft_p99_s, "tpot_ms": s.sla.tpot_ms}
     misses = []
     if ttft_fig["p90"].simulated > s.sla.ttft_p90_s:
@@ -240,19 +296,26 @@ def _summarize(
         misses.append(f"TPOT P99 {tpot['p99'].simulated:.1f} ms above {s.sla.tpot_ms:g} ms")
     slow = rec.ttft_s >= ttft_fig["p90"].simulated
     tail = {
-        "queue": float(rec.queue_s[slow].mean()),
-        "prefill": float((rec.prefill_s - rec.queue_s)[slow].mean()),
-        "transfer": float(rec.transfer_s[slow].mean()),
-        "decode": float((rec.ttft_s - rec.prefill_s - rec.transfer_s)[slow].mean()),
+        "queue": _mean(rec.queue_s[slow]),
+        "prefill": _mean((rec.prefill_s - rec.queue_s)[slow]),
+        "transfer": _mean(rec.transfer_s[slow]),
+        "decode": _mean((rec.ttft_s - rec.prefill_s - rec.transfer_s)[slow]),
     }
+    handoffs = last.handoffs - first.handoffs
+    stall = last.stall_s - first.stall_s
+    st = steady.steadiness
     return SimResult(
         scenario=s.name,
         fleet=fleet.name,
         source=str(trace) if trace is not None else "sessions",
+        predicted_from=predicted_from,
         rate_rps=rate,
-        requests=len(ttft),
-        warmup_requests=raw.warmup_requests,
+        requests=len(rec.index),
+        warmup_requests=st.warmup_requests,
         seed=seed,
+        verdict=steady.verdict,
+        reasons=list(steady.reasons),
+        steadiness=st,
         ttft_s=ttft_fig,
         tpot_ms=tpot,
         goodput_rps=goodput,
@@ -260,14 +323,28 @@ def _summarize(
         link_utilization=links,
         pool_utilization=pools,
         pipelines=paths,
-        p_hit=Figure(float(rec.p_hit.mean()), predicted=p_hit),
-        md_hit=Figure(float(rec.md_hit.mean()), predicted=predicted.md_cache.get("mean_hit")),
-        handoffs=raw.handoffs,
-        handoff_stall_ms=raw.stall_s / raw.handoffs / units.MS if raw.handoffs else 0.0,
+        p_hit=Figure(_mean(rec.p_hit), predicted=p_hit),
+        md_hit=Figure(_mean(rec.md_hit), predicted=predicted.md_cache.get("mean_hit")),
+        handoffs=handoffs,
+        handoff_stall_ms=stall / handoffs / units.MS if handoffs else 0.0,
         sla=sla,
-        sla_met=not misses,
         misses=misses,
         tail_breakdown=tail,
-        events=raw.events,
-        wall_s=wall,
+        events=sim.ev.count,
+        wall_s=st.wall_s,
     )
+
+
+def _gap_percentile(gaps: dict[int, float], q: float) -> float:
+    """Percentile ``q`` of the inter-token gap histogram ``gaps``, in ms."""
+    keys = sorted(k for k, v in gaps.items() if v > 0)
+    if not keys:
+        return math.nan
+    weight = np.array([gaps[k] for k in keys])
+    cum = np.cumsum(weight) / weight.sum()
+    return gap_seconds(keys[int(np.searchsorted(cum, q))]) / units.MS
+
+
+def _mean(x: np.ndarray) -> float:
+    """The mean; NaN for no values (an overloaded run may finish none it measured)."""
+    return float(x.mean()) if len(x) else math.nan

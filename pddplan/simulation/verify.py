@@ -1,9 +1,12 @@
-"""``pddplan solve --verify``: plan, simulate the plan, and re-plan with a tighter analytic
-model until the simulator confirms the plan meets the SLA.
+"""``pddplan solve --verify``: plan, simulate the plan at steady state, and re-plan with a
+tighter analytic model until the simulator confirms the plan meets the SLA.
 
 A plan is checked at the load it claims: its SLA capacity for max BCR and max capacity
-(the rate its BCR rests on), the scenario's demand for min cost. When the simulation
-misses a bound, the planner's copy of that bound is scaled by how far the simulation
+(the rate its BCR rests on), the demand times (1 + headroom) for min cost. Each simulation
+runs until its verdict is decided or its percentiles are known to the run length's
+precision (``simulation.steady``). "confirmed" ends the loop. An "inconclusive" run is
+taken as a miss, at its upper confidence bounds, and the step says so: a buyer needs a
+plan the simulator confirms. When the simulation misses a bound, the planner's copy of that bound is scaled by how far the simulation
 missed it (bound / simulated, less a ``MARGIN``), so that the next plan holds the analytic
 percentile that much below the SLA (by ``MAX_STEP`` at most per iteration). The cap of
 whatever holds the slow requests longest (the link when their KV transfer outlasts the
@@ -16,13 +19,15 @@ unconfirmed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
-from pddplan.simulation.run import SimResult, simulate
+from pddplan.simulation.run import Figure, SimResult, check_length, simulate
+from pddplan.simulation.steady import RunLength
 from pddplan.spec.scenario import Scenario
 from pddplan.workload.classes import md_cache_hits
 
@@ -87,6 +92,8 @@ class VerifyStep:
     """The load simulated (None: the plan had no fleet)."""
     sim: SimResult | None
     confirmed: bool
+    note: str = ""
+    """What the step did, in words."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,22 @@ class Verification:
 
     @property
     def final(self) -> VerifyStep | None:
-        """The confirmed step, or else the last one with a plan."""
+        """The confirmed step; else the simulated plan that came closest (an inconclusive
+        one before a missed one, then the cheapest: a tighter model that bought more
+        without a confirmation is no better a purchase); else the last one with a plan."""
+        confirmed = [st for st in self.steps if st.confirmed]
+        if confirmed:
+            return confirmed[0]
+        simulated = [st for st in self.steps if st.sim is not None]
+        if simulated:
+            return min(
+                simulated,
+                key=lambda st: (
+                    st.sim is not None and st.sim.verdict == "missed",
+                    st.plan.evaluation.cost_per_hour_usd if st.plan.evaluation else math.inf,
+                    st.iteration,
+                ),
+            )
         with_plan = [st for st in self.steps if st.plan.fleet is not None]
         return with_plan[-1] if with_plan else None
 
@@ -114,7 +136,13 @@ def _load(plan: PlanResult, scenario: Scenario) -> float | None:
 def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
     """The next planning model: see the module docstring. A decode-side hit short of the
     plan's is the cause of every other miss it brings (bigger transfers, a busier link),
-    so it is corrected first, alone; no factor falls by more than ``MAX_STEP`` at once."""
+    so it is corrected first, alone; no factor falls by more than ``MAX_STEP`` at once. An
+    inconclusive run is judged at its upper confidence bounds."""
+    upper = sim.verdict == "inconclusive"
+
+    def seen(f: Figure) -> float:
+        return f.high if upper and f.high is not None and math.isfinite(f.high) else f.simulated
+
     planned = (sim.md_hit.predicted or 0.0) * t.md_hit  # the scenario's hit, as planned
     if planned and sim.md_hit.simulated < planned * HIT_SLACK:
         ratio = max(MAX_HIT_STEP, sim.md_hit.simulated / planned)
@@ -127,7 +155,9 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
 
     util, link = t.utilization, t.link_utilization
     tail = sim.tail_breakdown
-    ttft_missed = any(m.startswith("TTFT") for m in sim.misses)
+    ttft_missed = seen(sim.ttft_s["p90"]) > sim.sla["ttft_p90_s"] or (
+        seen(sim.ttft_s["p99"]) > sim.sla["ttft_p99_s"]
+    )
     busy = any(f.simulated > caps.search.max_utilization for _, f in sim.pool_utilization)
     pools_slow = tail["queue"] + tail["prefill"] + tail["decode"]
     if busy or (ttft_missed and tail["transfer"] < pools_slow):
@@ -139,9 +169,9 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
         link *= CAP_STEP
     return replace(
         t,
-        ttft_p90=scaled(t.ttft_p90, sim.ttft_s["p90"].simulated, sim.sla["ttft_p90_s"]),
-        ttft_p99=scaled(t.ttft_p99, sim.ttft_s["p99"].simulated, sim.sla["ttft_p99_s"]),
-        tpot=scaled(t.tpot, sim.tpot_ms["p99"].simulated, sim.sla["tpot_ms"]),
+        ttft_p90=scaled(t.ttft_p90, seen(sim.ttft_s["p90"]), sim.sla["ttft_p90_s"]),
+        ttft_p99=scaled(t.ttft_p99, seen(sim.ttft_s["p99"]), sim.sla["ttft_p99_s"]),
+        tpot=scaled(t.tpot, seen(sim.tpot_ms["p99"]), sim.sla["tpot_ms"]),
         utilization=util,
         link_utilization=link,
     )
@@ -167,7 +197,7 @@ def verify(
     solve: Callable[[Problem], PlanResult],
     *,
     first: PlanResult | None = None,
-    requests: int = 20_000,
+    length: RunLength | None = None,
     seed: int = 0,
     max_iterations: int = MAX_ITERATIONS,
     progress: Callable[[str], None] | None = None,
@@ -175,7 +205,10 @@ def verify(
     """The loop in the module docstring. ``solve`` plans a (tightened) problem; ``first``
     is a plan already made for the problem itself. When a tightened SLA leaves the
     planner no plan (the latency of the longest requests alone may not fit it), the next
-    iteration tightens it half as much (``_halfway``)."""
+    iteration tightens it half as much (``_halfway``). ``length``: each simulation's
+    (it stops once its verdict is decided)."""
+    length = replace(length or RunLength(), until_decided=True)
+    check_length(length)
     scenario = problem.scenario
     tightening, last_good = Tightening(), Tightening()
     steps: list[VerifyStep] = []
@@ -184,7 +217,8 @@ def verify(
         plan = first if (i == 1 and first is not None) else solve(problem.with_scenario(planned))
         load = _load(plan, scenario)
         if plan.fleet is None or not load:
-            steps.append(VerifyStep(i, tightening, plan, None, None, False))
+            note = "no plan under the tightened model: tightening half as much"
+            steps.append(VerifyStep(i, tightening, plan, None, None, False, note))
             milder = _halfway(last_good, tightening)
             if milder == tightening:
                 break
@@ -192,19 +226,23 @@ def verify(
             continue
         if progress is not None:
             progress(f"iteration {i}: simulating {plan.fleet.name} at {load:.2f} req/s")
-        sim = simulate(problem, plan.fleet, requests=requests, rate_rps=load, seed=seed)
-        steps.append(VerifyStep(i, tightening, plan, load, sim, sim.sla_met))
-        if sim.sla_met:
-            return Verification(
-                steps, True, f"iteration {i}: the simulator confirms the plan at {load:.2f} req/s"
-            )
+        sim = simulate(problem, plan.fleet, length=length, rate_rps=load, seed=seed)
+        if sim.confirmed:
+            note = f"confirmed at {load:.2f} req/s"
+            steps.append(VerifyStep(i, tightening, plan, load, sim, True, note))
+            return Verification(steps, True, f"iteration {i}: the simulator {note}")
+        why = "; ".join(sim.reasons)
+        if sim.verdict == "inconclusive":
+            note = f"inconclusive ({why}): re-planning as if it missed, at its upper bounds"
+        else:
+            note = f"missed ({why}): re-planning with a tighter model"
+        if progress is not None:
+            progress(f"iteration {i}: {note}")
+        steps.append(VerifyStep(i, tightening, plan, load, sim, False, note))
         last_good = tightening
         tightening = _tighter(tightening, sim, planned)
     tried = [st for st in steps if st.sim is not None]
-    missed = "; ".join(tried[-1].sim.misses) if tried and tried[-1].sim is not None else ""
+    why = f" (the last plan simulated: {tried[-1].note})" if tried else ""
     return Verification(
-        steps,
-        False,
-        f"no simulator-confirmed plan in {len(steps)} iterations"
-        + (f" (the last plan simulated: {missed})" if missed else ""),
+        steps, False, f"no simulator-confirmed plan in {len(steps)} iterations{why}"
     )

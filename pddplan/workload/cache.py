@@ -41,6 +41,17 @@ class PrefixCache:
         self._seen: bytearray | None = bytearray(1 << 16)
         self._has = partial(getitem, self._seen)  # the byte map grows in place: stays valid
         self._other: set[int] = set()
+        self.evicted_blocks = 0
+        """Blocks evicted so far (a bounded cache's turnover)."""
+
+    @property
+    def resident_blocks(self) -> int:
+        """Blocks cached now (a bounded cache; an unbounded one counts what it holds)."""
+        if self.capacity is not None:
+            return len(self._last)
+        if self._seen is None:
+            return len(self._other)
+        return self._seen.count(1)
 
     def replay(self, hash_ids: list[int]) -> int:
         """Blocks of the leading run already cached; then every block enters the cache."""
@@ -104,6 +115,7 @@ class PrefixCache:
         if len(owned) > over:
             self._log.appendleft((served, owned[over:]))
             owned = owned[:over]
+        self.evicted_blocks += len(owned)
         _drain(map(last.pop, owned))  # dict.pop is a fast call; __delitem__ is a slot wrapper
 
     def _replay_unbounded(self, hash_ids: Sequence[int]) -> int:
