@@ -163,21 +163,25 @@ def price_fleet(problem: Problem, fleet: Fleet) -> FleetCost:
 def compare(
     problem: Problem,
     *,
-    objective: Objective | None = None,
+    at: Literal["demand", "budget", "both"] = "both",
+    budget_usd_per_hour: float | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
-    """The same workload and SLA planned as intra-DC homogeneous, intra-DC heterogeneous,
-    cross-DC naive and PDD (``docs/compare.md``). ``progress`` hears each step's name."""
-    _choice("objective", objective, OBJECTIVES)
+    """Every architecture (intra-DC per real datacenter and chip, a hypothetical one-DC,
+    cross-DC naive, PDD) at equal demand (each one's min-cost fleet), at equal budget (each
+    one's max-capacity fleet for ``budget_usd_per_hour``, default: the scenario's, else the
+    PDD equal-demand fleet's cost), or both (``docs/compare.md``). ``progress`` hears each
+    step's name."""
     _choice("solver", solver, SOLVERS)
     from pddplan.plan.compare import compare as run
 
     return run(
         problem,
-        objective=objective,
+        at=at,
+        budget_usd_per_hour=budget_usd_per_hour,
         solver=solver,
         time_limit_s=time_limit_s,
         progress=progress,
@@ -190,13 +194,13 @@ def price_sweep(
     chip: str,
     prices: list[float],
     *,
-    objective: Objective | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Sweep:
-    """Every architecture re-planned at each of ``chip``'s ``prices`` (USD per GPU-hour),
-    and the price where PDD stops beating the best baseline on BCR."""
+    """Every architecture re-planned at equal demand at each of ``chip``'s ``prices`` (USD
+    per GPU-hour), and the price where PDD stops being cheaper than the cheapest
+    baseline."""
     from pddplan.plan.compare import price_sweep as run
 
     used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
@@ -209,7 +213,6 @@ def price_sweep(
         problem,
         chip,
         prices,
-        objective=objective,
         solver=solver,
         time_limit_s=time_limit_s,
         progress=progress,

@@ -12,20 +12,24 @@ from conftest import ROOT, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
+from pddplan.cli.compare import parse_sweep
 from pddplan.errors import InputError
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
 from pddplan.model.pricing import HOURS_PER_YEAR, fleet_cost, gpu_price
 from pddplan.plan import compare as compare_module
 from pddplan.plan.compare import (
-    INTRA_DC,
+    HYPOTHETICAL_DC,
+    OBJECTIVE_AT,
     Comparison,
+    architectures,
+    compare,
     cross_dc_naive,
-    intra_dc,
-    parse_sweep,
     price_sweep,
+    verdict,
     with_price,
 )
+from pddplan.plan.search import solve_plan
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -134,51 +138,201 @@ def test_pricing_errors_are_located(tmp_path, old, new, message):
 
 
 # --- the architectures -------------------------------------------------------------------------
-def test_architectures_restrict_the_scenario():
+def test_intra_dc_rows_live_in_one_real_datacenter_within_its_limits():
     s, _, _ = triple(load_scenario(SMALL))
-    one = intra_dc(s, ["h100-sxm"], ["h100-sxm"])
-    assert list(one.datacenters) == [INTRA_DC] and one.links == ()
-    dc = one.datacenters[INTRA_DC]
-    assert dc.max_gpus == sum(d.max_gpus for d in s.datacenters.values())
-    hetero = intra_dc(s, ["h100-sxm"], ["l40s", "a100-80g-sxm"])
-    assert hetero.chips_for("main_decode") == [(INTRA_DC, "l40s"), (INTRA_DC, "a100-80g-sxm")]
-    assert hetero.chips_for("prefill") == [(INTRA_DC, "h100-sxm")]
+    rows = architectures(s)
+    intra = [r for r in rows if r.kind == "intra-dc-homogeneous"]
+    assert {(r.datacenter, r.chip) for r in intra} == {
+        (dc_id, chip) for dc_id, dc in s.datacenters.items() for chip in dc.chips
+    }
+    for r in intra:
+        one = r.build()
+        assert list(one.datacenters) == [r.datacenter] and one.links == ()
+        dc, real = one.datacenters[r.datacenter], s.datacenters[r.datacenter]
+        assert dc.chips == (r.chip,) and set(dc.roles) == {"prefill", "main_decode"}
+        assert (dc.max_gpus, dc.max_power_kw, dc.pue) == (
+            real.max_gpus,
+            real.max_power_kw,
+            real.pue,
+        )
+    # a mixed row only where a datacenter allows two chips or more
+    mixed = {r.datacenter for r in rows if r.kind == "intra-dc-heterogeneous"}
+    assert mixed == {d for d, dc in s.datacenters.items() if len(dc.chips) >= 2}
+    hypo = next(r for r in rows if r.kind == "hypothetical").build()
+    assert list(hypo.datacenters) == [HYPOTHETICAL_DC]
+    assert hypo.datacenters[HYPOTHETICAL_DC].max_gpus == sum(
+        d.max_gpus for d in s.datacenters.values()
+    )
     naive = cross_dc_naive(s)
     assert all("relay_decode" not in d.roles for d in naive.datacenters.values())
     assert [o.gb_per_gpu for o in naive.md_cache] == [0.0]
     assert naive.md_cache[0].md_prefix_hit.value == 0.0
 
 
+@pytest.fixture(scope="module")
+def small_comparison():
+    problem = load_scenario(SMALL)
+    return problem, compare(problem, explain=False)
+
+
+def test_compare_respects_every_datacenters_gpu_limit(tmp_path):
+    """With west's GPUs capped at 8, no intra-DC row in west may plan more than 8 (the old
+    pooled baseline took both datacenters' GPUs), at either question."""
+    text = SMALL.read_text()
+    assert "max_gpus: 64" in text
+    path = tmp_path / "small.yaml"
+    path.write_text(text.replace("max_gpus: 64", "max_gpus: 8", 1))
+    problem = load_scenario(path)
+    capped = {d: dc.max_gpus for d, dc in problem.scenario.datacenters.items()}
+    c = compare(problem, explain=False)
+    for section in c.sections:
+        for row in section.rows:
+            if row.datacenter is None or row.plan is None or row.plan.fleet is None:
+                continue
+            used = sum(p.gpus_per_instance * p.instances for p in row.plan.fleet.pools)
+            assert used <= capped[row.datacenter], (section.at, row.label, used)
+            assert {p.datacenter for p in row.plan.fleet.pools} == {row.datacenter}
+
+
+@pytest.mark.parametrize("at", ["demand", "budget"])
+def test_each_row_is_the_plan_computed_directly(small_comparison, at):
+    """A section's rows are the plans ``solve_plan`` makes for the restricted scenario:
+    min cost at the demand, max capacity within the budget (the PDD equal-demand cost)."""
+    problem, c = small_comparison
+    section = c.section(at)
+    budget = c.section("demand").get("pdd")[0].cost_per_hour if at == "budget" else None
+    assert section.budget_usd_per_hour == budget
+    if at == "budget":
+        assert section.budget_source == "the PDD equal-demand fleet's cost"
+    for row, arch in zip(section.rows, architectures(problem.scenario), strict=True):
+        assert row.label == arch.label
+        try:
+            s = arch.build()
+        except InputError:
+            assert row.plan is None
+            continue
+        if budget is not None:
+            s = s.model_copy(update={"budget_usd_per_hour": budget})
+        direct = solve_plan(problem.with_scenario(s), objective=OBJECTIVE_AT[at], explain=False)
+        if direct.evaluation is None:
+            assert row.plan is None or row.plan.evaluation is None
+            continue
+        e = row.plan.evaluation
+        assert e.cost_per_hour_usd == pytest.approx(direct.evaluation.cost_per_hour_usd)
+        assert e.sla_capacity_rps == pytest.approx(direct.evaluation.sla_capacity_rps)
+        if at == "budget" and row.ok:
+            assert e.cost_per_hour_usd <= budget * (1 + 1e-9)
+
+
+def test_sections_rank_by_their_own_measure(small_comparison):
+    _, c = small_comparison
+    demand, budget = c.section("demand"), c.section("budget")
+    costs = [r.cost_per_hour for r in demand.ranked]
+    assert costs == sorted(costs)
+    capacities = [r.capacity_rps for r in budget.ranked]
+    assert capacities == sorted(capacities, reverse=True)
+    assert all(r.kind != "hypothetical" for r in demand.ranked + budget.ranked)
+    # the verdict names the winner and the figure that decides it
+    assert demand.ranked[0].label in demand.verdict and "cheapest" in demand.verdict
+    assert budget.ranked[0].label in budget.verdict and "req/s" in budget.verdict
+    # latency at one common rate: the smallest capacity among the equal-budget fleets
+    assert budget.common_rps == pytest.approx(min(capacities))
+    for r in budget.ranked:
+        assert r.ttft_at_common_s is not None and len(r.ttft_p99_at_shares) == 3
+        assert list(r.ttft_p99_at_shares) == sorted(r.ttft_p99_at_shares)  # busier, slower
+
+
+def _candidate(kind, label, parts, capacity=30.0, limit=None):
+    """A stand-in row: its plan's pools (role, chip, GPUs, $/hour) and links ($/hour)."""
+    from types import SimpleNamespace as NS
+
+    pools = [NS(role=r, chip=c, gpus=g, cost_per_hour_usd=x) for r, c, g, x in parts["pools"]]
+    links = [NS(gbps=g, cost_per_hour_usd=x) for g, x in parts.get("links", [])]
+    cost = sum(p.cost_per_hour_usd for p in pools) + sum(x.cost_per_hour_usd for x in links)
+    e = NS(cost_per_hour_usd=cost, status="ok", sla_capacity_rps=capacity, pools=pools, links=links)
+    fleet = NS(pools=[NS(datacenter="a", role=p.role, chip=p.chip, gpus_per_instance=p.gpus,
+                        instances=1) for p in pools])  # fmt: skip
+    plan = NS(evaluation=e, fleet=fleet, verdict=NS(limit=limit), status="optimal")
+    return compare_module.Candidate(kind, label, None, None, plan)
+
+
+def _section(at, rows):
+    return compare_module.Section(at, compare_module.OBJECTIVE_AT[at], 4, 4, None, None, rows,
+                                  None, "")  # fmt: skip
+
+
+def test_the_verdict_names_the_winner_the_margin_and_the_part_that_differs():
+    """PDD at $10/hour (prefill $5, main decode $4, link $1) against a baseline at $20/hour
+    (prefill $5, main decode $15): PDD is cheapest, 50% less, and main decode is the
+    difference ($4 against $15). The hypothetical row, cheaper still, is not the winner."""
+    pdd = _candidate("pdd", "PDD", {"pools": [("prefill", "h100", 16, 5.0),
+                     ("main_decode", "h200", 8, 4.0)], "links": [(100, 1.0)]})  # fmt: skip
+    base = _candidate("intra-dc-homogeneous", "intra-DC h100 in a",
+                      {"pools": [("prefill", "h100", 16, 5.0), ("main_decode", "h100", 32, 15.0)]})  # fmt: skip
+    hypo = _candidate(
+        "hypothetical", "hypothetical one-DC", {"pools": [("prefill", "h100", 8, 2.0)]}
+    )
+    text = verdict(_section("demand", [base, hypo, pdd]))
+    assert text == (
+        "At equal demand, PDD is cheapest: $7,300/month, 50% less than intra-DC h100 in a "
+        "($14,600/month); the largest difference is main decode: 8 h200 at $4.00/hour "
+        "against 32 h100 at $15.00/hour."
+    )
+
+
+def test_the_verdict_calls_a_tie_a_tie():
+    parts = {"pools": [("prefill", "h100", 16, 5.0), ("main_decode", "h200", 8, 4.0)]}
+    pdd = _candidate("pdd", "PDD", parts, capacity=6.0, limit="the TTFT P90 bound 4 s")
+    naive = _candidate("cross-dc-naive", "cross-DC naive", parts, capacity=6.0,
+                       limit="the TTFT P90 bound 4 s")  # fmt: skip
+    small = _candidate("intra-dc-homogeneous", "intra-DC h200 in b", parts, capacity=3.0,
+                       limit="the 90% utilization cap of main_decode h200 in b")  # fmt: skip
+    text = verdict(_section("budget", [naive, small, pdd]))
+    assert text.startswith(
+        "At equal budget, PDD and cross-DC naive tie with the most capacity, 6 req/s (the same "
+        "fleet); 100% more than intra-DC h200 in b (3 req/s)"
+    )
+
+
 def test_compare_json_csv_md():
-    """Every architecture appears; an infeasible one says why while the others print."""
-    r = runner.invoke(app, ["compare", str(SMALL), "--objective", "min-cost", "--format", "json"])
+    """Every row appears; an infeasible one says why while the others print."""
+    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
-    names = [a["name"] for a in data["architectures"]]
-    assert names == ["intra-dc-homogeneous", "intra-dc-heterogeneous", "cross-dc-naive", "pdd"]
-    by = {a["name"]: a for a in data["architectures"]}
-    naive = by["cross-dc-naive"]
+    (section,) = data["sections"]
+    assert section["at"] == "demand" and section["objective"] == "min-cost"
+    by = {x["label"]: x for x in section["rows"]}
+    naive = by["cross-DC naive"]
     assert naive["status"] == "infeasible" and "req/s" in naive["reason"]
-    for name in ("intra-dc-homogeneous", "intra-dc-heterogeneous", "pdd"):
-        a = by[name]
-        for key in ("fleet", "total_gpus", "cost_per_hour_usd", "sla_capacity_rps", "bcr"):
-            assert a[key] is not None, (name, key)
-        assert set(a["ttft_s"]) == {"p50", "p90", "p99"}
-        assert a["sla_capacity_rps"] >= a["demand_rps"]
-    assert by["pdd"]["wan_gbps"] > 0 and by["intra-dc-heterogeneous"]["wan_gbps"] == 0
-    chips = [c["chip"] for c in by["intra-dc-homogeneous"]["by_chip"]]
-    assert sorted(chips) == ["a100-80g-sxm", "h100-sxm", "l40s"]
-    best = data["best_intra_dc"]
-    assert by[best]["bcr_vs_best_intra_dc"] == pytest.approx(1.0)
+    for label in ("intra-DC l40s in west", "PDD"):
+        x = by[label]
+        for key in ("fleet", "total_gpus", "cost_per_hour_usd", "sla_capacity_rps", "rank"):
+            assert x[key] is not None, (label, key)
+        assert x["sla_capacity_rps"] >= section["demand_rps"]
+    assert by["PDD"]["wan_gbps"] > 0 and by["intra-DC l40s in west"]["wan_gbps"] == 0
+    assert by["hypothetical one-DC"]["rank"] is None  # never ranked
+    assert section["ranking"][0] in section["verdict"]
 
-    r = runner.invoke(app, ["compare", str(SMALL), "--objective", "min-cost", "--format", "csv"])
+    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(r.output)))
-    assert [x["name"] for x in rows] == names
-    assert float(rows[3]["cost_per_hour_usd"]) == pytest.approx(by["pdd"]["cost_per_hour_usd"])
+    assert [x["label"] for x in rows] == [x["label"] for x in section["rows"]]
+    pdd = next(x for x in rows if x["kind"] == "pdd")
+    assert float(pdd["cost_per_hour_usd"]) == pytest.approx(by["PDD"]["cost_per_hour_usd"])
 
-    r = runner.invoke(app, ["compare", str(SMALL), "--objective", "min-cost", "--format", "md"])
-    assert "## Comparison" in r.output and "| status | optimal |" in r.output
-    assert "Cross-DC naive: infeasible" in r.output
+    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "md"])
+    assert "## Comparison" in r.output and "### At equal demand" in r.output
+    assert "cross-DC naive: infeasible" in r.output
+
+
+def test_compare_budget_section_names_its_budget():
+    r = runner.invoke(
+        app, ["compare", str(SMALL), "--at", "budget", "--budget", "40", "--format", "json"]
+    )
+    assert r.exit_code == 0, r.output
+    (section,) = json.loads(r.output)["sections"]
+    assert section["budget_usd_per_hour"] == 40 and section["budget_source"] == "given"
+    r = runner.invoke(app, ["compare", str(SMALL), "--at", "budget"])
+    assert "At equal budget ($31.95/hour, PDD's equal-demand cost)" in r.output
 
 
 @pytest.mark.parametrize(
@@ -188,6 +342,8 @@ def test_compare_json_csv_md():
         (["--price-sweep", "h100-sxm=3:2:0.1"], "needs 0 < LO <= HI and STEP > 0"),
         (["--price-sweep", "h100-sxm=3:4"], "expected CHIP=LO:HI:STEP"),
         (["--price-sweep", "b200=3:4:0.5"], "chip 'b200' is not used anywhere"),
+        (["--at", "cost"], "'cost' is not one of 'demand', 'budget', 'both'"),
+        (["--budget", "0"], "--budget must be above 0, got 0"),
     ],
 )
 def test_compare_bad_input_is_one_line(args, message):
@@ -203,23 +359,21 @@ def test_parse_sweep():
 
 
 def test_break_even_is_bisected(monkeypatch):
-    """With PDD's BCR 1 / (1 + p) and the best baseline's 0.4, PDD wins below p = 1.5: the
-    search brackets it between the swept 1.0 and 2.0 and bisects to within 1/64."""
+    """With PDD at $(10 + 10 p)/hour and the cheapest baseline at $25/hour, PDD is cheaper
+    below p = 1.5: the search brackets it between the swept 1.0 and 2.0 and bisects to
+    within 1/64."""
     problem = load_scenario(SMALL)
 
     def fake(derived, *_, **__):
         scenario = derived.scenario
         p = scenario.prices_usd_per_gpu_hour["l40s"]
-        results = [
-            compare_module.ArchitectureResult(name, None) for name in compare_module.ARCHITECTURES
+        cost = {"pdd": 10 + 10 * p, "intra-dc-homogeneous": 25.0}
+        rows = [
+            compare_module.Candidate(kind, kind, None, None, _plan_costing(cost[kind]))
+            for kind in cost
         ]
-        c = Comparison(scenario, "max-bcr", results)
-        monkeypatch.setattr(
-            compare_module.ArchitectureResult,
-            "bcr",
-            property(lambda a: 1 / (1 + p) if a.name == "pdd" else 0.4),
-        )
-        return c
+        section = compare_module.Section("demand", "min-cost", 20, 20, None, None, rows, None, "")
+        return Comparison(scenario, [section])
 
     monkeypatch.setattr(compare_module, "compare", fake)
     sweep = price_sweep(problem, "l40s", [0.0 + 1e-9, 1.0, 2.0, 3.0])
@@ -228,14 +382,22 @@ def test_break_even_is_bisected(monkeypatch):
     assert [p.pdd_wins for p in sweep.points] == [True, True, False, False]
 
 
+def _plan_costing(per_hour: float):
+    """A stand-in plan whose evaluation costs ``per_hour`` and meets the SLA."""
+    from types import SimpleNamespace
+
+    e = SimpleNamespace(cost_per_hour_usd=per_hour, status="ok", sla_capacity_rps=30.0)
+    return SimpleNamespace(evaluation=e, fleet=None, verdict=None, status="optimal")
+
+
 def test_compare_price_sweep_runs_end_to_end():
     r = runner.invoke(
         app,
         [
             "compare",
             str(SMALL),
-            "--objective",
-            "min-cost",
+            "--at",
+            "demand",
             "--format",
             "json",
             "--price-sweep",
@@ -245,7 +407,7 @@ def test_compare_price_sweep_runs_end_to_end():
     assert r.exit_code == 0, r.output
     sweep = json.loads(r.output)["price_sweep"]
     assert [p["price_usd_per_gpu_hour"] for p in sweep["points"]][:2] == [0.8, 1.6]
-    assert all(p["pdd_bcr"] is not None for p in sweep["points"])
+    assert all(p["pdd_cost_per_hour_usd"] is not None for p in sweep["points"])
     if sweep["break_even_usd_per_gpu_hour"] is not None:
         lo, hi = sweep["bracket"]
         assert lo <= sweep["break_even_usd_per_gpu_hour"] <= hi

@@ -464,13 +464,16 @@ def test_main_decode_count_holds_the_open_sessions(hardware, models):
 
 
 def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
-    """Intra-DC H100 on the small scenario: above about 660 req/s the datacenter's GPU limit
+    """Intra-DC H100 on the small scenario, in a datacenter of 128 GPUs (both of its
+    datacenters' together): above about 660 req/s the datacenter's GPU limit
     binds, which the relaxation drops, and the search's probes and solves meet exactly at
     q (a probe at q x low whose own ratio is q to the last bit). It used to stop with
     'probed ... twice'; it must end optimal, its bound at least its BCR."""
     from pddplan.plan.compare import intra_dc
 
-    s = intra_dc(load_scenario(SMALL).scenario, ["h100-sxm"], ["h100-sxm"])
+    s = intra_dc(load_scenario(SMALL).scenario, "east", ["h100-sxm"], ["h100-sxm"])
+    east = s.datacenters["east"].model_copy(update={"max_gpus": 128})
+    s = s.model_copy(update={"datacenters": {"east": east}})
     r = solve_plan(problem_of(s, hardware, models), objective="max-bcr", explain=False)
     assert r.status == "optimal"
     assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)

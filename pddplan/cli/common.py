@@ -28,6 +28,12 @@ class Objective(StrEnum):
     max_capacity = "max-capacity"
 
 
+class At(StrEnum):
+    demand = "demand"
+    budget = "budget"
+    both = "both"
+
+
 class Solver(StrEnum):
     cbc = "cbc"
     highs = "highs"

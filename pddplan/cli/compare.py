@@ -12,8 +12,8 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    At,
     Format,
-    ObjectiveOpt,
     ScenarioArg,
     SolverOpt,
     err,
@@ -57,19 +57,40 @@ def compare(
         str | None,
         typer.Option(
             "--price-sweep",
-            help="Re-plan across a chip's price, CHIP=LO:HI:STEP in USD per GPU-hour, and "
-            "find the break-even where PDD stops beating the best baseline on BCR.",
+            help="Re-plan at equal demand across a chip's price, CHIP=LO:HI:STEP in USD per "
+            "GPU-hour, and find the break-even where PDD stops being cheaper than the cheapest "
+            "baseline.",
         ),
     ] = None,
-    objective: ObjectiveOpt = None,
+    at: Annotated[
+        At,
+        typer.Option(
+            "--at",
+            help="demand: each architecture's cheapest fleet for the demand; budget: each "
+            "one's most capacity for one $/hour; both.",
+        ),
+    ] = At.both,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            help="$/hour for --at budget (default: the scenario's budget_usd_per_hour, else "
+            "the PDD equal-demand fleet's cost).",
+        ),
+    ] = None,
     solver: SolverOpt = None,
     time_limit: Annotated[
         float | None,
         typer.Option("--time-limit", min=0.1, help="Seconds per architecture's solve."),
     ] = None,
 ) -> None:
-    """Plan the same workload and SLA as intra-DC homogeneous, intra-DC heterogeneous,
-    cross-DC naive and PDD, and compare cost, capacity, BCR and latency.
+    """Ask every architecture the same question: the cheapest fleet for the demand, the most
+    capacity for a budget, or both.
+
+    The architectures: intra-DC PD in each real datacenter on each of its chips (and mixed
+    where it allows two or more), a hypothetical one-DC holding every chip (for
+    reference), cross-DC naive and PDD. Each section ranks them by its own measure (cost
+    at equal demand, capacity at equal budget) and ends with a verdict.
 
     Example: [bold]pddplan compare scenarios/pdd-h100-h200.yaml --format md --out review.md[/bold]
     """
@@ -83,7 +104,7 @@ def compare(
         if not quiet:
             err.print(f"planning {text}", style="dim", highlight=False)
 
-    options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
+    options = {"solver": value(solver), "time_limit_s": time_limit}
     if sweep_args is not None:  # a chip the scenario does not use fails before any planning
         used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
         if sweep_args[0] not in used:
@@ -91,7 +112,9 @@ def compare(
                 f"--price-sweep: chip '{sweep_args[0]}' is not used anywhere in scenario "
                 f"{problem.scenario.name}"
             )
-    comparison = pddplan.compare(problem, progress=progress, **options)
+    comparison = pddplan.compare(
+        problem, at=value(at), budget_usd_per_hour=budget, progress=progress, **options
+    )
     sweep = None
     if sweep_args is not None:
         chip, prices = sweep_args
@@ -119,4 +142,4 @@ def compare(
         err.print(f"wrote {out_file}")
 
 
-COMMANDS = {"compare": user_errors(compare)}
+COMMANDS = {"compare": user_errors(compare, names={"budget_usd_per_hour": "--budget"})}

@@ -1,18 +1,25 @@
-"""``pddplan compare``: the same workload and SLA planned under each architecture.
+"""``pddplan compare``: every architecture asked the same question.
 
-Each architecture is a restriction of the scenario, planned by ``solve_plan`` (same MILP,
-same evaluator, same objective):
+Two questions, each a section of the comparison (``AT``):
 
-- ``intra-dc-homogeneous``: classic PD in one datacenter on one chip type, for every chip
-  the scenario allows; the best chip is the architecture's result.
-- ``intra-dc-heterogeneous``: PD in one datacenter, prefill on the chips the scenario allows
-  for prefill and decode on those it allows for main decode, as if they sat together.
+- **at equal demand**: each architecture's cheapest fleet (``min-cost``) for the scenario's
+  demand x (1 + headroom), ranked by cost;
+- **at equal budget**: each architecture's largest SLA capacity (``max-capacity``) within
+  the same $/hour, ranked by capacity; its latency is compared at one rate (the smallest of
+  the fleets' capacities) and at 50/75/100% of each fleet's own capacity.
+
+The architectures are restrictions of the scenario, planned by ``solve_plan`` (same MILP,
+same evaluator):
+
+- ``intra-dc-homogeneous``: classic PD in one real datacenter, prefill and main decode on
+  one of its chips, within its own limits: one row per (datacenter, chip);
+- ``intra-dc-heterogeneous``: PD in one real datacenter that allows two or more chips,
+  prefill and main decode on the chips it allows for each;
+- ``hypothetical``: PD in a datacenter that does not exist, holding every chip with every
+  datacenter's limits added up; shown for reference, never the baseline;
 - ``cross-dc-naive``: prefill and main decode in different, linked datacenters; every
-  request's whole context KV crosses the WAN (no relay decode, no decode-side cache).
+  request's whole context KV crosses the WAN (no relay decode, no decode-side cache);
 - ``pdd``: the scenario as given.
-
-The single datacenter of the intra-DC baselines (``INTRA_DC``) has every datacenter's limits
-added up (GPUs, power, owned inventory) and the worst PUE: the same envelope PDD plans in.
 """
 
 from __future__ import annotations
@@ -21,77 +28,145 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from pddplan.errors import InputError
+from pddplan import units
+from pddplan.errors import ArgumentError, InputError
+from pddplan.evaluation.evaluator import Evaluator
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.scenario import Datacenter, MdCacheOption, Role, Scenario
 
-ARCHITECTURES = ("intra-dc-homogeneous", "intra-dc-heterogeneous", "cross-dc-naive", "pdd")
-INTRA_DC = "intra-dc"
-"""The datacenter of the intra-DC baselines."""
-BASELINES = ARCHITECTURES[:3]
+KINDS = ("intra-dc-homogeneous", "intra-dc-heterogeneous", "hypothetical", "cross-dc-naive", "pdd")
+HYPOTHETICAL_DC = "hypothetical"
+"""The datacenter of the ``hypothetical`` row."""
+AT = ("demand", "budget")
+OBJECTIVE_AT = {"demand": "min-cost", "budget": "max-capacity"}
+LOAD_SHARES = (0.5, 0.75, 1.0)
+"""Shares of its own SLA capacity at which each equal-budget fleet's TTFT P99 is shown."""
 
 
 @dataclass(frozen=True)
-class ArchitectureResult:
-    name: str
+class Candidate:
+    """One architecture, placed (one row of a section)."""
+
+    kind: str
+    """One of ``KINDS``."""
+    label: str
+    """E.g. ``intra-DC h100-sxm in cluster-a``."""
+    datacenter: str | None
+    """The real datacenter of an intra-DC row."""
+    chip: str | None
+    """The chip of a homogeneous row."""
     plan: PlanResult | None
-    """None when the scenario cannot express the architecture (see ``reason``)."""
     reason: str | None = None
     """Why there is no plan (infeasible, or the architecture does not apply)."""
-    chip: str | None = None
-    """intra-dc-homogeneous: the chip of the best plan."""
-    by_chip: list[tuple[str, PlanResult | None, str | None]] = field(default_factory=list)
-    """intra-dc-homogeneous: every allowed chip's plan (or why none)."""
+    problem: Problem | None = None
+    """The restricted problem it was planned on."""
+    ttft_p99_at_shares: tuple[float, ...] | None = None
+    """Equal budget: TTFT P99 at ``LOAD_SHARES`` of its own SLA capacity (s)."""
+    ttft_at_common_s: dict[str, float] | None = None
+    """Equal budget: TTFT P50/P90/P99 at the section's common rate (s)."""
 
     @property
-    def bcr(self) -> float | None:
-        e = self.plan.evaluation if self.plan else None
-        return e.bcr if e is not None and e.status == "ok" else None
+    def ok(self) -> bool:
+        """It has a plan that meets the SLA at some rate (at equal budget, one below the
+        demand counts: it is what the budget buys)."""
+        e = self.plan.evaluation if self.plan is not None else None
+        return self.reason is None and e is not None and e.status != "sla_infeasible"
+
+    @property
+    def cost_per_hour(self) -> float:
+        e = self.plan.evaluation if self.plan is not None else None
+        return e.cost_per_hour_usd if e is not None and e.cost_per_hour_usd else math.inf
+
+    @property
+    def capacity_rps(self) -> float:
+        e = self.plan.evaluation if self.plan is not None else None
+        return e.sla_capacity_rps if e is not None else 0.0
+
+
+@dataclass(frozen=True)
+class Section:
+    """Every architecture at one question (``AT``)."""
+
+    at: str
+    objective: str
+    demand_rps: float
+    planned_rps: float
+    """The demand x (1 + headroom): what equal-demand fleets are sized for."""
+    budget_usd_per_hour: float | None
+    budget_source: str | None
+    """Where the budget comes from: ``given``, ``the scenario's budget_usd_per_hour`` or
+    ``the PDD equal-demand fleet's cost``."""
+    rows: list[Candidate]
+    common_rps: float | None
+    """Equal budget: the rate every fleet's latency is compared at (the smallest SLA
+    capacity among them)."""
+    verdict: str
+
+    @property
+    def ranked(self) -> list[Candidate]:
+        """The rows with a plan, best first by the question's measure (lowest cost at equal
+        demand, highest capacity at equal budget; PDD first among equals, then row order).
+        The hypothetical datacenter is not ranked: it does not exist."""
+        ok = [c for c in self.rows if c.ok and c.kind != "hypothetical"]
+        if self.at == "demand":
+            return sorted(ok, key=lambda c: (c.cost_per_hour, c.kind != "pdd"))
+        return sorted(ok, key=lambda c: (-c.capacity_rps, c.kind != "pdd"))
+
+    def get(self, kind: str) -> list[Candidate]:
+        return [c for c in self.rows if c.kind == kind]
 
 
 @dataclass(frozen=True)
 class Comparison:
     scenario: Scenario
-    objective: str
-    architectures: list[ArchitectureResult]
+    sections: list[Section]
 
-    def get(self, name: str) -> ArchitectureResult:
-        return next(a for a in self.architectures if a.name == name)
-
-    @property
-    def best_intra_dc(self) -> ArchitectureResult | None:
-        """The intra-DC baseline with the highest BCR (None if neither has a plan)."""
-        intra = [a for a in self.architectures if a.name.startswith("intra-dc") and a.bcr]
-        return max(intra, key=lambda a: a.bcr or 0.0, default=None)
-
-    @property
-    def best_baseline(self) -> ArchitectureResult | None:
-        """The baseline (every architecture but PDD) with the highest BCR."""
-        base = [a for a in self.architectures if a.name in BASELINES and a.bcr]
-        return max(base, key=lambda a: a.bcr or 0.0, default=None)
+    def section(self, at: str) -> Section:
+        return next(s for s in self.sections if s.at == at)
 
 
 # --- the architectures as scenarios -----------------------------------------------------------
-def _roles_chips(s: Scenario, role: Role) -> list[str]:
-    return sorted({chip for _, chip in s.chips_for(role)})
+def _role_chips(dc: Datacenter, role: Role) -> tuple[str, ...]:
+    return (dc.role_chips or {}).get(role) or dc.chips
 
 
-def _sum_or_none(values: list) -> float | None:
-    return None if any(v is None for v in values) else sum(values)
+def intra_dc(
+    s: Scenario, dc_id: str, prefill_chips: list[str], decode_chips: list[str]
+) -> Scenario:
+    """``s`` as PD in its datacenter ``dc_id`` alone: prefill on ``prefill_chips``, main
+    decode on ``decode_chips``, within that datacenter's limits; no relay decode, no WAN."""
+    dc = s.datacenters[dc_id]
+    chips = tuple(sorted(set(prefill_chips) | set(decode_chips)))
+    here = dc.model_copy(
+        update={
+            "chips": chips,
+            "roles": ("prefill", "main_decode"),
+            "role_chips": {"prefill": tuple(prefill_chips), "main_decode": tuple(decode_chips)},
+            "inventory": {c: n for c, n in dc.inventory.items() if c in chips},
+        }
+    )
+    return s.model_copy(update={"datacenters": {dc_id: here}, "links": ()})
 
 
-def intra_dc(s: Scenario, prefill_chips: list[str], decode_chips: list[str]) -> Scenario:
-    """``s`` as PD in one datacenter: prefill on ``prefill_chips``, main decode on
-    ``decode_chips``, no relay decode, no WAN."""
+def _sum_or_none(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def hypothetical_dc(s: Scenario) -> Scenario:
+    """``s`` as PD in one datacenter that does not exist: prefill on every chip the scenario
+    allows for prefill, main decode on every chip it allows for main decode, every
+    datacenter's limits added up (GPUs, power, owned inventory) and the worst PUE."""
     dcs = list(s.datacenters.values())
-    chips = sorted(set(prefill_chips) | set(decode_chips))
+    p_chips = sorted({c for _, c in s.chips_for("prefill")})
+    d_chips = sorted({c for _, c in s.chips_for("main_decode")})
+    chips = sorted(set(p_chips) | set(d_chips))
     inventory: dict[str, int] = {}
     for dc in dcs:
         for chip, n in dc.inventory.items():
@@ -101,13 +176,13 @@ def intra_dc(s: Scenario, prefill_chips: list[str], decode_chips: list[str]) -> 
     dc = Datacenter(
         chips=tuple(chips),
         roles=("prefill", "main_decode"),
-        role_chips={"prefill": tuple(prefill_chips), "main_decode": tuple(decode_chips)},
+        role_chips={"prefill": tuple(p_chips), "main_decode": tuple(d_chips)},
         max_gpus=None if max_gpus is None else int(max_gpus),
         max_power_kw=_sum_or_none([dc.max_power_kw for dc in dcs]),
         pue=max(dc.pue for dc in dcs),
         inventory=inventory,
     )
-    return s.model_copy(update={"datacenters": {INTRA_DC: dc}, "links": ()})
+    return s.model_copy(update={"datacenters": {HYPOTHETICAL_DC: dc}, "links": ()})
 
 
 def cross_dc_naive(s: Scenario) -> Scenario:
@@ -148,18 +223,50 @@ def cross_dc_naive(s: Scenario) -> Scenario:
         ) from None
 
 
+@dataclass(frozen=True)
+class _Row:
+    kind: str
+    label: str
+    datacenter: str | None
+    chip: str | None
+    build: Callable[[], Scenario]
+
+
+def architectures(s: Scenario) -> list[_Row]:
+    """The rows of a comparison, in the order they are shown."""
+    rows = []
+    for dc_id, dc in s.datacenters.items():
+        for chip in dc.chips:
+            build = functools.partial(intra_dc, s, dc_id, [chip], [chip])
+            label = f"intra-DC {chip} in {dc_id}"
+            rows.append(_Row("intra-dc-homogeneous", label, dc_id, chip, build))
+        if len(dc.chips) >= 2:
+            p, d = list(_role_chips(dc, "prefill")), list(_role_chips(dc, "main_decode"))
+            build = functools.partial(intra_dc, s, dc_id, p, d)
+            rows.append(
+                _Row("intra-dc-heterogeneous", f"intra-DC mixed in {dc_id}", dc_id, None, build)
+            )
+    rows.append(
+        _Row(
+            "hypothetical", "hypothetical one-DC", None, None, functools.partial(hypothetical_dc, s)
+        )
+    )
+    rows.append(
+        _Row("cross-dc-naive", "cross-DC naive", None, None, functools.partial(cross_dc_naive, s))
+    )
+    rows.append(_Row("pdd", "PDD", None, None, functools.partial(_same, s)))
+    return rows
+
+
+def _same(s: Scenario) -> Scenario:
+    return s
+
+
 # --- planning each ----------------------------------------------------------------------------
-Solve = Callable[[Scenario], PlanResult]
-
-
-def _bcr(plan: PlanResult | None) -> float:
-    """A plan's BCR, 0 without one."""
-    e = plan.evaluation if plan is not None else None
-    return (e.bcr or 0.0) if e is not None else 0.0
-
-
-def _why(plan: PlanResult) -> str | None:
-    if plan.evaluation is not None and plan.evaluation.status == "ok":
+def _why(plan: PlanResult, below_demand_ok: bool = False) -> str | None:
+    """Why ``plan`` answers nothing (None when it does)."""
+    e = plan.evaluation
+    if e is not None and (e.status == "ok" or (below_demand_ok and e.status == "below_demand")):
         return None
     helpful = [r.message for r in plan.relaxations if r.factor is not None or r.family == "options"]
     if helpful:
@@ -169,82 +276,257 @@ def _why(plan: PlanResult) -> str | None:
     return f"no plan (status {plan.status})"
 
 
-def _plan(solve: Solve, build: Callable[[], Scenario]) -> tuple[PlanResult | None, str | None]:
-    try:
-        scenario = build()
-    except InputError as e:
-        return None, str(e)
-    plan = solve(scenario)
-    return plan, _why(plan)
-
-
 def compare(
     problem: Problem,
     *,
-    objective: str | None = None,
+    at: str = "both",
+    budget_usd_per_hour: float | None = None,
     solver: str | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
-    """Plan ``problem`` under each of ``ARCHITECTURES`` for ``objective`` (default: the
-    scenario's). ``explain``: say how far an infeasible architecture's limits would need
-    to move (a bisection per family of limits)."""
-    scenario = problem.scenario
-    objective = objective or scenario.objective
-
-    def solve(s: Scenario) -> PlanResult:
-        return solve_plan(
-            problem.with_scenario(s),
-            objective=objective,
-            solver=solver,
-            time_limit_s=time_limit_s,
-            explain=explain,
+    """Plan ``problem`` as every architecture at equal demand, at equal budget, or both
+    (``at``: ``demand``, ``budget`` or ``both``). The budget is ``budget_usd_per_hour``,
+    else the scenario's, else the PDD equal-demand fleet's cost. ``explain``: say how far
+    an infeasible architecture's limits would need to move."""
+    if at not in (*AT, "both"):
+        raise ArgumentError("at", f"{{argument}} must be demand, budget or both, got '{at}'")
+    if budget_usd_per_hour is not None and not budget_usd_per_hour > 0:
+        raise ArgumentError(
+            "budget_usd_per_hour", f"{{argument}} must be above 0, got {budget_usd_per_hour:g}"
         )
+    s = problem.scenario
+    demand = s.workload.arrival_rps or 0.0
+    needs_demand = at in ("demand", "both") or (
+        budget_usd_per_hour is None and s.budget_usd_per_hour is None
+    )
+    if needs_demand and not demand > 0:
+        raise InputError(
+            f"scenario {s.name}: workload.arrival_rps is {demand:g}; comparing at equal "
+            "demand (min-cost) needs a demand above 0"
+        )
+    rows = architectures(s)
 
     def step(text: str) -> None:
         if progress is not None:
             progress(text)
 
-    results = []
-    p_chips, d_chips = _roles_chips(scenario, "prefill"), _roles_chips(scenario, "main_decode")
-    by_chip = []
-    for chip in sorted(set(p_chips) | set(d_chips)):
-        step(f"intra-dc-homogeneous on {chip}")
-        plan, why = _plan(solve, functools.partial(intra_dc, scenario, [chip], [chip]))
-        by_chip.append((chip, plan, why))
-    ok = [(c, p) for c, p, why in by_chip if why is None]
-    if ok:
-        chip, plan = max(ok, key=lambda x: _bcr(x[1]))
-        results.append(ArchitectureResult(ARCHITECTURES[0], plan, None, chip, by_chip))
+    def plan_all(question: str, budget: float | None) -> list[Candidate]:
+        out = []
+        for row in rows:
+            step(f"{row.label} at equal {question}")
+            try:
+                restricted = row.build()
+            except InputError as e:
+                out.append(Candidate(row.kind, row.label, row.datacenter, row.chip, None, str(e)))
+                continue
+            if budget is not None:
+                restricted = restricted.model_copy(update={"budget_usd_per_hour": budget})
+            sub = problem.with_scenario(restricted)
+            plan = solve_plan(
+                sub,
+                objective=OBJECTIVE_AT[question],
+                solver=solver,
+                time_limit_s=time_limit_s,
+                explain=explain,
+            )
+            why = _why(plan, below_demand_ok=question == "budget")
+            out.append(Candidate(row.kind, row.label, row.datacenter, row.chip, plan, why, sub))
+        return out
+
+    sections = []
+    planned = demand * (1 + s.headroom)
+    pdd_cost: float | None = None
+    if needs_demand:
+        demand_rows = plan_all("demand", None)
+        pdd = next(c for c in demand_rows if c.kind == "pdd")
+        pdd_cost = pdd.cost_per_hour if pdd.ok else None
+        if at in ("demand", "both"):
+            section = Section("demand", "min-cost", demand, planned, None, None, demand_rows,
+                              None, "")  # fmt: skip
+            sections.append(_with_verdict(section))
+    if at in ("budget", "both"):
+        if budget_usd_per_hour is not None:
+            budget, source = budget_usd_per_hour, "given"
+        elif s.budget_usd_per_hour is not None:
+            budget, source = s.budget_usd_per_hour, "the scenario's budget_usd_per_hour"
+        elif pdd_cost is not None and math.isfinite(pdd_cost):
+            budget, source = pdd_cost, "the PDD equal-demand fleet's cost"
+        else:
+            raise InputError(
+                f"scenario {s.name}: no budget to compare at: PDD has no equal-demand plan to "
+                "take its cost from; give a budget (--budget)"
+            )
+        budget_rows = _latencies(plan_all("budget", budget))
+        common = min((c.capacity_rps for c in budget_rows if c.ok), default=None)
+        budget_rows = [_at_common(c, common) for c in budget_rows]
+        section = Section("budget", "max-capacity", demand, planned, budget, source,
+                          budget_rows, common, "")  # fmt: skip
+        sections.append(_with_verdict(section))
+    return Comparison(s, sections)
+
+
+def _latencies(rows: list[Candidate]) -> list[Candidate]:
+    """Each equal-budget fleet's TTFT P99 at ``LOAD_SHARES`` of its own SLA capacity."""
+    out = []
+    for c in rows:
+        if not c.ok or c.problem is None or c.plan is None or c.plan.fleet is None:
+            out.append(c)
+            continue
+        ev = Evaluator(c.problem, c.plan.fleet)
+        p99 = tuple(ev.report(share * c.capacity_rps).ttft_s["p99"] for share in LOAD_SHARES)
+        out.append(replace(c, ttft_p99_at_shares=p99))
+    return out
+
+
+def _at_common(c: Candidate, rate: float | None) -> Candidate:
+    if not c.ok or rate is None or c.problem is None or c.plan is None or c.plan.fleet is None:
+        return c
+    e = Evaluator(c.problem, c.plan.fleet).report(rate)
+    return replace(c, ttft_at_common_s={k: e.ttft_s[k] for k in ("p50", "p90", "p99")})
+
+
+# --- the verdict ------------------------------------------------------------------------------
+def _month(per_hour: float) -> str:
+    return f"${per_hour * units.HOURS_PER_MONTH:,.0f}/month"
+
+
+ROLE_NAMES = {"prefill": "prefill", "relay_decode": "relay decode", "main_decode": "main decode"}
+
+
+def _parts(c: Candidate) -> dict[str, tuple[str, float]]:
+    """Per role (and ``the WAN link``): what it holds, in words, and its $/hour."""
+    e = c.plan.evaluation if c.plan is not None else None
+    out: dict[str, tuple[str, float]] = {}
+    if e is None:
+        return out
+    for role, name in ROLE_NAMES.items():
+        pools = [p for p in e.pools if p.role == role]
+        if pools:
+            what = " + ".join(f"{p.gpus} {p.chip}" for p in pools)
+            out[name] = (what, sum(p.cost_per_hour_usd or 0.0 for p in pools))
+    link = sum(x.cost_per_hour_usd or 0.0 for x in e.links)
+    if e.links:
+        out["the WAN link"] = (" + ".join(f"{x.gbps:g} Gbit/s" for x in e.links), link)
+    return out
+
+
+def _pools(c: Candidate) -> tuple[tuple[str, str, str, int, int], ...]:
+    """The fleet's pools, comparable across architectures."""
+    fleet = c.plan.fleet if c.plan is not None else None
+    if fleet is None:
+        return ()
+    return tuple(
+        (p.datacenter, p.role, p.chip, p.gpus_per_instance, p.instances) for p in fleet.pools
+    )
+
+
+def _part(parts: dict[str, tuple[str, float]], key: str) -> str:
+    what, cost = parts.get(key, ("none", 0.0))
+    return f"{what} at ${cost:,.2f}/hour"
+
+
+def _limit(c: Candidate) -> str:
+    v = c.plan.verdict if c.plan is not None else None
+    return v.limit if v is not None and v.limit else "no single limit"
+
+
+def _with_verdict(section: Section) -> Section:
+    return replace(section, verdict=verdict(section))
+
+
+TIE = 0.005
+"""Two figures within this share of each other are a tie."""
+
+
+def verdict(section: Section) -> str:
+    """One sentence: which architecture wins the section's question, by how much, and why
+    (the part of the fleet whose cost differs most, or the limits that stop each)."""
+    ranked = section.ranked
+    if not ranked:
+        return "No architecture has a plan for this question."
+    win = ranked[0]
+    if len(ranked) == 1:
+        return f"{win.label} is the only architecture with a plan."
+    if section.at == "demand":
+        measure = [c.cost_per_hour for c in ranked]
     else:
-        reason = "; ".join(f"{c}: {why}" for c, _, why in by_chip)
-        results.append(ArchitectureResult(ARCHITECTURES[0], None, reason, None, by_chip))
-    step("intra-dc-heterogeneous")
-    plan, why = _plan(solve, lambda: intra_dc(scenario, p_chips, d_chips))
-    results.append(ArchitectureResult(ARCHITECTURES[1], plan, why))
-    step("cross-dc-naive")
-    plan, why = _plan(solve, lambda: cross_dc_naive(scenario))
-    results.append(ArchitectureResult(ARCHITECTURES[2], plan, why))
-    step("pdd")
-    plan, why = _plan(solve, lambda: scenario)
-    results.append(ArchitectureResult(ARCHITECTURES[3], plan, why))
-    return Comparison(scenario, objective, results)
+        measure = [-c.capacity_rps for c in ranked]
+    tied = [
+        c
+        for c, m in zip(ranked, measure, strict=True)
+        if abs(m - measure[0]) <= TIE * abs(measure[0])
+    ]
+    if len(tied) > 1:  # a tie: name them all, PDD first, and compare with the next one
+        tied.sort(key=lambda c: c.kind != "pdd")
+        rest = ranked[len(tied) :]
+        head = " and ".join(c.label for c in tied)
+        if section.at == "demand":
+            text = f"At equal demand, {head} tie as cheapest at {_month(win.cost_per_hour)}"
+        else:
+            text = (
+                f"At equal budget, {head} tie with the most capacity, {win.capacity_rps:,.3g} req/s"
+            )
+        if len({_pools(c) for c in tied}) == 1:
+            text += " (the same fleet)"
+        if not rest:
+            return text + "."
+        win, second = tied[0], rest[0]
+        text += "; "
+    else:
+        win, second = ranked[0], ranked[1]
+        text = ""
+    pdd = next((c for c in ranked if c.kind == "pdd"), None)
+    if section.at == "demand":
+        saving = 1 - win.cost_per_hour / second.cost_per_hour
+        a, b = _parts(win), _parts(second)
+        gap = max(
+            set(a) | set(b), key=lambda k: abs(b.get(k, ("", 0.0))[1] - a.get(k, ("", 0.0))[1])
+        )
+        if text:
+            text += f"{saving:.0%} less than {second.label} ({_month(second.cost_per_hour)})"
+        else:
+            text = (
+                f"At equal demand, {win.label} is cheapest: {_month(win.cost_per_hour)}, "
+                f"{saving:.0%} less than {second.label} ({_month(second.cost_per_hour)})"
+            )
+        text += f"; the largest difference is {gap}: {_part(a, gap)} against {_part(b, gap)}."
+        if pdd is not None and pdd not in (win, second, *tied):
+            text += f" PDD costs {_month(pdd.cost_per_hour)}."
+        return text
+    more = win.capacity_rps / second.capacity_rps - 1 if second.capacity_rps else math.inf
+    if text:
+        text += f"{more:.0%} more than {second.label} ({second.capacity_rps:,.3g} req/s)"
+    else:
+        text = (
+            f"At equal budget, {win.label} carries the most: {win.capacity_rps:,.3g} req/s, "
+            f"{more:.0%} more than {second.label} ({second.capacity_rps:,.3g} req/s)"
+        )
+    if _limit(win) == _limit(second):
+        text += f"; {_limit(win)} stops both."
+    else:
+        text += f"; {_limit(win)} stops the first, {_limit(second)} the second."
+    if pdd is not None and pdd not in (win, second, *tied):
+        text += f" PDD carries {pdd.capacity_rps:,.3g} req/s."
+    return text
 
 
 # --- price sensitivity ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SweepPoint:
     price: float
-    pdd_bcr: float | None
+    pdd_cost_per_hour: float | None
+    """PDD's equal-demand cost at this price."""
     baseline: str | None
-    """The best baseline at this price."""
-    baseline_bcr: float | None
+    """The cheapest baseline at this price (hypothetical excluded)."""
+    baseline_cost_per_hour: float | None
 
     @property
     def pdd_wins(self) -> bool:
-        return self.pdd_bcr is not None and (
-            self.baseline_bcr is None or self.pdd_bcr > self.baseline_bcr
+        return self.pdd_cost_per_hour is not None and (
+            self.baseline_cost_per_hour is None
+            or self.pdd_cost_per_hour < self.baseline_cost_per_hour
         )
 
 
@@ -253,8 +535,8 @@ class Sweep:
     chip: str
     points: list[SweepPoint]
     break_even: float | None
-    """The price (USD per GPU-hour) where PDD's BCR meets the best baseline's; None when
-    PDD wins, or loses, across the whole sweep."""
+    """The price (USD per GPU-hour) where PDD's equal-demand cost meets the cheapest
+    baseline's; None when PDD wins, or loses, across the whole sweep."""
     bracket: tuple[float, float] | None
     """The sweep prices either side of the break-even."""
 
@@ -276,13 +558,12 @@ def price_sweep(
     chip: str,
     prices: list[float],
     *,
-    objective: str | None = None,
     solver: str | None = None,
     time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Sweep:
-    """Re-plan every architecture at each price of ``chip``, then bisect for the price at
-    which PDD stops beating the best baseline on BCR."""
+    """Re-plan every architecture at equal demand at each price of ``chip``, then bisect
+    for the price at which PDD stops being cheaper than the cheapest baseline."""
     if not prices:
         raise InputError("the price sweep has no points")
     if chip not in problem.hardware.chips:
@@ -293,14 +574,18 @@ def price_sweep(
             progress(f"{chip} at ${price:.4g}/GPU-hour")
         c = compare(
             problem.with_scenario(with_price(problem.scenario, chip, price)),
-            objective=objective,
+            at="demand",
             solver=solver,
             time_limit_s=time_limit_s,
             explain=False,
-        )
-        base = c.best_baseline
+        ).section("demand")
+        pdd = next(x for x in c.rows if x.kind == "pdd")
+        base = next((x for x in c.ranked if x.kind not in ("pdd", "hypothetical")), None)
         return SweepPoint(
-            price, c.get("pdd").bcr, base.name if base else None, base.bcr if base else None
+            price,
+            pdd.cost_per_hour if pdd.ok else None,
+            base.label if base else None,
+            base.cost_per_hour if base else None,
         )
 
     points = [point(p) for p in sorted(prices)]
@@ -321,36 +606,17 @@ def price_sweep(
     return Sweep(chip, points, (lo + hi) / 2, bracket)
 
 
-def parse_sweep(text: str) -> tuple[str, list[float]]:
-    """``CHIP=LO:HI:STEP`` to (chip, prices). Raises ``InputError`` on anything else."""
-    chip, sep, spec = text.partition("=")
-    parts = spec.split(":")
-    usage = f"--price-sweep: expected CHIP=LO:HI:STEP (e.g. h200-sxm=2.7:4.0:0.1), got '{text}'"
-    if not sep or not chip or len(parts) != 3:
-        raise InputError(usage)
-    try:
-        lo, hi, step = (float(x) for x in parts)
-    except ValueError:
-        raise InputError(usage) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(step)):
-        raise InputError(usage)
-    if lo <= 0 or step <= 0 or hi < lo:
-        raise InputError(
-            f"--price-sweep {text}: needs 0 < LO <= HI and STEP > 0, so it has no points"
-        )
-    n = math.floor((hi - lo) / step + 1e-9) + 1
-    return chip, [round(lo + i * step, 10) for i in range(n)]
-
-
 __all__ = [
-    "ARCHITECTURES",
-    "ArchitectureResult",
+    "AT",
+    "KINDS",
+    "Candidate",
     "Comparison",
+    "Section",
     "Sweep",
     "SweepPoint",
     "compare",
     "cross_dc_naive",
+    "hypothetical_dc",
     "intra_dc",
-    "parse_sweep",
     "price_sweep",
 ]

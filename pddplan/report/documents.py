@@ -1,4 +1,4 @@
-"""Plain-text documents of ``pddplan compare``: the side-by-side rows every format shares,
+"""Plain-text documents of ``pddplan compare``: the section rows every format shares,
 CSV for spreadsheets and a Markdown document to paste into a procurement review. They are
 built from ``views.comparison_view`` (numbers only), so every format shows the same
 figures."""
@@ -10,94 +10,134 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from pddplan import units
-from pddplan.report.format import money, num
+from pddplan.report.format import money, sig
 
 if TYPE_CHECKING:
     from pddplan.spec.scenario import Scenario
 
-NAMES = {
-    "intra-dc-homogeneous": "Intra-DC homogeneous",
-    "intra-dc-heterogeneous": "Intra-DC heterogeneous",
-    "cross-dc-naive": "Cross-DC naive",
-    "pdd": "PDD",
-}
+
+def section_title(section: dict[str, Any]) -> str:
+    """What a section asks, with its demand or budget."""
+    if section["at"] == "demand":
+        planned = section["planned_rps"]
+        extra = f" x (1 + headroom) = {planned:g} req/s" if planned != section["demand_rps"] else ""
+        return (
+            f"At equal demand ({section['demand_rps']:g} req/s{extra}): each one's cheapest fleet"
+        )
+    source = {"the PDD equal-demand fleet's cost": "PDD's equal-demand cost"}.get(
+        section["budget_source"], section["budget_source"]
+    )
+    return (
+        f"At equal budget (${section['budget_usd_per_hour']:,.2f}/hour, {source}): "
+        "each one's most capacity"
+    )
 
 
-def comparison_rows(view: dict[str, Any]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """(column heads, rows of (metric, one cell per architecture)) for the side-by-side
-    table. An architecture without a plan shows ``infeasible`` and its reason."""
-    archs = view["architectures"]
-    heads = [NAMES.get(a["name"], a["name"]) for a in archs]
-
-    def row(metric: str, cell) -> tuple[str, list[str]]:
-        return metric, [cell(a) if a["status"] != "infeasible" else "—" for a in archs]
-
-    rows = [
-        ("status", [a["status"] for a in archs]),
-        row("GPUs", lambda a: ", ".join(f"{n} {c}" for c, n in a["gpus_by_chip"].items())),
-        row("cost/hour", lambda a: money(a["cost_per_hour_usd"])),
-        row("cost/month", lambda a: money(a["cost_per_month_usd"], 0)),
-        row(
-            "capacity vs demand, req/s",
-            lambda a: f"{a['sla_capacity_rps']:,.2f} vs {a['demand_rps']:g}",
-        ),
-        row("BCR, req/s per $/h", lambda a: num(a["bcr"], ".4f")),
-        row("BCR vs best intra-DC", lambda a: num(a["bcr_vs_best_intra_dc"], ".3f")),
-        *(
-            row(f"TTFT {k.upper()}, s", lambda a, k=k: f"{a['ttft_s'][k]:.2f}")
-            for k in ("p50", "p90", "p99")
-        ),
-        row("WAN", lambda a: "none" if not a["link_tiers"] else f"{a['wan_gbps']:g} Gbps"),
-        row("RLD token share", lambda a: f"{a['rld_token_share']:.1%}"),
-        row("$ per M output tokens", lambda a: money(a["usd_per_million_output_tokens"])),
-    ]
+def section_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(column heads, one row of cells per architecture) for a section's table: the ranked
+    rows best first, the hypothetical one (``ref``), then those without a plan, which show
+    their status (the reasons are ``infeasible_notes``)."""
+    demand = section["at"] == "demand"
+    heads = ["#", "architecture", "GPUs", "$/month"]
+    heads += (
+        ["vs best", "capacity req/s", "TTFT P99 s"] if demand else ["capacity req/s", "vs best"]
+    )
+    rows = []
+    for r in _planned(section):
+        rank = "ref" if r["rank"] is None else str(r["rank"])
+        cells = [rank, r["label"], f"{r['total_gpus']:,}", money(r["cost_per_month_usd"], 0)]
+        vs = "best" if r["rank"] == 1 else f"{r['vs_best']:+.0%}"
+        capacity = sig(r["sla_capacity_rps"])
+        cells += [vs, capacity, sig(r["ttft_s"]["p99"])] if demand else [capacity, vs]
+        rows.append(cells)
+    for r in section["rows"]:
+        if "rank" not in r:
+            rows.append(["—", r["label"], r["status"], *([""] * (len(heads) - 3))])
     return heads, rows
 
 
-def infeasible_notes(view: dict[str, Any]) -> list[str]:
+def _planned(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows with a plan: the ranked ones best first, then the hypothetical one (``ref``:
+    for reference, never ranked)."""
+    rows = [r for r in section["rows"] if "rank" in r]
+    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0))
+
+
+def latency_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """An equal-budget section's latency at one operating point: TTFT at the common rate
+    (the smallest of the fleets' SLA capacities), and TTFT P99 at 50/75/100% of each
+    fleet's own capacity."""
+    rate = section["common_rate_rps"] or 0.0
+    heads = ["architecture", f"P50/P90/P99 s at {rate:,.3g} req/s", "P99 s at 50/75/100%"]
+    rows = []
+    for r in _planned(section):
+        t = r.get("ttft_at_common_rate_s")
+        common = "—" if t is None else "/".join(sig(t[k]) for k in ("p50", "p90", "p99"))
+        shares = "/".join(sig(x) for x in r["ttft_p99_at_capacity_share_s"].values())
+        rows.append([r["label"], common, shares])
+    return heads, rows
+
+
+def infeasible_notes(section: dict[str, Any]) -> list[str]:
     """One line per architecture without a plan: its name and why."""
     return [
-        f"{NAMES.get(a['name'], a['name'])}: infeasible: {a.get('reason') or 'no plan'}"
-        for a in view["architectures"]
-        if a["status"] == "infeasible"
+        f"{r['label']}: infeasible: {r.get('reason') or 'no plan'}"
+        for r in section["rows"]
+        if "rank" not in r
     ]
 
 
 def comparison_csv(view: dict[str, Any]) -> str:
-    """One line per architecture, machine-friendly columns (numbers unformatted)."""
+    """One line per (question, architecture), machine-friendly columns (numbers
+    unformatted)."""
     columns = [
-        "name",
-        "status",
+        "at",
+        "kind",
+        "label",
+        "datacenter",
         "chip",
+        "status",
+        "rank",
         "total_gpus",
         "gpus_by_chip",
         "cost_per_hour_usd",
         "cost_per_month_usd",
         "demand_rps",
+        "budget_usd_per_hour",
         "sla_capacity_rps",
+        "vs_best",
         "bcr",
-        "bcr_vs_best_intra_dc",
         "ttft_p50_s",
         "ttft_p90_s",
         "ttft_p99_s",
+        "ttft_p99_at_common_rate_s",
         "wan_gbps",
         "link_tiers",
         "rld_token_share",
         "usd_per_million_output_tokens",
+        "limit",
         "reason",
     ]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, columns, lineterminator="\n")
     writer.writeheader()
-    for a in view["architectures"]:
-        flat = {k: a.get(k) for k in columns}
-        if "ttft_s" in a:
-            for k in ("p50", "p90", "p99"):
-                flat[f"ttft_{k}_s"] = a["ttft_s"][k]
-        if "gpus_by_chip" in a:
-            flat["gpus_by_chip"] = "; ".join(f"{c}={n}" for c, n in a["gpus_by_chip"].items())
-            flat["link_tiers"] = "; ".join(a["link_tiers"])
-        writer.writerow(flat)
+    for section in view["sections"]:
+        for r in section["rows"]:
+            flat = {k: r.get(k) for k in columns}
+            flat |= {
+                "at": section["at"],
+                "demand_rps": section["demand_rps"],
+                "budget_usd_per_hour": section["budget_usd_per_hour"],
+            }
+            if "ttft_s" in r:
+                for k in ("p50", "p90", "p99"):
+                    flat[f"ttft_{k}_s"] = r["ttft_s"][k]
+            if "ttft_at_common_rate_s" in r:
+                flat["ttft_p99_at_common_rate_s"] = r["ttft_at_common_rate_s"]["p99"]
+            if "gpus_by_chip" in r:
+                flat["gpus_by_chip"] = "; ".join(f"{c}={n}" for c, n in r["gpus_by_chip"].items())
+                flat["link_tiers"] = "; ".join(r["link_tiers"])
+            writer.writerow(flat)
     return buf.getvalue()
 
 
@@ -122,8 +162,9 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
         f"- Scenario file: `{source}`; model `{s.model}`.",
         f"- Demand: {s.workload.arrival_rps:g} req/s. SLA: TTFT P90 {s.sla.ttft_p90_s:g} s, "
         f"P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms.",
-        f"- Objective: {view['objective']}, solved for every architecture by the same MILP and "
-        "scored by the same evaluator.",
+        f"- Headroom: {s.headroom:.0%}. Every architecture is planned by the same MILP and "
+        "scored by the same evaluator: at equal demand its cheapest fleet (min-cost), at "
+        "equal budget its largest SLA capacity (max-capacity).",
     ]
     for dc_id, dc in s.datacenters.items():
         limits = [f"max {dc.max_gpus} GPUs" if dc.max_gpus else "", f"PUE {dc.pue:g}"]
@@ -158,22 +199,27 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
         "any per-GB egress on the traffic at the demand.",
         f"- Pools run at most {s.search.max_utilization:.0%} busy; links at most "
         f"{s.search.max_link_utilization:.0%}.",
-        "- Intra-DC baselines plan in one datacenter with every datacenter's limits added "
-        "up; cross-DC naive ships each request's whole context KV over the WAN, with no "
-        "relay decode and no decode-side cache.",
+        "- Intra-DC baselines plan in one real datacenter, on its chips and within its own "
+        "limits (one row per datacenter and chip, and a mixed row where a datacenter allows "
+        "two chips or more); the hypothetical one-DC row holds every chip with every "
+        "datacenter's limits added up, for reference only. Cross-DC naive ships each "
+        "request's whole context KV over the WAN, with no relay decode and no decode-side "
+        "cache.",
         "- Every figure in the scenario file cites its source or says `assumption`; see the file.",
         "",
         "## Comparison",
         "",
     ]
-    heads, rows = comparison_rows(view)
-    parts.append(_md_table(["", *heads], [[m, *cells] for m, cells in rows]))
-    notes = infeasible_notes(view)
-    if notes:
-        parts += ["", *(f"- {n}" for n in notes)]
-    best = view.get("best_intra_dc")
-    if best:
-        parts += ["", f"BCR is relative to the best intra-DC baseline ({NAMES[best]})."]
+    for section in view["sections"]:
+        heads, rows = section_rows(section)
+        parts += [f"### {section_title(section)}", "", _md_table(heads, rows)]
+        notes = infeasible_notes(section)
+        parts += ["", *(f"- {n}" for n in notes)] if notes else []
+        if section["at"] == "budget":
+            heads, rows = latency_rows(section)
+            parts += ["", "TTFT, one operating point and each fleet's own load:", ""]
+            parts += [_md_table(heads, rows)]
+        parts += ["", f"**{section['verdict']}**", ""]
     sweep = view.get("price_sweep")
     if sweep:
         parts += ["", *sweep_markdown(sweep)]
@@ -181,35 +227,42 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
 
 
 def sweep_markdown(sweep: dict[str, Any]) -> list[str]:
+    heads, rows = sweep_rows(sweep)
+    out = [f"## Price sensitivity: {sweep['chip']}", "", _md_table(heads, rows), ""]
+    out.append(break_even_text(sweep))
+    return out
+
+
+def sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The price sweep's table: PDD's and the cheapest baseline's equal-demand cost."""
+    heads = ["USD/GPU-hour", "PDD $/month", "cheapest baseline", "its $/month", "cheaper"]
+    month = units.HOURS_PER_MONTH
     rows = [
         [
-            f"${p['price_usd_per_gpu_hour']:.4g}",
-            num(p["pdd_bcr"], ".4f"),
-            NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
-            num(p["best_baseline_bcr"], ".4f"),
+            f"{p['price_usd_per_gpu_hour']:.4g}",
+            money(_times(p["pdd_cost_per_hour_usd"], month), 0),
+            p["cheapest_baseline"] or "—",
+            money(_times(p["cheapest_baseline_cost_per_hour_usd"], month), 0),
             "PDD" if p["pdd_wins"] else "baseline",
         ]
         for p in sweep["points"]
     ]
-    out = [
-        f"## Price sensitivity: {sweep['chip']}",
-        "",
-        _md_table(["USD per GPU-hour", "PDD BCR", "best baseline", "its BCR", "higher BCR"], rows),
-        "",
-    ]
-    out.append(break_even_text(sweep))
-    return out
+    return heads, rows
+
+
+def _times(x: float | None, k: float) -> float | None:
+    return None if x is None else x * k
 
 
 def break_even_text(sweep: dict[str, Any]) -> str:
     chip = sweep["chip"]
     if sweep["break_even_usd_per_gpu_hour"] is None:
         wins = {p["pdd_wins"] for p in sweep["points"]}
-        who = "PDD" if wins == {True} else "the best baseline"
-        return f"No break-even in the swept range: {who} has the higher BCR at every {chip} price."
+        who = "PDD" if wins == {True} else "the cheapest baseline"
+        return f"No break-even in the swept range: {who} is cheaper at every {chip} price."
     lo, hi = sweep["bracket"]
     return (
-        f"Break-even: PDD and the best baseline have equal BCR at {chip} = "
+        f"Break-even: PDD and the cheapest baseline cost the same at {chip} = "
         f"${sweep['break_even_usd_per_gpu_hour']:.4g} per GPU-hour (between the swept "
         f"${lo:.4g} and ${hi:.4g})."
     )

@@ -13,3 +13,15 @@ def num(value: float | None, fmt: str = ",.4g") -> str:
 
 def money(value: float | None, digits: int = 2) -> str:
     return MISSING if value is None else f"${value:,.{digits}f}"
+
+
+def sig(x: float | None) -> str:
+    """Three significant figures with their trailing zeros (``4.00``, ``10.6``, ``123``),
+    so figures in one column read alike."""
+    if x is None or x != x:
+        return MISSING
+    if abs(x) < 10:
+        return f"{x:.2f}"
+    if abs(x) < 100:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"

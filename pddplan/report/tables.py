@@ -4,6 +4,7 @@ every function returns a renderable and prints nothing."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,14 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.report.documents import NAMES, break_even_text, comparison_rows, infeasible_notes
+from pddplan.report.documents import (
+    break_even_text,
+    infeasible_notes,
+    latency_rows,
+    section_rows,
+    section_title,
+    sweep_rows,
+)
 from pddplan.report.format import num
 from pddplan.report.views import CHIP_FIGURES
 
@@ -28,13 +36,19 @@ if TYPE_CHECKING:
     from pddplan.workload.trace import TraceFit
 
 
-def grid(title: str, headers: tuple[str, ...]) -> Table:
-    """A compact table: numbers never wrap; a narrow terminal folds the id column instead."""
+def grid(title: str, headers: Sequence[str], text: int = 0) -> Table:
+    """A compact table: numbers never wrap; a narrow terminal wraps the text column
+    (``text``, left-aligned; the ones before it are left-aligned too) instead."""
     t = Table(
-        title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True
+        title=title or None,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,
     )
     for i, col in enumerate(headers):
-        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+        t.add_column(col, justify="left" if i <= text else "right", no_wrap=i != text,
+                     overflow="fold")  # fmt: skip
     return t
 
 
@@ -508,35 +522,35 @@ def _hit_histogram(title: str, histogram: list[dict[str, float]]) -> Table:
     return t
 
 
+def _stacked(label: str) -> str:
+    """An architecture's label on two lines, before its datacenter (``... in <dc>``)."""
+    return label.replace(" in ", "\nin ", 1)
+
+
 def comparison_report(view: dict[str, Any]) -> Group:
-    """``pddplan compare``: the architectures side by side, and the price sweep if any."""
-    heads, rows = comparison_rows(view)
-    t = Table(
-        title=f"Architectures for {view['scenario']} at {view['demand_rps']:g} req/s",
-        box=box.SIMPLE_HEAD,
-    )
-    t.add_column("", ratio=1)
-    for h in heads:
-        t.add_column(h, justify="right", overflow="fold", ratio=1)
-    for metric, cells in rows:
-        t.add_row(metric, *cells)
-    best = view.get("best_intra_dc")
-    if best:
-        t.caption = f"BCR relative to the best intra-DC baseline ({NAMES[best]})"
-    parts: list[Any] = [t, *(Text(n, style="yellow") for n in infeasible_notes(view))]
+    """``pddplan compare``: one table per question (equal demand, equal budget), each with
+    its verdict (and, at equal budget, the latency table), then the price sweep if any."""
+    parts: list[Any] = []
+    for section in view["sections"]:
+        heads, rows = section_rows(section)
+        t = grid("", heads, text=1)
+        for r in rows:
+            t.add_row(*[_stacked(c) if j == 1 else c for j, c in enumerate(r)])
+        parts += [Text(section_title(section), style="bold"), t]
+        parts += [Text(n, style="yellow") for n in infeasible_notes(section)]
+        if section["at"] == "budget":
+            heads, rows = latency_rows(section)
+            t = grid("TTFT at one rate, and at each fleet's own load", heads)
+            for r in rows:
+                t.add_row(_stacked(r[0]), *r[1:])
+            parts.append(t)
+        parts.append(Text(section["verdict"], style="bold"))
     sweep = view.get("price_sweep")
     if sweep:
-        s = Table(title=f"Price sweep: {sweep['chip']}", box=box.SIMPLE_HEAD)
-        for col in ("USD/GPU-hour", "PDD BCR", "best baseline", "its BCR", "higher BCR"):
-            s.add_column(col, justify="left" if col == "best baseline" else "right")
-        for p in sweep["points"]:
-            s.add_row(
-                f"{p['price_usd_per_gpu_hour']:.4g}",
-                num(p["pdd_bcr"], ".4f"),
-                NAMES.get(p["best_baseline"], p["best_baseline"] or "—"),
-                num(p["best_baseline_bcr"], ".4f"),
-                "PDD" if p["pdd_wins"] else "baseline",
-            )
+        heads, rows = sweep_rows(sweep)
+        s = grid(f"Price sweep: {sweep['chip']}", heads)
+        for r in rows:
+            s.add_row(*r)
         s.caption = break_even_text(sweep)
         parts.append(s)
     return Group(*parts)

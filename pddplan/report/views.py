@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
-    from pddplan.plan.compare import ArchitectureResult, Comparison, Sweep
+    from pddplan.plan.compare import Candidate, Comparison, Section, Sweep
     from pddplan.plan.results import PlanResult
     from pddplan.simulation.run import Figure, SimResult
     from pddplan.simulation.verify import Verification
@@ -167,82 +167,98 @@ def trace_fit_view(fit: TraceFit) -> dict[str, Any]:
     return _plain(out)
 
 
-def architecture_view(a: ArchitectureResult, best_intra_bcr: float | None) -> dict[str, Any]:
-    """One column of ``pddplan compare``."""
-    e = a.plan.evaluation if a.plan is not None else None
-    ok = e is not None and e.status == "ok"
+def candidate_view(c: Candidate) -> dict[str, Any]:
+    """One row of a ``pddplan compare`` section."""
+    e = c.plan.evaluation if c.plan is not None else None
     out: dict[str, Any] = {
-        "name": a.name,
-        "status": (a.plan.status if a.plan is not None else "infeasible") if ok else "infeasible",
-        "reason": a.reason,
+        "kind": c.kind,
+        "label": c.label,
+        "datacenter": c.datacenter,
+        "chip": c.chip,
+        "status": (c.plan.status if c.plan is not None else "infeasible") if c.ok else "infeasible",
+        "reason": c.reason,
     }
-    if a.chip is not None:
-        out["chip"] = a.chip
-    if e is not None and ok:
-        gpus: dict[str, int] = {}
-        for p in e.pools:
-            gpus[p.chip] = gpus.get(p.chip, 0) + p.gpus
-        cost = e.cost_per_hour_usd
-        out |= {
-            "fleet": [
-                {
-                    "datacenter": p.datacenter,
-                    "role": p.role,
-                    "chip": p.chip,
-                    "gpus_per_instance": p.gpus_per_instance,
-                    "instances": p.instances,
-                }
-                for p in e.pools
-            ],
-            "gpus_by_chip": dict(sorted(gpus.items())),
-            "total_gpus": sum(gpus.values()),
-            "cost_per_hour_usd": cost,
-            "cost_per_month_usd": None if cost is None else cost * units.HOURS_PER_MONTH,
-            "demand_rps": e.demand_rps,
-            "sla_capacity_rps": e.sla_capacity_rps,
-            "bcr": e.bcr,
-            "bcr_vs_best_intra_dc": e.bcr / best_intra_bcr if e.bcr and best_intra_bcr else None,
-            "ttft_s": {k: e.ttft_s[k] for k in ("p50", "p90", "p99")},
-            "wan_gbps": sum(x.gbps for x in e.links),
-            "link_tiers": [f"{'-'.join(x.between)} {x.gbps:g} Gbps" for x in e.links],
-            "rld_token_share": e.rld_token_share,
-            "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
-            "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],
-        }
-    if a.by_chip:
-        out["by_chip"] = [
+    if e is None or not c.ok:
+        return out
+    gpus: dict[str, int] = {}
+    for p in e.pools:
+        gpus[p.chip] = gpus.get(p.chip, 0) + p.gpus
+    cost = e.cost_per_hour_usd
+    verdict = c.plan.verdict if c.plan is not None else None
+    out |= {
+        "fleet": [
             {
-                "chip": chip,
-                "status": "ok" if why is None else "infeasible",
-                "reason": why,
-                "bcr": plan.evaluation.bcr if plan and plan.evaluation and why is None else None,
-                "cost_per_hour_usd": (
-                    plan.evaluation.cost_per_hour_usd
-                    if plan and plan.evaluation and why is None
-                    else None
-                ),
-                "sla_capacity_rps": (
-                    plan.evaluation.sla_capacity_rps
-                    if plan and plan.evaluation and why is None
-                    else None
-                ),
+                "datacenter": p.datacenter,
+                "role": p.role,
+                "chip": p.chip,
+                "gpus_per_instance": p.gpus_per_instance,
+                "instances": p.instances,
+                "cost_per_hour_usd": p.cost_per_hour_usd,
             }
-            for chip, plan, why in a.by_chip
-        ]
+            for p in e.pools
+        ],
+        "gpus_by_chip": dict(sorted(gpus.items())),
+        "total_gpus": sum(gpus.values()),
+        "cost_per_hour_usd": cost,
+        "cost_per_month_usd": None if cost is None else cost * units.HOURS_PER_MONTH,
+        "sla_capacity_rps": e.sla_capacity_rps,
+        "bcr": e.bcr,
+        "ttft_s": {k: e.ttft_s[k] for k in ("p50", "p90", "p99")},
+        "wan_gbps": sum(x.gbps for x in e.links),
+        "link_tiers": [f"{'-'.join(x.between)} {x.gbps:g} Gbps" for x in e.links],
+        "rld_token_share": e.rld_token_share,
+        "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
+        "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],
+        "limit": verdict.limit if verdict is not None else None,
+    }
+    if c.ttft_at_common_s is not None:
+        out["ttft_at_common_rate_s"] = c.ttft_at_common_s
+    if c.ttft_p99_at_shares is not None:
+        from pddplan.plan.compare import LOAD_SHARES
+
+        out["ttft_p99_at_capacity_share_s"] = {
+            f"{share:g}": t for share, t in zip(LOAD_SHARES, c.ttft_p99_at_shares, strict=True)
+        }
     return out
+
+
+def section_view(s: Section) -> dict[str, Any]:
+    """One question of ``pddplan compare``: its rows, ranking and verdict."""
+    ranked = s.ranked
+    best = ranked[0] if ranked else None
+    rows = []
+    for c in s.rows:
+        row = candidate_view(c)
+        if c.ok and best is not None:
+            row["rank"] = ranked.index(c) + 1 if c in ranked else None  # hypothetical: none
+            row["vs_best"] = (
+                c.cost_per_hour / best.cost_per_hour - 1
+                if s.at == "demand"
+                else c.capacity_rps / best.capacity_rps - 1
+            )
+        rows.append(row)
+    return {
+        "at": s.at,
+        "objective": s.objective,
+        "demand_rps": s.demand_rps,
+        "planned_rps": s.planned_rps,
+        "budget_usd_per_hour": s.budget_usd_per_hour,
+        "budget_source": s.budget_source,
+        "common_rate_rps": s.common_rps,
+        "ranking": [c.label for c in ranked],
+        "rows": rows,
+        "verdict": s.verdict,
+    }
 
 
 def comparison_view(c: Comparison, sweep: Sweep | None = None) -> dict[str, Any]:
     """``pddplan compare --format json``."""
-    best = c.best_intra_dc
-    best_bcr = best.bcr if best else None
     out: dict[str, Any] = {
         "scenario": c.scenario.name,
         "model": c.scenario.model,
-        "objective": c.objective,
         "demand_rps": c.scenario.workload.arrival_rps,
-        "best_intra_dc": best.name if best else None,
-        "architectures": [architecture_view(a, best_bcr) for a in c.architectures],
+        "headroom": c.scenario.headroom,
+        "sections": [section_view(s) for s in c.sections],
     }
     if sweep is not None:
         out["price_sweep"] = sweep_view(sweep)
@@ -256,9 +272,9 @@ def sweep_view(sweep: Sweep) -> dict[str, Any]:
             "points": [
                 {
                     "price_usd_per_gpu_hour": p.price,
-                    "pdd_bcr": p.pdd_bcr,
-                    "best_baseline": p.baseline,
-                    "best_baseline_bcr": p.baseline_bcr,
+                    "pdd_cost_per_hour_usd": p.pdd_cost_per_hour,
+                    "cheapest_baseline": p.baseline,
+                    "cheapest_baseline_cost_per_hour_usd": p.baseline_cost_per_hour,
                     "pdd_wins": p.pdd_wins,
                 }
                 for p in sweep.points
