@@ -351,7 +351,7 @@ def test_solve_bad_choices_are_one_line_errors():
         result = run_main("solve", str(SMALL), *args)
         assert result.exit_code == 2
         lines = [x for x in result.output.splitlines() if x.strip()]
-        assert len(lines) == 1 and lines[0].startswith("Error:"), result.output
+        assert lines[0].startswith("Error:") and lines[1:] == ["see 'pddplan solve --help'"]
 
 
 def test_evaluate_refuses_a_plan_for_another_model(tmp_path):

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from pddplan.cli import compare, plan, simulate
 from pddplan.cli.catalog import catalog_app, model_app
-from pddplan.cli.common import err
+from pddplan.cli.common import Command, err
 from pddplan.cli.workload import workload_app
 
 app = typer.Typer(
@@ -35,7 +35,7 @@ for name, command in {
     "simulate": simulate.COMMANDS["simulate"],
     "schema": plan.COMMANDS["schema"],
 }.items():
-    app.command(name)(command)
+    app.command(name, cls=Command)(command)
 app.add_typer(workload_app, name="workload")
 
 
@@ -52,12 +52,13 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(e.exit_code) from None
         ctx = getattr(e, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
-        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         message = e.format_message().replace(": Value error, ", ": ")  # typer's wording
         err.print(
-            f"[bold red]Error:[/bold red] {escape(where + message + hint)}",
+            f"[bold red]Error:[/bold red] {escape(where + message)}",
             highlight=False,
             soft_wrap=True,
         )
+        if ctx is not None:  # a hint, not a second error
+            err.print(f"see '{ctx.command_path} --help'", style="dim", highlight=False)
         raise SystemExit(e.exit_code) from None
     raise SystemExit(code or 0)

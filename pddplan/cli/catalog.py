@@ -9,6 +9,7 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    Command,
     HardwareOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -27,7 +28,7 @@ model_app = typer.Typer(
 )
 
 
-@catalog_app.command("list")
+@catalog_app.command("list", cls=Command)
 @user_errors
 def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> None:
     """List every accelerator in the catalog.
@@ -44,7 +45,7 @@ def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> Non
     )
 
 
-@catalog_app.command("show")
+@catalog_app.command("show", cls=Command)
 @user_errors(names={"chip": "ID"})
 def catalog_show(
     chip_id: Annotated[str, typer.Argument(metavar="ID", help="Chip id, e.g. h100-sxm.")],
@@ -62,7 +63,7 @@ def catalog_show(
     emit(json_out, lambda: view, lambda: tables.chip_detail(view))
 
 
-@model_app.command("list")
+@model_app.command("list", cls=Command)
 @user_errors
 def model_list(
     json_out: JsonOpt = False, kv_dtype: KvDtypeOpt = None, models: ModelsOpt = None
@@ -78,7 +79,7 @@ def model_list(
     emit(json_out, lambda: found, lambda: tables.models_table(found))
 
 
-@model_app.command("show")
+@model_app.command("show", cls=Command)
 @user_errors(names={"model": "ID"})
 def model_show(
     model_id: Annotated[str, typer.Argument(metavar="ID", help="Model id, e.g. deepseek-v3.")],
@@ -97,7 +98,7 @@ def model_show(
     emit(json_out, lambda: view, lambda: tables.model_detail(view))
 
 
-@model_app.command("import")
+@model_app.command("import", cls=Command)
 @user_errors
 def model_import(
     config: Annotated[Path, typer.Argument(help="A Hugging Face config.json.")],

@@ -13,12 +13,31 @@ from typing import Annotated, Any, TypeVar, cast
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand
 
 import pddplan
 
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --- commands ---------------------------------------------------------------------------------
+class Command(TyperCommand):
+    """A typer command whose help reads as a command line does: a required argument is
+    ``SCENARIO`` in the usage line (typer writes ``{SCENARIO}``), and a flag (``--json``,
+    ``--help``) shows no ``<bool>`` value it does not take."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for p in params:
+            if getattr(p, "is_flag", False) and not getattr(p, "secondary_opts", None):
+                p.metavar = ""
+        return params
 
 
 # --- choices ----------------------------------------------------------------------------------

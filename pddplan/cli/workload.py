@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 import pddplan
-from pddplan.cli.common import JsonOpt, emit, err, out, user_errors, write_file
+from pddplan.cli.common import Command, JsonOpt, emit, err, out, user_errors, write_file
 
 workload_app = typer.Typer(
     help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
@@ -82,7 +82,7 @@ def _fit(
     )
 
 
-@workload_app.command("fit")
+@workload_app.command("fit", cls=Command)
 @user_errors
 def workload_fit(
     trace: TraceArg,
@@ -110,7 +110,7 @@ def workload_fit(
     emit(json_out, lambda: views.trace_fit_view(fit), lambda: tables.trace_report(fit))
 
 
-@workload_app.command("show")
+@workload_app.command("show", cls=Command)
 @user_errors
 def workload_show(
     trace: TraceArg,

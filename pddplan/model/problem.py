@@ -306,6 +306,10 @@ class Problem:
                 )
         return out
 
+    def located(self, loc: Loc, message: str) -> str:
+        """``message`` about the scenario's key ``loc``, with its file and line when known."""
+        return self._located(loc, message)
+
     def _located(self, loc: Loc, message: str) -> str:
         if self.source is not None:
             return self.source.problem(loc, message)

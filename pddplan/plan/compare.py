@@ -481,9 +481,8 @@ def verdict(section: Section) -> str:
     if section.at == "demand":
         saving = 1 - win.cost_per_hour / second.cost_per_hour
         a, b = _parts(win), _parts(second)
-        gap = max(
-            set(a) | set(b), key=lambda k: abs(b.get(k, ("", 0.0))[1] - a.get(k, ("", 0.0))[1])
-        )
+        parts = dict.fromkeys([*a, *b])  # in fleet order (a set's order would vary by run)
+        gap = max(parts, key=lambda k: abs(b.get(k, ("", 0.0))[1] - a.get(k, ("", 0.0))[1]))
         if text:
             text += f"{saving:.0%} less than {second.label} ({_month(second.cost_per_hour)})"
         else:

@@ -147,7 +147,13 @@ def solve_plan(
     start = clock()
     demand = (scenario.workload.arrival_rps or 0.0) * (1 + scenario.headroom)  # planned
     if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
-        raise InputError("objective 'max-capacity' needs budget_usd_per_hour in the scenario")
+        raise InputError(
+            problem.located(
+                ("budget_usd_per_hour",),
+                "objective 'max-capacity' needs a budget in USD per hour; the scenario sets "
+                "none (add budget_usd_per_hour)",
+            )
+        )
     try:
         space = Space(problem)
     except NoOptionsError as e:

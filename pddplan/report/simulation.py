@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.report.format import num
-from pddplan.report.tables import grid
+from pddplan.report.tables import ROLE_LABELS, grid
 
 LABELS = {"p_hit": "prefill-side hit (mean)", "md_hit": "decode-side hit (mean)"}
 
@@ -24,6 +24,13 @@ def _fmt(x: float | None, unit: str) -> str:
     if unit == "s":
         return f"{x:,.3f}"
     return num(x, ",.4g")
+
+
+def _short(pool: str) -> str:
+    """``main_decode h200-sxm in cluster-b`` as ``MD h200-sxm in cluster-b`` (the fleet
+    table's role labels), so that a row fits 80 columns."""
+    role, _, rest = pool.partition(" ")
+    return f"{ROLE_LABELS.get(role, role)} {rest}"
 
 
 def _err(x: float | None) -> str:
@@ -109,7 +116,7 @@ def simulation_table(v: dict[str, Any]) -> Table:
     )
     rows = [("RLD token share", "rld_token_share", None)]
     rows += [(f"link {k} busy", "link_utilization", k) for k in v["link_utilization"]]
-    rows += [(f"{k} busy", "pool_utilization", k) for k in v["pool_utilization"]]
+    rows += [(f"{_short(k)} busy", "pool_utilization", k) for k in v["pool_utilization"]]
     rows += [(LABELS[k], k, None) for k in ("p_hit", "md_hit")]
     for label, key, sub in rows:
         sim, ana, e = v[key], pred[key], err[key]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -90,16 +91,16 @@ def chips_table(catalog: HardwareCatalog) -> Table:
 def chip_detail(view: dict[str, Any]) -> Group:
     """One chip: each figure with its unit and source, then its efficiency defaults."""
     t = Table(
-        title=f"{view['id']}: {view['name']} ({view['vendor']}, family {view['family']})",
+        title=escape(f"{view['id']}: {view['name']} ({view['vendor']}, family {view['family']})"),
         box=box.SIMPLE_HEAD,
         show_lines=False,
     )
     for col in ("figure", "value", "unit", "source"):
         t.add_column(col, overflow="fold")
-    for key, unit in CHIP_FIGURES:
-        source = view["sources"].get(key, "")
+    for key, unit in CHIP_FIGURES:  # catalog text is shown as written, never as markup
+        source = Text(view["sources"].get(key, ""))
         if key in view["uncertain"]:
-            source += f"\n[yellow]uncertain:[/yellow] {view['uncertain'][key]}"
+            source.append("\nuncertain: ", style="yellow").append(view["uncertain"][key])
         t.add_row(key, num(view[key]), unit, source)
     if view.get("price_date"):
         t.add_row("price_date", view["price_date"], "", "")
@@ -109,7 +110,7 @@ def chip_detail(view: dict[str, Any]) -> Group:
         e.add_column(col, overflow="fold")
     for key, value in eff.items():
         if key not in ("sources", "notes"):
-            e.add_row(key, num(value), eff["sources"].get(key, ""))
+            e.add_row(key, num(value), Text(eff["sources"].get(key, "")))
     parts: list[Any] = [t, e]
     if view.get("notes"):
         parts.append(Text(f"notes: {view['notes']}"))
@@ -150,7 +151,7 @@ def models_table(views: list[dict[str, Any]]) -> Table:
 
 
 def model_detail(view: dict[str, Any]) -> Table:
-    t = Table(title=f"{view['id']} ({view['hf_id']})", box=box.SIMPLE_HEAD)
+    t = Table(title=escape(f"{view['id']} ({view['hf_id']})"), box=box.SIMPLE_HEAD)
     t.add_column("key")
     t.add_column("value", overflow="fold")
     for key, value in view.items():
@@ -158,7 +159,8 @@ def model_detail(view: dict[str, Any]) -> Table:
             continue
         if isinstance(value, list) and len(value) > 12:
             value = f"{value[:8]} ... ({len(value)} entries)"
-        t.add_row(key, num(value, ",.6g") if isinstance(value, float) else str(value))
+        # catalog text is shown as written, never as markup (``[a, b]`` is not a style)
+        t.add_row(key, Text(num(value, ",.6g") if isinstance(value, float) else str(value)))
     for key, value in view["params_b"].items():
         t.add_row(f"params_b.{key}", num(value, ",.3f"))
     return t
@@ -255,13 +257,12 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             "role",
             "chip",
             "layout",
-            "GPUs/\ninst.",
-            "inst-\nances",
-            "GPUs",
+            "inst. ×\nGPUs",
             "$/hour",
-            "busy",
-            "head-\nroom",
+            "busy at\ndemand",
+            "at ca-\npacity",
         ),
+        text=3,
     )
     cap = s.search.max_utilization
     for p in e.pools:
@@ -269,34 +270,36 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             p.datacenter,
             ROLE_LABELS[p.role],
             p.chip,
-            p.layout,
-            str(p.gpus_per_instance),
-            str(p.instances),
-            str(p.gpus),
+            p.layout.replace("+", " + "),
+            f"{p.instances} × {p.gpus_per_instance}",
             num(p.cost_per_hour_usd, ",.2f"),
             _pct(p.utilization),
-            _pct(max(0.0, 1 - p.utilization / cap)),
+            _pct(p.utilization_at_capacity),
         )
+    headroom = e.sla_capacity_rps / e.demand_rps - 1 if e.demand_rps else None
     fleet.caption = (
         f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
-        f"demand, headroom to the {cap:.0%} cap"
+        f"demand ({e.demand_rps:g} req/s) and at the SLA capacity "
+        f"({e.sla_capacity_rps:,.3g} req/s, headroom "
+        + (f"+{headroom:.0%}" if headroom is not None else "—")
+        + f"); pools are capped at {cap:.0%} busy"
     )
-    links = Table(title="WAN links", box=box.SIMPLE_HEAD)
-    for col in ("between", "Gbps", "utilization", "$/hour"):
-        links.add_column(col, justify="left" if col == "between" else "right")
+    links = grid("WAN links", ("between", "Gbps", "busy at\ndemand", "at ca-\npacity", "$/hour"))
     for x in e.links:
         links.add_row(
             f"{x.between[0]} - {x.between[1]}",
             f"{x.gbps:g}",
             _pct(x.utilization),
+            _pct(x.utilization_at_capacity),
             num(x.cost_per_hour_usd, ",.2f"),
         )
     gb, hit = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"]
-    links.caption = (
+    cache = (
         "decode-side cache: "
         + ("from the workload" if gb is None else f"{gb:g} GB per MD GPU")
         + f", mean MD hit {_pct(hit)}"
     )
+    links.caption = cache
     routing = Table(title="Routing", box=box.SIMPLE_HEAD)
     for col in ("pipeline", "requests", "output tokens"):
         routing.add_column(col, justify="left" if col == "pipeline" else "right")
@@ -331,7 +334,8 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     lines = [Text(f"status: {e.status}", style=style)]
     lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
     lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
-    return Group(fleet, links, routing, latency, econ, *lines)
+    wan: Any = links if e.links else Text(f"no WAN link; {cache}")  # no empty table
+    return Group(fleet, wan, routing, latency, econ, *lines)
 
 
 HISTOGRAM_WIDTH = 40
