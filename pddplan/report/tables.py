@@ -248,6 +248,15 @@ def _s(x: float | None) -> str:
     return "—" if x is None or x == float("inf") else f"{x:,.2f} s"
 
 
+def _headroom(headroom: float | None) -> str:
+    """``headroom +55%``, or for a fleet far above the demand ``28x the demand``."""
+    if headroom is None:
+        return "headroom —"
+    if headroom >= 1:
+        return f"{headroom + 1:,.3g}x the demand"
+    return f"headroom {headroom:+.0%}"
+
+
 def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
     fleet = grid(
@@ -280,9 +289,8 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     fleet.caption = (
         f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
         f"demand ({e.demand_rps:g} req/s) and at the SLA capacity "
-        f"({e.sla_capacity_rps:,.3g} req/s, headroom "
-        + (f"+{headroom:.0%}" if headroom is not None else "—")
-        + f"); pools are capped at {cap:.0%} busy"
+        f"({e.sla_capacity_rps:,.3g} req/s, " + _headroom(headroom) + "); "
+        f"pools are capped at {cap:.0%} busy"
     )
     links = grid("WAN links", ("between", "Gbps", "busy at\ndemand", "at ca-\npacity", "$/hour"))
     for x in e.links:
@@ -382,7 +390,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         parts.append(evaluation_report(r.evaluation, s))
     if r.bcr_steps:
         steps = grid(
-            "BCR against cost: the plans the search evaluated",
+            "BCR against cost",
             ("$/hour", "SLA capacity\nreq/s", "BCR"),
         )
         bound = st.bcr_bound
@@ -398,7 +406,8 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
             )
         plateau = s.search.bcr_plateau
         steps.caption = (
-            f"the plan: the cheapest within {plateau:.0%} of the proven bound {num(bound, '.4f')}"
+            f"the plans the search evaluated; the plan: the cheapest within {plateau:.0%} of "
+            f"the proven bound {num(bound, '.4f')}"
         )
         if bound and st.bcr_best and (bound - st.bcr_best) / bound > plateau:
             steps.caption += (

@@ -439,7 +439,7 @@ class _Run:
                 )
                 if cut <= done / 2 and state_ok_at is not None:
                     warmup = -(-max(cut, state_ok_at) // MIN_BATCH) * MIN_BATCH
-            if warmup is None and mark.arrivals >= next_overload:
+            if warmup is None and length.requests is None and mark.arrivals >= next_overload:
                 next_overload = int(mark.arrivals * 1.25)
                 overload = _far_off(self._ttft_at_least(mark), sla)
                 stopped = "overloaded" if overload is not None else ""
@@ -449,8 +449,8 @@ class _Run:
                     k_next += 1
                 else:
                     k_next, batch = 0, batch * 2
-                if last.seconds < self.min_measured_s:
-                    continue
+                if last.seconds < self.min_measured_s or length.requests is not None:
+                    continue  # a fixed run serves all its requests
                 if last.precision <= length.precision:
                     stopped = "precise"
                 elif length.until_decided and last.verdict[0] != "inconclusive":
