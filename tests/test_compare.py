@@ -344,6 +344,7 @@ def test_compare_budget_section_names_its_budget():
         (["--price-sweep", "b200=3:4:0.5"], "chip 'b200' is not used anywhere"),
         (["--at", "cost"], "'cost' is not one of 'demand', 'budget', 'both'"),
         (["--budget", "0"], "--budget must be above 0, got 0"),
+        (["--at", "demand", "--budget", "40"], "--budget applies to the equal-budget question"),
     ],
 )
 def test_compare_bad_input_is_one_line(args, message):

@@ -82,7 +82,8 @@ class Candidate:
     @property
     def cost_per_hour(self) -> float:
         e = self.plan.evaluation if self.plan is not None else None
-        return e.cost_per_hour_usd if e is not None and e.cost_per_hour_usd else math.inf
+        cost = e.cost_per_hour_usd if e is not None else None
+        return cost if cost is not None else math.inf  # no price: ranks last
 
     @property
     def capacity_rps(self) -> float:
@@ -292,6 +293,11 @@ def compare(
     an infeasible architecture's limits would need to move."""
     if at not in (*AT, "both"):
         raise ArgumentError("at", f"{{argument}} must be demand, budget or both, got '{at}'")
+    if budget_usd_per_hour is not None and at == "demand":
+        raise ArgumentError(
+            "budget_usd_per_hour",
+            "{argument} applies to the equal-budget question: --at budget or both",
+        )
     if budget_usd_per_hour is not None and not budget_usd_per_hour > 0:
         raise ArgumentError(
             "budget_usd_per_hour", f"{{argument}} must be above 0, got {budget_usd_per_hour:g}"
@@ -359,7 +365,8 @@ def compare(
                 "take its cost from; give a budget (--budget)"
             )
         budget_rows = _latencies(plan_all("budget", budget))
-        common = min((c.capacity_rps for c in budget_rows if c.ok), default=None)
+        ranked = [c for c in budget_rows if c.ok and c.kind != "hypothetical"]
+        common = min((c.capacity_rps for c in ranked), default=None)
         budget_rows = [_at_common(c, common) for c in budget_rows]
         section = Section("budget", "max-capacity", demand, planned, budget, source,
                           budget_rows, common, "")  # fmt: skip
@@ -442,7 +449,8 @@ TIE = 0.005
 
 def verdict(section: Section) -> str:
     """One sentence: which architecture wins the section's question, by how much, and why
-    (the part of the fleet whose cost differs most, or the limits that stop each)."""
+    (the part of the fleet whose cost differs most, or the limit that binds on each at its
+    SLA capacity)."""
     ranked = section.ranked
     if not ranked:
         return "No architecture has a plan for this question."
@@ -503,9 +511,9 @@ def verdict(section: Section) -> str:
             f"{more:.0%} more than {second.label} ({second.capacity_rps:,.3g} req/s)"
         )
     if _limit(win) == _limit(second):
-        text += f"; {_limit(win)} stops both."
+        text += f"; at its capacity {_limit(win)} binds on both."
     else:
-        text += f"; {_limit(win)} stops the first, {_limit(second)} the second."
+        text += f"; at capacity {_limit(win)} binds on the first, {_limit(second)} on the second."
     if pdd is not None and pdd not in (win, second, *tied):
         text += f" PDD carries {pdd.capacity_rps:,.3g} req/s."
     return text

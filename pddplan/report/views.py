@@ -229,7 +229,9 @@ def section_view(s: Section) -> dict[str, Any]:
     rows = []
     for c in s.rows:
         row = candidate_view(c)
-        if c.ok and best is not None:
+        if c.ok and best is None:
+            row["rank"] = row["vs_best"] = None  # the hypothetical row alone
+        elif c.ok and best is not None:
             row["rank"] = ranked.index(c) + 1 if c in ranked else None  # hypothetical: none
             row["vs_best"] = (
                 c.cost_per_hour / best.cost_per_hour - 1
