@@ -243,15 +243,30 @@ def test_sections_rank_by_their_own_measure(small_comparison):
 
 
 def _candidate(kind, label, parts, capacity=30.0, limit=None):
-    """A stand-in row: its plan's pools (role, chip, GPUs, $/hour) and links ($/hour)."""
+    """A stand-in row: its plan's pools (role, chip, GPUs, $/hour) and links ($/hour), with
+    the evaluation fields the views read."""
     from types import SimpleNamespace as NS
 
-    pools = [NS(role=r, chip=c, gpus=g, cost_per_hour_usd=x) for r, c, g, x in parts["pools"]]
-    links = [NS(gbps=g, cost_per_hour_usd=x) for g, x in parts.get("links", [])]
+    pools = [
+        NS(
+            role=r,
+            chip=c,
+            gpus=g,
+            cost_per_hour_usd=x,
+            datacenter="a",
+            gpus_per_instance=g,
+            instances=1,
+        )
+        for r, c, g, x in parts["pools"]
+    ]
+    links = [NS(gbps=g, cost_per_hour_usd=x, between=("a", "b")) for g, x in parts.get("links", [])]
     cost = sum(p.cost_per_hour_usd for p in pools) + sum(x.cost_per_hour_usd for x in links)
-    e = NS(cost_per_hour_usd=cost, status="ok", sla_capacity_rps=capacity, pools=pools, links=links)
-    fleet = NS(pools=[NS(datacenter="a", role=p.role, chip=p.chip, gpus_per_instance=p.gpus,
-                        instances=1) for p in pools])  # fmt: skip
+    e = NS(
+        cost_per_hour_usd=cost, status="ok", sla_capacity_rps=capacity, pools=pools, links=links,
+        bcr=capacity / cost if cost else None, ttft_s={"p50": 1.0, "p90": 2.0, "p99": 3.0},
+        rld_token_share=0.0, usd_per_million_output_tokens=None, md_cache={"gb_per_gpu": None},
+    )  # fmt: skip
+    fleet = NS(pools=pools)
     plan = NS(evaluation=e, fleet=fleet, verdict=NS(limit=limit), status="optimal")
     return compare_module.Candidate(kind, label, None, None, plan)
 
@@ -292,6 +307,30 @@ def test_the_verdict_calls_a_tie_a_tie():
         "At equal budget, PDD and cross-DC naive tie with the most capacity, 6 req/s (the same "
         "fleet); 100% more than intra-DC h200 in b (3 req/s)"
     )
+
+
+def test_sections_render_a_free_fleet_and_a_lone_hypothetical_row():
+    """A best fleet at $0/hour (owned GPUs, no running cost) has no ratio to compare with;
+    a section where only the hypothetical row has a plan ranks nothing. Both render."""
+    from pddplan.report import documents, views
+
+    free = _candidate(
+        "intra-dc-homogeneous", "intra-DC l40s in a", {"pools": [("prefill", "l40s", 8, 0.0)]}
+    )
+    paid = _candidate("pdd", "PDD", {"pools": [("prefill", "h100", 8, 10.0)]})
+    view = views.section_view(_section("demand", [paid, free]))
+    by = {r["label"]: r for r in view["rows"]}
+    assert by["intra-DC l40s in a"]["rank"] == 1 and by["PDD"]["vs_best"] is None
+    heads, rows = documents.section_rows(view)
+    assert rows[1][heads.index("vs best")] == "—"
+    hypo = _candidate(
+        "hypothetical", "hypothetical one-DC", {"pools": [("prefill", "h100", 8, 2.0)]}
+    )
+    lone = _section("budget", [hypo])
+    view = views.section_view(lone)
+    assert view["rows"][0]["rank"] is None and verdict(lone).startswith("No architecture")
+    heads, rows = documents.section_rows(view)
+    assert rows[0][0] == "ref"
 
 
 def test_compare_json_csv_md():

@@ -10,7 +10,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from pddplan import units
-from pddplan.report.format import money, sig
+from pddplan.report.format import money, num, sig
 
 if TYPE_CHECKING:
     from pddplan.spec.scenario import Scenario
@@ -46,7 +46,7 @@ def section_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for r in _planned(section):
         rank = "ref" if r["rank"] is None else str(r["rank"])
         cells = [rank, r["label"], f"{r['total_gpus']:,}", money(r["cost_per_month_usd"], 0)]
-        vs = "best" if r["rank"] == 1 else f"{r['vs_best']:+.0%}"
+        vs = "best" if r["rank"] == 1 else num(r["vs_best"], "+.0%")
         capacity = sig(r["sla_capacity_rps"])
         cells += [vs, capacity, sig(r["ttft_s"]["p99"])] if demand else [capacity, vs]
         rows.append(cells)
@@ -67,8 +67,9 @@ def latency_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """An equal-budget section's latency at one operating point: TTFT at the common rate
     (the smallest of the fleets' SLA capacities), and TTFT P99 at 50/75/100% of each
     fleet's own capacity."""
-    rate = section["common_rate_rps"] or 0.0
-    heads = ["architecture", f"P50/P90/P99 s at {rate:,.3g} req/s", "P99 s at 50/75/100%"]
+    rate = section["common_rate_rps"]
+    at = "(no ranked fleet)" if rate is None else f"at {rate:,.3g} req/s"
+    heads = ["architecture", f"P50/P90/P99 s {at}", "P99 s at 50/75/100%"]
     rows = []
     for r in _planned(section):
         t = r.get("ttft_at_common_rate_s")

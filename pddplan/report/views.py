@@ -233,11 +233,13 @@ def section_view(s: Section) -> dict[str, Any]:
             row["rank"] = row["vs_best"] = None  # the hypothetical row alone
         elif c.ok and best is not None:
             row["rank"] = ranked.index(c) + 1 if c in ranked else None  # hypothetical: none
-            row["vs_best"] = (
-                c.cost_per_hour / best.cost_per_hour - 1
+            mine, top = (
+                (c.cost_per_hour, best.cost_per_hour)
                 if s.at == "demand"
-                else c.capacity_rps / best.capacity_rps - 1
+                else (c.capacity_rps, best.capacity_rps)
             )
+            # against a best of 0 (a fleet of owned GPUs at no running cost) no ratio exists
+            row["vs_best"] = mine / top - 1 if top else (0.0 if mine == top else None)
         rows.append(row)
     return {
         "at": s.at,
