@@ -336,4 +336,6 @@ def test_md_cache_must_hold_the_open_sessions():
     free = s.model_copy(
         update={"workload": s.workload.model_copy(update={"turn_interval_s": None})}
     )
-    assert evaluate(problem_of(free, hw, models), fleet).sla_capacity_rps > cap * 1.2
+    uncapped = evaluate(problem_of(free, hw, models), fleet)
+    assert uncapped.sla_capacity_rps > cap * (1 + 1e-3)
+    assert not any("decode-side cache size" in b for b in uncapped.binding), uncapped.binding

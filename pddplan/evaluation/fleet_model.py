@@ -39,10 +39,12 @@ class FleetModel:
         too_small = []
         for i, pool in enumerate(fleet.pools):
             try:
-                inst = problem.instance(pool.chip, pool.gpus_per_instance)
+                inst = problem.instance(pool.chip, pool.gpus_per_instance, pool.context_parallel)
             except WeightsDoNotFitError as e:
                 too_small.append(f"fleet {fleet.name}: pools[{i}] ({pool.role}): {e}")
                 continue
+            except InputError as e:  # context parallelism where there is one attention group
+                raise InputError(f"fleet {fleet.name}: pools[{i}].context_parallel: {e}") from None
             self.roles[pool.role].append((pool, inst))
         if too_small:
             raise WeightsDoNotFitError(too_small)
@@ -58,8 +60,9 @@ class FleetModel:
         self.p_figures: list[PrefillFigures] = []
         self.p_passes: list[PassOrder] = []
         for pool, _ in self.roles["prefill"]:
-            self.p_figures.append(problem.prefill_figures(pool.chip, pool.gpus_per_instance))
-            self.p_passes.append(problem.pass_order(pool.chip, pool.gpus_per_instance))
+            key = (pool.chip, pool.gpus_per_instance, pool.context_parallel)
+            self.p_figures.append(problem.prefill_figures(*key))
+            self.p_passes.append(problem.pass_order(*key))
         self.p_lat = [f.latency for f in self.p_figures]
         self.p_svc = [f.service for f in self.p_figures]
         p_caps = np.array(

@@ -2,12 +2,21 @@
 largest batch, and KV transfer sizes.
 
 An *instance* is ``g`` GPUs of one chip that together hold the weights. Every time is a
-roofline ``max(compute, memory)`` plus collectives plus a fixed overhead:
+roofline over the work that runs side by side, plus what cannot overlap:
+
+    max(compute, memory, hidden x collectives) + (1 - hidden) x collectives + latency + overhead
 
 - compute = FLOPs on the busiest GPU / (peak x mfu)
 - memory  = bytes the busiest GPU reads / (HBM bandwidth x efficiency)
-- collectives = ring all-reduce / all-to-all volume / (link x efficiency) + latency, on the
-  scale-up link when the group fits one scale-up domain, otherwise on the (slower) NIC.
+- collectives = ring all-reduce / all-to-all volume / (link x efficiency), on the scale-up
+  link when the group fits one scale-up domain, otherwise on the (slower) NIC; latency is the
+  collectives' per-message latency.
+- hidden: under two-batch overlap (the default for expert-parallel layouts: SGLang's TBO,
+  DeepSeek's dual micro-batch) the share of collective volume one micro-batch's compute
+  hides of the other's (``prefill_comm_hidden``, ``decode_comm_hidden``); 0 without it. The
+  overlap has two costs: compute runs slower (prefill: on the SMs the all-to-all leaves;
+  decode: GEMMs at half the batch; ``prefill_overlap_slowdown``, ``decode_overlap_slowdown``),
+  and each micro-batch reads the weights it needs.
 
 All quantities are SI (bytes, seconds, FLOP/s).
 """
@@ -54,31 +63,60 @@ class Layout:
     attn_tp: int
     dense_tp: int
     ep: int
+    cp: int = 1
+    """Context parallelism: attention ranks one prompt's attention is split across (its
+    tokens' queries spread over them, the context's KV passed around a ring each layer); 1:
+    a prompt's attention stays on one attention group."""
+
+    @property
+    def attn_width(self) -> int:
+        """GPUs one prompt's attention runs on: ``attn_tp x cp``."""
+        return self.attn_tp * self.cp
 
     @property
     def label(self) -> str:
         if self.ep == 1:
             return f"TP{self.dense_tp}"
         groups = self.gpus // self.attn_tp  # attention data-parallel groups
-        if self.attn_tp == 1:
+        if self.cp > 1:
+            attn = f"CP{self.cp}" if self.attn_tp == 1 else f"CP{self.cp}xTP{self.attn_tp}"
+        elif self.attn_tp == 1:
             attn = f"DP{groups}"
         else:
             attn = f"TP{self.attn_tp}" if groups == 1 else f"DP{groups}xTP{self.attn_tp}"
         return f"{attn}+EP{self.ep}"
 
 
-def layout_for(model: ModelSpec, chip: ChipSpec, gpus: int) -> Layout:
-    """The parallel layout of ``gpus`` GPUs of ``chip`` for ``model`` (see ``Layout``)."""
+def layout_for(
+    model: ModelSpec, chip: ChipSpec, gpus: int, *, context_parallel: bool = False
+) -> Layout:
+    """The parallel layout of ``gpus`` GPUs of ``chip`` for ``model`` (see ``Layout``); with
+    ``context_parallel``, every attention group works on each prompt together (``cp`` = the
+    instance's attention groups). ``ValueError`` for a layout that has one attention group
+    (nothing to split a prompt across)."""
     if gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
     if not model.is_moe:
-        return Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
-    inside = min(gpus, chip.scaleup_domain_gpus)
-    if model.attention in ("mla", "compressed"):
-        attn_tp = 1
-    else:  # no wider than the KV heads (wider only replicates KV); a power of two
-        attn_tp = 1 << (min(inside, model.num_key_value_heads).bit_length() - 1)
-    return Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
+        lay = Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
+    else:
+        inside = min(gpus, chip.scaleup_domain_gpus)
+        if model.attention in ("mla", "compressed"):
+            attn_tp = 1
+        else:  # no wider than the KV heads (wider only replicates KV); a power of two
+            attn_tp = 1 << (min(inside, model.num_key_value_heads).bit_length() - 1)
+        lay = Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
+    if not context_parallel:
+        return lay
+    groups = lay.gpus // lay.attn_tp
+    if groups < 2:
+        raise ValueError(f"{lay.label} has one attention group: no context parallelism")
+    return Layout(lay.gpus, lay.attn_tp, lay.dense_tp, lay.ep, cp=groups)
+
+
+def context_parallel_possible(model: ModelSpec, chip: ChipSpec, gpus: int) -> bool:
+    """Whether ``gpus`` x ``chip`` has two or more attention groups to split a prompt over."""
+    lay = layout_for(model, chip, gpus)
+    return lay.gpus // lay.attn_tp >= 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,18 +140,44 @@ class Instance:
     _host_rate: float = field(init=False, repr=False, compare=False)
     _kv_copies: float = field(init=False, repr=False, compare=False)
     _moe: MoeShape = field(init=False, repr=False, compare=False)
+    _micro: int = field(init=False, repr=False, compare=False)
+    """Micro-batches a prefill pass runs as: 2 under two-batch overlap, else 1."""
+    _hidden_prefill: float = field(init=False, repr=False, compare=False)
+    _prefill_slowdown: float = field(init=False, repr=False, compare=False)
+    """Prefill compute time under two-batch overlap over its time without it (1 without)."""
+    _decode_modes: tuple[_Overlap, ...] = field(init=False, repr=False, compare=False)
+    """The ways a decode step may run; a step takes the fastest (``overlap: auto`` on an
+    expert-parallel layout: with and without two-batch overlap, as an engine enables it
+    only above a batch size)."""
     """The experts' shape; for a dense model, experts of size 0 (no instance routes to
     them: its layout has no expert parallelism)."""
-    _by_batch: dict[int, tuple[float, float]] = field(
+    _by_batch: dict[int, tuple[tuple[float, float, float, float], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    """``decode_step_s``'s terms that depend on a whole-number batch alone (weights read,
-    collectives): a simulation asks for the same batches at many contexts."""
+    """``decode_step_s``'s terms that depend on a whole-number batch alone, per decode mode
+    (weights read, the hidden and the serial collective time, the compute slowdown): a
+    simulation asks for the same batches at many contexts."""
 
     def __post_init__(self) -> None:
         dtype: Literal["bf16", "fp8"] = "bf16" if self.weight_dtype == "bf16" else "fp8"
         lay = self.layout
+        knobs = self.cal.knobs
+        alone = _Overlap(1, 0.0, 1.0)
+        prefill_tbo = _Overlap(2, knobs.prefill_comm_hidden, knobs.prefill_overlap_slowdown)
+        decode_tbo = _Overlap(2, knobs.decode_comm_hidden, knobs.decode_overlap_slowdown)
+        auto = knobs.overlap == "auto" and lay.ep > 1
+        decode_modes: tuple[_Overlap, ...]
+        if knobs.overlap == "two-batch":
+            prefill, decode_modes = prefill_tbo, (decode_tbo,)
+        elif auto:
+            prefill, decode_modes = prefill_tbo, (alone, decode_tbo)
+        else:
+            prefill, decode_modes = alone, (alone,)
         constants = {
+            "_micro": prefill.micro_batches,
+            "_hidden_prefill": prefill.hidden,
+            "_prefill_slowdown": prefill.slowdown,
+            "_decode_modes": decode_modes,
             "_peak": self.chip.peak_flops(dtype),
             "_hbm_rate": self.chip.hbm_bytes_per_s * self.cal.efficiency.decode_hbm_efficiency,
             "_host_rate": self.chip.host_link_bytes_per_s,
@@ -122,6 +186,18 @@ class Instance:
         }
         for name, value in constants.items():
             object.__setattr__(self, name, value)
+        if auto:  # prefill overlaps where a full pass is faster for it (nearly always)
+            full = [[(float(self.chunk_tokens), 0.0, 0.0)]] * self.attention_groups
+            with_it = self.batched_pass_s(full)
+            for name, value in zip(
+                ("_micro", "_hidden_prefill", "_prefill_slowdown"), alone, strict=True
+            ):
+                object.__setattr__(self, name, value)
+            if self.batched_pass_s(full) > with_it:
+                for name, value in zip(
+                    ("_micro", "_hidden_prefill", "_prefill_slowdown"), prefill_tbo, strict=True
+                ):
+                    object.__setattr__(self, name, value)
 
     # --- memory -----------------------------------------------------------------------------
     def _bytes(self, params: float, *, expert: bool = False) -> float:
@@ -203,7 +279,7 @@ class Instance:
         attention = 2 * tokens * p.attention + attn_flops
         dense = 2 * tokens * max(0.0, active - p.routed_active - p.attention)
         experts = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
-        attn_gpus = lay.attn_tp * groups
+        attn_gpus = lay.attn_width * groups
         dense_gpus = lesser(greater(attn_gpus, lay.dense_tp), lay.gpus)
         per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
         return per_gpu / (self._peak * mfu)
@@ -223,8 +299,7 @@ class Instance:
         if lay.ep > 1:  # dispatch + combine per MoE layer
             v, lat = self._all_to_all_s(tokens)
             volume, latency = volume + m.moe_layers * v, latency + m.moe_layers * 2 * lat
-        keep = 1.0 - self.cal.knobs.comm_overlap
-        return volume * keep, latency * keep
+        return volume, latency
 
     def _all_to_all_s(self, tokens: Value) -> tuple[Value, float]:
         """(volume seconds, latency of one collective) of one MoE layer's dispatch + combine.
@@ -262,25 +337,45 @@ class Instance:
         msg = tokens_per_group * self.model.hidden_size * ACTIVATION_BYTES
         return 2 * (group - 1) / group * msg / bw, lat
 
+    def _ring_s(self, context_kv: Value) -> Value:
+        """Context parallelism's pass-KV ring: each rank receives the other ranks' share of
+        the context's KV (``context_kv`` bytes, every layer together) once per pass, over
+        the link the ranks span. 0 without context parallelism."""
+        cp = self.layout.cp
+        if cp == 1:
+            return 0.0
+        bw, _ = self._link(self.layout.attn_width)
+        return context_kv * (cp - 1) / cp / bw
+
     # --- decode -----------------------------------------------------------------------------
     def decode_step_s(self, batch: float, context_tokens: float) -> float:
         """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
         eff, lay = self.cal.efficiency, self.layout
         terms = self._by_batch.get(batch) if isinstance(batch, int) else None
         if terms is None:
-            volume, latency = self._collectives_s(batch)
-            terms = (cast(float, self._weights_read_per_gpu(batch)), cast(float, volume) + latency)
+            volume, latency = (cast(float, x) for x in self._collectives_s(batch))
+            terms = tuple(
+                (
+                    mode.micro_batches  # each micro-batch reads the weights its tokens need
+                    * cast(float, self._weights_read_per_gpu(batch / mode.micro_batches)),
+                    mode.hidden * volume,
+                    (1 - mode.hidden) * volume + latency,
+                    mode.slowdown,
+                )
+                for mode in self._decode_modes
+            )
             if isinstance(batch, int):
                 self._by_batch[batch] = terms
-        weights, collectives = terms
-        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies
-        mem_bytes = weights + kv_read / lay.gpus
-        memory = mem_bytes / self._hbm_rate
+        kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies / lay.gpus
         attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
         compute = cast(
             float, self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
         )  # scalars in, a scalar out
-        return max(memory, compute) + collectives + eff.step_overhead_ms * units.MS
+        step = min(
+            max((weights + kv_read) / self._hbm_rate, compute * slowdown, hidden) + serial
+            for weights, hidden, serial, slowdown in terms
+        )
+        return step + eff.step_overhead_ms * units.MS
 
     def max_batch(
         self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0
@@ -323,28 +418,32 @@ class Instance:
         tokens are first loaded from host memory (``prefix_cache: host``).
         """
         eff = self.cal.efficiency
-        gpus = self.layout.attn_tp * groups  # who reads this request's KV
+        gpus = self.layout.attn_width * groups  # who reads this request's KV
         ctx_mean = prefix_tokens + new_tokens / 2
         attn = new_tokens * self.kv.attention_flops(ctx_mean, prefill=True)
-        kv_read = self.kv.resident_bytes(prefix_tokens + new_tokens) * self._kv_copies / gpus
+        context_kv = self.kv.resident_bytes(prefix_tokens + new_tokens) * self._kv_copies
+        kv_read = context_kv / gpus
         host: Value = self.kv.resident_bytes(host_tokens) * self._kv_copies / gpus
         if isinstance(host_tokens, np.ndarray):
             host = np.where(host_tokens > 0, host, 0.0)
         elif not host_tokens:
             host = 0.0
         volume, latency = self._collectives_s(new_tokens)
+        volume = volume + self._ring_s(context_kv)
+        m, hidden = self._micro, self._hidden_prefill
+        compute = self._compute_s(new_tokens, attn, eff.prefill_mfu, groups=groups)
         return _Cost(
-            compute_s=self._compute_s(new_tokens, attn, eff.prefill_mfu, groups=groups),
-            hbm_bytes=kv_read + share * self._weights_read_per_gpu(new_tokens / share),
+            compute_s=compute * self._prefill_slowdown,
+            hbm_bytes=kv_read + share * m * self._weights_read_per_gpu(new_tokens / (share * m)),
             host_bytes=host,
-            serial_s=volume + share * (latency + eff.step_overhead_ms * units.MS),
+            comm_s=hidden * volume,
+            serial_s=(1 - hidden) * volume + share * (latency + eff.step_overhead_ms * units.MS),
         )
 
     def _seconds(self, cost: _Cost) -> Value:
         host = cost.host_bytes / self._host_rate
-        return (
-            greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host) + cost.serial_s
-        )
+        side_by_side = greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host)
+        return greater(side_by_side, cost.comm_s) + cost.serial_s
 
     def prefill_pass_s(self, new_tokens: Num, prefix_tokens: Num) -> Num:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
@@ -369,6 +468,7 @@ class Instance:
         keeps the terms that depend on the pass's total tokens alone (collectives, weight
         reads): full passes repeat the same totals, and those terms are most of the cost."""
         eff, lay, kv, repl = self.cal.efficiency, self.layout, self.kv, self._kv_copies
+        width = lay.attn_width
         per_token = 2 * self.params.attention
         total = attn_sum = host_bytes = 0.0
         load_max = load_sum = read_max = 0.0
@@ -385,24 +485,35 @@ class Instance:
             load_max, load_sum, read_max = max(load_max, load), load_sum + load, max(read_max, read)
         busy = len(ranks)
         even = cast(float, self._compute_s(total, attn_sum, eff.prefill_mfu, groups=busy))
-        busiest = (load_max - load_sum / busy) / lay.attn_tp / (self._peak * eff.prefill_mfu)
+        busiest = (load_max - load_sum / busy) / width / (self._peak * eff.prefill_mfu)
         terms = memo.get(total) if memo is not None else None
         if terms is None:
-            terms = (*self._collectives_s(total), self._weights_read_per_gpu(total))
+            m = self._micro  # each micro-batch reads the weights its tokens need
+            terms = (*self._collectives_s(total), m * self._weights_read_per_gpu(total / m))
             if memo is not None:
                 memo[total] = terms
         volume, latency, weights = (cast(float, x) for x in terms)  # scalar tokens: scalars
+        volume += cast(float, self._ring_s(read_max))  # one rank's context under CP
         # ``_seconds`` of the pass's cost, spelled out (scalars: no _Cost to build)
-        hbm_s = (read_max / lay.attn_tp + weights) / self._hbm_rate
-        host_s = host_bytes / (lay.attn_tp * busy) / self._host_rate
-        return max(max(even + busiest, hbm_s), host_s) + (
-            volume + latency + eff.step_overhead_ms * units.MS
+        compute_s = (even + busiest) * self._prefill_slowdown
+        hbm_s = (read_max / width + weights) / self._hbm_rate
+        host_s = host_bytes / (width * busy) / self._host_rate
+        hidden = self._hidden_prefill * volume
+        return max(compute_s, hbm_s, host_s, hidden) + (
+            volume - hidden + latency + eff.step_overhead_ms * units.MS
         )
 
     @property
     def attention_groups(self) -> int:
-        """Attention groups (data-parallel attention ranks) of the instance."""
-        return self.layout.gpus // self.layout.attn_tp
+        """Attention groups (data-parallel attention ranks) of the instance: those that take
+        prompts of their own (one under context parallelism: every rank works on each)."""
+        return self.layout.gpus // self.layout.attn_width
+
+    @property
+    def chunk_tokens(self) -> int:
+        """New tokens one attention group takes in a pass: ``prefill_chunk_tokens`` per rank,
+        so under context parallelism a prompt's chunk spans every rank's budget."""
+        return self.cal.knobs.prefill_chunk_tokens * self.layout.cp
 
     def prefill_chunks(self, input_tokens: float, hit_rate: float) -> list[tuple[float, float]]:
         """The (new tokens, tokens before it) of each pass that prefills one request.
@@ -413,7 +524,7 @@ class Instance:
         """
         # a full hit still computes the last token: its logits give the first output token
         hit = min(math.floor(input_tokens * hit_rate), math.ceil(input_tokens) - 1)
-        chunk = self.cal.knobs.prefill_chunk_tokens
+        chunk = self.chunk_tokens
         out, end = [], float(input_tokens)
         while end > hit:
             start = max(float(hit), end - chunk)
@@ -424,13 +535,14 @@ class Instance:
     def _request_costs(
         self, input_tokens: float, hit_rate: float, *, full_passes: bool
     ) -> list[_Cost]:
-        chunk = self.cal.knobs.prefill_chunk_tokens
+        chunk = self.chunk_tokens
         host_hit = (
             math.floor(input_tokens * hit_rate) if self.cal.knobs.prefix_cache == "host" else 0
         )
         costs = []
+        per_pass = chunk * self.attention_groups  # a full pass: a chunk on every rank
         for i, (t, p) in enumerate(self.prefill_chunks(input_tokens, hit_rate)):
-            share = t / chunk if full_passes else 1.0
+            share = t / per_pass if full_passes else 1.0
             spread = self.attention_groups if full_passes else 1.0
             costs.append(self._pass_cost(t, p, share, host_hit if i == 0 else 0.0, groups=spread))
         return costs
@@ -444,7 +556,7 @@ class Instance:
         """Per request: ``prefill_latency_s`` and ``prefill_service_s``, every pass of every
         request costed at once, and each pass alone (the planner and the evaluator both
         use this)."""
-        chunk = self.cal.knobs.prefill_chunk_tokens
+        chunk = self.chunk_tokens
         host = self.cal.knobs.prefix_cache == "host"
         new: list[float] = []
         before: list[float] = []
@@ -469,12 +581,14 @@ class Instance:
 
         alone = self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0))
         latency = per_request(alone)
-        full = self._pass_cost(t, p, t / chunk, h, groups=self.attention_groups)
+        per_pass = chunk * self.attention_groups  # a full pass: a chunk on every rank
+        full = self._pass_cost(t, p, t / per_pass, h, groups=self.attention_groups)
         service = self._seconds(
             _Cost(
                 per_request(full.compute_s),
                 per_request(full.hbm_bytes),
                 per_request(full.host_bytes),
+                per_request(full.comm_s),
                 per_request(full.serial_s),
             )
         )
@@ -483,13 +597,23 @@ class Instance:
         )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
-        """Instance-seconds one request costs when every pass is filled to
-        ``prefill_chunk_tokens`` with requests like it: its own math and KV reads, plus its
-        token share of each pass's weight read, collective latency and overhead. Every
-        attention group (data-parallel attention rank) is busy in such passes, each with
-        requests of its own, so attention spreads over all GPUs."""
+        """Instance-seconds one request costs when every pass is full of requests like it
+        (``prefill_chunk_tokens`` on each attention group, the simulator's scheduler's
+        budget per rank): its own math and KV reads, plus its token share of each pass's
+        weight read, collective latency and overhead. Every attention group (data-parallel
+        attention rank) is busy in such passes, each with requests of its own, so attention
+        spreads over all GPUs."""
         costs = self._request_costs(input_tokens, hit_rate, full_passes=True)
-        return cast(float, self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0))))
+        return cast(float, self._seconds(sum(costs, _Cost(0.0, 0.0, 0.0, 0.0, 0.0))))
+
+
+class _Overlap(NamedTuple):
+    """How a pass or step runs: as ``micro_batches`` micro-batches, with ``hidden`` of its
+    collective volume behind compute, and compute ``slowdown`` times as long."""
+
+    micro_batches: int
+    hidden: float
+    slowdown: float
 
 
 class PrefillFigures(NamedTuple):
@@ -510,14 +634,18 @@ class _Cost:
     compute_s: Value
     hbm_bytes: Value
     host_bytes: Value
+    comm_s: Value
+    """Collective volume hidden behind the other micro-batch: it runs side by side with the
+    roofline terms."""
     serial_s: Value
-    """Collectives and overhead: not overlapped with the roofline terms."""
+    """Collectives that cannot overlap, their latency, and the overhead."""
 
     def __add__(self, other: _Cost) -> _Cost:
         return _Cost(
             self.compute_s + other.compute_s,
             self.hbm_bytes + other.hbm_bytes,
             self.host_bytes + other.host_bytes,
+            self.comm_s + other.comm_s,
             self.serial_s + other.serial_s,
         )
 
@@ -530,10 +658,13 @@ def make_instance(
     *,
     kv_dtype: KvDtype | None = None,
     weight_dtype: Dtype | None = None,
+    context_parallel: bool = False,
 ) -> Instance:
     """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
-    that does fit. ``weight_dtype`` overrides the model's dtypes (experts included)."""
-    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype)
+    that does fit. ``weight_dtype`` overrides the model's dtypes (experts included);
+    ``context_parallel`` splits each prompt's attention over the instance's attention
+    groups (``layout_for``)."""
+    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype, context_parallel)
     if inst.weight_bytes_per_gpu > inst.usable_hbm_per_gpu:
         smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=weight_dtype)
         hint = (
@@ -562,7 +693,7 @@ def instance_fits(
     weight_dtype: Dtype | None = None,
 ) -> bool:
     """Whether ``gpus`` GPUs of ``chip`` hold the model's weights."""
-    inst = _build(model, chip, gpus, cal, None, weight_dtype)
+    inst = _build(model, chip, gpus, cal, None, weight_dtype, False)
     return inst.weight_bytes_per_gpu <= inst.usable_hbm_per_gpu
 
 
@@ -590,13 +721,14 @@ def _build(
     cal: Calibration,
     kv_dtype: KvDtype | None,
     weight_dtype: Dtype | None,
+    context_parallel: bool,
 ) -> Instance:
     kv = KvModel(model, kv_dtype or model.kv_dtype)
     dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
     return Instance(
         model,
         chip,
-        layout_for(model, chip, gpus),
+        layout_for(model, chip, gpus, context_parallel=context_parallel),
         cal,
         kv,
         dense_dtype,

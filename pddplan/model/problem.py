@@ -57,9 +57,9 @@ class _Tables:
 
     classes: dict[str, list[RequestClass]] = field(default_factory=dict)
     md_caches: dict[str, list[tuple[float | None, Array]]] = field(default_factory=dict)
-    instances: dict[tuple[str, int], Instance | WeightsDoNotFitError] = field(default_factory=dict)
-    prefill: dict[tuple[str, int], PrefillFigures] = field(default_factory=dict)
-    passes: dict[tuple[str, int], PassOrder] = field(default_factory=dict)
+    instances: dict[tuple[str, int, bool], Instance | InputError] = field(default_factory=dict)
+    prefill: dict[tuple[str, int, bool], PrefillFigures] = field(default_factory=dict)
+    passes: dict[tuple[str, int, bool], PassOrder] = field(default_factory=dict)
     decode_points: dict[tuple[str, int, float], tuple[int, float]] = field(default_factory=dict)
     extend_passes: dict[tuple[str, int, str, bytes, bytes], Array] = field(default_factory=dict)
 
@@ -191,11 +191,13 @@ class Problem:
         """``chip``'s efficiency factors and knobs (catalog defaults, scenario overrides)."""
         return resolve_calibration(self.hardware, chip, self.scenario.calibration)
 
-    def instance(self, chip: str, gpus: int) -> Instance:
-        """The model on ``gpus`` GPUs of ``chip``; ``WeightsDoNotFitError`` when they cannot
-        hold its weights."""
+    def instance(self, chip: str, gpus: int, context_parallel: bool = False) -> Instance:
+        """The model on ``gpus`` GPUs of ``chip`` (with ``context_parallel``: each prompt's
+        attention split over the attention groups); ``WeightsDoNotFitError`` when they
+        cannot hold its weights, ``InputError`` for context parallelism on a layout with one
+        attention group."""
         table = self._tables.instances
-        key = (chip, gpus)
+        key = (chip, gpus, context_parallel)
         if key not in table:
             self.table_builds["instances"] += 1
             s = self.scenario
@@ -207,12 +209,17 @@ class Problem:
                     self.calibration(chip),
                     kv_dtype=s.kv_dtype,
                     weight_dtype=s.weight_dtype,
+                    context_parallel=context_parallel,
                 )
             except WeightsDoNotFitError as e:
                 table[key] = e
+            except ValueError as e:  # context parallelism with nothing to split over
+                table[key] = InputError(f"{gpus} x {chip}: {e}")
         found = table[key]
         if isinstance(found, WeightsDoNotFitError):
             raise WeightsDoNotFitError(found.problems)
+        if isinstance(found, InputError):
+            raise InputError(found.problems)
         return found
 
     def fits(self, chip: str, gpus: int) -> bool:
@@ -223,27 +230,31 @@ class Problem:
             return False
         return True
 
-    def prefill_figures(self, chip: str, gpus: int) -> PrefillFigures:
+    def prefill_figures(
+        self, chip: str, gpus: int, context_parallel: bool = False
+    ) -> PrefillFigures:
         """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
         every pass (``Instance.prefill_figures``)."""
         table = self._tables.prefill
-        key = (chip, gpus)
+        key = (chip, gpus, context_parallel)
         if key not in table:
             self.table_builds["prefill"] += 1
             a = self.arrays
-            table[key] = self.instance(chip, gpus).prefill_figures(a.inp, a.hit)
+            inst = self.instance(chip, gpus, context_parallel)
+            table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
 
-    def pass_order(self, chip: str, gpus: int) -> PassOrder:
+    def pass_order(self, chip: str, gpus: int, context_parallel: bool = False) -> PassOrder:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
         table = self._tables.passes
-        key = (chip, gpus)
+        key = (chip, gpus, context_parallel)
         if key not in table:
             from pddplan.model.queueing import pass_order  # scipy: only where it is needed
 
             self.table_builds["passes"] += 1
-            table[key] = pass_order(self.prefill_figures(chip, gpus), self.arrays.w)
+            figures = self.prefill_figures(chip, gpus, context_parallel)
+            table[key] = pass_order(figures, self.arrays.w)
         return table[key]
 
     def decode_point(

@@ -51,7 +51,7 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
-        self._loaded: dict[tuple[str, int, int], LoadedPrefill] = {}
+        self._loaded: dict[tuple[str, int, bool, int], LoadedPrefill] = {}
         self._r: dict[tuple[str, str], np.ndarray] = {}
         self._m: dict[tuple[str, str], np.ndarray] = {}
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
@@ -194,7 +194,7 @@ class Requirements:
             if util > sp.rho:
                 return np.zeros(len(sp.cuts), dtype=bool)
             # the same in every transfer state the option sends in: computed once
-            key = (o.chip, o.gpus, n)
+            key = (o.chip, o.gpus, o.context_parallel, n)
             if key not in self._loaded:
                 self._loaded[key] = loaded_prefill_latency(
                     figures,

@@ -57,10 +57,13 @@ class PoolOption:
     batch: int = 0
     """Decode roles: the largest batch meeting TPOT at the planning context."""
     step_s: float = 0.0
+    context_parallel: bool = False
+    """Prefill: each prompt's attention split over the instance's attention groups."""
 
     @cached_property
     def key(self) -> str:
-        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}"
+        cp = ".cp" if self.context_parallel else ""
+        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}"
 
     @property
     def usd_per_instance_hour(self) -> float:
@@ -207,9 +210,14 @@ class Space:
                 most = (limit_gpus // g) // unit * unit
                 if most < 1:
                     continue
-                out.append(
-                    PoolOption(role, dc_id, chip_id, g, inst, price, unit, most, batch, step)
-                )
+                option = PoolOption(role, dc_id, chip_id, g, inst, price, unit, most, batch, step)
+                layouts = s.search.context_parallel
+                split = role == "prefill" and True in layouts and inst.attention_groups >= 2
+                if not split or False in layouts:  # one attention group: as it is
+                    out.append(option)
+                if split:
+                    cp = problem.instance(chip_id, g, context_parallel=True)
+                    out.append(replace(option, instance=cp, context_parallel=True))
         return out
 
     def _states(self) -> list[State]:
@@ -315,11 +323,11 @@ class Space:
     def prefill_times(self, option: PoolOption) -> PrefillFigures:
         """Per class: the prefill latency alone and the service time, on ``option`` (and
         each pass alone)."""
-        return self.problem.prefill_figures(option.chip, option.gpus)
+        return self.problem.prefill_figures(option.chip, option.gpus, option.context_parallel)
 
     def prefill_passes(self, option: PoolOption) -> PassOrder:
         """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
-        return self.problem.pass_order(option.chip, option.gpus)
+        return self.problem.pass_order(option.chip, option.gpus, option.context_parallel)
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""
@@ -330,6 +338,7 @@ class Space:
                 chip=o.chip,
                 gpus_per_instance=o.gpus,
                 instances=choice.instances[role],
+                context_parallel=o.context_parallel,
             )
             for role, o in choice.options.items()
             if o is not None and choice.instances[role] > 0

@@ -125,7 +125,7 @@ class PrefillInstance:
 
     def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
         self.inst, self.pool = inst, pool
-        self.chunk = inst.cal.knobs.prefill_chunk_tokens  # new tokens per rank and pass
+        self.chunk = inst.chunk_tokens  # new tokens per attention group and pass
         self.host = inst.cal.knobs.prefix_cache == "host"  # cached KV loads from host memory
         self.pass_memo = {} if pass_memo is None else pass_memo
         """``Instance.batched_pass_s``'s memo: shared by a pool's instances (one model and

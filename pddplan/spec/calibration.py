@@ -24,8 +24,34 @@ DEFAULT_HBM_USABLE_FRACTION = 0.9
 """vLLM's default ``gpu_memory_utilization`` (0.9): the rest is left for activations,
 the CUDA context and fragmentation (vLLM engine arguments documentation)."""
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
-"""Tokens per chunked-prefill pass; 8192 is SGLang's ``chunked_prefill_size`` on large-memory
-GPUs (SGLang server arguments documentation). Assumption for other engines."""
+"""New tokens per attention rank (data-parallel attention group) in one chunked-prefill
+pass; 8192 is SGLang's ``chunked_prefill_size`` on large-memory GPUs (SGLang server
+arguments documentation; with data-parallel attention the deployments below ran 16,384 per
+rank: ``--chunked-prefill-size 524288`` over DP32, sgl-project/sglang#6017). Assumption for
+other engines."""
+DEFAULT_PREFILL_COMM_HIDDEN = 0.92
+"""Share of a prefill pass's expert-parallel all-to-all hidden behind the other micro-batch's
+compute under two-batch overlap: DeepSeek's own profile (H800, EP32, 16,384 tokens per GPU,
+two micro-batches; ``deepseek-ai/profile-data``), as broken down per layer in the LMSYS
+large-scale EP blog (2025-05-05, "DeepSeek Profile" column): the communication stream is busy
+30.55 ms a layer, of which 2.40 ms shows as a bubble on the compute stream: 1 - 2.40 / 30.55
+= 0.92. (SGLang with simulated perfect EPLB: 0.96; with its default EPLB: 0.73.)"""
+DEFAULT_DECODE_COMM_HIDDEN = 0.67
+"""The same share in a decode step: SGLang's two-batch-overlap ablation at 256 tokens per
+device (LMSYS blog, 2025-05-05): dispatch + combine 1.100 ms a layer without TBO, 0.365 ms
+with it: 1 - 0.365 / 1.100 = 0.67."""
+DEFAULT_PREFILL_OVERLAP_SLOWDOWN = 132 / 108
+"""Prefill compute time under two-batch overlap over its time alone: a micro-batch computes
+on the 108 of an H800's 132 SMs the other's all-to-all leaves (DeepSeek's profile schematic,
+"Computation 108 SMs" / "Communication 24 SMs", ``deepseek-ai/profile-data`` README,
+assets/prefill.jpg): 1.22. SGLang measured 1.21 on H100 (compute kernels 30.94 ms a layer with
+TBO, 25.58 ms without; LMSYS blog, 2025-05-05)."""
+DEFAULT_DECODE_OVERLAP_SLOWDOWN = 1.33
+"""The same for a decode step, where the all-to-all uses no SMs once its RDMA is issued (same
+README) but each micro-batch's GEMMs run at half the batch: SGLang's compute kernels at 256
+tokens per device took 1.040 ms a layer with TBO (MoE 0.297, attention 0.329, GEMM 0.282,
+other 0.132) and 0.781 ms without (0.232, 0.279, 0.179, 0.091; LMSYS blog TBO ablation):
+1.33."""
 
 
 class Knobs(Frozen):
@@ -37,8 +63,17 @@ class Knobs(Frozen):
     """Fraction of HBM for weights + KV cache."""
     prefill_chunk_tokens: Annotated[int, Field(ge=1)] = DEFAULT_PREFILL_CHUNK_TOKENS
     """Tokens in one prefill forward pass (chunked prefill)."""
-    comm_overlap: Annotated[float, Field(ge=0, le=1)] = 0.0
-    """Fraction of collective time hidden behind compute (0 = none, e.g. no two-batch overlap)."""
+    overlap: Literal["auto", "two-batch", "none"] = "auto"
+    """Two-batch (micro-batch) overlap of communication with compute: ``auto`` uses it for
+    expert-parallel layouts (SGLang's TBO, DeepSeek's dual micro-batch) and not otherwise."""
+    prefill_comm_hidden: Annotated[float, Field(ge=0, le=1)] = DEFAULT_PREFILL_COMM_HIDDEN
+    """Under two-batch overlap: share of a prefill pass's collective volume hidden."""
+    decode_comm_hidden: Annotated[float, Field(ge=0, le=1)] = DEFAULT_DECODE_COMM_HIDDEN
+    """Under two-batch overlap: share of a decode step's collective volume hidden."""
+    prefill_overlap_slowdown: Annotated[float, Field(ge=1)] = DEFAULT_PREFILL_OVERLAP_SLOWDOWN
+    """Under two-batch overlap: prefill compute time over its time without it."""
+    decode_overlap_slowdown: Annotated[float, Field(ge=1)] = DEFAULT_DECODE_OVERLAP_SLOWDOWN
+    """Under two-batch overlap: decode compute time over its time without it."""
     prefix_cache: Literal["hbm", "host"] = "hbm"
     """Where the prefill prefix cache lives; ``host`` pays the host-to-HBM load of hits."""
 
@@ -56,7 +91,11 @@ class CalibrationOverride(Frozen):
     ep_imbalance: Annotated[float, Field(ge=1)] | None = None
     hbm_usable_fraction: Fraction | None = None
     prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
-    comm_overlap: Annotated[float, Field(ge=0, le=1)] | None = None
+    overlap: Literal["auto", "two-batch", "none"] | None = None
+    prefill_comm_hidden: Annotated[float, Field(ge=0, le=1)] | None = None
+    decode_comm_hidden: Annotated[float, Field(ge=0, le=1)] | None = None
+    prefill_overlap_slowdown: Annotated[float, Field(ge=1)] | None = None
+    decode_overlap_slowdown: Annotated[float, Field(ge=1)] | None = None
     prefix_cache: Literal["hbm", "host"] | None = None
 
 

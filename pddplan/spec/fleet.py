@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.scenario import Role, Scenario
@@ -21,6 +21,15 @@ class Pool(Frozen):
     chip: str
     gpus_per_instance: PosInt
     instances: PosInt
+    context_parallel: bool = False
+    """Prefill only: each prompt's attention is split over every attention group of an
+    instance (a long prompt's latency falls; each pass pays the ring exchange of its KV)."""
+
+    @model_validator(mode="after")
+    def _context_parallel_prefills(self) -> Pool:
+        if self.context_parallel and self.role != "prefill":
+            raise ValueError(f"context_parallel is for prefill pools, not {self.role}")
+        return self
 
 
 class LinkChoice(Frozen):

@@ -223,6 +223,10 @@ class Search(Frozen):
     output classes."""
     catch_up_above_tokens: tuple[Annotated[int, Field(ge=0)] | None, ...] = (None, 256, 0)
     """Candidate catch-up cuts on eager tokens (null: always one-shot; 0: always catch up)."""
+    context_parallel: tuple[bool, ...] = (False, True)
+    """Prefill layouts the planner may choose: ``false``, a prompt's attention on one
+    attention group (data-parallel attention); ``true``, split over every attention group of
+    the instance (context parallelism), where the layout has two or more."""
     handoff_chunk_tokens: Annotated[int, Field(ge=1)] = 64
     """Eager tokens per catch-up chunk."""
     bcr_plateau: Annotated[float, Field(gt=0, lt=1)] = 0.01
