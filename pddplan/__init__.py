@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "instance_figures": "pddplan.api",
     "fit_trace": "pddplan.api",
     "workload_yaml": "pddplan.api",
+    "calibrate": "pddplan.api",
+    "calibration_yaml": "pddplan.api",
     "import_hf_config": "pddplan.api",
     "OBJECTIVES": "pddplan.api",
     "SOLVERS": "pddplan.api",
@@ -52,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "Verification": "pddplan.simulation.verify",
     "InstancePerf": "pddplan.model.figures",
     "TraceFit": "pddplan.workload.trace",
+    "Calibration": "pddplan.calibration.fit",
     # errors
     "PddplanError": "pddplan.errors",
     "InputError": "pddplan.errors",
@@ -63,6 +66,7 @@ __all__ = [
     "OBJECTIVES",
     "SOLVERS",
     "ArgumentError",
+    "Calibration",
     "Catalogs",
     "Comparison",
     "Evaluation",
@@ -79,6 +83,8 @@ __all__ = [
     "TraceFit",
     "Verification",
     "WeightsDoNotFitError",
+    "calibrate",
+    "calibration_yaml",
     "compare",
     "evaluate",
     "fit_trace",
@@ -114,6 +120,8 @@ if TYPE_CHECKING:
         METHODS,
         OBJECTIVES,
         SOLVERS,
+        calibrate,
+        calibration_yaml,
         compare,
         evaluate,
         fit_trace,
@@ -130,6 +138,7 @@ if TYPE_CHECKING:
         verify,
         workload_yaml,
     )
+    from pddplan.calibration.fit import Calibration
     from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs

@@ -16,13 +16,14 @@ parts (the MILP, the simulator) are imported when first used, so ``import pddpla
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pddplan.errors import ArgumentError
+from pddplan.errors import ArgumentError, InputError
 
 if TYPE_CHECKING:
+    from pddplan.calibration.fit import Calibration
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs
     from pddplan.model.figures import InstancePerf
@@ -312,10 +313,12 @@ def instance_figures(
     dest_hit_rate: float = 0.0,
     kv_dtype: Literal["bf16", "fp8"] | None = None,
     weight_dtype: Literal["bf16", "fp8", "fp4"] | None = None,
+    context_parallel: bool = False,
 ) -> InstancePerf:
     """One instance of ``model`` on ``chip`` for one request shape: prefill latency and
     throughput, the largest decode batch, KV sizes. ``gpus`` defaults to the smallest power
-    of two that holds the weights. With ``problem``, its scenario's calibration overrides,
+    of two that holds the weights; ``context_parallel`` splits each prompt's attention over
+    its attention groups. With ``problem``, its scenario's calibration overrides,
     dtypes and catalogs apply."""
     from pddplan.model.figures import analyze_instance
     from pddplan.model.instance import make_instance, smallest_fitting_gpus
@@ -340,7 +343,18 @@ def instance_figures(
                 "gpus",
                 f"{model} does not fit any instance of up to 1024 x {chip}; give {{argument}}",
             )
-    inst = make_instance(spec, chip_spec, gpus, cal, kv_dtype=kv_dtype, weight_dtype=weight_dtype)
+    try:
+        inst = make_instance(
+            spec,
+            chip_spec,
+            gpus,
+            cal,
+            kv_dtype=kv_dtype,
+            weight_dtype=weight_dtype,
+            context_parallel=context_parallel,
+        )
+    except ValueError as e:  # context parallelism with one attention group
+        raise ArgumentError("context_parallel", f"{{argument}}: {e}") from None
     return analyze_instance(
         inst,
         input_tokens=input_tokens,
@@ -350,6 +364,46 @@ def instance_figures(
         batch=batch,
         dest_hit_rate=dest_hit_rate,
     )
+
+
+def calibrate(
+    paths: Sequence[str | Path],
+    *,
+    knobs: list[str] | None = None,
+    ridge: float | None = None,
+    model: str | None = None,
+    chip: str | None = None,
+    gpus: int | None = None,
+    catalogs: Catalogs | None = None,
+) -> Calibration:
+    """The calibration knobs fitted to measured points (``docs/validation.md#calibrate``):
+    CSV or JSON points, or vLLM / SGLang / genai-perf benchmark results (which need
+    ``model``, ``chip`` and ``gpus``). ``knobs``: those to fit (default: the efficiency
+    factors the points inform)."""
+    from pddplan.calibration.fit import RIDGE
+    from pddplan.calibration.fit import calibrate as fit
+    from pddplan.io.measurements import Deployment, load_measurements
+
+    catalogs = catalogs if catalogs is not None else load_catalogs()
+    given = [x is not None for x in (model, chip, gpus)]
+    if any(given) and not all(given):
+        raise InputError("a benchmark result's deployment needs all of --model, --chip, --gpus")
+    deployment = Deployment(model, chip, gpus) if model and chip and gpus else None
+    points = load_measurements([Path(p) for p in paths], catalogs, deployment)
+    return fit(
+        [(p.measurement, p.where) for p in points],
+        {m: catalogs.model(m) for m in {p.measurement.model for p in points}},
+        catalogs.hardware,
+        knobs,
+        ridge=RIDGE if ridge is None else ridge,
+    )
+
+
+def calibration_yaml(fit: Calibration, sources: list[str]) -> str:
+    """``fit`` as a commented ``calibration:`` block a scenario can include."""
+    from pddplan.io.measurements import calibration_yaml as dump
+
+    return dump(fit, sources)
 
 
 def fit_trace(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from pddplan.cli import compare, plan, simulate
+from pddplan.cli import calibrate, compare, plan, simulate
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err
 from pddplan.cli.workload import workload_app
@@ -33,6 +33,7 @@ for name, command in {
     "evaluate": plan.COMMANDS["evaluate"],
     "compare": compare.COMMANDS["compare"],
     "simulate": simulate.COMMANDS["simulate"],
+    "calibrate": calibrate.COMMANDS["calibrate"],
     "schema": plan.COMMANDS["schema"],
 }.items():
     app.command(name, cls=Command)(command)

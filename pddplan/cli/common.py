@@ -131,6 +131,7 @@ FLAGS = {
     "rate_rps": "--rate-rps",
     "requests": "--requests",
     "precision": "--precision",
+    "context_parallel": "--context-parallel",
     "max_wall_s": "--time-cap-s",
     "batch": "--batch",
     "gpus": "--gpus",

@@ -199,6 +199,13 @@ def perf(
     weight_dtype: Annotated[
         WeightDtype | None, typer.Option(help="Weight dtype (default: the model's).")
     ] = None,
+    context_parallel: Annotated[
+        bool,
+        typer.Option(
+            "--context-parallel",
+            help="Split each prompt's attention over the instance's attention groups.",
+        ),
+    ] = False,
     scenario: Annotated[
         Path | None, typer.Option(help="Take calibration overrides and dtypes from this scenario.")
     ] = None,
@@ -236,6 +243,7 @@ def perf(
         dest_hit_rate=dest_hit_rate,
         kv_dtype=value(kv_dtype),
         weight_dtype=value(weight_dtype),
+        context_parallel=context_parallel,
     )
     emit(json_out, lambda: views.perf_view(result), lambda: tables.perf_table(result))
 

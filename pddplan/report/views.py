@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pddplan import units
 
 if TYPE_CHECKING:
+    from pddplan.calibration.fit import Calibration
     from pddplan.evaluation.results import Evaluation
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
@@ -393,3 +394,39 @@ def verification_view(v: Verification) -> dict[str, Any]:
             }
         )
     return _plain({"confirmed": v.confirmed, "message": v.message, "iterations": steps})
+
+
+def calibration_view(fit: Calibration) -> dict[str, Any]:
+    """``pddplan calibrate --json``: each knob fitted, each point before and after."""
+    return _plain(
+        {
+            "rms_log_residual_before": fit.rms_before,
+            "rms_log_residual_after": fit.rms_after,
+            "ridge": fit.ridge,
+            "starts": fit.starts,
+            "knobs": [
+                {
+                    "name": k.name,
+                    "default": k.default,
+                    "value": k.value,
+                    "one_sigma_factor": k.factor,
+                    "at_bound": k.at_bound,
+                }
+                for k in fit.knobs
+            ],
+            "points": [
+                {
+                    "id": p.measurement.id or p.where,
+                    "where": p.where,
+                    "kind": p.measurement.kind,
+                    "metric": p.measurement.metric,
+                    "measured": p.measurement.value,
+                    "predicted_before": p.before,
+                    "predicted_after": p.after,
+                    "residual_before": p.residual_before,
+                    "residual_after": p.residual_after,
+                }
+                for p in fit.points
+            ],
+        }
+    )

@@ -1,0 +1,2 @@
+"""Fitting the analytic model's knobs to measured points (``pddplan calibrate``). May
+import: ``model``, ``spec``, ``errors``, ``units``."""

@@ -1,0 +1,299 @@
+"""Fitting calibration knobs to measured points by bounded least squares on log residuals.
+
+Each point's prediction is what ``pddplan perf`` gives for its deployment and request shape
+with the knobs at trial values (the point's own ``calibration`` held fixed). The objective is
+
+    sum_i (log(predicted_i / measured_i))^2 + ridge x sum_k (log(knob_k / default_k))^2
+
+over the knobs asked for, each within its bounds (``BOUNDS``), in log space. A roofline is a
+``max()`` of terms, so the objective has kinks where the binding term changes: the fit runs
+from ``STARTS`` starting points (the defaults, then points drawn in the bounds with a fixed
+seed: the same input gives the same fit) and keeps the best. A knob's uncertainty is its
+standard error from the Jacobian at the solution (``cov = s^2 (J^T J)^-1`` with ``s^2`` the
+residual variance), as a multiplicative factor. A knob that no point informs (changing it
+by ``PROBE`` moves no prediction by more than ``INFORMED``) is refused. Points of kind
+``average`` (a production average: a lower bound on capacity) are predicted and reported,
+but not fitted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from pddplan.errors import InputError
+from pddplan.model.figures import InstancePerf, analyze_instance
+from pddplan.model.instance import make_instance
+from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec, resolve_calibration
+from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import ModelSpec
+from pddplan.spec.measurement import Measurement
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "prefill_mfu": (0.02, 1.0),
+    "decode_mfu": (0.02, 1.0),
+    "decode_hbm_efficiency": (0.1, 1.0),
+    "collective_efficiency": (0.05, 1.0),
+    "ep_imbalance": (1.0, 4.0),
+    "prefill_comm_hidden": (0.01, 1.0),
+    "decode_comm_hidden": (0.01, 1.0),
+    "prefill_overlap_slowdown": (1.0, 3.0),
+    "decode_overlap_slowdown": (1.0, 3.0),
+    "scaleup_latency_us": (0.1, 1000.0),
+    "scaleout_latency_us": (0.1, 1000.0),
+    "step_overhead_ms": (0.01, 100.0),
+}
+"""The knobs ``calibrate`` may fit, and the range each may take."""
+DEFAULT_KNOBS = ("prefill_mfu", "decode_mfu", "decode_hbm_efficiency", "collective_efficiency")
+"""Fitted when none are named: those of them the points inform."""
+RIDGE = 0.01
+"""Default weight of the pull toward the defaults (per knob, on log ratios): a knob the
+points barely inform stays near its default instead of wandering along a flat valley."""
+STARTS = 8
+PROBE = 0.2
+"""Relative change of a knob when probing whether the points inform it."""
+INFORMED = 1e-3
+"""A knob whose probe moves no prediction by more than this share informs nothing."""
+
+
+@dataclass(frozen=True)
+class PointFit:
+    """One point before and after the fit."""
+
+    measurement: Measurement
+    where: str
+    before: float
+    """Predicted with the defaults."""
+    after: float
+    """Predicted with the fitted knobs."""
+
+    @property
+    def residual_before(self) -> float:
+        """predicted / measured - 1."""
+        return self.before / self.measurement.value - 1
+
+    @property
+    def residual_after(self) -> float:
+        return self.after / self.measurement.value - 1
+
+
+@dataclass(frozen=True)
+class KnobFit:
+    name: str
+    default: float
+    value: float
+    factor: float
+    """One standard error as a multiplicative factor: the knob lies in ``[value / factor,
+    value x factor]`` at one sigma (inf where the points cannot bound it)."""
+    at_bound: bool
+    """The fit ended on the knob's bound: the points want it beyond its range."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A finished fit: what ``calibrate`` prints and writes."""
+
+    knobs: list[KnobFit]
+    points: list[PointFit]
+    rms_before: float
+    """Root mean square of the fitted (capacity) points' log residuals with the defaults."""
+    rms_after: float
+    ridge: float
+    starts: int
+
+
+def predict(
+    m: Measurement,
+    model: ModelSpec,
+    hardware: HardwareCatalog,
+    knobs: dict[str, float] | None = None,
+) -> float:
+    """What the model gives for ``m``'s metric with ``knobs`` (the point's own calibration
+    on top)."""
+    values = dict(knobs or {}) | m.calibration.model_dump(exclude_none=True)
+    spec = CalibrationSpec(default=CalibrationOverride(**values))
+    cal = resolve_calibration(hardware, m.chip, spec)
+    inst = make_instance(
+        model,
+        hardware.chips[m.chip],
+        m.gpus,
+        cal,
+        kv_dtype=m.kv_dtype,
+        weight_dtype=m.weight_dtype,
+        context_parallel=m.context_parallel,
+    )
+    perf = analyze_instance(
+        inst,
+        input_tokens=m.input_tokens,
+        hit_rate=m.hit_rate,
+        output_tokens=m.output_tokens,
+        tpot_ms=m.tpot_ms,
+        batch=m.batch,
+    )
+    return _metric(perf, m)
+
+
+def _metric(perf: InstancePerf, m: Measurement) -> float:
+    if m.metric == "serving_output_tokens_per_s_per_gpu":
+        prefill, decode = perf.prefill_input_tokens_per_s_per_gpu, perf.decode_tokens_per_s_per_gpu
+        if prefill <= 0 or decode <= 0:
+            return 0.0
+        return m.output_tokens / (m.input_tokens / prefill + m.output_tokens / decode)
+    return float(getattr(perf, m.metric))
+
+
+def defaults(
+    hardware: HardwareCatalog, chips: Sequence[str], names: Sequence[str]
+) -> dict[str, float]:
+    """Each knob's default: its value for the first chip of ``chips`` (the catalog family's
+    efficiency defaults, the deployment defaults). Chips of one fit should share a family."""
+    cal = resolve_calibration(hardware, chips[0])
+    values = cal.efficiency.model_dump() | cal.knobs.model_dump()
+    return {k: float(values[k]) for k in names}
+
+
+def calibrate(
+    points: Sequence[tuple[Measurement, str]],
+    models: dict[str, ModelSpec],
+    hardware: HardwareCatalog,
+    knobs: Sequence[str] | None = None,
+    *,
+    ridge: float = RIDGE,
+    starts: int = STARTS,
+) -> Calibration:
+    """Fit ``knobs`` (default: those of ``DEFAULT_KNOBS`` the points inform) to ``points``
+    ((measurement, where) pairs). ``InputError`` for a knob no point informs, too few
+    points, a point the defaults cannot predict, or a fit that does not converge."""
+    if not points:
+        raise InputError("no points to fit")
+    asked = knobs is not None
+    names = list(knobs) if knobs is not None else list(DEFAULT_KNOBS)
+    unknown = [k for k in names if k not in BOUNDS]
+    if unknown:
+        raise InputError(
+            f"--knobs: unknown knob {', '.join(unknown)}; fittable: {', '.join(BOUNDS)}"
+        )
+    if ridge < 0:
+        raise InputError(f"--ridge must be at least 0, got {ridge:g}")
+    chips = [m.chip for m, _ in points]
+    x0 = defaults(hardware, chips, names)
+
+    def run(m: Measurement, values: dict[str, float]) -> float:
+        return predict(m, models[m.model], hardware, values)
+
+    before = []
+    for m, where in points:
+        value = run(m, x0)
+        if not value > 0:
+            raise InputError(f"{where}: the model predicts no {m.metric} for this point")
+        before.append(value)
+    fitted_points = [(m, w) for m, w in points if m.kind == "capacity"]
+    fitted_before = [b for (m, _), b in zip(points, before, strict=True) if m.kind == "capacity"]
+    if not fitted_points:
+        raise InputError("no capacity point to fit: average-load points are lower bounds only")
+    informed = {k: _informs(k, x0, fitted_points, fitted_before, run) for k in names}
+    idle = [k for k, ok in informed.items() if not ok]
+    if idle and asked:
+        raise InputError(
+            f"--knobs: no point informs {', '.join(idle)}: changing it by {PROBE:.0%} moves "
+            f"no prediction by more than {INFORMED:.1%}; measure a point it limits, or leave "
+            "it out"
+        )
+    names = [k for k in names if informed[k]]
+    if not names:
+        raise InputError("no knob is informed by these points: nothing to fit")
+    if len(fitted_points) < len(names):
+        raise InputError(
+            f"{len(fitted_points)} capacity points cannot fit {len(names)} knobs "
+            f"({', '.join(names)}); give at least {len(names)} points or fewer knobs"
+        )
+    measured = np.array([m.value for m, _ in fitted_points])
+    lo = np.log([BOUNDS[k][0] for k in names])
+    hi = np.log([BOUNDS[k][1] for k in names])
+    base = np.log([x0[k] for k in names])
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        values = dict(x0) | {k: float(math.exp(v)) for k, v in zip(names, z, strict=True)}
+        predicted = np.array([run(m, values) for m, _ in fitted_points])
+        fit = np.log(np.maximum(predicted, 1e-300) / measured)
+        return np.concatenate([fit, math.sqrt(ridge) * (z - base)])
+
+    rng = np.random.default_rng(0)
+    tries = [np.clip(base, lo, hi)] + [rng.uniform(lo, hi) for _ in range(max(starts, 1) - 1)]
+    best = None
+    for z in tries:
+        result = optimize.least_squares(residuals, z, bounds=(lo, hi), diff_step=1e-3)
+        if result.status > 0 and (best is None or result.cost < best.cost):
+            best = result
+    if best is None:
+        raise InputError(
+            f"the fit did not converge from any of {len(tries)} starts; nothing written"
+        )
+    fitted = {k: float(math.exp(v)) for k, v in zip(names, best.x, strict=True)}
+    factors = _factors(best, len(fitted_points), len(names))
+    after = [run(m, dict(x0) | fitted) for m, _ in points]
+    knob_fits = [
+        KnobFit(
+            k,
+            x0[k],
+            fitted[k],
+            factors[i],
+            bool(min(abs(best.x[i] - lo[i]), abs(best.x[i] - hi[i])) < 1e-6),
+        )
+        for i, k in enumerate(names)
+    ]
+    point_fits = [
+        PointFit(m, where, b, a) for (m, where), b, a in zip(points, before, after, strict=True)
+    ]
+    capacity = [p for p in point_fits if p.measurement.kind == "capacity"]
+    return Calibration(
+        knob_fits,
+        point_fits,
+        _rms([p.before / p.measurement.value for p in capacity]),
+        _rms([p.after / p.measurement.value for p in capacity]),
+        ridge,
+        len(tries),
+    )
+
+
+def _informs(
+    knob: str,
+    x0: dict[str, float],
+    points: Sequence[tuple[Measurement, str]],
+    before: list[float],
+    run: Callable[[Measurement, dict[str, float]], float],
+) -> bool:
+    """Whether moving ``knob`` by ``PROBE`` (within its bounds) moves some prediction."""
+    lo, hi = BOUNDS[knob]
+    for direction in (1 - PROBE, 1 + PROBE):
+        trial = min(max(x0[knob] * direction, lo), hi)
+        if trial == x0[knob]:
+            continue
+        values = dict(x0) | {knob: trial}
+        for (m, _), b in zip(points, before, strict=True):
+            if abs(run(m, values) / b - 1) > INFORMED:
+                return True
+    return False
+
+
+def _factors(result: optimize.OptimizeResult, n_points: int, n_knobs: int) -> list[float]:
+    """One standard error per knob as a multiplicative factor (log-space standard error)."""
+    j = result.jac[:n_points]  # the data rows; the ridge rows are the prior
+    dof = n_points - n_knobs
+    if dof <= 0:
+        return [math.inf] * n_knobs
+    s2 = float(np.sum(result.fun[:n_points] ** 2)) / dof
+    try:
+        cov = np.linalg.inv(j.T @ j + 1e-12 * np.eye(n_knobs)) * s2
+    except np.linalg.LinAlgError:
+        return [math.inf] * n_knobs
+    return [math.exp(math.sqrt(max(float(cov[i, i]), 0.0))) for i in range(n_knobs)]
+
+
+def _rms(ratios: Sequence[float]) -> float:
+    logs = np.log(np.maximum(np.asarray(ratios, dtype=float), 1e-300))
+    return float(np.sqrt(np.mean(logs**2)))

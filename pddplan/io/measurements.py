@@ -1,0 +1,223 @@
+"""Reading measured points for ``pddplan calibrate``: a CSV or JSON file of points in the
+``Measurement`` format, or the result file of a serving benchmark (vLLM's
+``benchmark_serving --save-result``, SGLang's ``bench_serving``, NVIDIA genai-perf's
+``profile_export_genai_perf.json``), which becomes one ``serving_output_tokens_per_s_per_gpu``
+point for the deployment given alongside it. Every problem is one located line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pddplan.calibration.fit import Calibration
+from pddplan.errors import InputError
+from pddplan.io.catalogs import Catalogs, unknown_id
+from pddplan.io.located import read_yaml
+from pddplan.io.validation import validate
+from pddplan.spec.measurement import Measurement
+from pddplan.spec.source import Loc, SourceMap
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What a benchmark result file does not say: the model, chip and GPUs it ran on."""
+
+    model: str
+    chip: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class Point:
+    """A measurement and where it was read (``FILE:LINE``, for reports and errors)."""
+
+    measurement: Measurement
+    where: str
+
+
+def load_measurements(
+    paths: list[Path], catalogs: Catalogs, deployment: Deployment | None = None
+) -> list[Point]:
+    """Every point of every file, checked against the catalogs. A benchmark result file
+    needs ``deployment``."""
+    points: list[Point] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            points += _read(path, deployment)
+        except InputError as e:
+            problems += e.problems
+    for p in points:
+        m = p.measurement
+        if m.chip not in catalogs.hardware.chips:
+            problems.append(
+                f"{p.where}: chip: {unknown_id('chip', m.chip, catalogs.hardware.chips)}"
+            )
+        if m.model not in catalogs.models:
+            problems.append(f"{p.where}: model: {unknown_id('model', m.model, catalogs.models)}")
+    if problems:
+        raise InputError(problems)
+    return points
+
+
+def _read(path: Path, deployment: Deployment | None) -> list[Point]:
+    if path.suffix.lower() == ".csv":
+        return _read_csv(path)
+    if path.suffix.lower() == ".jsonl":  # SGLang's bench_serving: one result per line
+        return _read_jsonl(path, deployment)
+    data, source = read_yaml(path)  # JSON is YAML: the loader gives every key's line
+    bench = _bench_point(data, path, source.where(()), deployment)
+    if bench is not None:
+        return [bench]
+    items = data.get("points") if isinstance(data, dict) else data
+    prefix = ("points",) if isinstance(data, dict) else ()
+    if not isinstance(items, list) or not items:
+        raise InputError(
+            f"{path}: expected a list of points (or {{points: [...]}}), or a vLLM, SGLang or "
+            "genai-perf benchmark result"
+        )
+    out, problems = [], []
+    for i, item in enumerate(items):
+        try:
+            m = validate(Measurement, item, source, (*prefix, i))
+        except InputError as e:
+            problems += e.problems
+            continue
+        out.append(Point(m, source.where((*prefix, i))))
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _read_csv(path: Path) -> list[Point]:
+    """A header row of ``Measurement`` fields (``calibration.<knob>`` for a point's own
+    knobs); an empty cell is a field left out."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    reader = csv.DictReader(text.splitlines())
+    if not reader.fieldnames:
+        raise InputError(f"{path}: the file is empty")
+    out, problems = [], []
+    for i, row in enumerate(reader):
+        line = reader.line_num
+        item: dict[str, Any] = {}
+        knobs: dict[str, str] = {}
+        for key, cell in row.items():
+            if key is None or cell is None or not cell.strip():
+                continue
+            if key.startswith("calibration."):
+                knobs[key.removeprefix("calibration.")] = cell.strip()
+            else:
+                item[key.strip()] = cell.strip()
+        if knobs:
+            item["calibration"] = knobs
+        lines: dict[Loc, int] = {(i,): line}
+        lines.update({(i, k): line for k in item})
+        source = SourceMap(path, lines)
+        try:
+            m = validate(Measurement, item, source, (i,))
+        except InputError as e:
+            problems += e.problems
+            continue
+        out.append(Point(m, f"{path}:{line}"))
+    if problems:
+        raise InputError(problems)
+    if not out:
+        raise InputError(f"{path}: no points (a header row and one row per point)")
+    return out
+
+
+def _read_jsonl(path: Path, deployment: Deployment | None) -> list[Point]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}:{n}: malformed JSON: {e.msg}") from None
+        point = _bench_point(data, path, f"{path}:{n}", deployment)
+        if point is None:
+            raise InputError(f"{path}:{n}: not an SGLang bench_serving result (no 'completed')")
+        out.append(point)
+    if not out:
+        raise InputError(f"{path}: the file is empty")
+    return out
+
+
+def _bench_point(data: Any, path: Path, where: str, deployment: Deployment | None) -> Point | None:
+    """A benchmark result as a serving point, or None when ``data`` is not one."""
+    if not isinstance(data, dict):
+        return None
+    if "completed" in data and "output_throughput" in data:  # vLLM and SGLang
+        tool = "SGLang bench_serving" if "input_throughput" in data else "vLLM benchmark_serving"
+        completed = _number(data, "completed", where)
+        mean_in = _number(data, "total_input_tokens", where) / max(completed, 1)
+        mean_out = _number(data, "total_output_tokens", where) / max(completed, 1)
+        throughput = _number(data, "output_throughput", where)
+    elif isinstance(data.get("output_token_throughput"), dict):  # genai-perf
+        tool = "genai-perf"
+        throughput = _number(data["output_token_throughput"], "avg", where)
+        mean_in = _number(data.get("input_sequence_length", {}), "avg", where)
+        mean_out = _number(data.get("output_sequence_length", {}), "avg", where)
+    else:
+        return None
+    if deployment is None:
+        raise InputError(
+            f"{where}: a {tool} result does not say what it ran on: give --model, --chip and "
+            "--gpus (the GPUs of the deployment that served it)"
+        )
+    if min(throughput, mean_in, mean_out) <= 0:
+        raise InputError(f"{where}: the {tool} result measured no tokens")
+    m = Measurement(
+        id=f"{path.name} ({tool})",
+        model=deployment.model,
+        chip=deployment.chip,
+        gpus=deployment.gpus,
+        input_tokens=max(1, round(mean_in)),
+        output_tokens=max(1, round(mean_out)),
+        metric="serving_output_tokens_per_s_per_gpu",
+        value=throughput / deployment.gpus,
+        source=tool,
+    )
+    return Point(m, where)
+
+
+def _number(data: Any, key: str, where: str) -> float:
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{where}: {key}: expected a number, got {value!r}")
+    return float(value)
+
+
+def calibration_yaml(fit: Calibration, sources: list[str]) -> str:
+    """The fitted knobs as a commented ``calibration:`` block a scenario can include."""
+    import yaml
+
+    header = [
+        f"# Fitted by `pddplan calibrate` to {len(fit.points)} points "
+        f"({', '.join(sources)}): RMS log residual {fit.rms_before:.3f} with the defaults, "
+        f"{fit.rms_after:.3f} fitted (ridge {fit.ridge:g}, {fit.starts} starts).",
+    ]
+    for k in fit.knobs:
+        spread = f"x/÷ {k.factor:.3f}" if k.factor != float("inf") else "unbounded by the points"
+        bound = "; at its bound" if k.at_bound else ""
+        header.append(
+            f"# {k.name}: {k.value:.4g} ({spread} at one sigma; default {k.default:g}{bound})"
+        )
+    body = yaml.safe_dump(
+        {"calibration": {"default": {k.name: round(k.value, 6) for k in fit.knobs}}},
+        sort_keys=False,
+    )
+    return "\n".join(header) + "\n" + body

@@ -1,0 +1,190 @@
+"""``pddplan calibrate``: it recovers known knobs from points made with them, predicts held-out
+validation points from their neighbours, reads benchmark results, and refuses bad input
+with one located line each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT, run_main
+
+import pddplan
+from pddplan.calibration import fit as fit_module
+from pddplan.calibration.fit import calibrate, predict
+from pddplan.errors import InputError
+from pddplan.io.measurements import Deployment, load_measurements
+from pddplan.spec.measurement import Measurement
+
+POINTS = ROOT / "benchmarks" / "validation_points.json"
+
+
+@pytest.fixture(scope="module")
+def catalogs():
+    return pddplan.load_catalogs()
+
+
+def _synthetic(catalogs, knobs):
+    """Prefill and decode points of DeepSeek-V3 on H100, predicted with ``knobs``."""
+    prefill, decode = "prefill_tokens_per_s_per_gpu", "decode_tokens_per_s_per_gpu"
+    shapes = [
+        dict(gpus=32, input_tokens=1024, metric=prefill),
+        dict(gpus=32, input_tokens=4096, metric=prefill),
+        dict(gpus=16, input_tokens=8192, metric=prefill),
+        dict(gpus=72, input_tokens=1950, output_tokens=100, batch=18432, metric=decode),
+        dict(gpus=16, input_tokens=4000, output_tokens=1000, batch=512, metric=decode),
+        dict(gpus=144, input_tokens=4096, output_tokens=2048, tpot_ms=50, metric=decode),
+    ]
+    model = catalogs.model("deepseek-v3")
+    out = []
+    for i, shape in enumerate(shapes):
+        m = Measurement(model="deepseek-v3", chip="h100-sxm", kv_dtype="bf16", value=1.0, **shape)
+        value = predict(m, model, catalogs.hardware, knobs)
+        out.append((m.model_copy(update={"value": value}), f"synthetic:{i}"))
+    return out
+
+
+def test_recovers_the_knobs_points_were_made_with(catalogs):
+    truth = {"prefill_mfu": 0.37, "decode_mfu": 0.22}
+    points = _synthetic(catalogs, truth)
+    fit = calibrate(
+        points,
+        {"deepseek-v3": catalogs.model("deepseek-v3")},
+        catalogs.hardware,
+        list(truth),
+        ridge=0.0,
+    )
+    got = {k.name: k.value for k in fit.knobs}
+    for name, value in truth.items():
+        assert got[name] == pytest.approx(value, rel=2e-3), got
+    assert fit.rms_after < 1e-3 < fit.rms_before
+    assert all(abs(p.residual_after) < 2e-3 for p in fit.points)
+
+
+@pytest.mark.parametrize(
+    ("held_out", "neighbours", "knob"),
+    [
+        ("SGL-EP prefill 4K", ["DS-PROFILE prefill", "SGL-EP prefill 1K", "SGL-EP prefill 2K"], "prefill_mfu"),
+        ("SGL-EP prefill 1K", ["SGL-EP prefill 2K", "SGL-EP prefill 4K"], "prefill_mfu"),
+        ("SGL-EP prefill 4K, perfect EPLB", ["DS-PROFILE prefill", "SGL-EP prefill 4K"], "prefill_mfu"),
+        ("RTP decode, 50 ms", ["SGL-EP decode", "RTP decode, batch 13,200"], "decode_mfu"),
+        ("SGL-EP decode", ["RTP decode, 50 ms", "RTP decode, batch 13,200"], "decode_mfu"),
+    ],
+)  # fmt: skip
+def test_leave_one_out_on_the_validation_points(catalogs, held_out, neighbours, knob):
+    """Fitted on its informative neighbours, a held-out validation point is predicted within
+    +-10% of its measurement."""
+    points = {p.measurement.id: p for p in load_measurements([POINTS], catalogs)}
+    train = [(points[n].measurement, points[n].where) for n in neighbours]
+    fit = calibrate(
+        train, {"deepseek-v3": catalogs.model("deepseek-v3")}, catalogs.hardware, [knob]
+    )
+    target = points[held_out].measurement
+    predicted = predict(
+        target, catalogs.model("deepseek-v3"), catalogs.hardware, {knob: fit.knobs[0].value}
+    )
+    assert predicted / target.value == pytest.approx(1.0, abs=0.10)
+
+
+def test_average_points_are_reported_not_fitted(catalogs):
+    points = [(p.measurement, p.where) for p in load_measurements([POINTS], catalogs)]
+    prefill = [(m, w) for m, w in points if m.metric.startswith("prefill")]
+    fit = calibrate(prefill, {"deepseek-v3": catalogs.model("deepseek-v3")}, catalogs.hardware,
+                    ["prefill_mfu"])  # fmt: skip
+    kinds = {p.measurement.id: p.measurement.kind for p in fit.points}
+    assert kinds["DS-DAY6 prefill, input"] == "average"
+    alone = [(m, w) for m, w in prefill if m.kind == "capacity"]
+    again = calibrate(alone, {"deepseek-v3": catalogs.model("deepseek-v3")}, catalogs.hardware,
+                      ["prefill_mfu"])  # fmt: skip
+    assert again.knobs[0].value == pytest.approx(fit.knobs[0].value, rel=1e-6)
+
+
+def test_benchmark_results_become_serving_points(tmp_path, catalogs):
+    vllm = tmp_path / "vllm.json"
+    vllm.write_text(json.dumps({"completed": 100, "total_input_tokens": 100 * 2048,
+                                "total_output_tokens": 100 * 128, "output_throughput": 762.0,
+                                "duration": 10.0}))  # fmt: skip
+    genai = tmp_path / "genai.json"
+    genai.write_text(json.dumps({"output_token_throughput": {"unit": "tokens/sec", "avg": 762.0},
+                                 "input_sequence_length": {"avg": 2048.0},
+                                 "output_sequence_length": {"avg": 128.0}}))  # fmt: skip
+    sglang = tmp_path / "sglang.jsonl"
+    sglang.write_text(json.dumps({"backend": "sglang", "completed": 100, "total_input_tokens": 204800,
+                                  "total_output_tokens": 12800, "input_throughput": 1.0,
+                                  "output_throughput": 762.0}) + "\n")  # fmt: skip
+    where = Deployment("llama-3.1-70b", "h100-sxm", 2)
+    points = load_measurements([vllm, genai, sglang], catalogs, where)
+    for p in points:
+        m = p.measurement
+        assert m.metric == "serving_output_tokens_per_s_per_gpu" and m.value == 381.0
+        assert (m.input_tokens, m.output_tokens, m.gpus) == (2048, 128, 2)
+    assert [p.measurement.source for p in points] == [
+        "vLLM benchmark_serving", "genai-perf", "SGLang bench_serving"
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="give --model, --chip and --gpus"):
+        load_measurements([vllm], catalogs)
+
+
+def _points_file(tmp_path, rows, name="p.csv"):
+    path = tmp_path / name
+    header = "id,model,chip,gpus,input_tokens,metric,value"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a,deepseek-v3,h100,32,4096,prefill_tokens_per_s_per_gpu,6000", "p.csv:2: chip: unknown chip 'h100'"),
+        ("a,deepseek-v9,h100-sxm,32,4096,prefill_tokens_per_s_per_gpu,6000", "p.csv:2: model: unknown model 'deepseek-v9'"),
+        ("a,deepseek-v3,h100-sxm,32,4096,prefill_tokens_per_s_per_gpu,fast", "p.csv:2: [0].value"),
+        ("a,deepseek-v3,h100-sxm,32,4096,prefill_tokens_per_s_per_gpu,-5", "p.csv:2: [0].value"),
+        ("a,deepseek-v3,h100-sxm,32,4096,speed,6000", "p.csv:2: [0].metric"),
+    ],
+)  # fmt: skip
+def test_bad_points_are_one_located_line(tmp_path, row, message):
+    path = _points_file(tmp_path, [row])
+    r = run_main("calibrate", str(path))
+    assert r.exit_code == 2
+    errors = [x for x in r.output.splitlines() if x.startswith("Error:")]
+    assert len(errors) == 1 and message in errors[0], r.output
+
+
+def test_a_knob_no_point_informs_is_refused(tmp_path):
+    path = _points_file(
+        tmp_path, ["a,deepseek-v3,h100-sxm,32,4096,prefill_tokens_per_s_per_gpu,6000"]
+    )
+    r = run_main("calibrate", str(path), "--knobs", "decode_hbm_efficiency")
+    assert r.exit_code == 2 and "no point informs decode_hbm_efficiency" in r.output
+
+
+def test_too_few_points_are_refused(tmp_path):
+    path = _points_file(
+        tmp_path, ["a,deepseek-v3,h100-sxm,32,4096,prefill_tokens_per_s_per_gpu,6000"]
+    )
+    r = run_main("calibrate", str(path), "--knobs", "prefill_mfu,collective_efficiency")
+    assert r.exit_code == 2 and "1 capacity points cannot fit 2 knobs" in r.output
+
+
+def test_a_fit_that_does_not_converge_writes_nothing(tmp_path, monkeypatch):
+    class Failed:
+        status, cost = 0, 0.0
+
+    monkeypatch.setattr(fit_module.optimize, "least_squares", lambda *a, **k: Failed())
+    out = tmp_path / "cal.yaml"
+    r = run_main("calibrate", str(POINTS), "--knobs", "prefill_mfu", "--out", str(out))
+    assert r.exit_code == 2 and "did not converge" in r.output and not out.exists()
+
+
+def test_the_written_block_is_a_calibration_a_scenario_takes(tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = run_main("calibrate", str(POINTS), "--knobs", "prefill_mfu", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert text.startswith("# Fitted by `pddplan calibrate`")
+    scenario = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario.replace("\ncalibration:", "\nold_calibration:") + "\n" + text)
+    problem = pddplan.load_scenario(path)
+    value = problem.scenario.calibration.default.prefill_mfu
+    assert value is not None and 0.3 < value < 0.6
