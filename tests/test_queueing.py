@@ -48,7 +48,7 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     plain M/G/c tail; with both, the hypoexponential mixture, checked by sampling."""
     import numpy as np
 
-    from pddplan.model.network import wan_queueing_mean_s
+    from pddplan.model.network import TcpPath, wan_queueing_mean_s
     from pddplan.model.queueing import prefill_wait_tail, wait_tail_many
 
     t = np.array([-1.0, 0.0, 0.5, 2.0])
@@ -101,6 +101,8 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     )  # fmt: skip
     assert shifted == pytest.approx([1.0, math.exp(-1.0)], rel=1e-6)
     # the link's share of a transfer: 1 GB at 1 GB/s on a link half busy waits 1 s more
+    # when one flow can fill the link (plain processor sharing)
+    one_flow = TcpPath(rtt_s=0.001, loss_rate=0.0, window_max_bytes=1e12)
     assert wan_queueing_mean_s(
-        np.array([1e9]), goodput_bytes_per_s=1e9, utilization=0.5
+        np.array([1e9]), path=one_flow, goodput_bytes_per_s=1e9, utilization=0.5
     ) == pytest.approx([1.0])

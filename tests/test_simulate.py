@@ -19,7 +19,7 @@ from pddplan.errors import InputError
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PrefillFigures, make_instance
-from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, wan_transfer_s
+from pddplan.model.network import capped_sharing_factor, link_bytes_per_s, wan_transfer_s
 from pddplan.model.queueing import loaded_prefill_latency
 from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.engine import Simulation
@@ -48,26 +48,79 @@ def small():
 
 
 # --- the parts, by hand -----------------------------------------------------------------------
-def test_one_flow_on_an_idle_link_is_the_calibrated_handoff():
-    """DeepSeek-V4's 4.56 MB window state on an idle 100 Gbit/s, 30 ms link: slow start
-    alone, log2(4.56e6 / 91,600 + 1) = 5.666 RTTs = 170.0 ms; with the last byte's 15 ms
-    propagation, the paper's measured 185 ms mean (the analytic formula's calibration)."""
+W0 = 91_600.0  # a starting window, bytes
+
+
+def test_one_flow_on_an_idle_link_is_the_analytic_ramp():
+    """4.56 MB on an idle 100 Gbit/s, 30 ms link from a 91,600 B window: slow start alone,
+    log2(4.56e6 / 91,600 + 1) = 5.666 RTTs = 170.0 ms, as the analytic formula says (with
+    the last byte's 15 ms propagation)."""
     ev = Events()
-    link = WanLink(ev, link_bytes_per_s(100, 0.9), 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    link = WanLink(ev, link_bytes_per_s(100, 0.9), 0.030, W0)
     done = []
     ev.at(0.0, lambda _: link.start(4.56e6, done.append))
     ev.run()
     assert done[0] == pytest.approx(0.030 * math.log2(4.56e6 / 91_600 + 1), rel=1e-9)
-    assert done[0] + 0.015 == pytest.approx(0.185, abs=0.001)
-    analytic = wan_transfer_s(4.56e6, rtt_s=0.03, share_bytes_per_s=link_bytes_per_s(100, 0.9))
+    analytic = wan_transfer_s(
+        4.56e6, rtt_s=0.03, share_bytes_per_s=link_bytes_per_s(100, 0.9), initial_window_bytes=W0
+    )
     assert done[0] + 0.015 == pytest.approx(analytic, rel=1e-9)
+
+
+def test_capped_flows_leave_the_link_part_empty():
+    """Flows capped at 0.1 GB/s on a 1 GB/s link: four together each run at the cap (the
+    link 40% used) and finish 100 MB in the ramp plus 1 s; twenty split the link, 0.05
+    GB/s each."""
+    for n, rate in ((4, 0.1e9), (20, 0.05e9)):
+        ev = Events()
+        link = WanLink(ev, 1e9, 0.030, 0.1e9 * 0.030, cap=0.1e9)
+        done: list[float] = []
+        for _ in range(n):
+            ev.at(0.0, lambda _: link.start(100e6, done.append))
+        ev.run()
+        assert max(done) - min(done) < 1e-9
+        # the analytic transfer alone at the same rate, less the last byte's half RTT
+        alone = wan_transfer_s(100e6, rtt_s=0.03, share_bytes_per_s=rate, initial_window_bytes=W0)
+        ramp = wan_transfer_s(
+            100e6, rtt_s=0.03, share_bytes_per_s=rate, initial_window_bytes=0.1e9 * 0.030
+        )
+        assert min(done) == pytest.approx(ramp - 0.015, rel=1e-6)
+        assert alone > ramp  # a smaller starting window ramps longer
+        assert link.bytes_sent == pytest.approx(n * 100e6)
+
+
+def test_capped_sharing_matches_the_analytic_mean_under_poisson_load():
+    """Transfers arriving at random, exponential sizes, each capped at a quarter of the
+    link (m = 4), 60% busy: the simulated mean slowdown against a transfer alone is the
+    analytic C(m, rho m) / (m (1 - rho)) (processor sharing with peak-rate caps is
+    insensitive to the size distribution; the round trip is made tiny so that the ramp
+    does not count). 20,000 transfers: within 6%."""
+    ev = Events()
+    goodput, cap, rtt = 1e9, 0.25e9, 1e-5
+    link = WanLink(ev, goodput, rtt, cap * rtt, cap=cap)
+    rng = np.random.default_rng(11)
+    mean_size, rho, n = 10e6, 0.6, 20_000
+    times = np.cumsum(rng.exponential(mean_size / (rho * goodput), n))
+    sizes = rng.exponential(mean_size, n)
+    slow: list[float] = []
+
+    def start(i: int) -> None:
+        t0 = ev.now
+        link.start(float(sizes[i]), lambda t: slow.append((t - t0) / (sizes[i] / cap) - 1))
+
+    for i, t in enumerate(times):
+        ev.at(float(t), start, i)
+    ev.run()
+    assert len(slow) == n
+    expected = capped_sharing_factor(4.0, rho)
+    assert float(np.mean(slow)) == pytest.approx(expected, rel=0.06)
 
 
 def test_flows_share_the_link_and_never_beat_its_goodput():
     """Four 100 MB flows started together on 1 GB/s finish together, no sooner than
     400 MB / 1 GB/s; a lone one takes its slow start plus 100 MB at the full rate."""
     ev = Events()
-    link = WanLink(ev, 1e9, 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    link = WanLink(ev, 1e9, 0.030, W0)
     done: list[float] = []
     for _ in range(4):
         ev.at(0.0, lambda _: link.start(100e6, done.append))
@@ -76,11 +129,12 @@ def test_flows_share_the_link_and_never_beat_its_goodput():
     assert min(done) >= 0.4
     assert link.bytes_sent == pytest.approx(400e6)
     alone = Events()
-    one = WanLink(alone, 1e9, 0.030, CALIBRATED_INITIAL_WINDOW_BYTES)
+    one = WanLink(alone, 1e9, 0.030, W0)
     t: list[float] = []
     alone.at(0.0, lambda _: one.start(100e6, t.append))
     alone.run()
-    assert t[0] == pytest.approx(wan_transfer_s(100e6, rtt_s=0.03, share_bytes_per_s=1e9) - 0.015)
+    lone = wan_transfer_s(100e6, rtt_s=0.03, share_bytes_per_s=1e9, initial_window_bytes=W0)
+    assert t[0] == pytest.approx(lone - 0.015)
 
 
 def test_the_ramping_rate_sum_matches_the_direct_sum_across_rebases():
@@ -91,7 +145,7 @@ def test_the_ramping_rate_sum_matches_the_direct_sum_across_rebases():
     every 64 RTTs without the cancellation check was off by a factor of up to 487 here.)"""
     ev = Events()
     rtt = 0.030
-    link = WanLink(ev, 1e9, rtt, CALIBRATED_INITIAL_WINDOW_BYTES)
+    link = WanLink(ev, 1e9, rtt, W0)
     flows, errors = [], []
     rng = np.random.default_rng(3)
 

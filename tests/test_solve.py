@@ -20,7 +20,7 @@ from pddplan.plan import search as optimize
 from pddplan.plan.counts import Requirements
 from pddplan.plan.explain import _relaxed
 from pddplan.plan.search import solve_plan
-from pddplan.plan.space import PoolOption, Space, State
+from pddplan.plan.space import NO_RLD, Band, PoolOption, Space, State
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -69,6 +69,7 @@ class _HandTables:
             scenario=SimpleNamespace(datacenters=datacenters),
             hw=None,
             owned={},
+            bands=[Band(0, 0.01)],  # one pace band: RLD's pace is moot here
         )
         self.feasible_states = [self.slow, self.fast]
 
@@ -78,11 +79,14 @@ class _HandTables:
     def prefill(self, o, st):
         return self._table(o, st)
 
-    def relay(self, o, st, singular):
+    def relay(self, o, st, singular, band):
         return self._table(o, st)
 
-    def main(self, o, st, singular, catch_up):
+    def main(self, o, st, singular, catch_up, band=NO_RLD):
         return self._table(o, st)
+
+    def bands(self):
+        return [NO_RLD, *self.space.bands]
 
     def prefill_utilization_floor(self, o):
         return 1
@@ -193,6 +197,7 @@ def test_dominance_weighs_cost_gpus_power_and_inventory(inventory, kept):
     assert [o.chip for o in got] == kept
 
 
+@pytest.mark.slow
 def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, models, monkeypatch):
     """The MILP keeps only undominated options; its minimum cost is the same as with every
     option, and the pruning does remove options (16 chip types, GPU limits per datacenter)."""

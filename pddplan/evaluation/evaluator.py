@@ -33,12 +33,7 @@ from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
 from pddplan.model.kv import session_working_set_bytes
-from pddplan.model.network import (
-    link_bytes_per_s,
-    rdma_transfer_s,
-    wan_queueing_mean_s,
-    wan_transfer_s_many,
-)
+from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
@@ -131,15 +126,12 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             if pdc == mdc:
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
-            u = link_util[(pdc, mdc)]
-            share = link_bytes_per_s(choice.gbps, link.tcp_efficiency) * max(0.0, 1.0 - u)
-            rtt = link.rtt_ms * units.MS
-            # the transfer, then the first token's trip back to the user's side
-            wan = wan_transfer_s_many(m.payload, rtt_s=rtt, share_bytes_per_s=share)
-            wan_time[(pdc, mdc)] = wan + rtt / 2
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            wan_queueing[(pdc, mdc)] = wan_queueing_mean_s(
-                m.payload, goodput_bytes_per_s=goodput, utilization=u
+            wan_time[(pdc, mdc)], wan_queueing[(pdc, mdc)] = wan_times(
+                m.payload,
+                path=TcpPath.of(link),
+                goodput_bytes_per_s=goodput,
+                utilization=link_util[(pdc, mdc)],
             )
     interval = s.workload.turn_interval_s
     if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
@@ -156,30 +148,30 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     for (a, b), u in link_util.items():
         if u > m.link_max:
             failures.append(f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})")
-    # RLD: eager tokens while the WAN transfer runs (at the TPOT pace), or the whole output
-    # on the singular path
+    # RLD: eager tokens while the WAN transfer runs, at RLD's own step (which its batch
+    # sets), or the whole output on the singular path
     mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
-    eager = np.minimum(m.out, np.ceil(mean_wan / m.tpot_s))
-    rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
     r_util: list[float] = []
+    rld_steps: list[float] = []
+    eager = np.zeros_like(m.out)
     if bool((relay | singular).any()):
         if not pools_r:
             raise InputError(
                 f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
             )
-        r_caps = np.array(
-            [
-                pool.instances * b / t if b else 0.0
-                for (pool, _), (b, t) in zip(pools_r, m.rld_points, strict=True)
-            ]
-        )
-        if r_caps.sum() == 0:
+        if m.rld_share.sum() == 0:
             failures.append("relay decode cannot meet TPOT at any batch")
-            r_caps = np.ones(len(pools_r))
-        load = lam * float(w @ rld_tokens_per_req)
-        r_util = [load / r_caps.sum()] * len(r_caps)  # traffic splits by capacity
+        pace = m.relay_pace(
+            lam * float(w @ np.where(relay, mean_wan, 0.0)),
+            lam * float(w @ np.where(singular, m.out, 0.0)),
+        )
+        for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
+            eager += share * np.minimum(m.out, np.ceil(mean_wan / step))
+            r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
+            rld_steps.append(step)
     else:
         r_util = [0.0 for _ in pools_r]
+    rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
     # MD load: its tokens plus the extend steps that stall it
     md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
     above = fleet.handoff.catch_up_above_tokens

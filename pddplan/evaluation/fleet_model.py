@@ -12,6 +12,7 @@ from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import PassOrder
+from pddplan.model.relay import relay_pace
 from pddplan.spec.fleet import Fleet, Pool, Routing, md_cache_problem
 
 
@@ -78,12 +79,34 @@ class FleetModel:
             i: problem.decode_point(pool.chip, pool.gpus_per_instance, gb or 0.0)
             for i, (pool, _) in enumerate(self.roles["main_decode"])
         }
-        # RLD's operating point at the same context (documented simplification: the planner
-        # must not make RLD's step depend on which classes it relays); RLD keeps no cache
+        # RLD's largest batch at the same context (its step then meets TPOT; it runs at its
+        # own batch's step, ``relay_pace``); RLD keeps no cache
         self.rld_points = [
             problem.decode_point(pool.chip, pool.gpus_per_instance)
             for pool, _ in self.roles["relay_decode"]
         ]
+        slots = np.array(
+            [pool.instances * b for (pool, _), (b, _) in zip(
+                self.roles["relay_decode"], self.rld_points, strict=True
+            )],
+            dtype=float,
+        )  # fmt: skip
+        self.rld_share = slots / slots.sum() if slots.sum() > 0 else np.zeros(len(slots))
+        """Each RLD pool's share of the relayed traffic: by its batch slots."""
+
+    def relay_pace(self, relay_seconds: float, singular_tokens: float) -> list[tuple[float, float]]:
+        """Per RLD pool: its step seconds and batch per instance at steady state
+        (``pddplan.model.relay``), when relayed requests bring ``relay_seconds`` of WAN
+        transfer per second and singular ones ``singular_tokens`` tokens per second, split
+        over the pools by their batch slots (``rld_share``)."""
+        out = []
+        for (pool, _), share in zip(self.roles["relay_decode"], self.rld_share, strict=True):
+            steps = self.problem.decode_steps(pool.chip, pool.gpus_per_instance)
+            step, batch = relay_pace(
+                steps, relay_seconds * share, singular_tokens * share, pool.instances
+            )
+            out.append((float(step), float(batch)))
+        return out
 
     def stall_seconds(self, pool_index: int, eager: np.ndarray, catch_up: np.ndarray) -> np.ndarray:
         """Per class: the MD extend step over its eager tokens (or one chunk of them where

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,10 @@ from pddplan.workload.classes import RequestClass, md_caches, workload_classes
 if TYPE_CHECKING:
     from pddplan.model.queueing import PassOrder
 
+STEP_TABLE_EXACT = 64
+"""``Problem.decode_steps`` holds every batch up to this one..."""
+STEP_TABLE_POINTS = 400
+"""...and this many batches spread geometrically above it (about 1% apart at 5,000)."""
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
@@ -45,6 +49,7 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "prefill": (*_INSTANCE, "workload"),
     "passes": (*_INSTANCE, "workload"),
     "decode_points": (*_INSTANCE, "workload", "sla.tpot_ms"),
+    "decode_steps": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "extend_passes": (*_INSTANCE, "workload"),
 }
 """Each table and what it is computed from: ``hardware`` and ``model`` are the catalogs'
@@ -61,7 +66,10 @@ class _Tables:
     prefill: dict[tuple[str, int, bool], PrefillFigures] = field(default_factory=dict)
     passes: dict[tuple[str, int, bool], PassOrder] = field(default_factory=dict)
     decode_points: dict[tuple[str, int, float], tuple[int, float]] = field(default_factory=dict)
-    extend_passes: dict[tuple[str, int, str, bytes, bytes], Array] = field(default_factory=dict)
+    decode_steps: dict[tuple[str, int], tuple[Array, Array]] = field(default_factory=dict)
+    extend_passes: dict[tuple[str, int], tuple[npt.NDArray[np.complex128], Array]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)
@@ -275,17 +283,51 @@ class Problem:
             table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
         return table[key]
 
+    def decode_steps(self, chip: str, gpus: int) -> tuple[Array, Array]:
+        """Decode step seconds on ``gpus`` x ``chip`` at batches from 1 to its largest
+        (``decode_point``, at least 1), at ``decode_context_tokens``: relay decode's pace
+        at the batch it runs (``pddplan.model.relay``), as (batches, steps). Every batch up
+        to ``STEP_TABLE_EXACT``, then about 1% apart (the step is a smooth, piecewise
+        function of the batch; the evaluator and the planner read the same table)."""
+        table = self._tables.decode_steps
+        key = (chip, gpus)
+        if key not in table:
+            self.table_builds["decode_steps"] += 1
+            inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
+            largest = max(self.decode_point(chip, gpus)[0], 1)
+            batches = np.arange(1, min(largest, STEP_TABLE_EXACT) + 1)
+            if largest > STEP_TABLE_EXACT:
+                more = np.geomspace(STEP_TABLE_EXACT, largest, STEP_TABLE_POINTS)
+                batches = np.unique(np.concatenate([batches, np.rint(more).astype(int)]))
+            steps = np.array([inst.decode_step_s(int(b), ctx) for b in batches])
+            table[key] = (batches.astype(float), steps)
+        return table[key]
+
     def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: npt.NDArray[np.intp]) -> Array:
         """Seconds of ``gpus`` x ``chip``'s pass over ``tokens`` new tokens on top of classes
-        ``k``'s inputs: an MD handoff's extend step. Kept: the eager tokens behind it change
-        in whole tokens, so most capacity-search rates repeat another's."""
+        ``k``'s inputs: an MD handoff's extend step. Kept per (class, tokens): the eager
+        tokens behind it come in whole tokens (or a class's whole output), so the planner's
+        counts and most capacity-search rates repeat pairs already priced."""
+        inst = self.instance(chip, gpus)
+        tokens = np.asarray(tokens, dtype=float)
+        k = np.asarray(k, dtype=np.intp)
         table = self._tables.extend_passes
-        key = (chip, gpus, tokens.dtype.str, tokens.tobytes(), k.tobytes())
-        if key not in table:
+        known, seconds = table.get((chip, gpus), (np.zeros(0, complex), np.zeros(0)))
+        # a (class, tokens) pair as one complex number: unique and sorted lexicographically
+        keys, where = np.unique(k + 1j * tokens, return_inverse=True)
+        at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
+        found = known[at] == keys if len(known) else np.zeros(len(keys), dtype=bool)
+        if not found.all():
             self.table_builds["extend_passes"] += 1
-            inst = self.instance(chip, gpus)
-            table[key] = inst.prefill_pass_s(tokens, self.arrays.inp[k])
-        return table[key]
+            new = keys[~found]
+            priced = inst.prefill_pass_s(new.imag, self.arrays.inp[new.real.astype(np.intp)])
+            known = np.concatenate([known, new])
+            seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
+            order = np.argsort(known, kind="stable")
+            known, seconds = known[order], seconds[order]
+            table[(chip, gpus)] = (known, seconds)
+            at = np.searchsorted(known, keys)
+        return cast(Array, seconds[at][where.ravel()].reshape(tokens.shape))
 
     # --- checks that need the model ---------------------------------------------------------
     def problems(self) -> list[str]:

@@ -26,10 +26,17 @@ from scipy import special
 
 from pddplan.model.instance import PrefillFigures
 
+NEGLIGIBLE_EXTRA_S = 1e-6
+"""An exponential delay of at most this mean (a microsecond) is left out of a tail: a link
+whose capped flows barely meet adds ~1e-15 s, whose rate would overflow the formula."""
 
-def erlang_c(servers: int, offered_erlangs: float) -> float:
+
+def erlang_c(servers: float, offered_erlangs: float) -> float:
     """Probability that an arrival waits, for ``servers`` servers and ``offered_erlangs``
-    of load; 1 when the pool is saturated (load >= servers)."""
+    of load; 1 when the pool is saturated (load >= servers). A non-integer ``servers``
+    (a link's transfers at their cap, ``network.capped_sharing_factor``) takes the closed
+    form below as it stands: the continuous extension of Erlang B through the incomplete
+    gamma function (Jagerman 1974)."""
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
     if offered_erlangs <= 0:
@@ -38,7 +45,8 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
         return 1.0
     # Erlang B = P(N = c) / P(N <= c) for N ~ Poisson(a), the closed form of the recursion
     # B_n = a B_(n-1) / (n + a B_(n-1)); in logs, and with the regularized incomplete gamma
-    # for the sum, so that it costs the same for 10 servers and for 10,000
+    # for the sum, so that it costs the same for 10 servers and for 10,000 (and is defined
+    # between integers)
     a = offered_erlangs
     log_pmf = servers * math.log(a) - a - float(special.gammaln(servers + 1))
     blocking = min(1.0, math.exp(log_pmf) / float(special.gammaincc(servers + 1, a)))
@@ -266,7 +274,7 @@ def prefill_wait_tail(
         q = np.where(noisy, special.ndtr(-z), s < 0)
     # P(D + Exp(r) > t) = q + e(r); for two rates, q + e(a) b / (b - a) + e(b) a / (a - b)
     e_a = _exponential_excess(a, s, sd, z, noisy)
-    with_x = (m > 0) & np.isfinite(m)
+    with_x = (m > NEGLIGIBLE_EXTRA_S) & np.isfinite(m)
     if not with_x.any():
         out = q + c * e_a
     else:

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pddplan import units
 from pddplan.model.kv import session_working_set_bytes
-from pddplan.model.network import (
-    link_bytes_per_s,
-    rdma_transfer_s,
-    wan_queueing_mean_s,
-    wan_transfer_s_many,
-)
+from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
+from pddplan.model.relay import relay_pace
+from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import TAIL_BUDGETS, Role
 
 if TYPE_CHECKING:
@@ -46,57 +42,75 @@ class Requirements:
         self.feasible_states: list[State] = []
         """States whose link stays within its utilization cap at this rate."""
         for st in space.states:
-            self.wan[st.key], u = self._wan(st)
-            self.wan_queueing[st.key] = self._queueing(st, u)
+            self.wan[st.key], self.wan_queueing[st.key], u = self._wan(st)
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
         self._loaded: dict[tuple[str, int, bool, int], LoadedPrefill] = {}
-        self._r: dict[tuple[str, str], np.ndarray] = {}
-        self._m: dict[tuple[str, str], np.ndarray] = {}
+        self._r: dict[tuple[str, str, str], np.ndarray] = {}
+        self._m: dict[tuple[str, str, str], np.ndarray] = {}
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
-        self._handoffs: dict[tuple[str, str, int | None], tuple[np.ndarray, np.ndarray]] = {}
-        self._tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._tokens: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._loads: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._eager: dict[tuple[str, str], np.ndarray] = {}
         self._caches: dict[tuple[str, str], int] = {}
 
-    def _wan(self, st: State) -> tuple[np.ndarray, float]:
+    def _wan(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
+        """Per class: the P->MD time and the part of it other flows add; the link's load."""
         sp = self.space
         payload = sp.payloads[st.cache]
         if st.gbps is None:
             nic = sp.hw.chips[st.sender].nic_bytes_per_s
-            return rdma_transfer_s(payload, nic_bytes_per_s=nic), 0.0
+            return rdma_transfer_s(payload, nic_bytes_per_s=nic), np.zeros_like(payload), 0.0
         goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
-        flow = self.rate * 1.0 * 1.0 * float(sp.w @ payload)
-        u = flow / goodput
-        share = goodput * max(0.0, 1.0 - u)
-        rtt = st.wan.rtt_ms * units.MS
-        return wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share) + rtt / 2, u
+        u = self.rate * float(sp.w @ payload) / goodput
+        path = TcpPath.of(st.wan)
+        return (*wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u), u)
 
-    def _queueing(self, st: State, u: float) -> np.ndarray:
-        sp = self.space
-        payload = sp.payloads[st.cache]
-        if st.gbps is None:
-            return np.zeros_like(payload)
-        goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
-        return wan_queueing_mean_s(payload, goodput_bytes_per_s=goodput, utilization=u)
+    def _load(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per relay cut: the relayed requests' WAN seconds per second (what they hold RLD
+        for) and the singular ones' output tokens per second (what RLD decodes of them)."""
+        key = (st.key, singular)
+        if key not in self._loads:
+            sp, lam = self.space, self.rate
+            relay, single = sp.relay_float[st.cache], sp.out <= singular
+            self._loads[key] = (
+                lam * relay @ (sp.w * np.where(single, 0.0, self.wan[st.key])),
+                lam * relay @ (sp.w * np.where(single, sp.out, 0.0)),
+            )
+        return self._loads[key]
 
-    @cached_property
-    def eager(self) -> dict[str, np.ndarray]:
-        """Per state: tokens RLD decodes (at the TPOT pace) while a class's KV crosses."""
-        sp = self.space
-        return {k: np.minimum(sp.out, np.ceil(v / sp.tpot_s)) for k, v in self.wan.items()}
+    def eager(self, st: State, band: Band) -> np.ndarray:
+        """Per class: the tokens RLD decodes while its KV crosses, at the band's step
+        ceiling (the fewest the band allows); 0 without RLD."""
+        key = (st.key, band.key)
+        if key not in self._eager:
+            sp = self.space
+            if band.index < 0:
+                self._eager[key] = np.zeros(len(sp.w))
+            else:
+                self._eager[key] = np.minimum(sp.out, np.ceil(self.wan[st.key] / band.step_s))
+        return self._eager[key]
+
+    def eager_most(self, st: State) -> np.ndarray:
+        """Per class: the most eager tokens any RLD can make, at the fastest step any RLD
+        option takes; what the handoffs are counted with, in every band."""
+        fastest = Band(len(self.space.bands), self.space.fastest_rld_step_s)
+        return self.eager(st, fastest) if fastest.step_s > 0 else self.eager(st, NO_RLD)
 
     # dominance ----------------------------------------------------------------------------
     def undominated(self, role: Role) -> list[PoolOption]:
         """The options of ``role`` no other option of the same role and datacenter dominates.
 
-        A dominates B when, for every combination of transfer state, singular cut, catch-up
-        cut and relay cut, A's minimum count costs no more, and uses no more GPUs and no more
-        power, than B's (a count above the maximum counts as infinite), and B's chip has no
-        GPUs owned there, or is A's chip (owned GPUs cost less than the full price compared
-        here, and a chip's cost only grows with its GPUs). Swapping B for A in any plan then
-        keeps it feasible and no dearer, so the MILP needs only the undominated options. Of
-        options equal in all three, the first by key stays."""
+        A dominates B when, for every combination of transfer state, RLD pace band,
+        singular cut, catch-up cut and relay cut, A's minimum count costs no more, and uses
+        no more GPUs and no more power, than B's (a count above the maximum counts as
+        infinite), and B's chip has no GPUs owned there, or is A's chip (owned GPUs cost
+        less than the full price compared here, and a chip's cost only grows with its
+        GPUs). Swapping B for A in any plan then keeps it feasible and no dearer, so the
+        MILP needs only the undominated options. Of options equal in all three, the first
+        by key stays."""
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
@@ -123,7 +137,7 @@ class Requirements:
         return kept
 
     def _counts(self, o: PoolOption, st: State) -> np.ndarray:
-        """Every minimum count of ``o`` in state ``st`` (over the other cuts), or counts
+        """Every minimum count of ``o`` in state ``st`` (over the other choices), or counts
         above the maximum where ``o`` cannot serve that state."""
         sp = self.space
         if o.role == "prefill":
@@ -132,13 +146,14 @@ class Requirements:
             return np.full(len(sp.cuts), o.max_instances + 1)
         if o.role == "relay_decode":
             if o.datacenter == st.p_dc:
-                return np.concatenate([self.relay(o, st, x) for x in sp.singular_cuts])
-            return np.full(len(sp.cuts) * len(sp.singular_cuts), o.max_instances + 1)
-        if o.datacenter == st.md_dc:
-            return np.concatenate(
-                [self.main(o, st, x, h) for x in sp.singular_cuts for h in sp.catch_up_cuts]
+                return np.concatenate([self.relay_all(o, st, b).ravel() for b in sp.bands])
+            return np.full(
+                len(sp.cuts) * len(sp.singular_cuts) * len(sp.bands), o.max_instances + 1
             )
-        combos = len(sp.cuts) * len(sp.singular_cuts) * len(sp.catch_up_cuts)
+        bands = self.bands()
+        if o.datacenter == st.md_dc:
+            return np.concatenate([self.main_all(o, st, b).ravel() for b in bands])
+        combos = len(sp.cuts) * len(self._combos) * len(bands)
         return np.full(combos, o.max_instances + 1)
 
     # prefill ------------------------------------------------------------------------------
@@ -242,57 +257,81 @@ class Requirements:
         return _round_up(need, o)
 
     # relay decode ---------------------------------------------------------------------------
-    def relay(self, o: PoolOption, st: State, singular: int) -> np.ndarray:
-        """Smallest RLD count for its token load, per relay cut (0 where nothing relays)."""
-        sp = self.space
-        if singular in sp.singular_cuts:
-            return self.relay_all(o, st)[sp.singular_cuts.index(singular)]
-        return self._relay(o, st, [singular])[0]
+    def relay(self, o: PoolOption, st: State, singular: int, band: Band) -> np.ndarray:
+        """Smallest RLD count whose batch stays within the utilization cap of its largest
+        and within the batch that keeps its step under the band's ceiling, per relay cut (0
+        where nothing relays)."""
+        return self.relay_all(o, st, band)[self.space.singular_cuts.index(singular)]
 
-    def relay_all(self, o: PoolOption, st: State) -> np.ndarray:
+    def relay_all(self, o: PoolOption, st: State, band: Band) -> np.ndarray:
         """``relay`` for every singular cut (``space.singular_cuts``): one row each."""
-        key = (o.key, st.key)
+        key = (o.key, st.key, band.key)
         if key not in self._r:
-            self._r[key] = self._relay(o, st, self.space.singular_cuts)
+            self._r[key] = self._relay(o, st, band)
         return self._r[key]
 
-    def _relay(self, o: PoolOption, st: State, singulars) -> np.ndarray:
+    def _relay(self, o: PoolOption, st: State, band: Band) -> np.ndarray:
         sp = self.space
-        # per cut: the relayed classes' RLD tokens (all of a singular one's, else eager)
-        relay, eager = sp.relay_float[st.cache], self.eager[st.key]
-        tokens = [np.where(sp.out <= x, sp.out, eager) for x in singulars]
-        load = np.array([self.rate * (relay @ (sp.w * t)) for t in tokens])
-        need = _smallest(
-            lambda n: load / (n * o.batch / o.step_s) <= sp.rho,
-            load * o.step_s / (o.batch * sp.rho),
+        steps = sp.decode_steps(o)
+        batches, seconds = steps
+        # the largest batch whose step is within the band's ceiling (steps grow with it)
+        within = (
+            float(np.interp(band.step_s, seconds, batches)) if band.step_s >= seconds[0] else 0.0
         )
+        cap = min(sp.rho * o.batch, within)
         relays = sp.relay_matrix[st.cache].any(axis=1)
-        return _round_up(np.where(relays, need, 0), o)
+        if cap <= 0:
+            return np.where(relays, o.max_instances + 1, 0)[None].repeat(len(sp.singular_cuts), 0)
+        rows = []
+        for x in sp.singular_cuts:
+            relay_s, tokens = self._load(st, x)
+
+            def fits(n: np.ndarray, relay_s=relay_s, tokens=tokens) -> np.ndarray:
+                return relay_pace(steps, relay_s, tokens, n)[1] <= cap * (1 + 1e-12)
+
+            rows.append(_smallest(fits, (relay_s + tokens * band.step_s) / cap))
+        return _round_up(np.where(relays, np.array(rows), 0), o)
 
     # main decode ----------------------------------------------------------------------------
-    def main(self, o: PoolOption, st: State, singular: int, catch_up: int | None) -> np.ndarray:
-        """Smallest MD count for its tokens plus handoff stalls, and for the P99 inter-token
-        gap, per relay cut."""
-        combos = self._combos
-        if (singular, catch_up) in combos:
-            return self.main_all(o, st)[combos.index((singular, catch_up))]
-        return self._main(o, st, [(singular, catch_up)])[0]
+    def bands(self) -> list[Band]:
+        """The pace bands a plan may be in: none (no RLD), or one of ``space.bands``."""
+        return [NO_RLD, *self.space.bands]
 
-    def main_all(self, o: PoolOption, st: State) -> np.ndarray:
+    def main(
+        self, o: PoolOption, st: State, singular: int, catch_up: int | None, band: Band = NO_RLD
+    ) -> np.ndarray:
+        """Smallest MD count for its tokens plus handoff stalls, and for the P99 inter-token
+        gap, per relay cut, with relay decode in pace ``band``: MD's tokens are counted with
+        the band's eager tokens (its step ceiling's: the fewest), its handoffs with the most
+        any RLD makes (``eager_most``), so the count holds wherever in the band RLD runs."""
+        return self.main_all(o, st, band)[self.combo_index(singular, catch_up)]
+
+    def combo_index(self, singular: int, catch_up: int | None) -> int:
+        """The row of (``singular``, ``catch_up``) in ``main_all``."""
+        return self._combos.index((singular, catch_up))
+
+    def main_all(self, o: PoolOption, st: State, band: Band = NO_RLD) -> np.ndarray:
         """``main`` for every (singular, catch-up) cut: one row each, singular cut major
         (``space.singular_cuts`` x ``space.catch_up_cuts``)."""
-        key = (o.key, st.key)
+        key = (o.key, st.key, band.key)
         if key not in self._m:
-            self._m[key] = self._main(o, st, self._combos)
+            rows = self._main(o, st, self._combos, band)
+            if band.index < 0 and self.space.bands:
+                # without RLD a cut that relays is infeasible whatever MD buys: take the
+                # slowest band's counts there, so that the MILP's rows for the two coincide
+                relays = self.space.relay_matrix[st.cache].any(axis=1)
+                rows = np.where(relays, self.main_all(o, st, self.space.bands[-1]), rows)
+            self._m[key] = rows
         return self._m[key]
 
-    def _handoff(self, o: PoolOption, st: State, catch_up: int | None):
-        """Per class, if relayed (not singular): MD stalls per request and seconds each."""
-        key = (o.key, st.key, catch_up)
+    def _handoff(self, o: PoolOption, st: State, catch_up: int | None, band: Band):
+        """Per class, if relayed (not singular): MD stalls per request and seconds each, at
+        the most eager tokens (none without RLD)."""
+        key = (o.key, st.key, catch_up, band.index < 0)
         if key not in self._handoffs:
             sp = self.space
             chunk = sp.chunk_tokens
-            eager = self.eager[st.key]
+            eager = self.eager(st, NO_RLD) if band.index < 0 else self.eager_most(st)
             cu = eager > catch_up if catch_up is not None else np.zeros(len(sp.w), dtype=bool)
             stalls = np.where(eager > 0, np.where(cu, np.ceil(eager / chunk), 1.0), 0.0)
             stall = np.zeros(len(sp.w))
@@ -302,7 +341,9 @@ class Requirements:
             self._handoffs[key] = (stalls, stall)
         return self._handoffs[key]
 
-    def _main(self, o: PoolOption, st: State, combos: list[tuple[int, int | None]]) -> np.ndarray:
+    def _main(
+        self, o: PoolOption, st: State, combos: list[tuple[int, int | None]], band: Band
+    ) -> np.ndarray:
         """``main`` for each (singular, catch-up) cut of ``combos``: one row per combination."""
         sp, lam = self.space, self.rate
         batch, step = sp.md_point(o, st)
@@ -311,12 +352,12 @@ class Requirements:
         relay = sp.relay_float[st.cache]
         handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the TPOT bound
         for h in {h for _, h in combos}:
-            stalls, stall = self._handoff(o, st, h)
+            stalls, stall = self._handoff(o, st, h, band)
             handoffs[h] = stalls, stall, stall > sp.tpot_s * (1 + 1e-9) - step
         busy, stalled = [], []
         for singular, catch_up in combos:
             stalls, stall, bad = handoffs[catch_up]
-            md_tokens, w_handed = self._md_tokens(st, singular)
+            md_tokens, w_handed = self._md_tokens(st, singular, band)
             w_stalls = w_handed * stalls
             busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
             stalled.append(lam * step * (relay @ (w_stalls * bad)))
@@ -328,15 +369,15 @@ class Requirements:
         n_util, n_gap = n[: len(combos)], n[len(combos) :]
         return _round_up(np.maximum(np.maximum(n_util, n_gap), self._n_cache(o, st)), o)
 
-    def _md_tokens(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
+    def _md_tokens(self, st: State, singular: int, band: Band) -> tuple[np.ndarray, np.ndarray]:
         """Per cut, MD's tokens per request: every class's output less the relayed classes'
-        eager tokens, less all of a singular class's; and per class, its weight where MD
-        takes it over if relayed (not singular), else 0. The same for every MD option and
-        catch-up cut, so computed once per state and singular cut."""
-        key = (st.key, singular)
+        eager tokens (the band's), less all of a singular class's; and per class, its weight
+        where MD takes it over if relayed (not singular), else 0. The same for every MD
+        option and catch-up cut, so computed once per state, singular cut and band."""
+        key = (st.key, singular, band.key)
         if key not in self._tokens:
             sp = self.space
-            eager, out, w = self.eager[st.key], sp.out, sp.w
+            eager, out, w = self.eager(st, band), sp.out, sp.w
             handed = ~(out <= singular)  # relayed classes MD takes over
             relay = sp.relay_float[st.cache]
             md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))

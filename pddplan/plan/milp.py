@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pulp
 
 from pddplan.plan.counts import Requirements
 from pddplan.plan.solver import SolveResult, solve
-from pddplan.plan.space import Choice, PoolOption
+from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption
 from pddplan.spec.scenario import ROLES
 
 ALL_ROWS_AT_MOST = 4000
@@ -49,6 +50,11 @@ class MilpOutcome:
     solves: int
     variables: int
     constraints: int
+
+
+def _part(x: object) -> object:
+    """A row name's part for a cut or band."""
+    return "never" if x is None else x.key if isinstance(x, Band) else x
 
 
 def _name(*parts: object) -> str:
@@ -92,6 +98,8 @@ class Formulation:
             h: add(_name("catch_up", "never" if h is None else h), cat="Binary")
             for h in sp.catch_up_cuts
         }
+        # relay decode's pace band (one-hot), "none" exactly when no RLD is used
+        self.band = {b.key: add(_name("band", b.key), cat="Binary") for b in req.bands()}
         # owned GPUs in use, per (datacenter, chip) with inventory: priced at running cost
         self.owned = {
             k: add(_name("owned", *k), lowBound=0, upBound=n)
@@ -151,6 +159,13 @@ class Formulation:
                 self.use[o.key] <= pulp.lpSum(self.use[p.key] for p in beside),
                 _name("relay_beside_prefill", o.key),
             )
+        # one pace band; "none" exactly without relay decode
+        prob += pulp.lpSum(self.band.values()) == 1, "one_band"
+        prob += (
+            self.band[NO_RLD.key] + pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"])
+            == 1,
+            "band_none_without_relay_decode",
+        )
         relaying = [self.cut[j] for j, relays in enumerate(sp.relays_any) if relays]
         prob += (
             pulp.lpSum(relaying) <= pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"]),
@@ -202,51 +217,63 @@ class Formulation:
                     ]
         return out
 
+    def _needs(self, combo: tuple) -> list[tuple[np.ndarray, list[list[pulp.LpVariable]]]]:
+        """A combination's requirement rows: per distinct minimum-count array (per relay
+        cut), the choices it binds on. Each choice is a list of binaries of which at most
+        one is on (a set of pace bands: their sum), so the row binds when every choice's
+        sum is 1. Relay and main decode's counts depend on the pace band: bands with equal
+        counts share a row, and a main-decode row every band shares binds on no band."""
+        role, o, st, *rest = combo
+        req = self.req
+        on = [[self.use[o.key]], [self.transfer[st.key]]]
+        if role == "prefill":
+            return [(req.prefill(o, st), on)]
+        on.append([self.singular[rest[0]]])
+        if role == "relay_decode":
+            bands = self.sp.bands
+            needs = [req.relay(o, st, rest[0], b) for b in bands]
+        else:
+            on.append([self.catch_up[rest[1]]])
+            bands = req.bands()
+            needs = [req.main(o, st, rest[0], rest[1], b) for b in bands]
+        groups: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
+        for b, need in zip(bands, needs, strict=True):
+            groups.setdefault(need.tobytes(), (need, []))[1].append(self.band[b.key])
+        every = len(groups) == 1 and role == "main_decode"
+        return [(need, on if every else [*on, group]) for need, group in groups.values()]
+
     def add_row(self, combo: tuple) -> None:
         if combo in self.rows:
             return
         self.rows.add(combo)
         role, o, st, *rest = combo
-        req = self.req
-        if role == "prefill":
-            need = req.prefill(o, st)
-            on = [self.use[o.key], self.transfer[st.key]]
-        elif role == "relay_decode":
-            need = req.relay(o, st, rest[0])
-            on = [self.use[o.key], self.transfer[st.key], self.singular[rest[0]]]
-        else:
-            need = req.main(o, st, rest[0], rest[1])
-            on = [
-                self.use[o.key],
-                self.transfer[st.key],
-                self.singular[rest[0]],
-                self.catch_up[rest[1]],
-            ]
-        big = int(need.max())
-        if big == 0:
-            return
-        # the need at the chosen cut, as need[0] plus its changes along the cut order:
-        # instances - sum_j (need[j] - need[j-1]) reach[j] - big * sum(on)
-        #   >= need[0] - big * len(on)
-        terms: dict = {self.units[o.key]: float(o.unit_step)}
-        for j in range(1, len(need)):
-            if need[j] != need[j - 1]:
-                terms[self.reach[j]] = -float(need[j] - need[j - 1])
-        for var in on:
-            terms[var] = terms.get(var, 0.0) - big
-        row = pulp.LpConstraint(
-            pulp.LpAffineExpression(terms),
-            sense=pulp.LpConstraintGE,
-            rhs=float(need[0]) - big * len(on),
-            name=_name("need", role, o.key, st.key, *["never" if x is None else x for x in rest]),
-        )
-        self.prob += row
+        for k, (need, on) in enumerate(self._needs(combo)):
+            big = int(need.max())
+            if big == 0:
+                continue
+            # the need at the chosen cut, as need[0] plus its changes along the cut order:
+            # instances - sum_j (need[j] - need[j-1]) reach[j] - big * sum(on)
+            #   >= need[0] - big * len(on)
+            terms: dict = {self.units[o.key]: float(o.unit_step)}
+            for j in range(1, len(need)):
+                if need[j] != need[j - 1]:
+                    terms[self.reach[j]] = -float(need[j] - need[j - 1])
+            for choice in on:
+                for var in choice:
+                    terms[var] = terms.get(var, 0.0) - big
+            row = pulp.LpConstraint(
+                pulp.LpAffineExpression(terms),
+                sense=pulp.LpConstraintGE,
+                rhs=float(need[0]) - big * len(on),
+                name=_name("need", role, o.key, st.key, *[_part(x) for x in rest], k),
+            )
+            self.prob += row
 
     def add_floors(self) -> None:
         """Valid rows that tighten the LP relaxation: each prefill and main-decode option's
         count is at least its smallest need in the chosen transfer state (over every cut,
         singular and catch-up choice), once the option is used."""
-        req, sp = self.req, self.sp
+        req = self.req
         for o in [*self.by_role["prefill"], *self.by_role["main_decode"]]:
             least = {}
             for st in self.states:
@@ -255,9 +282,10 @@ class Formulation:
                         least[st.key] = int(req.prefill(o, st).min())
                 elif o.datacenter == st.md_dc:
                     least[st.key] = min(
-                        int(req.main(o, st, s, h).min())
-                        for s in sp.singular_cuts
-                        for h in sp.catch_up_cuts
+                        int(req.main(o, st, s, h, b).min())
+                        for b in req.bands()
+                        for s in self.sp.singular_cuts
+                        for h in self.sp.catch_up_cuts
                     )
             least = {k: min(v, o.max_instances) for k, v in least.items() if v > 0}
             if not least:
@@ -298,9 +326,10 @@ class Formulation:
         j = next(j for j, v in self.cut.items() if on(v))
         singular = next(s for s, v in self.singular.items() if on(v))
         catch_up = next(h for h, v in self.catch_up.items() if on(v))
+        band = next(b for b in self.req.bands() if on(self.band[b.key]))
         if normalize and self.sp.cuts[j] is None:  # nothing relayed: the others do not matter
             singular, catch_up = self.sp.singular_cuts[0], self.sp.catch_up_cuts[0]
-        return Choice(options, instances, state, self.sp.cuts[j], singular, catch_up)
+        return Choice(options, instances, state, self.sp.cuts[j], singular, catch_up, band)
 
 
 def min_cost(

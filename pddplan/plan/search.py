@@ -33,10 +33,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
-from pddplan.model.network import link_bytes_per_s, rdma_transfer_s, wan_transfer_s_many
+from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
@@ -298,17 +297,23 @@ def relaxed_cost(req: Requirements) -> float:
         if not np.isfinite(prefill).any():
             continue
         # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
-        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one
-        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
-        if rld:
-            relay = _cheapest(sp, [(o, req.relay_all(o, st)) for o in rld], (nsing, ncut))
-        else:
-            relays = sp.relay_matrix[st.cache].any(axis=1)
-            relay = np.tile(np.where(relays, np.inf, 0.0), (nsing, 1))
+        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one,
+        # per RLD count band (the band sets RLD's pace, and so MD's counts)
         main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
-        decode = _cheapest(sp, [(o, req.main_all(o, st)) for o in main], (nsing * ncatch, ncut))
-        totals = (prefill + np.repeat(relay, ncatch, axis=0) + decode).min(axis=1)
-        best = min(best, float((totals + st.usd_per_hour).min()))
+        relays = sp.relay_matrix[st.cache].any(axis=1)
+        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
+        for band in req.bands():
+            if band.index < 0:
+                relay = np.tile(np.where(relays, np.inf, 0.0), (nsing, 1))
+            elif rld:
+                relay = _cheapest(sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut))
+            else:
+                continue
+            decode = _cheapest(
+                sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+            )
+            totals = (prefill + np.repeat(relay, ncatch, axis=0) + decode).min(axis=1)
+            best = min(best, float((totals + st.usd_per_hour).min()))
     return best
 
 
@@ -322,7 +327,8 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     cache choice leaves): for
     every token, or, if requests may be relayed, for the fewest tokens relaying can leave
     it (every request relayed, with the eager tokens of the slowest state still feasible at
-    the cell's start, its WAN time taken at the cell's end) plus one RLD purchase step. It
+    the cell's start, its WAN time taken at the cell's end, at relay decode's fastest step)
+    plus one RLD purchase step. It
     ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
     minimum. ``pddplan.plan.search`` uses it to prune rate intervals for max BCR."""
     lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
@@ -365,17 +371,18 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
             feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
             states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
-            rtt = st.wan.rtt_ms * units.MS
-            cells = np.nonzero(feasible)[0]
-            u = np.minimum(hi[cells] * total_payload / goodput, space.link_rho)
-            share = (goodput * (1 - u))[:, None]  # one row per cell
-            wan = wan_transfer_s_many(payload, rtt_s=rtt, share_bytes_per_s=share)
-            longest[cells] = np.maximum(longest[cells], wan + rtt / 2)
+            path = TcpPath.of(st.wan)
+            for cell in np.nonzero(feasible)[0]:
+                u = min(hi[cell] * total_payload / goodput, space.link_rho)
+                wan, _ = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
+                longest[cell] = np.maximum(longest[cell], wan)
         if not here:
             continue
         decode = cheapest("main_decode", float(w @ space.out), here[0])
         if relaying:
-            eager = np.minimum(space.out, np.ceil(longest / space.tpot_s))
+            # the most eager tokens: RLD at its fastest step (one sequence a batch)
+            fastest = min(float(space.decode_steps(o)[1][0]) for o in space.options["relay_decode"])
+            eager = np.minimum(space.out, np.ceil(longest / fastest))
             singular = space.out <= max(space.singular_cuts)
             fewest = np.where(singular, 0.0, space.out - eager) @ w
             rld = min(float(_low(space, o, o.unit_step)) for o in space.options["relay_decode"])

@@ -9,7 +9,10 @@ Choices (``Space``, independent of the arrival rate):
   sends the KV);
 - **router settings**: the relay cut (requests whose WAN payload exceeds it go through RLD),
   the singular cut (relayed requests with at most this many output tokens finish on RLD) and
-  the catch-up cut (handoffs with more eager tokens than this catch up in chunks).
+  the catch-up cut (handoffs with more eager tokens than this catch up in chunks);
+- **RLD pace bands** (``Band``): the step relay decode runs at lies below one band's
+  ceiling: its batch (its requests over its instances) is small enough, so its count large
+  enough; the step sets the eager tokens main decode is spared.
 
 At an arrival rate, ``pddplan.plan.counts.Requirements`` evaluates every nonlinear part of the model into
 **minimum instance counts** (``pddplan.plan.counts``): the smallest number of instances of
@@ -70,6 +73,36 @@ class PoolOption:
         return self.usd_per_gpu_hour * self.gpus
 
 
+PACE_BANDS = 6
+"""Relay decode's pace bands: step ceilings spread geometrically from the fastest step any
+RLD option takes (one sequence a batch) to the slowest it may take (its largest batch)."""
+
+
+@dataclass(frozen=True)
+class Band:
+    """Relay decode runs at a step of at most ``step_s`` (its batch per instance small
+    enough for that, so its count large enough for its load); ``NO_RLD`` (index -1): a plan
+    without relay decode. The step sets the eager tokens each relayed request makes."""
+
+    index: int
+    step_s: float
+
+    @property
+    def key(self) -> str:
+        return "none" if self.index < 0 else f"pace{self.index}"
+
+
+NO_RLD = Band(-1, 0.0)
+
+
+def pace_bands(fastest_s: float, slowest_s: float, count: int = PACE_BANDS) -> list[Band]:
+    """``count`` bands with step ceilings from ``fastest_s`` to ``slowest_s`` (one band when
+    they are equal)."""
+    if slowest_s <= fastest_s * (1 + 1e-9):
+        return [Band(0, slowest_s)]
+    return [Band(i, float(x)) for i, x in enumerate(np.geomspace(fastest_s, slowest_s, count))]
+
+
 @dataclass(frozen=True)
 class State:
     """How KV reaches main decode: over ``gbps`` of the link ``p_dc``-``md_dc``, or by RDMA
@@ -124,6 +157,8 @@ class Choice:
     cut: float | None
     singular: int
     catch_up: int | None
+    band: Band = field(default_factory=lambda: NO_RLD)
+    """Relay decode's count band (``NO_RLD`` without relay decode)."""
 
 
 class Space:
@@ -185,6 +220,12 @@ class Space:
         )
         self.catch_up_cuts = search.catch_up_above_tokens
         self.chunk_tokens = search.handoff_chunk_tokens
+        rld = self.options["relay_decode"]
+        self.fastest_rld_step_s = min((self.decode_steps(o)[1][0] for o in rld), default=0.0)
+        """The fastest step any RLD option takes (one sequence a batch)."""
+        slowest = max((o.step_s for o in rld), default=0.0)
+        self.bands: list[Band] = pace_bands(self.fastest_rld_step_s, slowest) if rld else []
+        """Relay decode's pace bands (``NO_RLD`` aside)."""
         self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
 
     # --- choices ----------------------------------------------------------------------------
@@ -288,6 +329,11 @@ class Space:
                 owned, discount = self.owned[key]
                 total -= discount * min(gpus, owned)
         return total
+
+    def decode_steps(self, o: PoolOption) -> tuple[np.ndarray, np.ndarray]:
+        """``o``'s (batches, decode steps) up to its largest batch (relay decode's pace,
+        ``Problem.decode_steps``)."""
+        return self.problem.decode_steps(o.chip, o.gpus)
 
     def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
         """Main decode's (batch, step seconds) on ``o`` with the HBM ``st``'s cache choice

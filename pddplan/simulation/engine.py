@@ -53,7 +53,7 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.model.instance import Instance
-from pddplan.model.network import CALIBRATED_INITIAL_WINDOW_BYTES, link_bytes_per_s, rdma_transfer_s
+from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s
 from pddplan.model.problem import Problem
 from pddplan.simulation.cache import Cache, ChainCache
 from pddplan.simulation.decode import DecodeInstance
@@ -348,18 +348,24 @@ class Simulation:
         self.md_cdf = _cdf(self.md_weights)
         # links, one per direction used
         self.links: dict[tuple[str, str], WanLink] = {}
+        self.paths: dict[tuple[str, str], TcpPath] = {}
+        self.loss_rng = np.random.default_rng([seed, 6298])  # RTOs: their own stream
         for a in self.p_dcs:
             for b in self.md_dcs:
                 if a == b:
                     continue
                 link = next(x for x in scenario.links if set(x.between) == {a, b})
                 gbps = next(c.gbps for c in fleet.links if set(c.between) == {a, b})
+                path = self.paths[(a, b)] = TcpPath.of(link)
+                goodput = link_bytes_per_s(gbps, link.tcp_efficiency)
+                flow_cap = min(path.flow_cap_bytes_per_s, goodput)
                 self.links[(a, b)] = WanLink(
                     self.ev,
-                    link_bytes_per_s(gbps, link.tcp_efficiency),
-                    link.rtt_ms * units.MS,
-                    CALIBRATED_INITIAL_WINDOW_BYTES,
+                    goodput,
+                    path.rtt_s,
+                    path.initial_window_bytes(flow_cap),
                     setup_rtts,
+                    flow_cap,
                 )
         self.handoff = fleet.handoff
         self.stall_s = 0.0
@@ -584,14 +590,19 @@ class Simulation:
             self.ev.at(now + rdma_transfer_s(full, nic_bytes_per_s=nic), self._at_rld, r)
         if r.cross:
             link = self.links[(r.p_dc, r.md_dc)]
-            r.flow = link.start(payload, functools.partial(self._kv_sent, r))
+            path = self.paths[(r.p_dc, r.md_dc)]
+            q = path.tail_loss_probability(payload)
+            rto = path.min_rto_s if q and self.loss_rng.random() < q else 0.0
+            r.flow = link.start(payload, functools.partial(self._kv_sent, r, rto))
         else:
             nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
             self.ev.at(now + rdma_transfer_s(payload, nic_bytes_per_s=nic), self._at_md, r)
 
-    def _kv_sent(self, r: Req, t: float) -> None:
+    def _kv_sent(self, r: Req, rto_s: float, t: float) -> None:
+        """The last byte sent (and, after a tail loss, resent ``rto_s`` later): the KV is at
+        MD half an RTT on."""
         r.flow = None
-        self.ev.at(t + self.links[(r.p_dc, r.md_dc)].rtt / 2, self._at_md, r)
+        self.ev.at(t + rto_s + self.links[(r.p_dc, r.md_dc)].rtt / 2, self._at_md, r)
 
     def _at_rld(self, r: Req) -> None:
         if r.finished or r.gone_md:

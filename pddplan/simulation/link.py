@@ -1,5 +1,5 @@
 """One direction of a WAN link in the simulator: a fluid pipe shared by TCP flows that
-start in slow start. It changes state only at events (a flow starts, ends or leaves slow
+start in slow start, each capped by its window and loss rate. It changes state only at events (a flow starts, ends or leaves slow
 start); between events its rates are constant, so the time of its next event is computed,
 not stepped to (no event per byte)."""
 
@@ -44,9 +44,11 @@ class WanLink:
     bytes (its window doubles every RTT from ``W0``; it sends at ``ln 2 / RTT`` times
     its bytes sent plus ``W0``), until its window covers its fair share's
     bandwidth-delay product (``goodput / n x RTT`` bytes sent, ``n`` flows in flight), the
-    analytic model's rule. From then on it is past slow start: such flows split what the
-    slow-starting flows leave equally (processor sharing, by a virtual clock), and never
-    less than the fair share. The split is recomputed at every flow's start, end and exit
+    analytic model's rule (the share being at most ``cap``, a transfer's window- and
+    loss-limited rate, ``TcpPath.flow_cap_bytes_per_s``). From then on it is past slow
+    start: such flows split what the slow-starting flows leave equally (processor sharing,
+    by a virtual clock), never less than the fair share, and never more than ``cap``: with
+    few flows the link is not full (processor sharing with peak-rate caps). The split is recomputed at every flow's start, end and exit
     from slow start, with the slow-starting flows' rates half an RTT ahead. A flow past
     slow start stays so. Each flow may also pay ``setup_rtts`` round trips of connection
     set-up before its first byte (0: the warm, reused connections the analytic model's
@@ -63,9 +65,16 @@ class WanLink:
     """
 
     def __init__(
-        self, events: Events, goodput: float, rtt_s: float, w0: float, setup_rtts: float = 0.0
+        self,
+        events: Events,
+        goodput: float,
+        rtt_s: float,
+        w0: float,
+        setup_rtts: float = 0.0,
+        cap: float = math.inf,
     ) -> None:
         self.ev, self.goodput, self.rtt, self.w0 = events, goodput, rtt_s, w0
+        self.cap = cap
         self.setup_s = setup_rtts * rtt_s
         self.n = 0
         self.v = 0.0  # bytes each flow past slow start has been offered so far
@@ -97,8 +106,8 @@ class WanLink:
 
     @property
     def share(self) -> float:
-        """The fair share that ends slow start."""
-        return self.goodput / self.n if self.n else self.goodput
+        """The fair share (at most the cap) that ends slow start."""
+        return min(self.goodput / self.n if self.n else self.goodput, self.cap)
 
     def _slow_start_s(self) -> float:
         """How long a flow stays in slow start: until it has sent the bandwidth-delay
@@ -168,7 +177,7 @@ class WanLink:
         rates half an RTT from now (held until the next event)."""
         steady = self.n - self._ramp_count
         if steady <= 0 or not self._ramp_count:
-            self.rate = self.goodput / max(steady, 1)
+            self.rate = min(self.goodput / max(steady, 1), self.cap)
             return
         ahead = t + self.rtt / 2
         if (
@@ -179,7 +188,7 @@ class WanLink:
         # the sum over ramping flows of their bytes sent by ``ahead`` plus W0
         ramping = self.w0 * 2.0 ** ((ahead - self._base) / self.rtt) * self._weights
         left = self.goodput - math.log(2) / self.rtt * ramping
-        self.rate = max(left, self.goodput / self.n) / steady
+        self.rate = min(max(left, self.goodput / self.n) / steady, self.cap)
 
     def _rebase(self, t: float) -> None:
         """Move ``base`` to ``t`` and recompute the ramping flows' weights and their sum."""

@@ -67,6 +67,39 @@ class LinkTier(Frozen):
     """Egress price per GB (1e9 bytes) carried, billed on the traffic at the demand."""
 
 
+HANDOFF_LOSS_RATE = 6.86e-6
+"""The random loss rate that makes one warm CUBIC flow at 30 ms RTT move the PDD paper's
+100-token KV handoff (4,649 KB) in its measured mean of 185 ms (DESIGN.md section 2):
+fitted, with every other ``Tcp`` figure fixed at its sourced default
+(``tests/test_network.py`` refits it; docs/model.md shows the fit)."""
+
+
+class Tcp(Frozen):
+    """How a KV transfer crosses a WAN link: TCP flows (docs/model.md, "WAN transfers")."""
+
+    congestion_control: Literal["cubic", "reno"] = "cubic"
+    """Linux's default since 2.6.19 is CUBIC (RFC 8312); Reno follows Mathis et al. 1997."""
+    mss_bytes: Annotated[int, Field(ge=1)] = 1448
+    """Maximum segment size: a 1,500 B Ethernet MTU less 20 B IP, 20 B TCP and 12 B of the
+    timestamp option."""
+    initial_window_segments: Annotated[int, Field(ge=1)] = 10
+    """RFC 6928's initial window (Linux's default since 2.6.39)."""
+    window_max_bytes: Annotated[int, Field(ge=1)] = 6_291_456
+    """The window ceiling: Linux's default ``net.ipv4.tcp_rmem`` maximum, 6 MiB (about
+    1.68 Gbit/s per flow at 30 ms)."""
+    loss_rate: Annotated[float, Field(ge=0, lt=1)] = HANDOFF_LOSS_RATE
+    """Random segment loss probability on the path."""
+    streams: Annotated[int, Field(ge=1)] = 1
+    """Parallel TCP connections one transfer is split over."""
+    slow_start_after_idle: bool = False
+    """Whether a transfer starts from the initial window (Linux's
+    ``net.ipv4.tcp_slow_start_after_idle``, 1 by default) or keeps the window its
+    connection had open. The paper's 185 ms handoff is below what any restart allows (265
+    ms for 4,649 KB at 30 ms on one flow), so its connections kept their windows."""
+    min_rto_ms: Annotated[float, Field(ge=0)] = 200.0
+    """The retransmission timeout a tail loss waits (Linux's ``TCP_RTO_MIN``, 200 ms)."""
+
+
 class Link(Frozen):
     """A WAN link between two datacenters (TCP over Ethernet)."""
 
@@ -74,6 +107,8 @@ class Link(Frozen):
     rtt_ms: Positive
     tcp_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.9
     """Goodput / line rate for long TCP flows (headers, congestion control)."""
+    tcp: Tcp = Tcp()
+    """Each transfer's TCP flows: their window and loss caps and how they start."""
     tiers: tuple[LinkTier, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
