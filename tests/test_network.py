@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import ROOT, run_main
 
 from pddplan.model.network import (
     TcpPath,
@@ -101,8 +102,10 @@ def test_capped_sharing_by_hand():
     # many flows to fill the link and light load: almost nobody is slowed
     assert capped_sharing_factor(456.0, 0.3) < 1e-12
     # between integers the extension is monotone
-    assert capped_sharing_factor(2.0, 0.7) > capped_sharing_factor(2.5, 0.7) > capped_sharing_factor(
-        3.0, 0.7
+    assert (
+        capped_sharing_factor(2.0, 0.7)
+        > capped_sharing_factor(2.5, 0.7)
+        > capped_sharing_factor(3.0, 0.7)
     )
 
 
@@ -165,3 +168,43 @@ def test_rdma_is_tens_of_ms_for_gigabytes():
     """The PDD brief: KV arrives at RLD 'in tens of ms'. 366 MB (a 64K-token V4 request,
     FP8) over a 400 Gbit/s NIC = 7.3 ms + 20 us."""
     assert rdma_transfer_s(366e6, nic_bytes_per_s=400 * 1e9 / 8) == pytest.approx(0.00734, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("loss_rate: 1.0", "links[0].tcp.loss_rate: input should be less than 1, got 1.0"),
+        ("loss_rate: -0.1", "links[0].tcp.loss_rate: input should be greater than or equal to 0"),
+        ("mss_bytes: 0", "links[0].tcp.mss_bytes: input should be greater than or equal to 1"),
+        ("window_max_bytes: 0", "links[0].tcp.window_max_bytes: input should be greater than"),
+        ("streams: 0", "links[0].tcp.streams: input should be greater than or equal to 1"),
+        ("initial_window_segments: 0", "links[0].tcp.initial_window_segments: input should be"),
+        ("congestion_control: bbr", "links[0].tcp.congestion_control: input should be 'cubic'"),
+        ("rtt: 30", "links[0].tcp.rtt: unknown key 'rtt'; allowed: congestion_control"),
+    ],
+)
+def test_bad_tcp_settings_are_one_located_line(tmp_path, setting, message):
+    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    line = "      streams: 8                  # assumption: each KV transfer striped over 8 connections"
+    assert line in text
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        text.replace(line, f"      {setting}").replace("catalogs/", f"{ROOT}/catalogs/")
+    )
+    r = run_main("validate", str(path))
+    assert r.exit_code == 2
+    errors = [x for x in r.stderr.splitlines() if x.startswith("Error:")]
+    assert len(errors) == 1 and f"s.yaml:22: {message}" in errors[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_negative_rtt_is_one_located_line(tmp_path):
+    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        text.replace("rtt_ms: 2 ", "rtt_ms: -2").replace("catalogs/", f"{ROOT}/catalogs/")
+    )
+    r = run_main("validate", str(path))
+    assert (
+        r.exit_code == 2 and "links[0].rtt_ms: input should be greater than 0, got -2" in r.stderr
+    )

@@ -76,7 +76,7 @@ def test_capped_flows_leave_the_link_part_empty():
         link = WanLink(ev, 1e9, 0.030, 0.1e9 * 0.030, cap=0.1e9)
         done: list[float] = []
         for _ in range(n):
-            ev.at(0.0, lambda _: link.start(100e6, done.append))
+            ev.at(0.0, lambda _, link=link, done=done: link.start(100e6, done.append))
         ev.run()
         assert max(done) - min(done) < 1e-9
         # the analytic transfer alone at the same rate, less the last byte's half RTT

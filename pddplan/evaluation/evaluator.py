@@ -37,6 +37,7 @@ from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wa
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
+from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 
@@ -166,7 +167,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             lam * float(w @ np.where(singular, m.out, 0.0)),
         )
         for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
-            eager += share * np.minimum(m.out, np.ceil(mean_wan / step))
+            eager += share * eager_tokens(m.out, m.out_points, np.ceil(mean_wan / step))
             r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
             rld_steps.append(step)
     else:

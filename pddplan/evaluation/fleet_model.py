@@ -29,6 +29,7 @@ class FleetModel:
             raise InputError("the workload produces no output tokens: there is nothing to decode")
         a = problem.arrays
         self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
+        self.out_points = a.out_points
         problem_text = md_cache_problem(scenario, fleet)
         if problem_text:
             raise InputError(f"fleet {fleet.name}: md_cache_gb_per_gpu: {problem_text}")

@@ -84,6 +84,9 @@ class ClassArrays:
     """Output tokens."""
     hit: Array
     """Prefill-side prefix hit rate."""
+    out_points: Array
+    """Classes x points: output lengths spread over each class's slice (``RequestClass.
+    output_points``; the class's length where it has none), their row means ``out``."""
 
 
 class Problem:
@@ -155,11 +158,19 @@ class Problem:
     @cached_property
     def arrays(self) -> ClassArrays:
         c = self.classes
+        width = max((len(x.output_points) for x in c), default=1) or 1
+        points = np.array(
+            [
+                np.resize(np.array(x.output_points or (x.output_tokens,), dtype=float), width)
+                for x in c
+            ]
+        )
         return ClassArrays(
             np.array([x.weight for x in c]),
             np.array([x.input_tokens for x in c]),
             np.array([x.output_tokens for x in c]),
             np.array([x.p_hit for x in c]),
+            points,
         )
 
     @property

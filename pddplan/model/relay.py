@@ -57,3 +57,14 @@ def relay_pace(
         if bool(np.all(settled | (batch > largest))):  # inf > largest: overloaded
             break
     return step, batch
+
+
+def eager_tokens(out: Array, out_points: Array, limit: Array) -> Array:
+    """Per class, the mean eager tokens when each request stops at ``limit`` tokens (its
+    KV's crossing over RLD's step) or at its own output, whichever comes first:
+    ``E[min(O, limit)]`` over the class's output lengths (``out_points``, a row per class),
+    at most the class's mean output ``out``. Taking ``min(E[O], limit)`` instead would
+    overstate it (``min`` is concave)."""
+    lim = np.asarray(limit, dtype=float)
+    mean = np.minimum(out_points, lim[..., None]).mean(axis=-1)
+    return np.asarray(np.minimum(out, mean), dtype=float)

@@ -20,7 +20,7 @@ from pddplan import units
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
-from pddplan.model.relay import relay_pace
+from pddplan.model.relay import eager_tokens, relay_pace
 from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import TAIL_BUDGETS, Role
 
@@ -90,7 +90,8 @@ class Requirements:
             if band.index < 0:
                 self._eager[key] = np.zeros(len(sp.w))
             else:
-                self._eager[key] = np.minimum(sp.out, np.ceil(self.wan[st.key] / band.step_s))
+                limit = np.ceil(self.wan[st.key] / band.step_s)
+                self._eager[key] = eager_tokens(sp.out, sp.out_points, limit)
         return self._eager[key]
 
     def eager_most(self, st: State) -> np.ndarray:

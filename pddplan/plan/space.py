@@ -171,6 +171,7 @@ class Space:
         self.classes = problem.classes
         a = problem.arrays
         self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
+        self.out_points = a.out_points
         self.caches = problem.md_caches
         """Decode-side cache choices: (HBM GB per MD GPU or None, each class's MD hit)."""
         if problem.output_tokens_per_request <= 0:

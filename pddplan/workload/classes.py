@@ -10,12 +10,12 @@ mass is small (the tails), because P90/P99 live there.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pddplan.errors import InputError
 from pddplan.spec.distributions import HitDist, LengthDist
 from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
-from pddplan.workload.distributions import frozen_dist, slice_mean
+from pddplan.workload.distributions import frozen_dist, slice_mean, slice_points
 
 HIT_EDGES = (0.0, 0.2, 0.4, 0.7, 0.9, 0.95, 0.99, 1.0)
 """Default P-hit bucket edges: fine near 1, where agentic traffic concentrates."""
@@ -41,6 +41,10 @@ class RequestClass:
     """Prefix-cache hit rate at prefill."""
     md_hit: float
     """Share of the context MD's cache already holds."""
+    output_points: tuple[float, ...] = ()
+    """Output lengths spread evenly over the class's quantile slice (their mean is
+    ``output_tokens``): what a mean of ``min(output, x)`` needs (relay decode's eager
+    tokens); empty where the class is one length."""
 
 
 def _hit_slices(d: HitDist, edges: tuple[float, ...]) -> list[tuple[float, float, int]]:
@@ -76,18 +80,24 @@ def request_classes(
     md = md_prefix_hit or prefix_hit
     lengths_in = _length_slices(input_tokens, input_quantiles)
     lengths_out = _length_slices(output_tokens, output_quantiles)
+    points = _length_points(output_tokens, output_quantiles)
     out = []
     for q_lo, q_hi, h in _hit_slices(prefix_hit, hit_edges):
         p_hit, md_hit = slice_mean(prefix_hit, q_lo, q_hi), slice_mean(md, q_lo, q_hi)
         for (wi, li, i), (wo, lo, o) in itertools.product(lengths_in, lengths_out):
             weight = (q_hi - q_lo) * wi * wo
             if weight > MIN_WEIGHT:
-                out.append(RequestClass(f"h{h}.l{i}.o{o}", weight, li, lo, p_hit, md_hit))
+                key = f"h{h}.l{i}.o{o}"
+                out.append(RequestClass(key, weight, li, lo, p_hit, md_hit, points[o]))
     total = sum(c.weight for c in out)
-    return [
-        RequestClass(c.key, c.weight / total, c.input_tokens, c.output_tokens, c.p_hit, c.md_hit)
-        for c in out
-    ]
+    return [replace(c, weight=c.weight / total) for c in out]
+
+
+def _length_points(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, ...]]:
+    """Per quantile slice, its evenly spread lengths (``RequestClass.output_points``)."""
+    if d.dist == "fixed":
+        return [()]
+    return [tuple(slice_points(d, lo, hi)) for lo, hi in itertools.pairwise(quantiles)]
 
 
 def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, float, int]]:

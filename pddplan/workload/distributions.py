@@ -157,9 +157,14 @@ QUANTILE_GRID = 64
 """Quantile points per class used to average a distribution over a class's slice."""
 
 
+def slice_points(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> np.ndarray:
+    """``d`` at ``QUANTILE_GRID`` quantiles spread evenly over [q_lo, q_hi]."""
+    q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
+    return np.asarray(frozen_dist(d).ppf(q), dtype=float)
+
+
 def slice_mean(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> float:
     """Mean of ``d`` over its quantile slice [q_lo, q_hi] (the class representative)."""
     if d.dist == "fixed":
         return d.number("value")
-    q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
-    return float(np.mean(frozen_dist(d).ppf(q)))
+    return float(np.mean(slice_points(d, q_lo, q_hi)))

@@ -1,0 +1,88 @@
+"""The PDD paper's WAN figures, measured on the paper scenario (docs/model.md, "WAN transfers").
+
+One fleet, the min-cost PDD plan of ``scenarios/pdd-h100-h200.yaml``, evaluated and
+simulated at steady state under three routers: PDD as planned; PDD relaying the same
+requests with no singular path (RLD makes only eager tokens: the analytic and simulated
+eager-token counts side by side); and naive cross-datacenter PD (nothing relayed: every
+request waits for its KV at MD). Then the WAN bandwidth the demand needs with and without
+the decode-side cache (the mean payload at the demand, in Gbit/s). Beside each, the paper's
+figure (DESIGN.md section 2). Nothing here is tuned: the TCP figures are the sourced
+defaults and the one fitted loss rate.
+
+    python benchmarks/paper_wan.py [--rate RPS] [--time-cap S]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from pddplan import api
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+
+
+def _fig(f) -> str:
+    lo = "" if f.low is None else f" [{f.low:.2f}, {f.high:.2f}]"
+    pred = "" if f.predicted is None else f" / {f.predicted:.2f}"
+    return f"{f.simulated:.2f}{lo}{pred}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rate", type=float, default=None, help="req/s (default: the demand)")
+    ap.add_argument("--time-cap", type=float, default=120.0)
+    args = ap.parse_args()
+    problem = api.load_scenario(SCENARIO)
+    plan = api.solve(problem)
+    fleet = plan.fleet
+    assert fleet is not None, plan.status
+    rate = args.rate or problem.scenario.workload.arrival_rps
+    routing = fleet.routing
+    routers = {
+        "PDD (as planned)": routing,
+        "PDD, no singular path": routing.model_copy(update={"singular_max_output_tokens": 0}),
+        "naive cross-DC PD": routing.model_copy(update={"relay_above_mb": None}),
+    }
+    gpus = ", ".join(
+        f"{p.role} {p.instances} x {p.gpus_per_instance} {p.chip}" for p in fleet.pools
+    )
+    print(f"fleet: {gpus}; link {fleet.links[0].gbps:g} Gbit/s; rate {rate:g} req/s\n")
+    print("| router | TTFT P50 s | TTFT P90 s | TTFT P99 s | RLD token share | link busy |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, r in routers.items():
+        f = fleet.model_copy(update={"routing": r})
+        sim = api.simulate(problem, f, rate_rps=rate, time_cap_s=args.time_cap)
+        t = sim.ttft_s
+        share = sim.rld_token_share
+        link = next(iter(sim.link_utilization.values()))
+        print(
+            f"| {name} | {_fig(t['p50'])} | {_fig(t['p90'])} | {_fig(t['p99'])} | "
+            f"{share.simulated:.2%} / {share.predicted:.2%} | "
+            f"{link.simulated:.1%} / {link.predicted:.1%} |"
+        )
+    print("\n(simulated [95% interval] / analytic; the paper: RLD 6.2% of output tokens; P99")
+    print("TTFT 29.7 s naive cross-DC against 14.4 s PDD)\n")
+    # the WAN bandwidth the demand needs, with and without the decode-side cache
+    print("| decode-side cache | mean WAN payload, MB | WAN Gbit/s at the demand |")
+    print("| --- | --- | --- |")
+    kv, w = problem.kv, problem.arrays.w
+    needs = []
+    for gb, hits in problem.md_caches:
+        payload = np.array(
+            [kv.transfer_bytes(L, h) for L, h in zip(problem.arrays.inp, hits, strict=True)]
+        )
+        gbps = rate * float(w @ payload) * 8 / 1e9
+        needs.append(gbps)
+        print(
+            f"| {gb if gb else 0:g} GB per MD GPU | {float(w @ payload) / 1e6:,.1f} | {gbps:.2f} |"
+        )
+    if len(needs) == 2 and min(needs) > 0:
+        print(f"\nwithout / with the cache: {max(needs) / min(needs):.1f}x (the paper: up to 10x)")
+
+
+if __name__ == "__main__":
+    main()
