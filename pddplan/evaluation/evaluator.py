@@ -153,7 +153,6 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # sets), or the whole output on the singular path
     mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
     r_util: list[float] = []
-    rld_steps: list[float] = []
     eager = np.zeros_like(m.out)
     if bool((relay | singular).any()):
         if not pools_r:
@@ -169,7 +168,6 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
             eager += share * eager_tokens(m.out, m.out_points, np.ceil(mean_wan / step))
             r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
-            rld_steps.append(step)
     else:
         r_util = [0.0 for _ in pools_r]
     rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))

@@ -17,14 +17,19 @@ Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 time), else the pure-Python one; both give the same data and the same marks."""
 
 
-def read_yaml(path: Path) -> tuple[Any, SourceMap]:
-    """Parse ``path``; return the data and the 1-based line of every key path."""
+def read_text(path: Path) -> str:
+    """``path``'s text (UTF-8), or one located ``InputError`` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read: {e}") from None
+
+
+def read_yaml(path: Path) -> tuple[Any, SourceMap]:
+    """Parse ``path``; return the data and the 1-based line of every key path."""
+    text = read_text(path)
     loader = Loader(text)
     try:  # one parse: the node tree gives the lines, then the data
         node = loader.get_single_node()

@@ -15,7 +15,7 @@ from typing import Any
 from pddplan.calibration.fit import Calibration
 from pddplan.errors import InputError
 from pddplan.io.catalogs import Catalogs, unknown_id
-from pddplan.io.located import read_yaml
+from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
 from pddplan.spec.measurement import Measurement
 from pddplan.spec.source import Loc, SourceMap
@@ -95,12 +95,7 @@ def _read(path: Path, deployment: Deployment | None) -> list[Point]:
 def _read_csv(path: Path) -> list[Point]:
     """A header row of ``Measurement`` fields (``calibration.<knob>`` for a point's own
     knobs); an empty cell is a field left out."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {e}") from None
+    text = read_text(path)
     reader = csv.DictReader(text.splitlines())
     if not reader.fieldnames:
         raise InputError(f"{path}: the file is empty")
@@ -135,10 +130,7 @@ def _read_csv(path: Path) -> list[Point]:
 
 
 def _read_jsonl(path: Path, deployment: Deployment | None) -> list[Point]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+    lines = read_text(path).splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
