@@ -4,7 +4,8 @@ One fleet, the min-cost PDD plan of ``scenarios/pdd-h100-h200.yaml``, evaluated 
 simulated at steady state under three routers: PDD as planned; PDD relaying the same
 requests with no singular path (RLD makes only eager tokens: the analytic and simulated
 eager-token counts side by side); and naive cross-datacenter PD (nothing relayed: every
-request waits for its KV at MD). Then the WAN bandwidth the demand needs with and without
+request waits for its KV at MD). Then the eager tokens and link load once more where both
+sides move the same bytes (no decode-side cache, whose hit rate they model differently). Then the WAN bandwidth the demand needs with and without
 the decode-side cache (the mean payload at the demand, in Gbit/s). Beside each, the paper's
 figure (DESIGN.md section 2). Nothing here is tuned: the TCP figures are the sourced
 defaults and the one fitted loss rate.
@@ -51,8 +52,10 @@ def main() -> None:
         f"{p.role} {p.instances} x {p.gpus_per_instance} {p.chip}" for p in fleet.pools
     )
     print(f"fleet: {gpus}; link {fleet.links[0].gbps:g} Gbit/s; rate {rate:g} req/s\n")
-    print("| router | TTFT P50 s | TTFT P90 s | TTFT P99 s | RLD token share | link busy |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| router | TTFT P50 s | TTFT P90 s | TTFT P99 s | RLD token share | link busy | MD hit |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, r in routers.items():
         f = fleet.model_copy(update={"routing": r})
         sim = api.simulate(problem, f, rate_rps=rate, time_cap_s=args.time_cap)
@@ -62,10 +65,31 @@ def main() -> None:
         print(
             f"| {name} | {_fig(t['p50'])} | {_fig(t['p90'])} | {_fig(t['p99'])} | "
             f"{share.simulated:.2%} / {share.predicted:.2%} | "
-            f"{link.simulated:.1%} / {link.predicted:.1%} |"
+            f"{link.simulated:.1%} / {link.predicted:.1%} | "
+            f"{sim.md_hit.simulated:.1%} / {sim.md_hit.predicted:.1%} |"
         )
     print("\n(simulated [95% interval] / analytic; the paper: RLD 6.2% of output tokens; P99")
     print("TTFT 29.7 s naive cross-DC against 14.4 s PDD)\n")
+    # The same comparison where both sides move the same bytes: without the decode-side
+    # cache every relayed request sends its whole prompt's KV (no hit to disagree on), on
+    # the next tier up at half the rate so the link has the same headroom.
+    tier = sorted(t.gbps for t in problem.scenario.links[0].tiers)
+    up = next((g for g in tier if g > fleet.links[0].gbps), fleet.links[0].gbps)
+    bare = fleet.model_copy(
+        update={
+            "routing": routers["PDD, no singular path"],
+            "md_cache_gb_per_gpu": min(gb or 0.0 for gb, _ in problem.md_caches),
+            "links": tuple(x.model_copy(update={"gbps": up}) for x in fleet.links),
+        }
+    )
+    sim = api.simulate(problem, bare, rate_rps=rate / 2, time_cap_s=args.time_cap)
+    share = sim.rld_token_share
+    link = next(iter(sim.link_utilization.values()))
+    print(
+        f"no singular path, no decode-side cache, {up:g} Gbit/s, {rate / 2:g} req/s: "
+        f"RLD token share {share.simulated:.2%} / {share.predicted:.2%}, link busy "
+        f"{link.simulated:.1%} / {link.predicted:.1%}\n"
+    )
     # the WAN bandwidth the demand needs, with and without the decode-side cache
     print("| decode-side cache | mean WAN payload, MB | WAN Gbit/s at the demand |")
     print("| --- | --- | --- |")

@@ -547,10 +547,17 @@ def test_a_short_decode_side_hit_is_corrected_first(small):
     assert t.md_hit == 1.0
 
 
-def test_solve_verify_on_the_small_scenario():
-    """The small plan misses TPOT P99 at its demand (the gaps' tail is above the operating
-    point's step); the loop tightens TPOT and the next plan is confirmed."""
-    r = _cli("solve", str(SMALL), "--verify", "--json")
+def test_solve_verify_on_the_small_scenario(tmp_path):
+    """The small scenario with one-GPU instances only: its plan misses TPOT P99 at its
+    demand (the gaps' tail is above the operating point's step); the loop tightens TPOT
+    and the next plan is confirmed. (With two-GPU instances allowed, the plan of equal
+    cost the planner prefers for its SLA capacity is confirmed at once.)"""
+    text = SMALL.read_text(encoding="utf-8")
+    one_gpu = text.replace("  max_gpus_per_instance: 8 ", "  gpus_per_instance: [1]  ")
+    assert one_gpu != text
+    path = tmp_path / "small-one-gpu.yaml"
+    path.write_text(one_gpu, encoding="utf-8")
+    r = _cli("solve", str(path), "--verify", "--json")
     view = json.loads(r.stdout)
     v = view["verification"]
     first, last = v["iterations"][0], v["iterations"][-1]

@@ -225,10 +225,10 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
 
 
 def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
-    """Stopped after two MILPs (at the demand and at the top of the range), past the probes
+    """Stopped after two rate points (at the demand and at the top of the range), past the probes
     that prove an upper rate (the same flag a time limit sets): the best plan so far, marked
     not converged, with a bound above its BCR."""
-    monkeypatch.setattr(optimize, "MAX_MILP_SOLVES", 2)
+    monkeypatch.setattr(optimize, "MAX_RATE_POINTS", 2)
     s, hw, catalog = triple(load_scenario(PAPER))
     r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr")
     assert r.status == "not_converged"
@@ -266,7 +266,7 @@ def test_time_limit_stops_the_search():
         problem_of(s, hw, catalog),
         objective="max-bcr",
         explain=False,
-        clock=_clock_stopping_after(3),
+        clock=_clock_stopping_after(1),  # the deadline passed before the first point
     )
     assert early.status == "time_limit_no_incumbent" and early.fleet is None
 
@@ -373,7 +373,7 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
     on the MILP's minimum cost in every cell (here at each cell's upper end, where the
     minimum cost is highest)."""
-    from pddplan.plan.search import cost_floor
+    from pddplan.plan.bounds import cost_floor
 
     s, hw, catalog = triple(load_scenario(path))
     space = Space(problem_of(s, hw, catalog))
@@ -391,7 +391,7 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
     """The max-BCR search's probes: relaxed_cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
     scenarios) equals it."""
-    from pddplan.plan.search import relaxed_cost
+    from pddplan.plan.bounds import relaxed_cost
 
     s, hw, catalog = triple(load_scenario(path))
     space = Space(problem_of(s, hw, catalog))
@@ -403,6 +403,92 @@ def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
             assert low == np.inf or out.status == "infeasible", (rate, low)
             continue
         assert low == pytest.approx(out.cost_per_hour, rel=1e-9), (rate, low, out)
+
+
+def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
+    """``relaxed_optimum`` settles a rate without a MILP when one of its plans meets the
+    datacenter rows it drops: then each plan it returns costs what the MILP's optimum costs
+    and meets the MILP's rows (the MILP, fixed to it, is feasible at that cost). Where a
+    row binds it returns none, and its cost stays a bound: here the paper scenario with 16
+    H100 owned in the prefill datacenter, which the relaxation counts for prefill and for
+    relay decode alike (the MILP shares them)."""
+    from test_enumerate import random_scenario
+
+    from pddplan.plan.bounds import plan_cost, relaxed_optimum
+
+    paper = load_scenario(PAPER).scenario
+    dcs = dict(paper.datacenters)
+    dcs["cluster-a"] = dcs["cluster-a"].model_copy(update={"inventory": {"h100-sxm": 16}})
+    owned = {"datacenters": dcs, "electricity_usd_per_kwh": 0.12, "hosting_usd_per_gpu_hour": 0.15}
+    shared = type(paper).model_validate({**paper.model_dump(), **owned})
+    cases = [(random_scenario(seed), m) for seed in range(4) for m in (1.0, 2.0)]
+    cases.append((shared, 1.0))
+    settled = bound = checked = 0
+    for s, m in cases:
+        space = Space(problem_of(s, hardware, models))
+        req = Requirements(space, s.workload.arrival_rps * m)
+        relaxed = relaxed_optimum(req)
+        out = milp.min_cost(req)
+        if out.choice is None:
+            assert not relaxed.exact, (s.name, m)
+            continue
+        assert relaxed.cost <= out.cost_per_hour * (1 + 1e-9), (s.name, m)
+        if not relaxed.exact:
+            bound += 1
+            assert s is shared
+            continue
+        settled += 1
+        for c in relaxed.choices:
+            assert plan_cost(space, c) == pytest.approx(out.cost_per_hour, rel=1e-9)
+            fixed = _milp_fixed_to(req, c)
+            if fixed is not None:  # None: it uses an option the MILP drops as dominated
+                assert fixed.status == "optimal", (s.name, m, c)
+                assert fixed.objective == pytest.approx(out.cost_per_hour, rel=1e-6)
+                checked += 1
+    assert settled >= 4 and checked >= 4 and bound == 1, (settled, checked, bound)
+
+
+def test_of_equal_cost_plans_the_widest_then_the_fastest_is_kept(hardware, models):
+    """On pdd-paper-fleets at its demand, one 16-H100 prefill instance with or without
+    context parallelism costs the same and gives the same SLA capacity (main decode binds),
+    but context parallelism cuts the P99 TTFT several times: the plan must be that one."""
+    from pddplan.evaluation.evaluator import evaluate
+    from pddplan.plan.bounds import relaxed_optimum
+
+    s = load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml").scenario
+    problem = problem_of(s, hardware, models)
+    space = Space(problem)
+    ties = relaxed_optimum(Requirements(space, s.workload.arrival_rps * (1 + s.headroom))).choices
+    assert len(ties) >= 2
+    tails = [evaluate(problem, space.fleet(c, "t")).ttft_s["p99"] for c in ties]
+    r = solve_plan(problem, explain=False)
+    assert r.evaluation.ttft_s["p99"] == pytest.approx(min(tails), rel=1e-9)
+    assert max(tails) > 2 * min(tails)
+    assert any(p.context_parallel for p in r.fleet.pools if p.role == "prefill")
+
+
+def _milp_fixed_to(req, c):
+    """The MILP with every row, its choices fixed to ``c``'s, solved (None if ``c`` uses
+    an option the MILP does not have)."""
+    f = milp.Formulation(req)
+    if any(o is not None and o.key not in f.use for o in c.options.values()):
+        return None
+    for combo in f.combinations():
+        f.add_row(combo)
+    for role, o in c.options.items():
+        for other in f.by_role[role]:
+            f.prob += f.use[other.key] == int(o is not None and other.key == o.key)
+        if o is not None:
+            f.prob += f.units[o.key] == c.instances[role] // o.unit_step
+    for st in f.states:
+        f.prob += f.transfer[st.key] == int(st.key == c.state.key)
+    f.prob += f.cut[req.space.cuts.index(c.cut)] == 1
+    f.prob += f.singular[c.singular] == 1
+    f.prob += f.catch_up[c.catch_up] == 1
+    f.prob += f.band[c.band.key] == 1
+    from pddplan.plan.solver import solve
+
+    return solve(f.prob)
 
 
 def test_prefill_counts_from_other_rates_change_nothing(hardware, models):

@@ -352,6 +352,15 @@ def evaluate(problem: Problem, fleet: Fleet, *, demand_rps: float | None = None)
     return Evaluator(problem, fleet).report(demand_rps)
 
 
+def ttft_p99(problem: Problem, fleet: Fleet, rate_rps: float) -> float:
+    """Only the P99 TTFT of ``fleet`` at ``rate_rps`` (what ``evaluate`` reports as
+    ``ttft_s["p99"]`` at that demand), without the capacity search."""
+    ev = Evaluator(problem, fleet)
+    st = _state(ev.model, rate_rps, ev.routing)
+    hi = problem.scenario.sla.ttft_p99_s
+    return percentile(st.ttft_tail, 0.99, hi, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
+
+
 def meets_sla(problem: Problem, fleet: Fleet, rate_rps: float) -> bool:
     """Whether ``fleet`` (with its routing, or the best threshold) serves ``rate_rps``
     within every limit."""

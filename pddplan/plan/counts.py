@@ -20,7 +20,7 @@ from pddplan import units
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
-from pddplan.model.relay import eager_tokens, relay_pace
+from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import TAIL_BUDGETS, Role
 
@@ -268,30 +268,41 @@ class Requirements:
         """``relay`` for every singular cut (``space.singular_cuts``): one row each."""
         key = (o.key, st.key, band.key)
         if key not in self._r:
-            self._r[key] = self._relay(o, st, band)
+            for b, rows in zip(self.space.bands, self._relay(o, st), strict=True):
+                self._r[(o.key, st.key, b.key)] = rows
         return self._r[key]
 
-    def _relay(self, o: PoolOption, st: State, band: Band) -> np.ndarray:
+    def _relay(self, o: PoolOption, st: State) -> list[np.ndarray]:
+        """``relay_all`` for every pace band at once: RLD's batch at a count does not depend
+        on the band, only the batch ceiling it must stay within does."""
         sp = self.space
         steps = sp.decode_steps(o)
         batches, seconds = steps
-        # the largest batch whose step is within the band's ceiling (steps grow with it)
-        within = (
-            float(np.interp(band.step_s, seconds, batches)) if band.step_s >= seconds[0] else 0.0
+        # per band, the largest batch whose step is within its ceiling (steps grow with it)
+        within = np.array(
+            [
+                float(np.interp(b.step_s, seconds, batches)) if b.step_s >= seconds[0] else 0.0
+                for b in sp.bands
+            ]
         )
-        cap = min(sp.rho * o.batch, within)
+        caps = np.minimum(sp.rho * o.batch, within)[:, None]  # bands x 1
         relays = sp.relay_matrix[st.cache].any(axis=1)
-        if cap <= 0:
-            return np.where(relays, o.max_instances + 1, 0)[None].repeat(len(sp.singular_cuts), 0)
-        rows = []
-        for x in sp.singular_cuts:
+        usable = caps[:, 0] > 0
+        rows = np.zeros((len(sp.bands), len(sp.singular_cuts), len(sp.cuts)))
+        rows[~usable] = np.where(relays, o.max_instances + 1, 0)
+        cap = caps[usable]
+        for i, x in enumerate(sp.singular_cuts):
             relay_s, tokens = self._load(st, x)
 
             def fits(n: np.ndarray, relay_s=relay_s, tokens=tokens) -> np.ndarray:
                 return relay_pace(steps, relay_s, tokens, n)[1] <= cap * (1 + 1e-12)
 
-            rows.append(_smallest(fits, (relay_s + tokens * band.step_s) / cap))
-        return _round_up(np.where(relays, np.array(rows), 0), o)
+            # the fixed point's batch is within cap when (R + S step(cap)) / n is: the
+            # estimate, and the count, when steps grow linearly with the batch
+            estimate = (relay_s + tokens * step_at(steps, cap)) / cap
+            n = _smallest(fits, estimate)
+            rows[usable, i] = _round_up(np.where(relays, n, 0), o)
+        return list(rows.astype(int))
 
     # main decode ----------------------------------------------------------------------------
     def bands(self) -> list[Band]:
@@ -316,13 +327,15 @@ class Requirements:
         (``space.singular_cuts`` x ``space.catch_up_cuts``)."""
         key = (o.key, st.key, band.key)
         if key not in self._m:
-            rows = self._main(o, st, self._combos, band)
-            if band.index < 0 and self.space.bands:
+            bands = self.bands()
+            rows = self._main(o, st, bands)
+            if self.space.bands:
                 # without RLD a cut that relays is infeasible whatever MD buys: take the
                 # slowest band's counts there, so that the MILP's rows for the two coincide
                 relays = self.space.relay_matrix[st.cache].any(axis=1)
-                rows = np.where(relays, self.main_all(o, st, self.space.bands[-1]), rows)
-            self._m[key] = rows
+                rows[0] = np.where(relays, rows[-1], rows[0])
+            for b, r in zip(bands, rows, strict=True):
+                self._m[(o.key, st.key, b.key)] = r
         return self._m[key]
 
     def _handoff(self, o: PoolOption, st: State, catch_up: int | None, band: Band):
@@ -342,33 +355,34 @@ class Requirements:
             self._handoffs[key] = (stalls, stall)
         return self._handoffs[key]
 
-    def _main(
-        self, o: PoolOption, st: State, combos: list[tuple[int, int | None]], band: Band
-    ) -> np.ndarray:
-        """``main`` for each (singular, catch-up) cut of ``combos``: one row per combination."""
-        sp, lam = self.space, self.rate
+    def _main(self, o: PoolOption, st: State, bands: list[Band]) -> list[np.ndarray]:
+        """``main_all`` for each of ``bands``, in one search."""
+        sp, lam, combos = self.space, self.rate, self._combos
         batch, step = sp.md_point(o, st)
         if batch == 0:  # the cache leaves no room for a running request
-            return np.full((len(combos), len(sp.cuts)), o.max_instances + 1)
+            return [np.full((len(combos), len(sp.cuts)), o.max_instances + 1) for _ in bands]
         relay = sp.relay_float[st.cache]
-        handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the TPOT bound
-        for h in {h for _, h in combos}:
-            stalls, stall = self._handoff(o, st, h, band)
-            handoffs[h] = stalls, stall, stall > sp.tpot_s * (1 + 1e-9) - step
         busy, stalled = [], []
-        for singular, catch_up in combos:
-            stalls, stall, bad = handoffs[catch_up]
-            md_tokens, w_handed = self._md_tokens(st, singular, band)
-            w_stalls = w_handed * stalls
-            busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
-            stalled.append(lam * step * (relay @ (w_stalls * bad)))
+        for band in bands:
+            handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the bound
+            for h in sp.catch_up_cuts:
+                stalls, stall = self._handoff(o, st, h, band)
+                handoffs[h] = stalls, stall, stall > sp.tpot_s * (1 + 1e-9) - step
+            for singular, catch_up in combos:
+                stalls, stall, bad = handoffs[catch_up]
+                md_tokens, w_handed = self._md_tokens(st, singular, band)
+                w_stalls = w_handed * stalls
+                busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
+                stalled.append(lam * step * (relay @ (w_stalls * bad)))
         # one search for every row: utilization rows, then P99-gap rows (at most 1% of
         # steps stalled); the search is elementwise, so stacking does not change a count
         load = np.array(busy + stalled)
-        cap = np.repeat([sp.rho, 0.01], len(combos))[:, None]
+        rows = len(busy)
+        cap = np.repeat([sp.rho, 0.01], rows)[:, None]
         n = _smallest(lambda n: load / n <= cap, load / cap)
-        n_util, n_gap = n[: len(combos)], n[len(combos) :]
-        return _round_up(np.maximum(np.maximum(n_util, n_gap), self._n_cache(o, st)), o)
+        need = np.maximum(n[:rows], n[rows:])
+        need = _round_up(np.maximum(need, self._n_cache(o, st)), o)
+        return list(need.reshape(len(bands), len(combos), len(sp.cuts)))
 
     def _md_tokens(self, st: State, singular: int, band: Band) -> tuple[np.ndarray, np.ndarray]:
         """Per cut, MD's tokens per request: every class's output less the relayed classes'

@@ -19,6 +19,7 @@ minimum-cost solve is optimal. Small problems get every row at once.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -340,13 +341,18 @@ def min_cost(
     mip_gap: float = 1e-6,
     budget_usd_per_hour: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    lower_bound: float | None = None,
 ) -> MilpOutcome:
     """The cheapest deployment that serves ``req.rate`` within every limit. ``clock``: the
-    time source ``time_limit_s`` is measured on."""
+    time source ``time_limit_s`` is measured on. ``lower_bound``: a cost per hour no plan
+    is below (``pddplan.plan.bounds.relaxed_optimum``), added as a row so that the solver
+    starts from it rather than from its own weaker LP bound."""
     start = clock()
     if not req.feasible_states:
         return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
     f = Formulation(req, budget_usd_per_hour)
+    if lower_bound is not None and math.isfinite(lower_bound):
+        f.prob += f.cost() >= lower_bound * (1 - 1e-9), "cost_lower_bound"
     combos = f.combinations()
     if len(combos) <= ALL_ROWS_AT_MOST:
         for c in combos:

@@ -18,6 +18,8 @@ class SolveStats:
     status: str
     seconds: float
     milp_solves: int = 0
+    settled: int = 0
+    """Rates whose relaxation's plan was the optimum, so no MILP ran there."""
     variables: int = 0
     """Of the largest MILP solved."""
     constraints: int = 0

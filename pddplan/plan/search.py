@@ -34,10 +34,16 @@ from typing import NamedTuple
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.evaluation.evaluator import MAX_RATE_RPS, cost_and_capacity, evaluate, sla_capacity
-from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
+from pddplan.evaluation.evaluator import (
+    MAX_RATE_RPS,
+    cost_and_capacity,
+    evaluate,
+    sla_capacity,
+    ttft_p99,
+)
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
+from pddplan.plan.bounds import MAX_TIES, cost_floor, relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.explain import (
     MIN_RATE_RPS,
@@ -47,15 +53,15 @@ from pddplan.plan.explain import (
     verdict,
 )
 from pddplan.plan.results import BcrStep, PlanResult, Relaxation, SolveStats
-from pddplan.plan.space import Choice, NoOptionsError, PoolOption, Space
+from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space
 from pddplan.spec.fleet import Fleet
-from pddplan.spec.scenario import Role
 
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
-MAX_MILP_SOLVES = 400
-"""A guard on the rate searches: past it, the search stops as if the time limit had run
-out (max BCR: ``not_converged``; otherwise ``time_limit``)."""
+MAX_RATE_POINTS = 400
+"""A guard on the rate searches: past this many minimum-cost points (MILPs, or relaxations
+whose plan was optimal), the search stops as if the time limit had run out (max BCR:
+``not_converged``; otherwise ``time_limit``)."""
 
 
 class _Search:
@@ -72,12 +78,18 @@ class _Search:
         self.space, self.solver, self.deadline, self.budget = space, solver, deadline, budget
         self.clock = clock
         self.solves = 0
+        self.settled = 0
+        """Rates whose relaxation's plan was the optimum (no MILP run)."""
         self.size = (0, 0)
         self.timed_out = False
         self.points: dict[float, tuple[Choice | None, float, float]] = {}
         self.last_gap: float | None = None
         self.tables: dict[float, Requirements] = {}
         """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
+        self.solved: dict[float, Requirements] = {}
+        """Requirements of the rates solved, for ``tuned``."""
+        self.settled_rates: set[float] = set()
+        """The rates the relaxation settled."""
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
@@ -85,37 +97,88 @@ class _Search:
         if rate in self.points:
             return self.points[rate]
         left = self.deadline - self.clock()
-        if left <= 0 or self.solves >= MAX_MILP_SOLVES:
+        if left <= 0 or self.solves + self.settled >= MAX_RATE_POINTS:
             self.timed_out = True
             return None, math.inf, 0.0
         req = self.tables.pop(rate, None) or Requirements(self.space, rate)
-        out = milp.min_cost(
-            req,
-            solver=self.solver,
-            time_limit_s=left,
-            mip_gap=self.space.scenario.solver.mip_gap,
-            budget_usd_per_hour=self.budget,
-            clock=self.clock,
-        )
-        self.solves += out.solves
-        self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
-        if out.status in ("time_limit", "time_limit_no_incumbent"):
-            self.timed_out = True
+        self.solved[rate] = req
+        relaxed = relaxed_optimum(req, self.budget)
+        choice: Choice | None
+        cost: float | None
+        gap: float | None
+        if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
+            self.settled += 1
+            self.settled_rates.add(rate)
+            choice, cost, gap = relaxed.choices[0], relaxed.cost, 0.0
+        elif math.isinf(relaxed.cost):
+            choice, cost, gap = None, math.inf, None
+        else:
+            out = milp.min_cost(
+                req,
+                solver=self.solver,
+                time_limit_s=left,
+                mip_gap=self.space.scenario.solver.mip_gap,
+                budget_usd_per_hour=self.budget,
+                clock=self.clock,
+                lower_bound=relaxed.cost,
+            )
+            self.solves += out.solves
+            self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
+            if out.status in ("time_limit", "time_limit_no_incumbent"):
+                self.timed_out = True
+            choice, cost, gap = out.choice, out.cost_per_hour, out.gap
         point: tuple[Choice | None, float, float]
-        if out.choice is None or out.cost_per_hour is None:
+        if choice is None or cost is None:
             point = (None, math.inf, 0.0)
         else:
-            self.last_gap = out.gap
-            fleet = self.space.fleet(out.choice, "plan")
+            self.last_gap = gap
+            fleet = self.space.fleet(choice, "plan")
             capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
             if capacity < rate * (1 - 1e-5):
                 raise RuntimeError(
                     f"planner bug: the MILP's plan at {rate:.6g} req/s has an evaluated SLA "
                     f"capacity of {capacity:.6g} req/s"
                 )
-            point = (out.choice, out.cost_per_hour, max(capacity, rate))
+            point = (choice, cost, max(capacity, rate))
         self.points[rate] = point
         return point
+
+    def _widest(self, choices: tuple[Choice, ...], rate: float) -> Choice:
+        """Of deployments of equal cost, the one with the largest SLA capacity; of equal
+        capacities, the one with the shortest P99 TTFT at the demand (then the first)."""
+        if len(choices) == 1:
+            return choices[0]
+        problem, fleet = self.space.problem, self.space.fleet
+        capacities = [sla_capacity(problem, fleet(c, "plan"), served_rps=rate) for c in choices]
+        top = max(capacities)
+        widest = [c for c, b in zip(choices, capacities, strict=True) if b >= top * (1 - 1e-9)]
+        if len(widest) == 1:
+            return widest[0]
+        demand = problem.scenario.workload.arrival_rps or rate
+        tails = [ttft_p99(problem, fleet(c, "plan"), demand) for c in widest]
+        return widest[int(np.argmin(tails))]
+
+    def tuned(self, choice: Choice) -> Choice:
+        """``choice``, or another deployment of equal cost at its rate that the evaluator
+        prefers (``_widest``), with the router settings, among those its hardware carries
+        there, that give it the largest SLA capacity. The minimum-cost MILP is indifferent
+        between them, yet on one fleet they can move the TTFT tail several times. Done for
+        the plan returned only: the searches' other rates keep the first of equals."""
+        rate = next(r for r, p in self.points.items() if p[0] is choice)
+        problem, fleet = self.space.problem, self.space.fleet
+        req = self.solved[rate]
+        ties: tuple[Choice, ...] = (choice,)
+        if rate in self.settled_rates:
+            ties = relaxed_optimum(req, self.budget, ties=MAX_TIES).choices
+        best = self._widest(ties, rate)
+        best_capacity = sla_capacity(problem, fleet(best, "plan"), served_rps=rate)
+        for c in routings(req, best)[:ROUTING_TRIALS]:
+            capacity = sla_capacity(problem, fleet(c, "plan"), served_rps=rate)
+            if capacity > best_capacity * (1 + 1e-9):
+                best, best_capacity = c, capacity
+        if best is not choice:
+            self.points[rate] = (best, self.points[rate][1], max(best_capacity, rate))
+        return best
 
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_cost``); its tables
@@ -125,7 +188,7 @@ class _Search:
             return 0.0
         req = Requirements(self.space, rate)
         self.tables[rate] = req
-        return relaxed_cost(req)
+        return relaxed_optimum(req).cost
 
 
 def solve_plan(
@@ -177,6 +240,8 @@ def solve_plan(
         choice, iterations = _max_capacity(search)
     else:
         choice, iterations, bound, best_bcr = _max_bcr(search, demand)
+    if choice is not None and not search.timed_out:
+        choice = search.tuned(choice)
     status = _status(search, choice, bound)
     seconds = clock() - start
     stats = SolveStats(
@@ -185,6 +250,7 @@ def solve_plan(
         status,
         seconds,
         search.solves,
+        search.settled,
         *search.size,
         gap=_gap(search, objective, choice, bound),
         iterations=iterations,
@@ -258,137 +324,54 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
     return search.last_gap
 
 
-# --- lower bounds on the minimum cost, for max BCR --------------------------------------------
-def _low(space: Space, o: PoolOption, n):
-    """The cost of ``n`` instances of ``o``, as many of its GPUs owned as the inventory
-    allows (owned GPUs at their running cost), so never above what a plan pays."""
-    owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
-    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+ROUTING_TRIALS = 6
+"""Router settings ``_Search.tuned`` evaluates besides the solved one."""
 
 
-def _cheapest(space: Space, needs: list[tuple[PoolOption, np.ndarray]], shape) -> np.ndarray:
-    """Elementwise, the cheapest of the options' minimum counts (inf past an option's
-    maximum, or with no option)."""
-    best = np.full(shape, np.inf)
-    for o, n in needs:
-        best = np.minimum(best, np.where(n > o.max_instances, np.inf, _low(space, o, n)))
-    return best
-
-
-def relaxed_cost(req: Requirements) -> float:
-    """A lower bound on the minimum-cost MILP's optimum at ``req.rate`` (inf: no plan).
-
-    The MILP picks one option per role, one transfer state and one relay, singular and
-    catch-up cut, each option at least its minimum count for those choices
-    (``Requirements``). Dropping the datacenter limits (GPUs, power) and pricing each pool
-    with as many of its GPUs owned as the inventory allows leaves, per transfer state and
-    cut, the sum of each role's cheapest option at its minimum count: the minimum of that
-    over the choices never exceeds the MILP's optimum, and equals it when no limit binds."""
-    sp = req.space
-    ncut = len(sp.cuts)
+def routings(req: Requirements, choice: Choice) -> list[Choice]:
+    """``choice`` with each other router setting its hardware carries at ``req.rate``: per
+    (singular cut, catch-up cut), the relay cut relaying most within every role's count
+    (in some RLD pace band, when it has relay decode; none relayed, when it has not)."""
+    sp, st, o = req.space, choice.state, choice.options
+    n = choice.instances
+    prefill, relay, main = o["prefill"], o["relay_decode"], o["main_decode"]
+    assert prefill is not None and main is not None
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
-    best = math.inf
-    for st in req.feasible_states:
-        prefill = _cheapest(
-            sp,
-            [(o, req.prefill(o, st)) for o in sp.options["prefill"] if st.sent_by(o)],
-            ncut,
+    relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
+    prefill_ok = req.prefill(prefill, st) <= n["prefill"]
+    bands = [NO_RLD] if relay is None else list(sp.bands)
+    found: dict[tuple[int, int], tuple[int, Band]] = {}
+    for band in bands:
+        if relay is None:
+            relay_ok = np.tile(~relays, (nsing, 1))
+        else:
+            relay_ok = (req.relay_all(relay, st, band) <= n["relay_decode"]) & relays
+        main_ok = req.main_all(main, st, band) <= n["main_decode"]
+        ok = prefill_ok & np.repeat(relay_ok, ncatch, axis=0) & main_ok
+        for row in range(nsing * ncatch):
+            js = np.flatnonzero(ok[row])
+            key = divmod(row, ncatch)
+            if len(js) and (key not in found or js[-1] > found[key][0]):
+                found[key] = (int(js[-1]), band)
+    out = []
+    seen: set[tuple[float | None, int, int | None]] = {
+        (choice.cut, choice.singular, choice.catch_up)
+    }
+    for (s, h), (j, band) in sorted(found.items()):
+        c = replace(
+            choice,
+            cut=sp.cuts[j],
+            singular=sp.singular_cuts[s],
+            catch_up=sp.catch_up_cuts[h],
+            band=band,
         )
-        if not np.isfinite(prefill).any():
-            continue
-        # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
-        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one,
-        # per RLD count band (the band sets RLD's pace, and so MD's counts)
-        main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
-        relays = sp.relay_matrix[st.cache].any(axis=1)
-        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
-        for band in req.bands():
-            if band.index < 0:
-                relay = np.tile(np.where(relays, np.inf, 0.0), (nsing, 1))
-            elif rld:
-                relay = _cheapest(sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut))
-            else:
-                continue
-            decode = _cheapest(
-                sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
-            )
-            totals = (prefill + np.repeat(relay, ncatch, axis=0) + decode).min(axis=1)
-            best = min(best, float((totals + st.usd_per_hour).min()))
-    return best
-
-
-def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
-    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
-    cost per hour anywhere in the cell (inf where no option can carry the rate).
-
-    It adds the cheapest prefill option at its utilization floor to the cheapest, over the
-    decode-side cache choices, of: the cheapest transfer state of that cache choice within
-    the link cap, plus the cheapest main decode at its utilization floor (at the batch that
-    cache choice leaves): for
-    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
-    it (every request relayed, with the eager tokens of the slowest state still feasible at
-    the cell's start, its WAN time taken at the cell's end, at relay decode's fastest step)
-    plus one RLD purchase step. It
-    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
-    minimum. ``pddplan.plan.search`` uses it to prune rate intervals for max BCR."""
-    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
-    w = space.w
-
-    def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
-        best = np.full_like(lo, np.inf)
-        for o in space.options[role]:
-            per_instance: float | np.ndarray
-            if role == "prefill":
-                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
-            else:
-                batch, step = (o.batch, o.step_s)
-                if role == "main_decode" and cache_state is not None:
-                    batch, step = space.md_point(o, cache_state)
-                if batch == 0:
-                    continue
-                per_instance = space.rho * batch / step / np.maximum(tokens, 1e-12)
-            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
-            n = np.ceil(n / o.unit_step) * o.unit_step
-            cost = np.where(n <= o.max_instances, _low(space, o, n), np.inf)
-            best = np.minimum(best, cost)
-        return best
-
-    prefill = cheapest("prefill", 0.0)
-    relaying = any(c is not None for c in space.cuts) and space.options["relay_decode"]
-    total = np.full_like(lo, np.inf)
-    for k in range(len(space.caches)):  # each decode-side cache choice on its own
-        states = np.full_like(lo, np.inf)
-        longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
-        payload = space.payloads[k]
-        here = [st for st in space.states if st.cache == k]
-        for st in here:
-            if st.gbps is None:
-                nic = space.hw.chips[st.sender].nic_bytes_per_s
-                states = np.minimum(states, 0.0)
-                longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
-                continue
-            total_payload = float(w @ payload)
-            goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
-            feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
-            states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
-            path = TcpPath.of(st.wan)
-            for cell in np.nonzero(feasible)[0]:
-                u = min(hi[cell] * total_payload / goodput, space.link_rho)
-                wan, _ = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
-                longest[cell] = np.maximum(longest[cell], wan)
-        if not here:
-            continue
-        decode = cheapest("main_decode", float(w @ space.out), here[0])
-        if relaying:
-            # the most eager tokens: RLD at its fastest step (one sequence a batch)
-            fastest = min(float(space.decode_steps(o)[1][0]) for o in space.options["relay_decode"])
-            eager = np.minimum(space.out, np.ceil(longest / fastest))
-            singular = space.out <= max(space.singular_cuts)
-            fewest = np.where(singular, 0.0, space.out - eager) @ w
-            rld = min(float(_low(space, o, o.unit_step)) for o in space.options["relay_decode"])
-            decode = np.minimum(decode, cheapest("main_decode", fewest, here[0]) + rld)
-        total = np.minimum(total, decode + states)
-    return prefill + total
+        if not relays[j]:  # nothing relayed: the other cuts do not matter
+            c = replace(c, singular=sp.singular_cuts[0], catch_up=sp.catch_up_cuts[0])
+        setting = (c.cut, c.singular, c.catch_up)
+        if setting not in seen:
+            seen.add(setting)
+            out.append(c)
+    return out
 
 
 # --- max capacity -----------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def section_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows best first, the hypothetical one (``ref``), then those without a plan, which show
     their status (the reasons are ``infeasible_notes``)."""
     demand = section["at"] == "demand"
-    heads = ["#", "architecture", "GPUs", "$/month"]
+    heads = ["#", "architecture", "GPUs", "$/month", "WAN link"]
     heads += (
         ["vs best", "capacity req/s", "TTFT P99 s"] if demand else ["capacity req/s", "vs best"]
     )
@@ -46,6 +46,7 @@ def section_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for r in _planned(section):
         rank = "ref" if r["rank"] is None else str(r["rank"])
         cells = [rank, r["label"], f"{r['total_gpus']:,}", money(r["cost_per_month_usd"], 0)]
+        cells.append(_link_cell(r))
         vs = "best" if r["rank"] == 1 else num(r["vs_best"], "+.0%")
         capacity = sig(r["sla_capacity_rps"])
         cells += [vs, capacity, sig(r["ttft_s"]["p99"])] if demand else [capacity, vs]
@@ -54,6 +55,24 @@ def section_rows(section: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         if "rank" not in r:
             rows.append(["—", r["label"], r["status"], *([""] * (len(heads) - 3))])
     return heads, rows
+
+
+LINK_PARTS = " · "
+"""Between the parts of a WAN link cell (the terminal table stacks them)."""
+LINK_NOTE = (
+    "WAN link: the leased tier, its price per month, and how busy it is at the SLA capacity."
+)
+
+
+def _link_cell(r: dict[str, Any]) -> str:
+    """The WAN link a plan leases: its rate, what it costs a month, and how busy it is at
+    the plan's SLA capacity (the busiest link, if several); "—" within one datacenter."""
+    if not r["link_tiers"]:
+        return "—"
+    parts = [f"{r['wan_gbps']:g} Gbps", f"{money(r['link_cost_per_month_usd'], 0)}/mo"]
+    if r["link_utilization_at_capacity"] is not None:
+        parts.append(f"{r['link_utilization_at_capacity']:.0%} busy")
+    return LINK_PARTS.join(parts)
 
 
 def _planned(section: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,6 +133,8 @@ def comparison_csv(view: dict[str, Any]) -> str:
         "ttft_p99_at_common_rate_s",
         "wan_gbps",
         "link_tiers",
+        "link_cost_per_month_usd",
+        "link_utilization_at_capacity",
         "rld_token_share",
         "usd_per_million_output_tokens",
         "limit",
@@ -214,6 +235,8 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
     for section in view["sections"]:
         heads, rows = section_rows(section)
         parts += [f"### {section_title(section)}", "", _md_table(heads, rows)]
+        if any(r[heads.index("WAN link")] not in ("—", "") for r in rows if len(r) == len(heads)):
+            parts += ["", LINK_NOTE]
         notes = infeasible_notes(section)
         parts += ["", *(f"- {n}" for n in notes)] if notes else []
         if section["at"] == "budget":

@@ -16,6 +16,8 @@ from rich.text import Text
 
 from pddplan import units
 from pddplan.report.documents import (
+    LINK_NOTE,
+    LINK_PARTS,
     break_even_text,
     infeasible_notes,
     latency_rows,
@@ -443,6 +445,8 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     solver.add_row("status", st.status)
     solver.add_row("time", f"{st.seconds:.2f} s")
     solver.add_row("MILP solves", str(st.milp_solves))
+    if st.settled:
+        solver.add_row("rates settled without a MILP", str(st.settled))
     if st.objective == "max-bcr":
         solver.add_row("Dinkelbach iterations", str(st.iterations))
         bound = st.bcr_bound
@@ -451,7 +455,8 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     elif st.objective == "max-capacity":
         solver.add_row("bisection steps", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
-    solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
+    if st.milp_solves:
+        solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
     parts.append(solver)
     return Group(*parts)
 
@@ -546,9 +551,18 @@ def comparison_report(view: dict[str, Any]) -> Group:
     parts: list[Any] = []
     for section in view["sections"]:
         heads, rows = section_rows(section)
-        t = grid("", heads, text=1)
+        # the WAN link goes under the architecture, the column that wraps
+        link = heads.index("WAN link")
+        t = grid("", heads[:link] + heads[link + 1 :], text=1)
         for r in rows:
-            t.add_row(*[_stacked(c) if j == 1 else c for j, c in enumerate(r)])
+            cells = [_stacked(c) if j == 1 else c for j, c in enumerate(r)]
+            if len(cells) > link:
+                wan = cells.pop(link)
+                if wan not in ("—", ""):
+                    cells[1] += "\nWAN " + wan.replace(LINK_PARTS, ", ")
+            t.add_row(*cells)
+        if any(len(r) > link and r[link] not in ("—", "") for r in rows):
+            t.caption = LINK_NOTE
         parts += [Text(section_title(section), style="bold"), t]
         parts += [Text(n, style="yellow") for n in infeasible_notes(section)]
         if section["at"] == "budget":

@@ -207,6 +207,13 @@ def candidate_view(c: Candidate) -> dict[str, Any]:
         "ttft_s": {k: e.ttft_s[k] for k in ("p50", "p90", "p99")},
         "wan_gbps": sum(x.gbps for x in e.links),
         "link_tiers": [f"{'-'.join(x.between)} {x.gbps:g} Gbps" for x in e.links],
+        "link_cost_per_month_usd": (
+            sum(x.cost_per_hour_usd for x in e.links) * units.HOURS_PER_MONTH if e.links else None
+        ),
+        "link_utilization_at_capacity": max(
+            (x.utilization_at_capacity for x in e.links if x.utilization_at_capacity is not None),
+            default=None,
+        ),
         "rld_token_share": e.rld_token_share,
         "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
         "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],

@@ -1,0 +1,292 @@
+"""Lower bounds on the minimum cost at a rate, without a solver.
+
+- ``relaxed_optimum``: the minimum-cost MILP without its datacenter rows (GPU and power
+  limits, the budget) and with owned GPUs priced per pool. Its minimizer is a plan; when
+  that plan meets the dropped rows and its exact cost equals the bound, it is the MILP's
+  optimum and no MILP needs to run (``pddplan.plan.search`` then skips the solver).
+- ``cost_floor``: a cruder bound per cell of a rate grid, for the max-BCR search's pruning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
+from pddplan.plan.counts import Requirements
+from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space
+from pddplan.spec.scenario import ROLES, Role
+
+
+def _low(space: Space, o: PoolOption, n):
+    """The cost of ``n`` instances of ``o``, as many of its GPUs owned as the inventory
+    allows (owned GPUs at their running cost), so never above what a plan pays."""
+    owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
+    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+
+
+def _costs(space: Space, needs: list[tuple[PoolOption, np.ndarray]], shape) -> np.ndarray:
+    """Per option of ``needs`` (first axis), the cost of its minimum counts (inf past its
+    maximum); one row of inf without options."""
+    if not needs:
+        return np.full((1, *np.atleast_1d(shape)), np.inf)
+    return np.stack(
+        [np.where(n > o.max_instances, np.inf, _low(space, o, n)) for o, n in needs]
+    ).astype(float)
+
+
+def _ties(options: list, costs: np.ndarray, tol: float) -> list:
+    """The options whose cost is the least of ``costs`` (one per option)."""
+    return [o for o, c in zip(options, costs, strict=True) if c <= costs.min() + tol]
+
+
+MAX_TIES = 4
+"""``relaxed_optimum`` returns at most this many plans of the least cost."""
+MAX_TIED_CELLS = 2000
+"""...and looks at most at this many (state, band, cut) cells of the least cost for them."""
+
+
+@dataclass(frozen=True)
+class RelaxedOptimum:
+    """The relaxation's minimum ``cost`` (inf: not even the relaxation has a plan), and the
+    distinct deployments of that cost that are the MILP's optimum too (``choices``, empty
+    when none is: a datacenter row binds)."""
+
+    cost: float
+    choices: tuple[Choice, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        return bool(self.choices)
+
+
+def relaxed_optimum(
+    req: Requirements, budget_usd_per_hour: float | None = None, *, ties: int = 1
+) -> RelaxedOptimum:
+    """A lower bound on the minimum-cost MILP's optimum at ``req.rate``, and the plans that
+    reach it.
+
+    The MILP picks one option per role, one transfer state, one RLD pace band and one
+    relay, singular and catch-up cut, each option at least its minimum count for those
+    choices (``Requirements``). Dropping the datacenter limits (GPUs, power), the budget,
+    and pricing each pool with as many of its GPUs owned as the inventory allows leaves,
+    per transfer state, band and cut, the sum of each role's cheapest option at its
+    minimum count: the minimum of that over the choices never exceeds the MILP's optimum.
+    A minimizer meets every row the MILP has besides the dropped ones, so when it also
+    meets those and its exact cost (owned GPUs shared between pools of one chip) equals
+    the bound, it is optimal. Minimizers that are the same deployment but for the router
+    are one plan here (the one relaying most; ``pddplan.plan.search`` tunes the router);
+    distinct deployments of equal cost (two layouts of the same GPUs, say) are returned up
+    to ``ties`` of them (at most ``MAX_TIES``), for the search to pick the one with the
+    largest SLA capacity."""
+    sp = req.space
+    ncut = len(sp.cuts)
+    nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
+    best = math.inf
+    tables = []
+    for st in req.feasible_states:
+        senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
+        p_costs = _costs(sp, [(o, req.prefill(o, st)) for o in senders], ncut)
+        prefill = p_costs.min(axis=0)
+        if not np.isfinite(prefill).any():
+            continue
+        # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one,
+        # per RLD pace band (the band sets RLD's pace, and so MD's counts)
+        main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
+        relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
+        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
+        for band in req.bands():
+            if band.index < 0:
+                r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
+            elif rld:
+                r_costs = _costs(sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut))
+            else:
+                continue
+            m_costs = _costs(
+                sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+            )
+            relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
+            totals = prefill + np.repeat(relay, ncatch, axis=0) + decode + st.usd_per_hour
+            best = min(best, float(totals.min()))
+            roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
+            tables.append((st, band, totals, relays, roles))
+    if not math.isfinite(best):
+        return RelaxedOptimum(math.inf)
+    tol = 1e-9 * max(1.0, best)
+    enough = min(ties, MAX_TIES)
+    found: dict[tuple, Choice] = {}
+    cells = 0
+    for st, band, totals, relays, (senders, p_costs), (rld, r_costs), (main, m_costs) in (
+        (t[0], t[1], t[2], t[3], *t[4]) for t in tables
+    ):
+        # the most relaying first: of one deployment's cells, the first found is kept
+        for row, j in sorted(
+            np.argwhere(totals <= best + tol).tolist(), key=lambda c: (-c[1], -c[0])
+        ):
+            cells += 1
+            r = row // ncatch
+            relay_ties = [None]
+            if band.index >= 0 and relays[j]:
+                relay_ties = _ties(rld, r_costs[:, r, j], tol)
+            for p, rd, m in itertools.product(
+                _ties(senders, p_costs[:, j], tol), relay_ties, _ties(main, m_costs[:, row, j], tol)
+            ):
+                options = {"prefill": p, "relay_decode": rd, "main_decode": m}
+                choice = _as_choice(req, st, band, r, row % ncatch, j, options)
+                key = (
+                    st.key,
+                    tuple((o.key, choice.instances[k]) for k, o in choice.options.items() if o),
+                )
+                found.setdefault(key, choice)
+            if len(found) >= enough or cells >= MAX_TIED_CELLS:
+                break
+        if len(found) >= enough or cells >= MAX_TIED_CELLS:
+            break
+    exact = [
+        c
+        for c in found.values()
+        if _meets_dropped_rows(sp, c, budget_usd_per_hour)
+        and math.isclose(plan_cost(sp, c), best, rel_tol=1e-9, abs_tol=1e-9)
+    ]
+    return RelaxedOptimum(best, tuple(exact))
+
+
+def relaxed_cost(req: Requirements) -> float:
+    """``relaxed_optimum``'s bound alone."""
+    return relaxed_optimum(req).cost
+
+
+def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int, options):
+    """The relaxation's minimizer as the MILP would report it: counts at the chosen cuts;
+    a cut that relays nothing has no relay decode, no band, and the first singular and
+    catch-up cuts (the others do not matter then)."""
+    sp = req.space
+    cut = sp.cuts[j]
+    s, h = sp.singular_cuts[singular], sp.catch_up_cuts[catch_up]
+    if not sp.relay_matrix[st.cache][j].any():
+        options = {**options, "relay_decode": None}
+        band, s, h = NO_RLD, sp.singular_cuts[0], sp.catch_up_cuts[0]
+    instances = {r: 0 for r in ROLES}
+    instances["prefill"] = int(req.prefill(options["prefill"], st)[j])
+    if options["relay_decode"] is not None:
+        instances["relay_decode"] = int(req.relay(options["relay_decode"], st, s, band)[j])
+    instances["main_decode"] = int(req.main(options["main_decode"], st, s, h, band)[j])
+    return Choice(options, instances, st, cut, s, h, band)
+
+
+def plan_cost(space: Space, choice: Choice) -> float:
+    """USD per hour of ``choice`` as the MILP's objective prices it: instances at full
+    price, less what owned GPUs save (per datacenter and chip, up to the inventory, shared
+    by the pools there), plus the link."""
+    cost = choice.state.usd_per_hour
+    used: dict[tuple[str, str], int] = {}
+    for role, o in choice.options.items():
+        if o is None:
+            continue
+        n = choice.instances[role]
+        cost += n * o.usd_per_instance_hour
+        key = (o.datacenter, o.chip)
+        used[key] = used.get(key, 0) + n * o.gpus
+    for key, gpus in used.items():
+        owned, discount = space.owned.get(key, (0, 0.0))
+        cost -= discount * min(gpus, owned)
+    return cost
+
+
+def _meets_dropped_rows(space: Space, choice: Choice, budget: float | None) -> bool:
+    """Whether ``choice`` is within every datacenter's GPU and power limits and the budget."""
+    s, hw = space.scenario, space.hw
+    gpus: dict[str, int] = {}
+    kw: dict[str, float] = {}
+    for role, o in choice.options.items():
+        if o is None:
+            continue
+        n = choice.instances[role] * o.gpus
+        dc = s.datacenters[o.datacenter]
+        gpus[o.datacenter] = gpus.get(o.datacenter, 0) + n
+        kw[o.datacenter] = kw.get(o.datacenter, 0.0) + n * hw.chips[o.chip].tdp_w / 1000 * dc.pue
+    for dc_id, n in gpus.items():
+        dc = s.datacenters[dc_id]
+        if dc.max_gpus is not None and n > dc.max_gpus:
+            return False
+        if dc.max_power_kw is not None and kw[dc_id] > dc.max_power_kw * (1 + 1e-9):
+            return False
+    return budget is None or plan_cost(space, choice) <= budget * (1 + 1e-9)
+
+
+def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
+    """For each cell ``[grid[i], grid[i+1]]`` of rates, a lower bound on the cheapest plan's
+    cost per hour anywhere in the cell (inf where no option can carry the rate).
+
+    It adds the cheapest prefill option at its utilization floor to the cheapest, over the
+    decode-side cache choices, of: the cheapest transfer state of that cache choice within
+    the link cap, plus the cheapest main decode at its utilization floor (at the batch that
+    cache choice leaves): for
+    every token, or, if requests may be relayed, for the fewest tokens relaying can leave
+    it (every request relayed, with the eager tokens of the slowest state still feasible at
+    the cell's start, its WAN time taken at the cell's end, at relay decode's fastest step)
+    plus one RLD purchase step. It
+    ignores TTFT, TPOT and the coupling between roles, so it never exceeds the MILP's
+    minimum. ``pddplan.plan.search`` uses it to prune rate intervals for max BCR."""
+    lo, hi = np.asarray(grid[:-1], dtype=float), np.asarray(grid[1:], dtype=float)
+    w = space.w
+
+    def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
+        best = np.full_like(lo, np.inf)
+        for o in space.options[role]:
+            per_instance: float | np.ndarray
+            if role == "prefill":
+                per_instance = space.rho / float(w @ space.prefill_times(o)[1])
+            else:
+                batch, step = (o.batch, o.step_s)
+                if role == "main_decode" and cache_state is not None:
+                    batch, step = space.md_point(o, cache_state)
+                if batch == 0:
+                    continue
+                per_instance = space.rho * batch / step / np.maximum(tokens, 1e-12)
+            n = np.maximum(np.ceil(lo / per_instance * (1 - 1e-9)), 1)
+            n = np.ceil(n / o.unit_step) * o.unit_step
+            cost = np.where(n <= o.max_instances, _low(space, o, n), np.inf)
+            best = np.minimum(best, cost)
+        return best
+
+    prefill = cheapest("prefill", 0.0)
+    relaying = any(c is not None for c in space.cuts) and space.options["relay_decode"]
+    total = np.full_like(lo, np.inf)
+    for k in range(len(space.caches)):  # each decode-side cache choice on its own
+        states = np.full_like(lo, np.inf)
+        longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
+        payload = space.payloads[k]
+        here = [st for st in space.states if st.cache == k]
+        for st in here:
+            if st.gbps is None:
+                nic = space.hw.chips[st.sender].nic_bytes_per_s
+                states = np.minimum(states, 0.0)
+                longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+                continue
+            total_payload = float(w @ payload)
+            goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
+            feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
+            states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
+            path = TcpPath.of(st.wan)
+            for cell in np.nonzero(feasible)[0]:
+                u = min(hi[cell] * total_payload / goodput, space.link_rho)
+                wan, _ = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
+                longest[cell] = np.maximum(longest[cell], wan)
+        if not here:
+            continue
+        decode = cheapest("main_decode", float(w @ space.out), here[0])
+        if relaying:
+            # the most eager tokens: RLD at its fastest step (one sequence a batch)
+            fastest = min(float(space.decode_steps(o)[1][0]) for o in space.options["relay_decode"])
+            eager = np.minimum(space.out, np.ceil(longest / fastest))
+            singular = space.out <= max(space.singular_cuts)
+            fewest = np.where(singular, 0.0, space.out - eager) @ w
+            rld = min(float(_low(space, o, o.unit_step)) for o in space.options["relay_decode"])
+            decode = np.minimum(decode, cheapest("main_decode", fewest, here[0]) + rld)
+        total = np.minimum(total, decode + states)
+    return prefill + total
