@@ -1,0 +1,98 @@
+"""The decode-side cache's hit curve: Che's approximation checked by hand at its two
+limits (exponential returns: the linear rule; periodic: the LRU cliff), and Mattson's
+stack distances against an LRU cache simulated block by block."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+from conftest import DATA
+
+from pddplan.model.hit_curve import che_hit_rate, lru_hit_curve, stack_distances
+
+TRACE = DATA / "traces" / "conversation-2000.jsonl"
+"""The first 2,000 requests of the Mooncake conversation trace."""
+
+
+def _exponential(mean: float, n: int = 200_000) -> np.ndarray:
+    """Exact quantiles of an exponential distribution (no sampling noise)."""
+    return -mean * np.log1p(-(np.arange(n) + 0.5) / n)
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_exponential_returns_give_the_linear_rule(share):
+    # r = 10 req/s, 1 MB a use, T = 60 s: the open sessions hold r T E[bytes] = 600 MB; a
+    # cache of share x 600 MB hits share of the uses
+    hit = che_hit_rate(share * 600e6, 10.0, 1e6, _exponential(60.0))
+    assert hit == pytest.approx(share, abs=1e-3)
+
+
+def test_periodic_returns_give_the_lru_cliff():
+    returns = np.full(1000, 60.0)
+    assert che_hit_rate(0.99 * 600e6, 10.0, 1e6, returns) == 0.0
+    assert che_hit_rate(1.0 * 600e6, 10.0, 1e6, returns) == 1.0
+
+
+def test_ended_sessions_cap_the_hit_rate():
+    # a third of the uses end their session: at most two thirds can hit, and a cache that
+    # outlives every return reaches it
+    returns = np.concatenate([np.full(200, 10.0), np.full(100, np.inf)])
+    assert che_hit_rate(1e12, 1.0, 1.0, returns) == pytest.approx(2 / 3)
+    assert che_hit_rate(0.0, 1.0, 1.0, returns) == 0.0
+
+
+def _lru_hits(requests: list[list[int]], capacity: int) -> float:
+    """Blocks found by an LRU cache of ``capacity`` blocks, block by block: each request
+    looks its blocks up, then they enter tail first (its first block most recent)."""
+    cache: OrderedDict[int, None] = OrderedDict()
+    hits = uses = 0
+    for r in requests:
+        hits += sum(b in cache for b in r)
+        uses += len(r)
+        for b in reversed(r):
+            cache[b] = None
+            cache.move_to_end(b)
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+    return hits / uses
+
+
+def test_stack_distances_by_hand():
+    # requests [1, 2], [3], [2, 1]: the first enters as 2 then 1 (1 most recent), the second
+    # adds 3; at the third, 2 has seen {1, 3} since (2) and 1 has seen {3} (1)
+    d = stack_distances([[1, 2], [3], [2, 1]])
+    assert list(d) == [np.inf, np.inf, np.inf, 2, 1]
+
+
+def test_mattson_curve_matches_an_lru_cache_simulated_block_by_block():
+    rng = np.random.default_rng(7)
+    requests = [
+        list(dict.fromkeys(rng.zipf(1.3, size=int(rng.integers(1, 20))) % 500).keys())
+        for _ in range(2000)
+    ]  # distinct blocks within a request, as prefix hashes are
+    curve = lru_hit_curve(requests)
+    assert curve.uses == sum(len(r) for r in requests)
+    for capacity in (1, 5, 20, 100, 400, 600):
+        assert curve.at(capacity) == pytest.approx(_lru_hits(requests, capacity), abs=1e-12)
+    assert np.all(np.diff(curve.hits) >= 0) and np.all(np.diff(curve.blocks) > 0)
+
+
+def test_mattson_curve_is_the_prefix_caches_replay_at_every_size():
+    """On the conversation trace, the curve at each size is what the trace replay's prefix
+    cache (leading runs, ``PrefixCache``) finds with that capacity, and it rises to the
+    trace's reuse ceiling (every use but a block's first)."""
+    from pddplan.workload.cache import PrefixCache
+
+    with TRACE.open(encoding="utf-8") as f:
+        requests = [json.loads(line)["hash_ids"] for line in f if line.strip()]
+    uses = sum(len(r) for r in requests)
+    curve = lru_hit_curve(requests)
+    for capacity in (64, 1000, 10_000):
+        cache = PrefixCache(capacity)
+        found = sum(cache.replay(r) for r in requests)
+        assert curve.at(capacity) == pytest.approx(found / uses, abs=1e-12), capacity
+    ceiling = 1 - len({b for r in requests for b in r}) / uses
+    assert curve.at(10**9) == pytest.approx(ceiling)
