@@ -175,6 +175,7 @@ def small_comparison():
     return problem, compare(problem, explain=False)
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_respects_every_datacenters_gpu_limit(tmp_path):
     """With west's GPUs capped at 8, no intra-DC row in west may plan more than 8 (the old
     pooled baseline took both datacenters' GPUs), at either question."""
@@ -333,6 +334,7 @@ def test_sections_render_a_free_fleet_and_a_lone_hypothetical_row():
     assert rows[0][0] == "ref"
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_json_csv_md():
     """Every row appears; an infeasible one says why while the others print."""
     r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "json"])
@@ -363,6 +365,7 @@ def test_compare_json_csv_md():
     assert "cross-DC naive: infeasible" in r.output
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_budget_section_names_its_budget():
     r = runner.invoke(
         app, ["compare", str(SMALL), "--at", "budget", "--budget", "40", "--format", "json"]
@@ -430,6 +433,7 @@ def _plan_costing(per_hour: float):
     return SimpleNamespace(evaluation=e, fleet=None, verdict=None, status="optimal")
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_price_sweep_runs_end_to_end():
     r = runner.invoke(
         app,

@@ -374,6 +374,7 @@ def test_a_confirmed_run_holds_in_a_run_five_times_longer_with_another_seed(smal
         assert a.low <= b.high and b.low <= a.high
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_warm_start_fills_a_bounded_decode_side_cache_before_time_0(small):
     """A decode-side cache smaller than the sessions' working set is full and has evicted
     its capacity once when measurement starts (the issue-17 failure: a cache that had

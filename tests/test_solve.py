@@ -491,6 +491,7 @@ def _milp_fixed_to(req, c):
     return solve(f.prob)
 
 
+@pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
     """Requirements starts each prefill count from the counts found at other rates. In
     increasing and in shuffled order of rates, the counts equal those of a fresh Space, on
