@@ -78,8 +78,6 @@ class _Search:
         self.space, self.solver, self.deadline, self.budget = space, solver, deadline, budget
         self.clock = clock
         self.solves = 0
-        self.settled = 0
-        """Rates whose relaxation's plan was the optimum (no MILP run)."""
         self.size = (0, 0)
         self.timed_out = False
         self.points: dict[float, tuple[Choice | None, float, float]] = {}
@@ -88,8 +86,8 @@ class _Search:
         """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
         self.solved: dict[float, Requirements] = {}
         """Requirements of the rates solved, for ``tuned``."""
-        self.settled_rates: set[float] = set()
-        """The rates the relaxation settled."""
+        self.settled: set[float] = set()
+        """The rates whose relaxation's plan was the optimum (no MILP ran there)."""
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
@@ -97,7 +95,7 @@ class _Search:
         if rate in self.points:
             return self.points[rate]
         left = self.deadline - self.clock()
-        if left <= 0 or self.solves + self.settled >= MAX_RATE_POINTS:
+        if left <= 0 or self.solves + len(self.settled) >= MAX_RATE_POINTS:
             self.timed_out = True
             return None, math.inf, 0.0
         req = self.tables.pop(rate, None) or Requirements(self.space, rate)
@@ -107,8 +105,7 @@ class _Search:
         cost: float | None
         gap: float | None
         if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
-            self.settled += 1
-            self.settled_rates.add(rate)
+            self.settled.add(rate)
             choice, cost, gap = relaxed.choices[0], relaxed.cost, 0.0
         elif math.isinf(relaxed.cost):
             choice, cost, gap = None, math.inf, None
@@ -136,7 +133,7 @@ class _Search:
             capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
             if capacity < rate * (1 - 1e-5):
                 raise RuntimeError(
-                    f"planner bug: the MILP's plan at {rate:.6g} req/s has an evaluated SLA "
+                    f"planner bug: the plan at {rate:.6g} req/s has an evaluated SLA "
                     f"capacity of {capacity:.6g} req/s"
                 )
             point = (choice, cost, max(capacity, rate))
@@ -168,7 +165,7 @@ class _Search:
         problem, fleet = self.space.problem, self.space.fleet
         req = self.solved[rate]
         ties: tuple[Choice, ...] = (choice,)
-        if rate in self.settled_rates:
+        if rate in self.settled:
             ties = relaxed_optimum(req, self.budget, ties=MAX_TIES).choices
         best = self._widest(ties, rate)
         best_capacity = sla_capacity(problem, fleet(best, "plan"), served_rps=rate)
@@ -250,7 +247,7 @@ def solve_plan(
         status,
         seconds,
         search.solves,
-        search.settled,
+        len(search.settled),
         *search.size,
         gap=_gap(search, objective, choice, bound),
         iterations=iterations,
