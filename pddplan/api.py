@@ -414,9 +414,12 @@ def fit_trace(
     md_cache_tokens: int | Literal["unbounded"] | None = None,
     hit_edges: tuple[float, ...] | None = None,
     skip_bad: bool = False,
+    hit_curve: bool = False,
 ) -> TraceFit:
     """A Mooncake trace replayed through prefix caches of these sizes (tokens), and the
-    workload it gives: hit histogram, lengths, arrival rate and request classes."""
+    workload it gives: hit histogram, lengths, arrival rate and request classes; with
+    ``hit_curve``, also an LRU prefix cache's hit rate at every capacity
+    (``TraceFit.hit_curve``)."""
     from pddplan.workload.classes import HIT_EDGES
     from pddplan.workload.trace import fit_trace as fit
 
@@ -427,6 +430,7 @@ def fit_trace(
         md_cache_tokens=md_cache_tokens,
         hit_edges=hit_edges if hit_edges is not None else HIT_EDGES,
         skip_bad=skip_bad,
+        hit_curve=hit_curve,
     )
 
 

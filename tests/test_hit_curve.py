@@ -96,3 +96,23 @@ def test_mattson_curve_is_the_prefix_caches_replay_at_every_size():
         assert curve.at(capacity) == pytest.approx(found / uses, abs=1e-12), capacity
     ceiling = 1 - len({b for r in requests for b in r}) / uses
     assert curve.at(10**9) == pytest.approx(ceiling)
+
+
+def test_workload_fit_emits_the_hit_curve():
+    """``workload fit --hit-curve``: the curve doubles from 64 blocks, rises, and ends at the
+    trace's reuse ceiling; without the flag there is none."""
+    from conftest import run_main
+
+    r = run_main("workload", "fit", str(TRACE), "--hit-curve", "--json")
+    assert r.exit_code == 0, r.output
+    curve = json.loads(r.stdout)["hit_curve"]
+    tokens = [p["cache_tokens"] for p in curve]
+    hits = [p["hit_rate"] for p in curve]
+    assert tokens[0] == 64 * 512 and tokens[1] == 128 * 512
+    assert hits == sorted(hits)
+    with TRACE.open(encoding="utf-8") as f:
+        requests = [json.loads(line)["hash_ids"] for line in f if line.strip()]
+    uses = sum(len(r) for r in requests)
+    assert hits[-1] == pytest.approx(1 - len({b for r in requests for b in r}) / uses)
+    plain = run_main("workload", "fit", str(TRACE), "--json")
+    assert json.loads(plain.stdout)["hit_curve"] is None

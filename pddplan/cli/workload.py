@@ -35,6 +35,13 @@ MdCacheOpt = Annotated[
 BucketsOpt = Annotated[
     str, typer.Option("--buckets", help="Hit-rate bucket edges, rising from 0 to 1.")
 ]
+HitCurveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--hit-curve",
+        help="Also measure an LRU prefix cache's hit rate at every capacity (one pass).",
+    ),
+]
 SkipBadOpt = Annotated[
     bool,
     typer.Option("--skip-bad", help="Skip malformed lines and count them, instead of stopping."),
@@ -71,6 +78,7 @@ def _fit(
     md_cache_tokens: str | None,
     buckets: str,
     skip_bad: bool,
+    hit_curve: bool = False,
 ) -> pddplan.TraceFit:
     return pddplan.fit_trace(
         trace,
@@ -79,6 +87,7 @@ def _fit(
         md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
         hit_edges=_edges(buckets),
         skip_bad=skip_bad,
+        hit_curve=hit_curve,
     )
 
 
@@ -94,6 +103,7 @@ def workload_fit(
         Path | None, typer.Option("--out", help="Write the fitted workload block (YAML) here.")
     ] = None,
     skip_bad: SkipBadOpt = False,
+    hit_curve: HitCurveOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through prefix caches and fit the workload: hit-rate histogram,
@@ -103,7 +113,7 @@ def workload_fit(
     """
     from pddplan.report import tables, views
 
-    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad, hit_curve)
     if output is not None:
         write_file(output, pddplan.workload_yaml(fit))
         err.print(f"wrote {output}")

@@ -74,58 +74,96 @@ class HitCurve:
         return float(self.hits[i]) if i >= 0 else 0.0
 
 
-def stack_distances(requests: Iterable[Sequence[int]]) -> np.ndarray:
-    """Per block use, request by request: how many distinct blocks were used since the same
-    block's previous use (``inf`` for a first use), as a prefix cache sees it. A request
-    looks all its blocks up first, then they enter the cache tail first, so that its first
-    block is the most recently used (a radix cache evicts leaves before the prefixes they
-    hang from, as ``pddplan.workload.cache.PrefixCache`` does). Block ids that name prefix
-    chains (Mooncake's ``hash_ids``) keep such a cache prefix-closed, so the blocks that hit
-    are each request's leading run."""
-    last: dict[int, int] = {}
-    requests = [list(r) for r in requests]
-    n = sum(len(r) for r in requests)
-    tree = [0] * (n + 1)  # Fenwick tree: 1 at each block's latest use time
+class StackDistances:
+    """Stack distances of block uses fed one request at a time (``add``), as a prefix cache
+    sees them: a request looks all its blocks up first, then they enter the cache tail
+    first, so that its first block is the most recently used (a radix cache evicts leaves
+    before the prefixes they hang from, as ``pddplan.workload.cache.PrefixCache`` does).
+    Block ids that name prefix chains (Mooncake's ``hash_ids``) keep such a cache
+    prefix-closed, so the blocks that hit are each request's leading run. A Fenwick tree
+    over use times marks each block's latest use; it doubles as uses come in."""
 
-    def add(i: int, v: int) -> None:
+    def __init__(self) -> None:
+        self._last: dict[int, int] = {}
+        self._tree = [0] * 1025
+        self._marks = bytearray(1024)
+        self._t = 0
+        self.counts: dict[int, int] = {}
+        """Distance + 1 (the smallest capacity in blocks that hits) -> uses."""
+        self.uses = 0
+
+    def _grow(self, need: int) -> None:
+        size = len(self._marks)
+        while size < need:
+            size *= 2
+        self._marks.extend(bytes(size - len(self._marks)))
+        tree = [0] * (size + 1)
+        for i, m in enumerate(self._marks, start=1):  # O(n) rebuild from the marks
+            if m:
+                tree[i] += 1
+            j = i + (i & -i)
+            if j <= size:
+                tree[j] += tree[i]
+        self._tree = tree
+
+    def _add(self, i: int, v: int) -> None:
+        self._marks[i] += v
+        tree, n = self._tree, len(self._marks)
         i += 1
         while i <= n:
             tree[i] += v
             i += i & -i
 
-    def prefix(i: int) -> int:  # markers at times < i
-        s = 0
+    def _prefix(self, i: int) -> int:  # marks at times < i
+        tree, s = self._tree, 0
         while i > 0:
             s += tree[i]
             i -= i & -i
         return s
 
-    out = np.full(n, math.inf)
-    t = 0
-    for r in requests:
-        now = prefix(t)
-        for k, b in enumerate(r):
+    def add(self, blocks: Sequence[int]) -> list[float]:
+        """One request's blocks: their distances (``inf`` for a first use), in order."""
+        if self._t + len(blocks) > len(self._marks):
+            self._grow(self._t + len(blocks))
+        last, counts, now = self._last, self.counts, self._prefix(self._t)
+        out = []
+        for b in blocks:
+            prev = last.get(b)
+            if prev is None:
+                out.append(math.inf)
+                continue
+            d = now - self._prefix(prev + 1)  # distinct blocks used since prev
+            counts[d + 1] = counts.get(d + 1, 0) + 1
+            out.append(float(d))
+        for k, b in enumerate(reversed(blocks)):  # the tail enters first
             prev = last.get(b)
             if prev is not None:
-                out[t + k] = now - prefix(prev + 1)  # distinct blocks used since prev
-        for k, b in enumerate(reversed(r)):  # the tail enters first
-            prev = last.get(b)
-            if prev is not None:
-                add(prev, -1)
-            add(t + k, 1)
-            last[b] = t + k
-        t += len(r)
-    return out
+                self._add(prev, -1)
+            self._add(self._t + k, 1)
+            last[b] = self._t + k
+        self._t += len(blocks)
+        self.uses += len(blocks)
+        return out
+
+    def curve(self) -> HitCurve:
+        """The hit rate at every capacity: a cache of ``n`` blocks hits the uses whose
+        distance is below ``n``."""
+        if not self.uses:
+            return HitCurve(np.array([0.0]), np.array([0.0]), 0)
+        sizes = np.array(sorted(self.counts), dtype=float)
+        hits = np.cumsum([self.counts[int(k)] for k in sizes]) / self.uses
+        return HitCurve(np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits]), self.uses)
+
+
+def stack_distances(requests: Iterable[Sequence[int]]) -> np.ndarray:
+    """Every block use's stack distance, request by request (``StackDistances``)."""
+    counter = StackDistances()
+    return np.array([d for r in requests for d in counter.add(r)], dtype=float)
 
 
 def lru_hit_curve(requests: Iterable[Sequence[int]]) -> HitCurve:
-    """The hit rate at every capacity from one pass of stack distances: a cache of ``n``
-    blocks hits the uses whose distance is below ``n``."""
-    d = stack_distances(requests)
-    finite = np.sort(d[np.isfinite(d)])
-    if len(d) == 0:
-        return HitCurve(np.array([0.0]), np.array([0.0]), 0)
-    sizes, counts = np.unique(finite + 1, return_counts=True)  # distance k hits from k + 1
-    blocks = np.concatenate([[0.0], sizes])
-    hits = np.concatenate([[0.0], np.cumsum(counts) / len(d)])
-    return HitCurve(blocks, hits, len(d))
+    """The hit rate at every capacity from one pass of stack distances."""
+    counter = StackDistances()
+    for r in requests:
+        counter.add(r)
+    return counter.curve()

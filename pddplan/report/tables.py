@@ -498,6 +498,17 @@ def trace_report(fit: TraceFit) -> Group:
     parts: list[Any] = [summary, _hit_histogram("Prefill-side hit rate", fit.hit_histogram)]
     if fit.md_hit_histogram is not None:
         parts.append(_hit_histogram("Decode-side hit rate", fit.md_hit_histogram))
+    if fit.hit_curve is not None:
+        curve = grid(
+            "LRU prefix cache: share of prefix blocks found, by capacity",
+            ("capacity, tokens", "blocks", "hit rate"),
+        )
+        for point in fit.hit_curve:
+            tokens = point["cache_tokens"]
+            curve.add_row(
+                f"{tokens:,.0f}", f"{tokens / fit.block_tokens:,.0f}", f"{point['hit_rate']:.2%}"
+            )
+        parts.append(curve)
     lengths = Table(title="Lengths (tokens)", box=box.SIMPLE_HEAD)
     for col in ("", "mean", "p50", "p90", "p99", "max"):
         lengths.add_column(col, justify="left" if col == "" else "right")

@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.model.hit_curve import HitCurve, StackDistances
 from pddplan.spec.scenario import ClassSpec, Workload
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
@@ -178,6 +179,10 @@ class TraceFit:
     classes: list[RequestClass]
     hit_over_time: list[tuple[float, float]]
     """(bin start s, mean hit rate of the requests arriving in the bin)."""
+    hit_curve: list[dict[str, float]] | None = None
+    """With ``hit_curve``: an LRU prefix cache's share of prefix blocks found against its
+    capacity (``cache_tokens``, ``hit_rate``), doubling from 64 blocks to the size that
+    finds every reuse (``pddplan.model.hit_curve``)."""
 
 
 def fit_trace(
@@ -188,10 +193,13 @@ def fit_trace(
     md_cache_tokens: int | str | None = None,
     hit_edges: tuple[float, ...] = HIT_EDGES,
     skip_bad: bool = False,
+    hit_curve: bool = False,
 ) -> TraceFit:
     """Replay ``path`` through the prefill-side cache (and the decode-side one when
-    ``md_cache_tokens`` is given) and summarize it. Raises ``InputError`` for a missing or
-    empty file, or for bad lines unless ``skip_bad``."""
+    ``md_cache_tokens`` is given) and summarize it; with ``hit_curve``, also measure an LRU
+    prefix cache's hit rate at every capacity (one pass of stack distances, which keeps one
+    dict entry per distinct block and a counter per use). Raises ``InputError`` for a
+    missing or empty file, or for bad lines unless ``skip_bad``."""
     _check_edges(hit_edges)
     cache = PrefixCache(_capacity_blocks(cache_tokens, block_tokens))
     md_cache = (
@@ -207,6 +215,7 @@ def fit_trace(
         cols.md_run.append,
     )
     replay, md_replay = cache.replay, (md_cache.replay if md_cache else None)
+    distances = StackDistances() if hit_curve else None
     for ts, inp, out, ids in read_requests(
         path, block_tokens=block_tokens, skip_bad=skip_bad, bad=bad
     ):
@@ -216,6 +225,8 @@ def fit_trace(
         r_add(replay(ids))
         if md_replay is not None:
             m_add(md_replay(ids))
+        if distances is not None:
+            distances.add(ids)
     if bad and not skip_bad:
         stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
         raise ArgumentError(
@@ -227,7 +238,17 @@ def fit_trace(
         raise InputError(
             f"{path}: the trace has no requests" + (f" ({_lines(len(bad))} skipped)" if bad else "")
         )
-    return _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+    fit = _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+    if distances is None:
+        return fit
+    return replace(fit, hit_curve=_curve_points(distances.curve(), block_tokens))
+
+
+def _curve_points(curve: HitCurve, block_tokens: int) -> list[dict[str, float]]:
+    """The curve at 64 blocks, doubling, then at the size that finds every reuse."""
+    top = float(curve.blocks[-1])
+    sizes = [64.0 * 2**k for k in range(64) if 64.0 * 2**k < top] + [max(top, 1.0)]
+    return [{"cache_tokens": b * block_tokens, "hit_rate": curve.at(b)} for b in sizes]
 
 
 def _lines(n: int) -> str:
