@@ -362,7 +362,10 @@ class Requirements:
         if batch == 0:  # the cache leaves no room for a running request
             return [np.full((len(combos), len(sp.cuts)), o.max_instances + 1) for _ in bands]
         relay = sp.relay_float[st.cache]
-        busy, stalled = [], []
+        # per (band, singular, catch-up) row: MD's tokens per request per cut, and per
+        # class the stall seconds (and stalls past the bound) of a request MD takes over;
+        # the classes' sums over each cut's relayed ones in two matrix products
+        tokens, stall_s, bad_stalls = [], [], []
         for band in bands:
             handoffs = {}  # per catch-up cut: stalls, stall seconds, stalls past the bound
             for h in sp.catch_up_cuts:
@@ -372,11 +375,14 @@ class Requirements:
                 stalls, stall, bad = handoffs[catch_up]
                 md_tokens, w_handed = self._md_tokens(st, singular, band)
                 w_stalls = w_handed * stalls
-                busy.append(lam * md_tokens * step / batch + lam * (relay @ (w_stalls * stall)))
-                stalled.append(lam * step * (relay @ (w_stalls * bad)))
+                tokens.append(md_tokens)
+                stall_s.append(w_stalls * stall)
+                bad_stalls.append(w_stalls * bad)
+        busy = lam * np.array(tokens) * step / batch + lam * (relay @ np.array(stall_s).T).T
+        stalled = lam * step * (relay @ np.array(bad_stalls).T).T
         # one search for every row: utilization rows, then P99-gap rows (at most 1% of
         # steps stalled); the search is elementwise, so stacking does not change a count
-        load = np.array(busy + stalled)
+        load = np.concatenate([busy, stalled])
         rows = len(busy)
         cap = np.repeat([sp.rho, 0.01], rows)[:, None]
         n = _smallest(lambda n: load / n <= cap, load / cap)
