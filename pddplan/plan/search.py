@@ -1,6 +1,11 @@
 """``pddplan solve``: the objectives on top of the minimum-cost MILP, and the explanations.
 
-- **min cost** at the scenario's demand: one MILP (``pddplan.plan.milp.min_cost``).
+Each rate's minimum cost (``_Search.at``) is the relaxation's plan when that meets the
+datacenter rows it drops (``pddplan.plan.bounds.relaxed_optimum``: then no MILP runs), else
+the MILP's (``pddplan.plan.milp.min_cost``). The plan returned is then the one of equal
+cost the evaluator prefers, with its router tuned (``_Search.tuned``).
+
+- **min cost** at the scenario's demand: one such rate.
 - **max SLA capacity** within ``budget_usd_per_hour``: bisection on the arrival rate; each
   step asks the MILP for the cheapest deployment at that rate and compares it with the
   budget. A feasible step jumps to that deployment's evaluated capacity.
