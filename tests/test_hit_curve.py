@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import DATA
 
-from pddplan.model.hit_curve import che_hit_rate, lru_hit_curve, stack_distances
+from pddplan.workload.hit_curve import che_hit_rate, lru_hit_curve, stack_distances
 
 TRACE = DATA / "traces" / "conversation-2000.jsonl"
 """The first 2,000 requests of the Mooncake conversation trace."""

@@ -24,10 +24,10 @@ import numpy as np
 import orjson
 
 from pddplan.errors import ArgumentError, InputError
-from pddplan.model.hit_curve import HitCurve, StackDistances
 from pddplan.spec.scenario import ClassSpec, Workload
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
+from pddplan.workload.hit_curve import HitCurve, StackDistances
 
 DEFAULT_BLOCK_TOKENS = 512
 """Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
@@ -182,7 +182,7 @@ class TraceFit:
     hit_curve: list[dict[str, float]] | None = None
     """With ``hit_curve``: an LRU prefix cache's share of prefix blocks found against its
     capacity (``cache_tokens``, ``hit_rate``), doubling from 64 blocks to the size that
-    finds every reuse (``pddplan.model.hit_curve``)."""
+    finds every reuse (``pddplan.workload.hit_curve``)."""
 
 
 def fit_trace(
