@@ -5,8 +5,8 @@ simulated at steady state under three routers: PDD as planned; PDD relaying the 
 requests with no singular path (RLD makes only eager tokens: the analytic and simulated
 eager-token counts side by side); and naive cross-datacenter PD (nothing relayed: every
 request waits for its KV at MD). Then the eager tokens and link load once more where both
-sides move the same bytes (no decode-side cache, whose hit rate they model differently). Then the WAN bandwidth the demand needs with and without
-the decode-side cache (the mean payload at the demand, in Gbit/s). Beside each, the paper's
+sides move the same bytes (no decode-side cache, whose hit rate they model differently).
+Then the WAN bandwidth the demand needs with and without the decode-side cache (the mean payload at the demand, in Gbit/s). Beside each, the paper's
 figure (DESIGN.md section 2). Nothing here is tuned: the TCP figures are the sourced
 defaults and the one fitted loss rate.
 
@@ -24,6 +24,16 @@ from pddplan import api
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+
+
+def _relay_and_link(sim) -> tuple[str, str]:
+    """RLD's share of output tokens and the link's utilization, simulated / analytic."""
+    share = sim.rld_token_share
+    link = next(iter(sim.link_utilization.values()))
+    return (
+        f"{share.simulated:.2%} / {share.predicted:.2%}",
+        f"{link.simulated:.1%} / {link.predicted:.1%}",
+    )
 
 
 def _fig(f) -> str:
@@ -60,21 +70,18 @@ def main() -> None:
         f = fleet.model_copy(update={"routing": r})
         sim = api.simulate(problem, f, rate_rps=rate, time_cap_s=args.time_cap)
         t = sim.ttft_s
-        share = sim.rld_token_share
-        link = next(iter(sim.link_utilization.values()))
+        share, link = _relay_and_link(sim)
         print(
             f"| {name} | {_fig(t['p50'])} | {_fig(t['p90'])} | {_fig(t['p99'])} | "
-            f"{share.simulated:.2%} / {share.predicted:.2%} | "
-            f"{link.simulated:.1%} / {link.predicted:.1%} | "
-            f"{sim.md_hit.simulated:.1%} / {sim.md_hit.predicted:.1%} |"
+            f"{share} | {link} | {sim.md_hit.simulated:.1%} / {sim.md_hit.predicted:.1%} |"
         )
     print("\n(simulated [95% interval] / analytic; the paper: RLD 6.2% of output tokens; P99")
     print("TTFT 29.7 s naive cross-DC against 14.4 s PDD)\n")
     # The same comparison where both sides move the same bytes: without the decode-side
     # cache every relayed request sends its whole prompt's KV (no hit to disagree on), on
     # the next tier up at half the rate so the link has the same headroom.
-    tier = sorted(t.gbps for t in problem.scenario.links[0].tiers)
-    up = next((g for g in tier if g > fleet.links[0].gbps), fleet.links[0].gbps)
+    tiers = sorted(x.gbps for x in problem.scenario.links[0].tiers)
+    up = next((g for g in tiers if g > fleet.links[0].gbps), fleet.links[0].gbps)
     bare = fleet.model_copy(
         update={
             "routing": routers["PDD, no singular path"],
@@ -83,12 +90,10 @@ def main() -> None:
         }
     )
     sim = api.simulate(problem, bare, rate_rps=rate / 2, time_cap_s=args.time_cap)
-    share = sim.rld_token_share
-    link = next(iter(sim.link_utilization.values()))
+    share, link = _relay_and_link(sim)
     print(
         f"no singular path, no decode-side cache, {up:g} Gbit/s, {rate / 2:g} req/s: "
-        f"RLD token share {share.simulated:.2%} / {share.predicted:.2%}, link busy "
-        f"{link.simulated:.1%} / {link.predicted:.1%}\n"
+        f"RLD token share {share}, link busy {link}\n"
     )
     # the WAN bandwidth the demand needs, with and without the decode-side cache
     print("| decode-side cache | mean WAN payload, MB | WAN Gbit/s at the demand |")

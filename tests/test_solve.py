@@ -387,17 +387,17 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
 
 
 @pytest.mark.parametrize("path", [PAPER, SMALL])
-def test_relaxed_cost_bounds_the_minimum_cost(path, hardware, models):
-    """The max-BCR search's probes: relaxed_cost never exceeds the MILP's minimum cost, is
+def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
+    """The max-BCR search's probes: relaxed_optimum's cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
     scenarios) equals it."""
-    from pddplan.plan.bounds import relaxed_cost
+    from pddplan.plan.bounds import relaxed_optimum
 
     s, hw, catalog = triple(load_scenario(path))
     space = Space(problem_of(s, hw, catalog))
     for rate in np.geomspace(s.workload.arrival_rps / 2, s.workload.arrival_rps * 80, 9):
         req = Requirements(space, float(rate))
-        low = relaxed_cost(req)
+        low = relaxed_optimum(req).cost
         out = milp.min_cost(req)
         if out.choice is None:
             assert low == np.inf or out.status == "infeasible", (rate, low)

@@ -155,11 +155,6 @@ def relaxed_optimum(
     return RelaxedOptimum(best, tuple(exact))
 
 
-def relaxed_cost(req: Requirements) -> float:
-    """``relaxed_optimum``'s bound alone."""
-    return relaxed_optimum(req).cost
-
-
 def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int, options):
     """The relaxation's minimizer as the MILP would report it: counts at the chosen cuts;
     a cut that relays nothing has no relay decode, no band, and the first singular and

@@ -14,7 +14,7 @@ cost the evaluator prefers, with its router tuned (``_Search.tuned``).
   ``r``, and the best BCR is ``max_r r / C(r)``. For the current ratio ``q``, the
   parametric problem ``max_r r - q C(r)`` is bounded over rate segments, a branch and bound
   on the rate: a solve at ``r_i`` gives a deployment of cost ``c_i`` whose evaluated
-  capacity ``b_i`` covers ``[r_i, b_i]`` exactly; a *probe* at ``t`` (``relaxed_cost``, the
+  capacity ``b_i`` covers ``[r_i, b_i]`` exactly; a *probe* at ``t`` (``relaxed_optimum``, the
   MILP without its datacenter rows, no solver) gives a lower bound on ``C`` from ``t`` on;
   and ``cost_floor`` bounds each cell of a rate grid. The segment with the best bound is
   worked next: probed just past its start when that is a capacity (the next cost step),
@@ -183,7 +183,7 @@ class _Search:
         return best
 
     def relaxed(self, rate: float) -> float:
-        """A lower bound on the minimum cost at ``rate`` (``relaxed_cost``); its tables
+        """A lower bound on the minimum cost at ``rate`` (``relaxed_optimum``); its tables
         are kept for a solve there. Past the time limit: 0, and the search stops."""
         if self.clock() >= self.deadline:
             self.timed_out = True
@@ -418,7 +418,7 @@ def _max_bcr(
     if first is None:
         return None, 0, None, None
     evaluated = [(demand, cost, cap, first)]  # (rate, cost, capacity, choice)
-    probes: dict[float, float] = {}  # rate -> relaxed_cost there (a lower bound above it)
+    probes: dict[float, float] = {}  # rate -> relaxed_optimum's cost there (a lower bound above it)
     top = cap  # the first rate not even the relaxation serves, by doubling
     while not search.timed_out:
         top *= 2
