@@ -1,8 +1,10 @@
-"""docs/cli.md keeps up with the command line (sqlite-utils' test_docs pattern)."""
+"""docs/cli.md keeps up with the command line (sqlite-utils' test_docs pattern), and links between
+the docs find their sections."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import typer
@@ -35,3 +37,25 @@ def test_every_command_is_documented_and_has_help(name, callback):
     )
     assert name in documented, f"{name} is missing from docs/cli.md"
     assert callback.__doc__ and "Example:" in callback.__doc__, f"{name} needs help with an example"
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub renders it: lower case, punctuation dropped but for
+    hyphens and underscores, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_section_finds_its_heading():
+    docs = ROOT / "docs"
+    anchors = {
+        p.name: {_slug(h) for h in re.findall(r"^#+ (.*)$", p.read_text(encoding="utf-8"), re.M)}
+        for p in docs.glob("*.md")
+    }
+    broken = []
+    for page in [*sorted(docs.glob("*.md")), ROOT / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?#([\w-]+)\)", text):
+            name = Path(target).name if target else page.name
+            if name in anchors and anchor not in anchors[name]:
+                broken.append(f"{page.name} -> {name}#{anchor}")
+    assert not broken, broken
