@@ -292,9 +292,21 @@ def test_fleet_md_cache_must_be_an_option(update, message):
         (
             "[{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.2}}, "
             "{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.5}}]",
-            "md_cache: give each gb_per_gpu once, got [4.0, 4.0]",
+            "md_cache: give each size once, got 4GB, 4GB",
         ),
-        ("[{gb_per_gpu: 4}]", "give md_prefix_hit or md_hit (one of them)"),
+        ("[{gb_per_gpu: 4}]", "gb_per_gpu reserves HBM for a measured hit"),
+        ("[{dram_gb_per_gpu: -1}]", "md_cache[0].dram_gb_per_gpu: input should be greater"),
+        ("[{ssd_gb_per_gpu: -5}]", "greater than or equal to 0"),
+        (
+            "[{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.5}}, {dram_gb_per_gpu: 64}]",
+            "not a mix",
+        ),
+        (
+            "[{gb_per_gpu: 4, md_prefix_hit: {dist: fixed, value: 0.5}}, "
+            "{gb_per_gpu: 8, md_prefix_hit: {dist: fixed, value: 0.4}}]",
+            "a hit curve must not fall as the cache grows: mean MD hit 40.0% at 8 GB/GPU is "
+            "below 50.0% at 4 GB/GPU (md_cache[0])",
+        ),
     ],
 )
 def test_md_cache_scenario_errors_are_located(tmp_path, md_cache, message):

@@ -9,9 +9,9 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from conftest import DATA
+from conftest import DATA, ROOT
 
-from pddplan.workload.hit_curve import che_hit_rate, lru_hit_curve, stack_distances
+from pddplan.workload.hit_curve import ReuseCurve, che_hit_rate, lru_hit_curve, stack_distances
 
 TRACE = DATA / "traces" / "conversation-2000.jsonl"
 """The first 2,000 requests of the Mooncake conversation trace."""
@@ -116,3 +116,58 @@ def test_workload_fit_emits_the_hit_curve():
     assert hits[-1] == pytest.approx(1 - len({b for r in requests for b in r}) / uses)
     plain = run_main("workload", "fit", str(TRACE), "--json")
     assert json.loads(plain.stdout)["hit_curve"] is None
+
+
+def test_reuse_curve_of_periodic_sessions_is_the_lru_cliff():
+    # 5 sessions of one 100-token block each, every session back every 10 s (0.5 req/s):
+    # LRU keeps them all with room for 5 blocks (r x tokens x T = 0.5 x 100 x 10 = 500
+    # tokens), none with less
+    stream = sorted((2.0 * i + 10.0 * k, [i]) for i in range(5) for k in range(40))
+    curve = ReuseCurve.measure(stream, block_tokens=100)
+    assert curve.tokens_per_request == 100
+    assert curve.held_tokens(10.0, 0.5) == pytest.approx(500.0)
+    assert curve.hit_share(499.0, 0.5) == 0.0
+    assert curve.hit_share(501.0, 0.5) == 1.0
+    assert curve.capacity_for(0.5, 0.5) == pytest.approx(500.0)
+    # twice the rate needs twice the room (Che: occupancy is r x tokens x E[min(X, t)])
+    assert curve.hit_share(999.0, 1.0) == 0.0 and curve.hit_share(1001.0, 1.0) == 1.0
+
+
+def _session_stream(rate: float = 4.0, seconds: float = 2400.0):
+    from pddplan.io.scenario import load_scenario
+    from pddplan.workload.sessions import SessionOptions, SessionSource
+
+    s = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    options = SessionOptions(rate, s.sla.ttft_p90_s, s.sla.tpot_ms / 1000)
+    source = SessionSource(s.workload, None, options, seed=3)
+    stream = []
+    for t, _, _, ids in source:
+        if t > seconds:
+            break
+        stream.append((t, list(ids)))
+    return stream, source
+
+
+@pytest.mark.parametrize("blocks", [2_000, 8_000, 16_000, 30_000])
+def test_che_on_the_session_stream_matches_an_lru_replay(blocks):
+    """Che's approximation on the measured reuse times against the exact LRU cache of the
+    simulator (``ChainCache``) replaying the same stream: the share of reused contexts
+    found, over the second half's requests, within 3 points."""
+    from pddplan.simulation.cache import ChainCache
+
+    stream, source = _session_stream()
+    curve = ReuseCurve.measure(stream, block_tokens=source.block_tokens)
+    cache = ChainCache(blocks)
+    for ids in source.warm:
+        cache.insert(ids)
+    seen: set[int] = {b for ids in source.warm for b in ids}
+    found = reused = 0
+    for t, ids in stream:
+        if t > curve.horizon_s and ids[0] in seen:
+            reused += 1
+            found += cache.lookup(ids) > 0
+        cache.insert(ids)
+        seen.update(ids)
+    rate = len(stream) / stream[-1][0]
+    predicted = curve.hit_share(blocks * source.block_tokens, rate)
+    assert predicted == pytest.approx(found / reused, abs=0.03)

@@ -11,8 +11,8 @@ from conftest import ROOT, triple
 
 from pddplan.io.scenario import load_scenario
 from pddplan.simulation.cache import ChainCache
-from pddplan.simulation.requests import SessionOptions, SessionSource
 from pddplan.workload.cache import PrefixCache
+from pddplan.workload.sessions import SessionOptions, SessionSource
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"

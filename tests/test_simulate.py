@@ -25,7 +25,6 @@ from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.engine import Simulation
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import REBASE_RTTS, WanLink
-from pddplan.simulation.requests import SessionOptions, SessionSource, block_tokens
 from pddplan.simulation.run import Figure, simulate
 from pddplan.simulation.steady import BATCHES, MIN_BATCH, RunLength, run_steady
 from pddplan.simulation.verify import MARGIN, Tightening, _tighter
@@ -33,6 +32,7 @@ from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Routing
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import workload_classes
+from pddplan.workload.sessions import SessionOptions, SessionSource, block_tokens
 from pddplan.workload.trace import fit_trace
 
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"

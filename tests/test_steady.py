@@ -12,9 +12,9 @@ from conftest import ROOT, triple
 from pddplan.io.scenario import load_scenario
 from pddplan.simulation.decode import GAP_BINS_PER_DOUBLING, _gap_key
 from pddplan.simulation.events import Events
-from pddplan.simulation.requests import SessionOptions, SessionSource
 from pddplan.simulation.steady import Interval, _judge, gap_interval, log_interval, mser_truncation
 from pddplan.spec.scenario import Sla
+from pddplan.workload.sessions import SessionOptions, SessionSource
 
 PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 

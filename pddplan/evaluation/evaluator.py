@@ -38,7 +38,7 @@ from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
 from pddplan.model.relay import eager_tokens
-from pddplan.spec.fleet import Fleet, Routing
+from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 
 MAX_RATE_RPS = 1e7
@@ -64,11 +64,12 @@ class _State:
     md_tokens: float
     rld_tokens: float
     decode_points: dict[int, tuple[int, float]]
+    md_hit: float
+    """The mean MD hit at this rate."""
 
 
 def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     s, fleet, w = m.s, m.fleet, m.w
-    direct, relay, singular = m.pipelines(routing)
     failures: list[str] = []
     pools_p = m.roles["prefill"]
     pools_r = m.roles["relay_decode"]
@@ -105,6 +106,8 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if p.datacenter == dc)
         for dc in p_dcs
     }
+    cache = m.cache_at(lam, dc_share_md)
+    direct, relay, singular = m.pipelines(routing, cache.payload)
     # WAN links: flows from every P datacenter to every MD datacenter. Every request's
     # payload counts, the singular path's too: its transfer starts before RLD finishes it.
     wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
@@ -115,12 +118,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             if pdc == mdc:
                 # inside one datacenter: RDMA at the sending (prefill) chip's NIC
                 nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
-                wan_time[(pdc, mdc)] = rdma_transfer_s(m.payload, nic_bytes_per_s=nic)
-                wan_queueing[(pdc, mdc)] = np.zeros_like(m.payload)
+                sent = rdma_transfer_s(cache.payloads[mdc], nic_bytes_per_s=nic)
+                wan_time[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
+                wan_queueing[(pdc, mdc)] = np.zeros_like(sent)
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ m.payload)
+            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ cache.payloads[mdc])
             link_util[(pdc, mdc)] = flow / goodput  # links are full duplex: one direction
     for pdc in p_dcs:
         for mdc in md_dcs:
@@ -128,12 +132,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 continue
             link, choice = _link(s, fleet, pdc, mdc)
             goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            wan_time[(pdc, mdc)], wan_queueing[(pdc, mdc)] = wan_times(
-                m.payload,
+            sent, wan_queueing[(pdc, mdc)] = wan_times(
+                cache.payloads[mdc],
                 path=TcpPath.of(link),
                 goodput_bytes_per_s=goodput,
                 utilization=link_util[(pdc, mdc)],
             )
+            wan_time[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
     interval = s.workload.turn_interval_s
     if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
         context = float(w @ m.rdma_bytes)
@@ -273,7 +278,14 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         float(w @ md_tokens_per_req),
         float(w @ rld_tokens_per_req),
         md_points,
+        float(w @ cache.mean_hit),
     )
+
+
+def _with_fetch(sent: np.ndarray, fetch: list[tuple[float, np.ndarray]]) -> np.ndarray:
+    """The KV complete at MD: the later of the suffix's transfer and the hit's fetch from
+    the tier it is in, over the tiers by their shares."""
+    return sum((share * np.maximum(sent, f) for share, f in fetch), np.zeros_like(sent))
 
 
 def _link(s: Scenario, fleet: Fleet, a: str, b: str):
@@ -532,7 +544,11 @@ def _report(
         binding=binding,
         price_basis=priced.basis,
         owned_gpus=sum(priced.owned_gpus),
-        md_cache={"gb_per_gpu": fleet.md_cache_gb_per_gpu, "mean_hit": float(m.w @ m.md_hit)},
+        md_cache={
+            "gb_per_gpu": fleet.md_cache_gb_per_gpu,
+            "tiers": None if not m.tiered else (fleet.md_cache_tiers or CacheSizes()).model_dump(),
+            "mean_hit": st.md_hit,
+        },
         notes=notes,
         ttft_over_p99_bound=st.tail99,
         planned_rps=planned,

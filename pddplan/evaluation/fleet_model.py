@@ -5,15 +5,34 @@ are the problem's (``pddplan.model.problem``), computed once per problem."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures
+from pddplan.model.md_cache import Tiers, fetch_seconds, instance_tiers, tier_hits, tier_reads
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import PassOrder
 from pddplan.model.relay import relay_pace
-from pddplan.spec.fleet import Fleet, Pool, Routing, md_cache_problem
+from pddplan.spec.fleet import CacheSizes, Fleet, Pool, Routing, md_cache_problem
+
+
+@dataclass(frozen=True)
+class CacheAt:
+    """The decode-side cache at one arrival rate (``FleetModel.cache_at``)."""
+
+    hits: dict[str, np.ndarray]
+    """Per MD datacenter: each class's MD hit."""
+    payloads: dict[str, np.ndarray]
+    """Per MD datacenter: each class's WAN payload (bytes)."""
+    fetch: dict[str, list[tuple[float, np.ndarray]]]
+    """Per MD datacenter, per tier the hits come from: its share, each class's fetch (s)."""
+    mean_hit: np.ndarray
+    """Each class's MD hit over the datacenters (by their shares)."""
+    payload: np.ndarray
+    """Each class's payload at ``mean_hit``: what the router's threshold compares."""
 
 
 class FleetModel:
@@ -30,11 +49,13 @@ class FleetModel:
         a = problem.arrays
         self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
         self.out_points = a.out_points
-        problem_text = md_cache_problem(scenario, fleet)
-        if problem_text:
-            raise InputError(f"fleet {fleet.name}: md_cache_gb_per_gpu: {problem_text}")
+        cache_problem = md_cache_problem(scenario, fleet)
+        if cache_problem:
+            raise InputError(f"fleet {fleet.name}: {cache_problem[0]}: {cache_problem[1]}")
         gb = fleet.md_cache_gb_per_gpu
-        self.md_hit = problem.md_hits(gb)
+        options = scenario.md_cache
+        self.tiered = options is not None and not options[0].measured
+        self.md_hit = np.zeros_like(self.w) if self.tiered else problem.md_hits(gb)
         self.roles: dict[str, list[tuple[Pool, Instance]]] = {
             r: [] for r in ("prefill", "relay_decode", "main_decode")
         }
@@ -54,9 +75,6 @@ class FleetModel:
             if not self.roles[role]:
                 raise InputError(f"fleet {fleet.name}: no {role} pool")
         kv = problem.kv
-        self.payload = np.array(
-            [kv.transfer_bytes(L, h) for L, h in zip(self.inp, self.md_hit, strict=True)]
-        )
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         # prefill: latency alone and service time, per P pool and class
         self.p_figures: list[PrefillFigures] = []
@@ -80,6 +98,13 @@ class FleetModel:
             i: problem.decode_point(pool.chip, pool.gpus_per_instance, gb or 0.0)
             for i, (pool, _) in enumerate(self.roles["main_decode"])
         }
+        self.md_dcs = sorted({p.datacenter for p, _ in self.roles["main_decode"]})
+        self.tiers = self._tiers() if self.tiered else {}
+        """A tiered cache's capacity per MD datacenter (``pddplan.model.md_cache``)."""
+        if self.tiered:  # at the demand: the relay thresholds the router may try
+            rate = scenario.workload.arrival_rps or 1.0
+            self.md_hit = self.cache_at(rate, self.md_dc_shares).mean_hit
+        self.payload = np.asarray(kv.transfer_bytes(self.inp, self.md_hit))
         # RLD's largest batch at the same context (its step then meets TPOT; it runs at its
         # own batch's step, ``relay_pace``); RLD keeps no cache
         self.rld_points = [
@@ -94,6 +119,56 @@ class FleetModel:
         )  # fmt: skip
         self.rld_share = slots / slots.sum() if slots.sum() > 0 else np.zeros(len(slots))
         """Each RLD pool's share of the relayed traffic: by its batch slots."""
+
+    @property
+    def md_dc_shares(self) -> dict[str, float]:
+        """Each MD datacenter's share of the requests: its decode capacity's."""
+        caps = {dc: 0.0 for dc in self.md_dcs}
+        for (pool, _), (b, t) in zip(
+            self.roles["main_decode"], self.md_points.values(), strict=True
+        ):
+            caps[pool.datacenter] += pool.instances * b / t if b else 0.0
+        total = sum(caps.values())
+        return {dc: c / total if total else 1.0 / len(caps) for dc, c in caps.items()}
+
+    def _tiers(self) -> dict[str, Tiers]:
+        sizes = self.fleet.md_cache_tiers or CacheSizes()
+        bpt, out = self.problem.kv.bytes_per_token, {}
+        for dc in self.md_dcs:
+            pools = [(p, i) for p, i in self.roles["main_decode"] if p.datacenter == dc]
+            caps = np.zeros(3)
+            for pool, inst in pools:
+                caps += pool.instances * np.array(
+                    instance_tiers(
+                        inst.kv_capacity_bytes(), pool.gpus_per_instance,
+                        sizes.dram_gb_per_gpu, sizes.ssd_gb_per_gpu, bpt,
+                    )
+                )  # fmt: skip
+            reads = [tier_reads(self.hw, inst.chip) for _, inst in pools]
+            hbm, dram, ssd = (float(x) for x in caps)
+            out[dc] = Tiers(hbm, dram, ssd, min(r[0] for r in reads), min(r[1] for r in reads))
+        return out
+
+    def cache_at(self, rate_rps: float, dc_share: dict[str, float]) -> CacheAt:
+        """The decode-side cache at ``rate_rps``: per MD datacenter (with ``dc_share`` of
+        the requests), each class's MD hit, WAN payload and, per tier the hits come from,
+        its share and fetch seconds. A tiered cache's hits follow its capacity at that
+        datacenter's rate (``pddplan.model.md_cache.tier_hits``); other caches' are fixed."""
+        kv = self.problem.kv
+        hits, fetch = {}, {}
+        for dc in self.md_dcs:
+            if not self.tiered:
+                hits[dc] = self.md_hit
+                fetch[dc] = [(1.0, np.zeros_like(self.w))]
+                continue
+            got = tier_hits(self.problem.reuse, self.tiers[dc], rate_rps * dc_share[dc])
+            hits[dc] = self.hit * got.kept
+            hit_bytes = kv.bytes_per_token * self.inp * hits[dc]
+            fetch[dc] = fetch_seconds(hit_bytes, self.tiers[dc], got.shares)
+        payloads = {dc: np.asarray(kv.transfer_bytes(self.inp, h)) for dc, h in hits.items()}
+        mean_hit = sum((dc_share[dc] * hits[dc] for dc in self.md_dcs), np.zeros_like(self.w))
+        payload = np.asarray(kv.transfer_bytes(self.inp, mean_hit))
+        return CacheAt(hits, payloads, fetch, mean_hit, payload)
 
     def relay_pace(self, relay_seconds: float, singular_tokens: float) -> list[tuple[float, float]]:
         """Per RLD pool: its step seconds and batch per instance at steady state
@@ -121,11 +196,15 @@ class FleetModel:
         return out
 
     # routing ------------------------------------------------------------------------------
-    def pipelines(self, routing: Routing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Boolean masks (direct, relay, singular) over classes."""
+    def pipelines(
+        self, routing: Routing, payload: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Boolean masks (direct, relay, singular) over classes, by their WAN ``payload``
+        (default: at the demand)."""
+        by = self.payload if payload is None else payload
         if routing.relay_above_mb is None:
             relay = np.zeros_like(self.w, dtype=bool)
         else:
-            relay = self.payload / 1e6 > routing.relay_above_mb  # same arithmetic as the cuts
+            relay = by / 1e6 > routing.relay_above_mb  # same arithmetic as the cuts
         singular = relay & (self.out <= routing.singular_max_output_tokens)
         return ~relay, relay & ~singular, singular

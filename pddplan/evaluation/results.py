@@ -5,6 +5,7 @@ and tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +62,10 @@ class Evaluation:
     """Each chip's price basis: ``rent`` or ``buy`` (amortized capex plus running cost)."""
     owned_gpus: int
     """GPUs counted as owned inventory, at running cost only."""
-    md_cache: dict[str, float | None]
-    """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision) and the
-    request-weighted ``mean_hit`` it gives."""
+    md_cache: dict[str, Any]
+    """The decode-side cache: ``gb_per_gpu`` reserved (None: not a decision), ``tiers``
+    (a tiered cache's ``dram_gb_per_gpu`` and ``ssd_gb_per_gpu``; None otherwise) and the
+    request-weighted ``mean_hit`` it gives at the demand."""
     notes: list[str] = field(default_factory=list)
     ttft_over_p99_bound: float | None = None
     """Share of requests whose TTFT exceeds the SLA's P99 bound, at the demand."""

@@ -101,7 +101,7 @@ def load_fleet(path: Path, problem: Problem) -> Fleet:
             )
     cache_problem = md_cache_problem(scenario, fleet)
     if cache_problem:
-        bad(("md_cache_gb_per_gpu",), cache_problem)
+        bad((cache_problem[0],), cache_problem[1])
     if problems:
         raise InputError(problems)
     return fleet

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.errors import InputError
+from pddplan.model.md_cache import tiers_usd_per_gpu_hour
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import LinkTier, Scenario
@@ -126,7 +127,13 @@ def fleet_cost(
         if owned:
             left[key] -= owned
         owned_gpus.append(owned)
-        pools.append(price.full * (gpus - owned) + price.running * owned)
+        tiers = fleet.md_cache_tiers if pool.role == "main_decode" else None
+        extra = 0.0
+        if tiers is not None:  # the decode-side cache's DRAM and SSD
+            extra = gpus * tiers_usd_per_gpu_hour(
+                problem.hardware, tiers.dram_gb_per_gpu, tiers.ssd_gb_per_gpu
+            )
+        pools.append(price.full * (gpus - owned) + price.running * owned + extra)
     links = []
     for choice in fleet.links:
         link = next(x for x in scenario.links if set(x.between) == set(choice.between))

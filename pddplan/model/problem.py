@@ -12,6 +12,7 @@ Everything here is a pure function of the inputs; a problem pickles (its tables 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -26,6 +27,8 @@ from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
+from pddplan.model.md_cache import CacheChoice
+from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
@@ -33,6 +36,8 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import ROLES, Scenario
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
+from pddplan.workload.hit_curve import ReuseCurve
+from pddplan.workload.sessions import SessionOptions, sampled_reuse
 
 if TYPE_CHECKING:
     from pddplan.model.queueing import PassOrder
@@ -44,7 +49,8 @@ STEP_TABLE_POINTS = 400
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
-    "md_caches": ("workload", "md_cache"),
+    "md_caches": ("workload", "md_cache", "hardware"),
+    "reuse": ("workload", "sla"),
     "instances": _INSTANCE,
     "prefill": (*_INSTANCE, "workload"),
     "passes": (*_INSTANCE, "workload"),
@@ -61,7 +67,8 @@ class _Tables:
     """The derived tables, each a dict filled on demand (``TABLE_INPUTS`` names them)."""
 
     classes: dict[str, list[RequestClass]] = field(default_factory=dict)
-    md_caches: dict[str, list[tuple[float | None, Array]]] = field(default_factory=dict)
+    md_caches: dict[str, list[CacheChoice]] = field(default_factory=dict)
+    reuse: dict[str, ReuseCurve] = field(default_factory=dict)
     instances: dict[tuple[str, int, bool], Instance | InputError] = field(default_factory=dict)
     prefill: dict[tuple[str, int, bool], PrefillFigures] = field(default_factory=dict)
     passes: dict[tuple[str, int, bool], PassOrder] = field(default_factory=dict)
@@ -174,19 +181,39 @@ class Problem:
         )
 
     @property
-    def md_caches(self) -> list[tuple[float | None, Array]]:
-        """The decode-side cache choices: (HBM GB reserved per MD GPU, or None without
-        ``md_cache`` options; each class's MD hit)."""
+    def md_caches(self) -> list[CacheChoice]:
+        """The decode-side cache choices (``pddplan.model.md_cache``)."""
         table = self._tables.md_caches
         if "md_caches" not in table:
             self.table_builds["md_caches"] += 1
-            table["md_caches"] = [(gb, np.array(h)) for gb, h in md_caches(self.scenario)]
+            s = self.scenario
+            if s.md_cache is None or s.md_cache[0].measured:  # options are of one form
+                measured = [h for _, h in md_caches(s)]
+            else:
+                measured = [[] for _ in s.md_cache]
+            table["md_caches"] = cache_choices(s.md_cache, self.arrays.hit, measured, self.hardware)
         return table["md_caches"]
 
     def md_hits(self, gb_per_gpu: float | None) -> Array:
         """Each class's MD hit rate with ``gb_per_gpu`` reserved for the decode-side cache
-        (one of the scenario's ``md_cache`` sizes; None without them)."""
-        return next(h for g, h in self.md_caches if g == gb_per_gpu)
+        (one of the scenario's measured-hit ``md_cache`` sizes; None without options)."""
+        return next(c.hits for c in self.md_caches if c.reserve_gb == gb_per_gpu)
+
+    @property
+    def reuse(self) -> ReuseCurve:
+        """How soon the workload's contexts come back: measured on the session generator's
+        sample of it (``pddplan.workload.sessions.sampled_reuse``)."""
+        table = self._tables.reuse
+        if "reuse" not in table:
+            self.table_builds["reuse"] += 1
+            s = self.scenario
+            options = SessionOptions(
+                rate_rps=s.workload.arrival_rps or 1.0,
+                ready_after_s=s.sla.ttft_p90_s,
+                tpot_s=s.sla.tpot_ms * units.MS,
+            )
+            table["reuse"] = sampled_reuse(s.workload, options)
+        return table["reuse"]
 
     @cached_property
     def decode_context_tokens(self) -> float:
@@ -368,6 +395,45 @@ class Problem:
                         "hit rate per class, in class order)",
                     )
                 )
+        if not out:
+            out += self._md_cache_problems()
+        return out
+
+    def _md_cache_problems(self) -> list[str]:
+        """Tiers without a price, and measured hits that fall as the cache grows."""
+        s, out, tiers = self.scenario, [], self.hardware.cache_tiers
+        options = s.md_cache or ()
+        for i, o in enumerate(options):
+            for name, gb in (("dram", o.dram_gb), ("ssd", o.ssd_gb)):
+                tier = getattr(tiers, name) if tiers is not None else None
+                if gb and (tier is None or tier.usd_per_gb_month is None):
+                    where = "has no cache_tiers" if tiers is None else (
+                        f"gives cache_tiers.{name}.usd_per_gb_month as null"
+                    )  # fmt: skip
+                    out.append(
+                        self._located(
+                            ("md_cache", i, f"{name}_gb_per_gpu"),
+                            f"{gb:g} GB of {name} per GPU needs a price, and the hardware "
+                            f"catalog {where} (give a $/GB-month there, or size it 0)",
+                        )
+                    )
+        measured = [(o.gb_per_gpu, i) for i, o in enumerate(options) if o.measured]
+        if len(measured) > 1:
+            w = self.arrays.w
+            hits = md_caches(s)
+            mean = {i: float(w @ np.array(hits[i][1])) for _, i in measured}
+            ordered = sorted(measured)
+            for (gb_a, a), (gb_b, b) in itertools.pairwise(ordered):
+                if mean[b] < mean[a] - 1e-9:
+                    key = "md_prefix_hit" if options[b].md_prefix_hit is not None else "md_hit"
+                    out.append(
+                        self._located(
+                            ("md_cache", b, key),
+                            f"a hit curve must not fall as the cache grows: mean MD hit "
+                            f"{mean[b]:.1%} at {gb_b:g} GB/GPU is below {mean[a]:.1%} at "
+                            f"{gb_a:g} GB/GPU (md_cache[{a}])",
+                        )
+                    )
         return out
 
     def located(self, loc: Loc, message: str) -> str:

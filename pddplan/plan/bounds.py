@@ -96,7 +96,7 @@ def relaxed_optimum(
         # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
         # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one,
         # per RLD pace band (the band sets RLD's pace, and so MD's counts)
-        main = [o for o in sp.options["main_decode"] if o.datacenter == st.md_dc]
+        main = [o for o in sp.options["main_decode"] if st.received_by(o)]
         relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
         rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
         for band in req.bands():
@@ -233,6 +233,8 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     def cheapest(role: Role, tokens: np.ndarray | float, cache_state=None) -> np.ndarray:
         best = np.full_like(lo, np.inf)
         for o in space.options[role]:
+            if cache_state is not None and o.store != cache_state.store:
+                continue  # another tiered cache's instances
             per_instance: float | np.ndarray
             if role == "prefill":
                 per_instance = space.rho / float(w @ space.prefill_times(o)[1])
@@ -261,7 +263,8 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             if st.gbps is None:
                 nic = space.hw.chips[st.sender].nic_bytes_per_s
                 states = np.minimum(states, 0.0)
-                longest = np.maximum(longest, rdma_transfer_s(payload, nic_bytes_per_s=nic))
+                sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
+                longest = np.maximum(longest, np.maximum(sent, space.fetch_s[k]))
                 continue
             total_payload = float(w @ payload)
             goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
@@ -271,7 +274,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             for cell in np.nonzero(feasible)[0]:
                 u = min(hi[cell] * total_payload / goodput, space.link_rho)
                 wan, _ = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
-                longest[cell] = np.maximum(longest[cell], wan)
+                longest[cell] = np.maximum(longest[cell], np.maximum(wan, space.fetch_s[k]))
         if not here:
             continue
         decode = cheapest("main_decode", float(w @ space.out), here[0])

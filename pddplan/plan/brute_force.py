@@ -48,7 +48,7 @@ def _skeletons(space: Space) -> Iterator[tuple]:
     for p, r, m, st in itertools.product(
         space.options["prefill"], rld_options, space.options["main_decode"], space.states
     ):
-        if p.datacenter != st.p_dc or m.datacenter != st.md_dc:
+        if p.datacenter != st.p_dc or not st.received_by(m):
             continue
         if st.p_chip is not None and st.p_chip != p.chip:
             continue

@@ -18,6 +18,7 @@ import numpy as np
 
 from pddplan import units
 from pddplan.model.kv import session_working_set_bytes
+from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
@@ -59,14 +60,17 @@ class Requirements:
     def _wan(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
         """Per class: the P->MD time and the part of it other flows add; the link's load."""
         sp = self.space
-        payload = sp.payloads[st.cache]
+        payload, fetch = sp.payloads[st.cache], sp.fetch_s[st.cache]
         if st.gbps is None:
             nic = sp.hw.chips[st.sender].nic_bytes_per_s
-            return rdma_transfer_s(payload, nic_bytes_per_s=nic), np.zeros_like(payload), 0.0
+            sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
+            return np.maximum(sent, fetch), np.zeros_like(payload), 0.0
         goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
         u = self.rate * float(sp.w @ payload) / goodput
         path = TcpPath.of(st.wan)
-        return (*wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u), u)
+        sent, queueing = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
+        # a lower tier's hit reaches HBM while the suffix crosses: the later of the two
+        return np.maximum(sent, fetch), queueing, u
 
     def _load(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut: the relayed requests' WAN seconds per second (what they hold RLD
@@ -152,7 +156,7 @@ class Requirements:
                 len(sp.cuts) * len(sp.singular_cuts) * len(sp.bands), o.max_instances + 1
             )
         bands = self.bands()
-        if o.datacenter == st.md_dc:
+        if st.received_by(o):
             return np.concatenate([self.main_all(o, st, b).ravel() for b in bands])
         combos = len(sp.cuts) * len(self._combos) * len(bands)
         return np.full(combos, o.max_instances + 1)
@@ -406,16 +410,28 @@ class Requirements:
         return self._tokens[key]
 
     def _n_cache(self, o: PoolOption, st: State) -> int:
-        """Smallest MD count whose cache holds the open sessions (1 without a cache
-        choice); the same for every singular and catch-up cut."""
+        """Smallest MD count whose cache holds what the state's cache choice needs (1
+        without one): a tiered choice, the capacity that keeps its share of the reused
+        contexts at this rate (Che's approximation, ``pddplan.model.md_cache``); a
+        measured-hit choice with the workload's ``turn_interval_s``, every open session's
+        context. The same for every singular and catch-up cut."""
         key = (o.key, st.key)
         if key not in self._caches:
             sp, lam = self.space, self.rate
-            n_cache = 1
+            need = per_instance = 0.0
+            c = st.md
             interval = sp.scenario.workload.turn_interval_s
-            if st.cache_gb and interval is not None:  # the cache holds the open sessions
+            if c is not None and c.tiered and c.kept:
+                bpt = sp.problem.kv.bytes_per_token
+                need = sp.problem.reuse.capacity_for(c.kept, lam) * bpt
+                per_instance = bpt * sum(
+                    instance_tiers(o.instance.kv_capacity_bytes(), o.gpus, c.dram_gb, c.ssd_gb, bpt)
+                )
+            elif st.cache_gb and interval is not None:  # the cache holds the open sessions
                 need = session_working_set_bytes(lam, interval, float(sp.w @ sp.rdma_bytes))
                 per_instance = st.cache_gb * units.GB * o.gpus
+            n_cache = 1
+            if need > 0:
                 fits = _smallest(
                     lambda n: need <= n * per_instance * (1 + 1e-9), np.array([need / per_instance])
                 )

@@ -145,7 +145,7 @@ class Formulation:
         prob += pulp.lpSum(self.catch_up.values()) == 1, "one_catch_up"
         for st in self.states:
             senders = [o for o in by_role["prefill"] if st.sent_by(o)]
-            receivers = [o for o in by_role["main_decode"] if o.datacenter == st.md_dc]
+            receivers = [o for o in by_role["main_decode"] if st.received_by(o)]
             prob += (
                 self.transfer[st.key] <= pulp.lpSum(self.use[o.key] for o in senders),
                 _name("transfer_from_prefill", st.key),
@@ -210,7 +210,7 @@ class Formulation:
                 if o.datacenter == st.p_dc and any(st.sent_by(p) for p in self.by_role["prefill"]):
                     out += [("relay_decode", o, st, s) for s in sp.singular_cuts]
             for o in self.by_role["main_decode"]:
-                if o.datacenter == st.md_dc:
+                if st.received_by(o):
                     out += [
                         ("main_decode", o, st, s, h)
                         for s in sp.singular_cuts
@@ -281,7 +281,7 @@ class Formulation:
                 if o.role == "prefill":
                     if st.sent_by(o):
                         least[st.key] = int(req.prefill(o, st).min())
-                elif o.datacenter == st.md_dc:
+                elif st.received_by(o):
                     least[st.key] = min(
                         int(req.main(o, st, s, h, b).min())
                         for b in req.bands()

@@ -32,10 +32,11 @@ import numpy as np
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.model.instance import Instance, PrefillFigures
+from pddplan.model.md_cache import CacheChoice, tier_reads
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import PassOrder
-from pddplan.spec.fleet import Fleet, Handoff, LinkChoice, Pool, Routing
+from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 
 
@@ -62,11 +63,15 @@ class PoolOption:
     step_s: float = 0.0
     context_parallel: bool = False
     """Prefill: each prompt's attention split over the instance's attention groups."""
+    store: int | None = None
+    """Main decode with a tiered cache: its ``md_cache`` option (whose tiers the price
+    includes)."""
 
     @cached_property
     def key(self) -> str:
         cp = ".cp" if self.context_parallel else ""
-        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}"
+        store = "" if self.store is None else f".s{self.store}"
+        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}{store}"
 
     @property
     def usd_per_instance_hour(self) -> float:
@@ -116,13 +121,23 @@ class State:
     usd_per_hour: float = 0.0
     cache: int = 0
     """Index of the decode-side cache choice (``Space.caches``)."""
-    cache_gb: float | None = None
-    """Its HBM reserve per MD GPU (None without ``md_cache`` options)."""
+    md: CacheChoice | None = field(default=None, repr=False, compare=False)
+    """That choice (None before the states are made)."""
     tier: LinkTier | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cache_gb(self) -> float | None:
+        """The cache choice's HBM reserve per MD GPU (None: nothing reserved)."""
+        return self.md.reserve_gb if self.md is not None else None
+
+    @property
+    def store(self) -> int | None:
+        """The tiered ``md_cache`` option whose MD instances this state needs (None: any)."""
+        return self.md.option if self.md is not None and self.md.tiered else None
 
     @cached_property  # a dictionary key on every count lookup
     def key(self) -> str:
-        cache = "" if self.cache_gb is None else f".md{self.cache_gb:g}GB"
+        cache = self.md.key if self.md is not None else ""
         if self.gbps is None:
             return f"{self.p_dc}.rdma.{self.p_chip}{cache}"
         return f"{self.p_dc}-{self.md_dc}.{self.gbps:g}G{cache}"
@@ -145,6 +160,11 @@ class State:
         """Whether prefill option ``o`` is this state's sender (in ``p_dc``, and of
         ``p_chip`` for an RDMA state)."""
         return o.datacenter == self.p_dc and (self.p_chip is None or self.p_chip == o.chip)
+
+    def received_by(self, o: PoolOption) -> bool:
+        """Whether main-decode option ``o`` receives this state's KV (in ``md_dc``, with
+        the state's tiered cache where it has one)."""
+        return o.datacenter == self.md_dc and o.store == self.store
 
 
 @dataclass(frozen=True)
@@ -173,7 +193,7 @@ class Space:
         self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
         self.out_points = a.out_points
         self.caches = problem.md_caches
-        """Decode-side cache choices: (HBM GB per MD GPU or None, each class's MD hit)."""
+        """Decode-side cache choices (``pddplan.model.md_cache.CacheChoice``)."""
         if problem.output_tokens_per_request <= 0:
             raise InputError("the workload produces no output tokens: there is nothing to decode")
         self.tpot_s = scenario.sla.tpot_ms * units.MS
@@ -193,10 +213,13 @@ class Space:
         kv = problem.kv
         self.payloads = [
             np.array([kv.transfer_bytes(L, h) for L, h in zip(self.inp, hits, strict=True)])
-            for _, hits in self.caches
+            for hits in (c.hits for c in self.caches)
         ]
         """Per cache choice: each class's WAN payload (what MD's cache lacks, plus state)."""
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
+        self.fetch_s = [self._fetch_s(c) for c in self.caches]
+        """Per cache choice: each class's fetch of its hit into HBM, taken from the choice's
+        lowest tier at the slowest main-decode chip's read (DRAM or SSD; HBM alone: 0)."""
         self.states = self._states()
         self.owned: dict[tuple[str, str], tuple[int, float]] = {
             (dc_id, chip): (n, owned_discount(problem, dc_id, chip))
@@ -233,6 +256,8 @@ class Space:
     def _options(self, role: Role) -> list[PoolOption]:
         s, hw, problem = self.scenario, self.hw, self.problem
         out = []
+        # tiered cache options: main decode's instances come with one option's tiers
+        stores = {c.option: c.usd_per_gpu_hour for c in self.caches if c.tiered}
         for dc_id, chip_id in s.chips_for(role):
             dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
             price = gpu_price(problem, chip_id, dc_id).full
@@ -253,6 +278,12 @@ class Space:
                 if most < 1:
                     continue
                 option = PoolOption(role, dc_id, chip_id, g, inst, price, unit, most, batch, step)
+                if role == "main_decode" and stores:
+                    out += [
+                        replace(option, store=i, usd_per_gpu_hour=price + extra)
+                        for i, extra in stores.items()
+                    ]
+                    continue
                 layouts = s.search.context_parallel
                 split = role == "prefill" and True in layouts and inst.attention_groups >= 2
                 if not split or False in layouts:  # one attention group: as it is
@@ -286,9 +317,9 @@ class Space:
             return link_usd_per_hour(st.tier, demand * float(self.w @ self.payloads[k]))
 
         out = [
-            replace(st, cache=k, cache_gb=gb, usd_per_hour=usd_per_hour(st, k))
+            replace(st, cache=k, md=c, usd_per_hour=usd_per_hour(st, k))
             for st in out
-            for k, (gb, _) in enumerate(self.caches)
+            for k, c in enumerate(self.caches)
         ]
         if not out:
             raise InputError(
@@ -296,6 +327,14 @@ class Space:
                 "of a main_decode option"
             )
         return out
+
+    def _fetch_s(self, c: CacheChoice) -> np.ndarray:
+        if not c.tiered or not (c.dram_gb or c.ssd_gb):
+            return np.zeros_like(self.inp)
+        reads = [tier_reads(self.hw, self.hw.chips[o.chip]) for o in self.options["main_decode"]]
+        read = min(ssd if c.ssd_gb else dram for dram, ssd in reads)
+        hit_bytes = c.hits * self.inp * self.problem.kv.bytes_per_token
+        return hit_bytes / read if read > 0 else np.where(hit_bytes > 0, np.inf, 0.0)
 
     def relayed(self, cut: float | None, cache: int = 0) -> np.ndarray:
         """Classes the relay cut sends through RLD under a cache choice (same arithmetic as
@@ -400,7 +439,14 @@ class Space:
             routing=Routing(relay_above_mb=choice.cut, singular_max_output_tokens=choice.singular),
             handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
             md_cache_gb_per_gpu=choice.state.cache_gb,
+            md_cache_tiers=self._tiers(choice.state),
         )
+
+    def _tiers(self, st: State) -> CacheSizes | None:
+        c = st.md
+        if c is None or not c.tiered:
+            return None
+        return CacheSizes(dram_gb_per_gpu=c.dram_gb, ssd_gb_per_gpu=c.ssd_gb)
 
 
 def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:

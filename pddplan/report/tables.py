@@ -303,12 +303,15 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             _pct(x.utilization_at_capacity),
             num(x.cost_per_hour_usd, ",.2f"),
         )
-    gb, hit = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"]
-    cache = (
-        "decode-side cache: "
-        + ("from the workload" if gb is None else f"{gb:g} GB per MD GPU")
-        + f", mean MD hit {_pct(hit)}"
-    )
+    gb, hit, tiers = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"], e.md_cache.get("tiers")
+    if tiers is not None:
+        below = [f"{tiers[k]:g} GB {name}" for k, name in (
+            ("dram_gb_per_gpu", "DRAM"), ("ssd_gb_per_gpu", "SSD")) if tiers[k]
+        ]  # fmt: skip
+        size = "HBM" + "".join(f" + {x}" for x in below) + (" per MD GPU" if below else "")
+    else:
+        size = "from the workload" if gb is None else f"{gb:g} GB per MD GPU"
+    cache = f"decode-side cache: {size}, mean MD hit {_pct(hit)}"
     links.caption = cache
     routing = Table(title="Routing", box=box.SIMPLE_HEAD)
     for col in ("pipeline", "requests", "output tokens"):

@@ -217,6 +217,7 @@ def candidate_view(c: Candidate) -> dict[str, Any]:
         "rld_token_share": e.rld_token_share,
         "usd_per_million_output_tokens": e.usd_per_million_output_tokens,
         "md_cache_gb_per_gpu": e.md_cache["gb_per_gpu"],
+        "md_cache_tiers": e.md_cache.get("tiers"),
         "limit": verdict.limit if verdict is not None else None,
     }
     if c.ttft_at_common_s is not None:

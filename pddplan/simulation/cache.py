@@ -1,7 +1,7 @@
 """The simulator's prefix cache for the session generator's block ids: the same LRU as
 ``trace.PrefixCache``, in time that does not grow with a request's length.
 
-The session generator (``sim_requests.SessionSource``) names blocks so that every id has
+The session generator (``pddplan.workload.sessions.SessionSource``) names blocks so that every id has
 one fixed chain of ids before it (a context is a prefix of an older context plus fresh
 ids), and ids increase along a chain. A cache that only ever holds whole prefixes of such
 chains stays *prefix-closed*: with ``PrefixCache``'s LRU (a block's age is that of the

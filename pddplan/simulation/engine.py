@@ -59,9 +59,9 @@ from pddplan.simulation.cache import Cache, ChainCache
 from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import WanLink
-from pddplan.simulation.requests import BLOCK_TOKENS, SimRequest
 from pddplan.spec.fleet import Fleet
 from pddplan.workload.cache import PrefixCache
+from pddplan.workload.sessions import BLOCK_TOKENS, SimRequest
 
 GC_YOUNG_THRESHOLD = 100_000
 """Allocations between the cyclic garbage collector's young-generation passes during a run
@@ -80,6 +80,7 @@ class Req:
         "blocks",
         "cross",
         "done",
+        "fetched",
         "finished",
         "first",
         "flow",
@@ -116,6 +117,7 @@ class Req:
         self.cross = False
         self.rld_made = 0
         self.gone_md = False
+        self.fetched = 0.0  # when its hit is in HBM (a tiered cache's DRAM or SSD)
 
 
 class PrefillInstance:
@@ -341,6 +343,15 @@ class Simulation:
                         self.md_cache[pool.datacenter] = _grow(
                             self.md_cache.get(pool.datacenter), blocks, cache_of
                         )
+        # a tiered decode-side cache: nested LRU caches (HBM, HBM + DRAM, all), whose
+        # contents are each tier's and above by LRU's inclusion
+        self.md_tiers: dict[str, tuple[Cache, Cache, Cache]] = {}
+        self.tier_reads: dict[str, tuple[float, float]] = {}
+        for md_dc, tiers in m.tiers.items():
+            nested = [cache_of(max(int(t / block), 1)) for t in tiers.nested()]
+            self.md_tiers[md_dc] = (nested[0], nested[1], nested[2])
+            self.md_cache[md_dc] = nested[2]
+            self.tier_reads[md_dc] = (tiers.dram_read, tiers.ssd_read)
         self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
         self.md_dcs = sorted(self.md)
         w = np.array([md_cap[d] for d in self.md_dcs])
@@ -571,6 +582,14 @@ class Simulation:
         r.md_dc = self._pick(self.md_dcs, self.md_cdf)
         cache = self.md_cache[r.md_dc]
         r.md_run = cache.lookup(r.blocks) if cache else 0
+        if r.md_run and r.md_dc in self.md_tiers:  # fetched from DRAM or SSD meanwhile
+            hbm, dram, _ = self.md_tiers[r.md_dc]
+            in_hbm, above_ssd = hbm.lookup(r.blocks), dram.lookup(r.blocks)
+            dram_read, ssd_read = self.tier_reads[r.md_dc]
+            nbytes = self.bpt * self.block
+            r.fetched = now + (above_ssd - in_hbm) * nbytes / dram_read + (
+                r.md_run - above_ssd
+            ) * nbytes / ssd_read  # fmt: skip
         hit_tokens = min(r.md_run * self.block, r.inp)
         r.hit_md = hit_tokens / r.inp
         payload = self.fixed + self.bpt * (r.inp - hit_tokens)
@@ -611,7 +630,14 @@ class Simulation:
         self._admit(self._pool(self.rld[r.p_dc]), r, max(r.out, 1), 0.0)
 
     def _at_md(self, r: Req) -> None:
+        if r.fetched > self.ev.now:  # the suffix is here; the hit is still on its way up
+            self.ev.at(r.fetched, self._at_md, r)
+            r.fetched = 0.0
+            return
         cache = self.md_cache[r.md_dc]
+        if r.md_dc in self.md_tiers:
+            for tier in self.md_tiers[r.md_dc][:2]:
+                tier.insert(r.blocks, known=0)
         if cache is not None:
             cache.insert(r.blocks, known=r.md_run)
         if r.finished or r.path == SINGULAR:

@@ -21,13 +21,6 @@ from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.simulation.decode import gap_seconds
 from pddplan.simulation.engine import DIRECT, RELAY, SINGULAR, Simulation
-from pddplan.simulation.requests import (
-    BLOCK_TOKENS,
-    SessionOptions,
-    SessionSource,
-    SimRequest,
-    trace_requests,
-)
 from pddplan.simulation.steady import (
     MIN_BATCH,
     Interval,
@@ -40,6 +33,13 @@ from pddplan.simulation.steady import (
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
 from pddplan.workload.classes import workload_classes
+from pddplan.workload.sessions import (
+    BLOCK_TOKENS,
+    SessionOptions,
+    SessionSource,
+    SimRequest,
+    trace_requests,
+)
 
 
 @dataclass(frozen=True)

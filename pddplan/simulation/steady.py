@@ -53,8 +53,8 @@ from pddplan.simulation.engine import (
     SimRecord,
     Simulation,
 )
-from pddplan.simulation.requests import SessionSource, SimRequest
 from pddplan.spec.scenario import Sla
+from pddplan.workload.sessions import SessionSource, SimRequest
 
 MIN_BATCH = 500
 """Requests in the smallest batch: five above its P99."""

@@ -72,7 +72,7 @@ class Tightening:
             }
         )
         update: dict[str, Any] = {"sla": sla, "search": search}
-        if s.md_cache is not None and self.md_hit < 1.0:
+        if s.md_cache is not None and s.md_cache[0].measured and self.md_hit < 1.0:
             hits = md_cache_hits(s.workload, s.md_cache)
             update["md_cache"] = tuple(
                 o.model_copy(
@@ -144,7 +144,8 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
         return f.high if upper and f.high is not None and math.isfinite(f.high) else f.simulated
 
     planned = (sim.md_hit.predicted or 0.0) * t.md_hit  # the scenario's hit, as planned
-    if planned and sim.md_hit.simulated < planned * HIT_SLACK:
+    measured = caps.md_cache is not None and caps.md_cache[0].measured  # tiers: from the curve
+    if measured and planned and sim.md_hit.simulated < planned * HIT_SLACK:
         ratio = max(MAX_HIT_STEP, sim.md_hit.simulated / planned)
         return replace(t, md_hit=t.md_hit * ratio)
 

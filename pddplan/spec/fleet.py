@@ -62,6 +62,13 @@ class Handoff(Frozen):
     """Catch-up hands over this many eager tokens per chunk (one MD stall each)."""
 
 
+class CacheSizes(Frozen):
+    """A decode-side cache's tiers below HBM, per main-decode GPU (GB)."""
+
+    dram_gb_per_gpu: Annotated[float, Field(ge=0)] = 0.0
+    ssd_gb_per_gpu: Annotated[float, Field(ge=0)] = 0.0
+
+
 class Fleet(Frozen):
     """A deployment: pools, link tiers, and optionally routing and handoff settings.
     Without ``routing`` the evaluator chooses the relay threshold that serves the most."""
@@ -73,20 +80,40 @@ class Fleet(Frozen):
     handoff: Handoff = Handoff()
     md_cache_gb_per_gpu: Annotated[float, Field(ge=0)] | None = None
     """HBM each main-decode GPU reserves for the decode-side cache: one of the scenario's
-    ``md_cache`` options (required when the scenario has them, refused when it has none)."""
+    measured-hit ``md_cache`` options (required when the scenario has them)."""
+    md_cache_tiers: CacheSizes | None = None
+    """The decode-side cache's tiers below HBM per main-decode GPU, where the scenario's
+    ``md_cache`` options are tiers (absent: HBM alone). Any sizes may be evaluated."""
 
 
-def md_cache_problem(scenario: Scenario, fleet: Fleet) -> str | None:
-    """What is wrong with ``fleet``'s decode-side cache choice for ``scenario`` (None: it is
-    one of the scenario's ``md_cache`` options, or both leave it out)."""
-    gb = fleet.md_cache_gb_per_gpu
-    if scenario.md_cache is None:
-        if gb is None:
-            return None
-        return f"scenario {scenario.name} has no md_cache options; leave md_cache_gb_per_gpu out"
-    sizes = [o.gb_per_gpu for o in scenario.md_cache]
+def md_cache_problem(scenario: Scenario, fleet: Fleet) -> tuple[str, str] | None:
+    """What is wrong with ``fleet``'s decode-side cache for ``scenario``, as (key, problem);
+    None when it fits the scenario's ``md_cache`` options."""
+    gb, tiers = fleet.md_cache_gb_per_gpu, fleet.md_cache_tiers
+    options = scenario.md_cache
+    if options is None or not options[0].measured:
+        if gb is not None:
+            kind = "no md_cache options" if options is None else "tiered md_cache options"
+            return "md_cache_gb_per_gpu", f"scenario {scenario.name} has {kind}; leave it out"
+        if tiers is not None and options is None:
+            return (
+                "md_cache_tiers",
+                f"scenario {scenario.name} has no md_cache options (MD hits come from its "
+                "workload); leave it out",
+            )
+        return None
+    if tiers is not None:
+        return (
+            "md_cache_tiers",
+            f"scenario {scenario.name}'s md_cache options have measured hits; give "
+            "md_cache_gb_per_gpu instead",
+        )
+    sizes = [o.gb_per_gpu for o in options]
     if gb in sizes:
         return None
     allowed = ", ".join(f"{x:g}" for x in sizes)
     got = "nothing" if gb is None else f"{gb:g}"
-    return f"must be one of scenario {scenario.name}'s md_cache sizes ({allowed} GB/GPU), got {got}"
+    return (
+        "md_cache_gb_per_gpu",
+        f"must be one of scenario {scenario.name}'s md_cache sizes ({allowed} GB/GPU), got {got}",
+    )

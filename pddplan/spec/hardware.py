@@ -115,11 +115,39 @@ class ChipSpec(Frozen):
         return self.host_link_gb_s * units.GB
 
 
+class CacheTier(Frozen):
+    """A memory tier behind HBM that a main-decode instance's prefix cache may spill to."""
+
+    usd_per_gb_month: Annotated[float, Field(ge=0)] | None
+    """What a GB of it costs per month (null: unpriced, so the planner may not buy it)."""
+    read_efficiency: Fraction | None = None
+    """Host DRAM: the share of the chip's ``host_link_gb_s`` a copy to HBM reaches."""
+    read_gb_s_per_gpu: Positive | None = None
+    """SSD: the read bandwidth behind each GPU (GB/s), capped by its host link."""
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    def read_bytes_per_s(self, chip: ChipSpec) -> float:
+        """How fast a prefix in this tier reaches ``chip``'s HBM."""
+        host = chip.host_link_bytes_per_s
+        if self.read_gb_s_per_gpu is not None:
+            return min(self.read_gb_s_per_gpu * units.GB, host)
+        return host * (self.read_efficiency if self.read_efficiency is not None else 1.0)
+
+
+class CacheTiers(Frozen):
+    """The decode-side cache's tiers below HBM: host DRAM, then local SSD."""
+
+    dram: CacheTier
+    ssd: CacheTier
+
+
 class HardwareCatalog(Frozen):
-    """``catalogs/hardware.yaml``: chips by id, and efficiency defaults by chip family."""
+    """``catalogs/hardware.yaml``: chips by id, efficiency defaults by chip family, and the
+    tiers a decode-side prefix cache may spill to."""
 
     efficiency_defaults: dict[str, Efficiency]
     chips: dict[str, ChipSpec]
+    cache_tiers: CacheTiers | None = None
 
     @model_validator(mode="after")
     def _families_have_defaults(self) -> HardwareCatalog:

@@ -202,23 +202,67 @@ class GpuPurchase(Frozen):
 
 
 class MdCacheOption(Frozen):
-    """One size of the decode-side (MD) prefix cache, and the MD hit rate it buys. The
-    planner picks one option per plan."""
+    """One decode-side (MD) prefix cache the planner may pick (one per plan), in one of two
+    forms:
 
-    gb_per_gpu: Annotated[float, Field(ge=0)]
-    """HBM each main-decode GPU reserves for cached prefixes (GB, 1e9 bytes); running
-    requests' KV cannot use it."""
+    - **tiers** (no hit given): the cache is HBM shared with running requests, then
+      ``dram_gb_per_gpu`` of host DRAM and ``ssd_gb_per_gpu`` of SSD per main-decode GPU,
+      priced by the hardware catalog's ``cache_tiers``; its hit rate follows from its
+      capacity by the workload's reuse curve (``docs/model.md``, "The decode-side cache");
+    - **a measured hit** (``md_prefix_hit`` or ``md_hit``): ``gb_per_gpu`` of HBM reserved
+      for prefixes, with the MD hit rate it is known to give at any load."""
+
+    gb_per_gpu: Annotated[float, Field(ge=0)] = 0.0
+    """Measured-hit options: HBM each main-decode GPU reserves for cached prefixes (GB,
+    1e9 bytes); running requests' KV cannot use it."""
     md_prefix_hit: HitDist | None = None
     """The MD hit-rate distribution at this size (workloads given as distributions)."""
     md_hit: tuple[Annotated[float, Field(ge=0, le=1)], ...] | None = None
     """The MD hit rate of each class at this size, in class order (workloads given as
     classes, or fitted from a trace)."""
+    dram_gb_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """Tiers: host DRAM per main-decode GPU the cache spills to (GB)."""
+    ssd_gb_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """Tiers: local SSD per main-decode GPU behind the DRAM (GB)."""
 
     @model_validator(mode="after")
-    def _one_source(self) -> MdCacheOption:
-        if (self.md_prefix_hit is None) == (self.md_hit is None):
-            raise ValueError("give md_prefix_hit or md_hit (one of them)")
+    def _one_form(self) -> MdCacheOption:
+        if self.md_prefix_hit is not None and self.md_hit is not None:
+            raise ValueError("give md_prefix_hit or md_hit, not both")
+        if self.measured and (self.dram_gb_per_gpu is not None or self.ssd_gb_per_gpu is not None):
+            raise ValueError(
+                "a measured hit (md_prefix_hit, md_hit) goes with a reserved gb_per_gpu; "
+                "tiers (dram_gb_per_gpu, ssd_gb_per_gpu) take their hit from the reuse curve"
+            )
+        if not self.measured and self.gb_per_gpu:
+            raise ValueError(
+                "gb_per_gpu reserves HBM for a measured hit: give md_prefix_hit or md_hit, "
+                "or leave it out (a tiered cache shares HBM with running requests)"
+            )
         return self
+
+    @property
+    def measured(self) -> bool:
+        """A measured-hit option (else tiers, with the hit from the reuse curve)."""
+        return self.md_prefix_hit is not None or self.md_hit is not None
+
+    @property
+    def dram_gb(self) -> float:
+        return self.dram_gb_per_gpu or 0.0
+
+    @property
+    def ssd_gb(self) -> float:
+        return self.ssd_gb_per_gpu or 0.0
+
+    @property
+    def label(self) -> str:
+        """A short name: ``40GB`` (reserved HBM) or ``hbm+256GB dram+3840GB ssd``."""
+        if self.measured:
+            return f"{self.gb_per_gpu:g}GB"
+        parts = ["hbm"]
+        parts += [f"{self.dram_gb:g}GB dram"] if self.dram_gb else []
+        parts += [f"{self.ssd_gb:g}GB ssd"] if self.ssd_gb else []
+        return "+".join(parts)
 
 
 TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
@@ -384,9 +428,14 @@ class Scenario(Frozen):
         if self.md_cache is None:
             return []
         problems = []
-        sizes = [o.gb_per_gpu for o in self.md_cache]
+        if len({o.measured for o in self.md_cache}) > 1:
+            problems.append(
+                "md_cache: give every option a measured hit (md_prefix_hit or md_hit), or "
+                "none (tiers with the hit from the reuse curve), not a mix"
+            )
+        sizes = [o.label for o in self.md_cache]
         if len(set(sizes)) != len(sizes) or not sizes:
-            problems.append(f"md_cache: give each gb_per_gpu once, got {sizes}")
+            problems.append(f"md_cache: give each size once, got {', '.join(sizes)}")
         w = self.workload
         for i, o in enumerate(self.md_cache):
             if o.md_prefix_hit is not None and w.prefix_hit is None:

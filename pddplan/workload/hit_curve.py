@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import brentq
@@ -167,3 +168,129 @@ def lru_hit_curve(requests: Iterable[Sequence[int]]) -> HitCurve:
     for r in requests:
         counter.add(r)
     return counter.curve()
+
+
+@dataclass(frozen=True)
+class ReuseCurve:
+    """A request stream's reuse times, for Che's approximation at any capacity and rate.
+
+    Measured on a stream of requests with prefix block ids (a trace, or the session
+    generator's sample of the workload) over ``2 x horizon_s``:
+
+    - ``returns_s``: for every block use in the first half, the time to the same block's
+      next use, ``inf`` when there is none within ``horizon_s`` (the session ended, or the
+      next turn reused less of the context). Che's occupancy is ``r x tokens x
+      E[min(X, t_C)]`` over these.
+    - ``gaps_s``: for every request of the second half that continues a context (its first
+      block was used before), the time since that context's last use. A request's reused
+      blocks were all touched by its context's last use, so they share that age: under LRU
+      they are cached together exactly when it is below ``t_C``, and ``kept(t_C)`` is the
+      share of the reuses a cache keeps.
+
+    Exact for characteristic times up to ``horizon_s``: a longer one is treated as
+    infinite (every return within the horizon hits)."""
+
+    returns_s: np.ndarray
+    """Sorted finite returns of the first half's block uses."""
+    uses: int
+    """Block uses of the first half (finite returns and ``inf``)."""
+    gaps_s: np.ndarray
+    """Sorted ages of the second half's reused contexts."""
+    tokens_per_request: float
+    """Mean tokens a request's blocks hold (what a use brings into the cache)."""
+    horizon_s: float
+
+    @classmethod
+    def measure(
+        cls,
+        stream: Iterable[tuple[float, Sequence[int]]],
+        *,
+        block_tokens: int,
+        known: Iterable[int] = (),
+    ) -> ReuseCurve:
+        """Reuse times of ``stream`` ((arrival s, block ids), in time order); ``known``:
+        block ids cached before the stream starts (the generator's warm contexts)."""
+        times: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        firsts: list[int] = []
+        for t, blocks in stream:
+            b = np.asarray(blocks, dtype=np.int64)
+            if len(b) == 0:
+                continue
+            ids.append(b)
+            times.append(np.full(len(b), t))
+            firsts.append(int(b[0]))
+        if not ids:
+            raise ValueError("ReuseCurve.measure needs a stream with at least one block")
+        t_all, id_all = np.concatenate(times), np.concatenate(ids)
+        end = float(t_all[-1])
+        horizon = end / 2
+        order = np.lexsort((np.arange(len(id_all)), id_all))  # by block, then in time
+        same = id_all[order][1:] == id_all[order][:-1]
+        nxt = np.full(len(id_all), np.inf)
+        nxt[order[:-1][same]] = t_all[order][1:][same] - t_all[order][:-1][same]
+        prev = np.full(len(id_all), np.nan)
+        prev[order[1:][same]] = nxt[order[:-1][same]]
+        first_half = t_all <= horizon
+        x = nxt[first_half]
+        x = np.sort(np.where(x <= horizon, x, np.inf))
+        # per request: the age of its first block (nan: a fresh context; inf: a warm one)
+        starts = np.cumsum([0] + [len(b) for b in ids[:-1]])
+        req_t, age = t_all[starts], prev[starts]
+        warm = set(known)
+        age = np.where(np.isnan(age) & np.array([f in warm for f in firsts]), np.inf, age)
+        second = (req_t > horizon) & ~np.isnan(age)
+        return cls(
+            returns_s=x[np.isfinite(x)],
+            uses=len(x),
+            gaps_s=np.sort(age[second]),
+            tokens_per_request=block_tokens * len(id_all) / len(ids),
+            horizon_s=horizon,
+        )
+
+    def held_tokens(self, t_s: float, rate_rps: float) -> float:
+        """Tokens an LRU cache holds when contexts stay ``t_s`` after their last use, at
+        ``rate_rps`` requests a second: ``r x tokens x E[min(X, t)]``."""
+        x = self.returns_s
+        i = int(np.searchsorted(x, t_s, side="left"))
+        mean = (float(x[:i].sum()) + t_s * (self.uses - i)) / self.uses
+        return rate_rps * self.tokens_per_request * mean
+
+    @cached_property
+    def _occupancy(self) -> tuple[np.ndarray, np.ndarray]:
+        """Breakpoints of ``held_tokens`` at rate 1: (times, tokens), piecewise linear."""
+        x = self.returns_s
+        t = np.concatenate([[0.0], x, [self.horizon_s]])
+        before = np.concatenate([[0.0], np.cumsum(x), [float(x.sum())]])
+        n_before = np.concatenate([[0], np.arange(1, len(x) + 1), [len(x)]])
+        held = (before + t * (self.uses - n_before)) / self.uses * self.tokens_per_request
+        return t, held
+
+    def retention_s(self, capacity_tokens: float, rate_rps: float) -> float:
+        """Che's characteristic time: how long a context stays after its last use in an
+        LRU cache of ``capacity_tokens`` at ``rate_rps`` (``inf`` past the horizon)."""
+        t, held = self._occupancy
+        want = capacity_tokens / rate_rps
+        if want >= held[-1]:
+            return math.inf
+        return float(np.interp(want, held, t))
+
+    def kept(self, t_s: float) -> float:
+        """The share of reused contexts younger than ``t_s``: those the cache still holds."""
+        if len(self.gaps_s) == 0:
+            return 1.0
+        return float(np.searchsorted(self.gaps_s, t_s, side="left")) / len(self.gaps_s)
+
+    def hit_share(self, capacity_tokens: float, rate_rps: float) -> float:
+        """The share of reused contexts an LRU cache of ``capacity_tokens`` keeps."""
+        return self.kept(self.retention_s(capacity_tokens, rate_rps))
+
+    def capacity_for(self, share: float, rate_rps: float) -> float:
+        """The fewest tokens of LRU cache that keep ``share`` of the reused contexts."""
+        if share <= 0:
+            return 0.0
+        gaps = self.gaps_s
+        k = min(max(math.ceil(share * len(gaps)), 1), len(gaps))
+        t = float(gaps[k - 1]) if len(gaps) else 0.0
+        t = np.nextafter(t, math.inf)  # kept counts gaps strictly below t
+        return self.held_tokens(min(t, self.horizon_s), rate_rps)

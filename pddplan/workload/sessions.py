@@ -1,8 +1,10 @@
-"""Requests for the simulator: sampled multi-turn sessions, or a Mooncake trace.
+"""The workload as a stream of requests: sampled multi-turn sessions, or a Mooncake trace.
 
 Each request is ``(arrival s, input tokens, output tokens, prefix block ids)``; two requests
 that share their first ``n`` block ids share ``n x block`` tokens of prefix KV, so the
-simulator's prefix caches decide the hits.
+simulator's prefix caches decide the hits. The simulator replays the stream; the planner
+measures how soon its contexts come back (``pddplan.workload.hit_curve.ReuseCurve``), for
+the decode-side cache's hit rate as a curve of its capacity.
 
 **Sessions** (``SessionSource``). Arrivals are Poisson. Each request draws its input
 length, output length and a *target* prefix hit from the scenario's workload (its
@@ -27,7 +29,8 @@ import bisect
 import heapq
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import takewhile
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +39,7 @@ from pddplan.errors import ArgumentError, InputError
 from pddplan.spec.scenario import Workload
 from pddplan.workload.classes import workload_classes
 from pddplan.workload.distributions import frozen_dist
+from pddplan.workload.hit_curve import ReuseCurve
 from pddplan.workload.trace import read_requests
 
 SimRequest = tuple[float, int, int, Sequence[int]]
@@ -227,6 +231,27 @@ class SessionSource:
                 yield t, length_i, out_i, ids
             done += m
             self.cold_share = cold / done
+
+
+REUSE_TURNS = 8
+"""``sampled_reuse`` measures returns up to this many mean turn gaps."""
+REUSE_REQUESTS = 20_000
+"""...on at most about this many requests (a lower rate where the workload's is higher)."""
+
+
+def sampled_reuse(workload: Workload, options: SessionOptions, seed: int = 0) -> ReuseCurve:
+    """The reuse times of the session generator's stream for ``workload``
+    (``ReuseCurve``), over ``2 x REUSE_TURNS`` turn gaps. Where that would take more than
+    ``REUSE_REQUESTS`` requests, the stream runs at a lower rate: the time between a
+    session's turns does not depend on the rate (its parts are the SLA, the output and the
+    think time), and Che's approximation scales the occupancy with the rate."""
+    probe = SessionSource(workload, 0, options, seed)
+    horizon = REUSE_TURNS * probe.turn_gap_s
+    rate = min(options.rate_rps, REUSE_REQUESTS / (2 * horizon))
+    source = SessionSource(workload, None, replace(options, rate_rps=rate), seed)
+    known = (b for ids in source.warm for b in ids)
+    stream = takewhile(lambda r: r[0] <= 2 * horizon, ((t, ids) for t, _, _, ids in source))
+    return ReuseCurve.measure(stream, block_tokens=source.block_tokens, known=known)
 
 
 def block_tokens(workload: Workload) -> int:
