@@ -47,6 +47,8 @@ def test_paper_cost_arithmetic(premium, with_line, saving_pct):
     7.5% / 3.9% cheaper without the line at a 20% / 30% H200 premium, 7.1% / 3.5% with it."""
     s, hw, _ = triple(load_scenario(PAPER_FLEETS))
     s = with_price(s, "h200-sxm", H100 * premium)
+    # the paper compares GPUs and the line: the decode-side cache's DRAM at no price
+    s = s.model_copy(update={"cache_tier_prices_usd_per_gb_month": {"dram": 0.0, "ssd": 0.0}})
     intra = load_fleet(ROOT / "fleets" / "paper-intra-dc-88xh100.yaml", problem_of(s, hw))
     pdd = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", problem_of(s, hw))
     if not with_line:
@@ -76,7 +78,8 @@ def test_paper_fleets_cannot_hold_the_weights_and_say_so():
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["total_gpus"] == 75
-    assert data["cost_per_hour_usd"] == pytest.approx(43 * H100 + 32 * 3.36 + 654.57 / 730)
+    dram = 32 * 256 * 0.434 / 730  # the decode-side cache's host DRAM (cache_tiers)
+    assert data["cost_per_hour_usd"] == pytest.approx(43 * H100 + 32 * 3.36 + 654.57 / 730 + dram)
     assert data["price_basis"] == {"h100-sxm": "rent", "h200-sxm": "rent"}
 
 
@@ -107,7 +110,8 @@ def test_buy_basis_and_owned_inventory_by_hand(tmp_path):
     fleet = load_fleet(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml", problem_of(s, hw))
     cost = fleet_cost(problem_of(s, hw), fleet)
     assert cost.owned_gpus == [0, 0, 16]
-    assert cost.pools[2] == pytest.approx(16 * price.full + 16 * running)
+    dram = 32 * 256 * 0.434 / 730  # the 32 MD GPUs' 256 GB of host DRAM each (cache_tiers)
+    assert cost.pools[2] == pytest.approx(16 * price.full + 16 * running + dram)
     assert cost.basis == {"h100-sxm": "rent", "h200-sxm": "buy"}
 
 

@@ -240,8 +240,9 @@ def test_singular_path_finishes_on_rld(relayed):
 
 # --- the decode-side cache as a decision ------------------------------------------------------
 def _paper_with(fleet_update: dict):
-    s, hw, models = triple(load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml"))
-    fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
+    """The paper scenario with measured-hit cache options (its form before tiers)."""
+    s, hw, models = triple(load_scenario(DATA / "measured" / "scenario.yaml"))
+    fleet = load_fleet(DATA / "measured" / "fleet.yaml", problem_of(s, hw))
     return s, hw, models, fleet.model_copy(update=fleet_update)
 
 
@@ -261,8 +262,12 @@ def test_md_cache_reserve_comes_out_of_md_kv_memory():
     assert freed == pytest.approx(640e9 / inst.kv_replication)
     a = evaluate(problem_of(s, hw, models), with_cache)
     b = evaluate(problem_of(s, hw, models), without)
-    assert a.md_cache == {"gb_per_gpu": 40.0, "mean_hit": pytest.approx(0.886, abs=0.01)}
-    assert b.md_cache == {"gb_per_gpu": 0.0, "mean_hit": 0.0}
+    assert a.md_cache == {
+        "gb_per_gpu": 40.0,
+        "tiers": None,
+        "mean_hit": pytest.approx(0.886, abs=0.01),
+    }
+    assert b.md_cache == {"gb_per_gpu": 0.0, "tiers": None, "mean_hit": 0.0}
     md = next(p for p in a.pools if p.role == "main_decode")
     md0 = next(p for p in b.pools if p.role == "main_decode")
     assert md.decode_batch < md0.decode_batch

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT, SCENARIOS, problem_of, run_main, triple
+from conftest import DATA, ROOT, SCENARIOS, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -541,7 +541,7 @@ def test_main_decode_count_holds_the_open_sessions(hardware, models):
     """At 100 req/s with a turn every 60 s, MD's 40 GB/GPU cache must hold
     100 x 60 x E[context KV] bytes: at least that many 16-GPU H200 instances, for every
     cut; with no cache (0 GB) nothing is kept and the count is lower."""
-    s = load_scenario(PAPER).scenario
+    s = load_scenario(DATA / "measured" / "scenario.yaml").scenario  # measured-hit options
     req = Requirements(Space(problem_of(s, hardware, models)), 100.0)
     sp = req.space
     o = next(o for o in sp.options["main_decode"] if o.chip == "h200-sxm" and o.gpus == 16)

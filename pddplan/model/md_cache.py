@@ -26,7 +26,9 @@ the missing suffix crosses the WAN: the KV is complete at the later of the two.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -75,13 +77,28 @@ class CacheChoice:
         return f".md{self.reserve_gb:g}GB"
 
 
-def tiers_usd_per_gpu_hour(hw: HardwareCatalog, dram_gb: float, ssd_gb: float) -> float:
+def tier_price(
+    hw: HardwareCatalog, tier: str, override: Mapping[Any, float] | None = None
+) -> float | None:
+    """A tier's USD per GB-month: the scenario's ``cache_tier_prices_usd_per_gb_month``,
+    else the hardware catalog's (None: unpriced)."""
+    if override and tier in override:
+        return override[tier]
+    return getattr(hw.cache_tiers, tier).usd_per_gb_month if hw.cache_tiers else None
+
+
+def tiers_usd_per_gpu_hour(
+    hw: HardwareCatalog,
+    dram_gb: float,
+    ssd_gb: float,
+    override: Mapping[Any, float] | None = None,
+) -> float:
     """What ``dram_gb`` of host DRAM and ``ssd_gb`` of SSD cost per GPU-hour (an unpriced
     tier of size 0 costs nothing; ``Problem.problems`` refuses a priced-less one in use)."""
     total = 0.0
     for gb, tier in ((dram_gb, "dram"), (ssd_gb, "ssd")):
         if gb:
-            price = getattr(hw.cache_tiers, tier).usd_per_gb_month if hw.cache_tiers else None
+            price = tier_price(hw, tier, override)
             if price is None:
                 raise InputError(
                     f"{gb:g} GB of {tier} per main-decode GPU needs a price: the hardware "
@@ -96,6 +113,7 @@ def choices(
     p_hits: Array,
     measured_hits: list[list[float]],
     hw: HardwareCatalog,
+    prices: Mapping[Any, float] | None = None,
 ) -> list[CacheChoice]:
     """The plan's cache choices: one per measured-hit option; per tiered option, one per
     share of ``KEPT_SHARES``; without options, one with the workload's MD hits
@@ -107,7 +125,7 @@ def choices(
         if o.measured:
             out.append(CacheChoice(i, np.array(measured_hits[i]), reserve_gb=o.gb_per_gpu))
             continue
-        price = tiers_usd_per_gpu_hour(hw, o.dram_gb, o.ssd_gb)
+        price = tiers_usd_per_gpu_hour(hw, o.dram_gb, o.ssd_gb, prices)
         out += [
             CacheChoice(i, p_hits * q, kept=q, dram_gb=o.dram_gb, ssd_gb=o.ssd_gb,
                         usd_per_gpu_hour=price)

@@ -131,7 +131,10 @@ def fleet_cost(
         extra = 0.0
         if tiers is not None:  # the decode-side cache's DRAM and SSD
             extra = gpus * tiers_usd_per_gpu_hour(
-                problem.hardware, tiers.dram_gb_per_gpu, tiers.ssd_gb_per_gpu
+                problem.hardware,
+                tiers.dram_gb_per_gpu,
+                tiers.ssd_gb_per_gpu,
+                scenario.cache_tier_prices_usd_per_gb_month,
             )
         pools.append(price.full * (gpus - owned) + price.running * owned + extra)
     links = []

@@ -27,7 +27,7 @@ from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
-from pddplan.model.md_cache import CacheChoice
+from pddplan.model.md_cache import CacheChoice, tier_price
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
 from pddplan.spec.calibration import Calibration, resolve_calibration
@@ -49,7 +49,7 @@ STEP_TABLE_POINTS = 400
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
-    "md_caches": ("workload", "md_cache", "hardware"),
+    "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
     "reuse": ("workload", "sla"),
     "instances": _INSTANCE,
     "prefill": (*_INSTANCE, "workload"),
@@ -191,7 +191,13 @@ class Problem:
                 measured = [h for _, h in md_caches(s)]
             else:
                 measured = [[] for _ in s.md_cache]
-            table["md_caches"] = cache_choices(s.md_cache, self.arrays.hit, measured, self.hardware)
+            table["md_caches"] = cache_choices(
+                s.md_cache,
+                self.arrays.hit,
+                measured,
+                self.hardware,
+                s.cache_tier_prices_usd_per_gb_month,
+            )
         return table["md_caches"]
 
     def md_hits(self, gb_per_gpu: float | None) -> Array:
@@ -403,10 +409,10 @@ class Problem:
         """Tiers without a price, and measured hits that fall as the cache grows."""
         s, out, tiers = self.scenario, [], self.hardware.cache_tiers
         options = s.md_cache or ()
+        prices = s.cache_tier_prices_usd_per_gb_month
         for i, o in enumerate(options):
             for name, gb in (("dram", o.dram_gb), ("ssd", o.ssd_gb)):
-                tier = getattr(tiers, name) if tiers is not None else None
-                if gb and (tier is None or tier.usd_per_gb_month is None):
+                if gb and tier_price(self.hardware, name, prices) is None:
                     where = "has no cache_tiers" if tiers is None else (
                         f"gives cache_tiers.{name}.usd_per_gb_month as null"
                     )  # fmt: skip
@@ -414,7 +420,8 @@ class Problem:
                         self._located(
                             ("md_cache", i, f"{name}_gb_per_gpu"),
                             f"{gb:g} GB of {name} per GPU needs a price, and the hardware "
-                            f"catalog {where} (give a $/GB-month there, or size it 0)",
+                            f"catalog {where} (give a $/GB-month there or in the scenario's "
+                            "cache_tier_prices_usd_per_gb_month, or size it 0)",
                         )
                     )
         measured = [(o.gb_per_gpu, i) for i, o in enumerate(options) if o.measured]

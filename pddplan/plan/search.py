@@ -67,6 +67,9 @@ MAX_RATE_POINTS = 400
 """A guard on the rate searches: past this many minimum-cost points (MILPs, or relaxations
 whose plan was optimal), the search stops as if the time limit had run out (max BCR:
 ``not_converged``; otherwise ``time_limit``)."""
+RESIZES = 4
+"""How many times ``_Search.at`` plans a tiered-cache plan again for a higher rate when the
+evaluator finds it short (each time by the shortfall it found)."""
 
 
 class _Search:
@@ -96,54 +99,65 @@ class _Search:
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
-        (None, inf, 0) when no plan serves it."""
+        (None, inf, 0) when no plan serves it.
+
+        A plan with a tiered decode-side cache is sized for a share of reuses kept; the
+        evaluator takes the hits its capacity gives, which are more, and more hits move
+        eager tokens from relay decode to main decode (smaller transfers end sooner). Where
+        that leaves the plan short of ``rate``, it is planned again for the rate scaled by
+        the shortfall, up to ``RESIZES`` times."""
         if rate in self.points:
             return self.points[rate]
-        left = self.deadline - self.clock()
-        if left <= 0 or self.solves + len(self.settled) >= MAX_RATE_POINTS:
-            self.timed_out = True
-            return None, math.inf, 0.0
-        req = self.tables.pop(rate, None) or Requirements(self.space, rate)
-        self.solved[rate] = req
-        relaxed = relaxed_optimum(req, self.budget)
-        choice: Choice | None
-        cost: float | None
-        gap: float | None
-        if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
-            self.settled.add(rate)
-            choice, cost, gap = relaxed.choices[0], relaxed.cost, 0.0
-        elif math.isinf(relaxed.cost):
-            choice, cost, gap = None, math.inf, None
-        else:
-            out = milp.min_cost(
-                req,
-                solver=self.solver,
-                time_limit_s=left,
-                mip_gap=self.space.scenario.solver.mip_gap,
-                budget_usd_per_hour=self.budget,
-                clock=self.clock,
-                lower_bound=relaxed.cost,
-            )
-            self.solves += out.solves
-            self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
-            if out.status in ("time_limit", "time_limit_no_incumbent"):
-                self.timed_out = True
-            choice, cost, gap = out.choice, out.cost_per_hour, out.gap
-        point: tuple[Choice | None, float, float]
-        if choice is None or cost is None:
-            point = (None, math.inf, 0.0)
-        else:
+        target = rate
+        point: tuple[Choice | None, float, float] = (None, math.inf, 0.0)
+        for _ in range(RESIZES + 1):
+            choice, cost, gap = self._cheapest(target)
+            if choice is None or cost is None:
+                break
             self.last_gap = gap
             fleet = self.space.fleet(choice, "plan")
             capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
-            if capacity < rate * (1 - 1e-5):
+            if capacity >= rate * (1 - 1e-5):
+                point = (choice, cost, max(capacity, rate))
+                break
+            if choice.state.md is None or not choice.state.md.tiered:
                 raise RuntimeError(
                     f"planner bug: the plan at {rate:.6g} req/s has an evaluated SLA "
                     f"capacity of {capacity:.6g} req/s"
                 )
-            point = (choice, cost, max(capacity, rate))
+            target *= rate / max(capacity, 1e-12) * (1 + 1e-3)
         self.points[rate] = point
         return point
+
+    def _cheapest(self, rate: float) -> tuple[Choice | None, float | None, float | None]:
+        """The minimum-cost plan at ``rate``: the relaxation's where it is exact, else the
+        MILP's (None when there is none, or no time is left)."""
+        left = self.deadline - self.clock()
+        if left <= 0 or self.solves + len(self.settled) >= MAX_RATE_POINTS:
+            self.timed_out = True
+            return None, None, None
+        req = self.tables.pop(rate, None) or Requirements(self.space, rate)
+        self.solved[rate] = req
+        relaxed = relaxed_optimum(req, self.budget)
+        if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
+            self.settled.add(rate)
+            return relaxed.choices[0], relaxed.cost, 0.0
+        if math.isinf(relaxed.cost):
+            return None, None, None
+        out = milp.min_cost(
+            req,
+            solver=self.solver,
+            time_limit_s=left,
+            mip_gap=self.space.scenario.solver.mip_gap,
+            budget_usd_per_hour=self.budget,
+            clock=self.clock,
+            lower_bound=relaxed.cost,
+        )
+        self.solves += out.solves
+        self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
+        if out.status in ("time_limit", "time_limit_no_incumbent"):
+            self.timed_out = True
+        return out.choice, out.cost_per_hour, out.gap
 
     def _widest(self, choices: tuple[Choice, ...], rate: float) -> Choice:
         """Of deployments of equal cost, the one with the largest SLA capacity; of equal

@@ -144,8 +144,8 @@ def _tighter(t: Tightening, sim: SimResult, caps: Scenario) -> Tightening:
         return f.high if upper and f.high is not None and math.isfinite(f.high) else f.simulated
 
     planned = (sim.md_hit.predicted or 0.0) * t.md_hit  # the scenario's hit, as planned
-    measured = caps.md_cache is not None and caps.md_cache[0].measured  # tiers: from the curve
-    if measured and planned and sim.md_hit.simulated < planned * HIT_SLACK:
+    tiered = caps.md_cache is not None and not caps.md_cache[0].measured  # hits from the curve
+    if not tiered and planned and sim.md_hit.simulated < planned * HIT_SLACK:
         ratio = max(MAX_HIT_STEP, sim.md_hit.simulated / planned)
         return replace(t, md_hit=t.md_hit * ratio)
 

@@ -380,6 +380,11 @@ class Scenario(Frozen):
     """Power price for bought and owned GPUs (TDP x PUE)."""
     hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] = 0.0
     """Hosting per bought or owned GPU-hour, unless its chip's ``gpu_purchase`` says."""
+    cache_tier_prices_usd_per_gb_month: dict[
+        Literal["dram", "ssd"], Annotated[float, Field(ge=0)]
+    ] = Field(default_factory=dict)
+    """The decode-side cache tiers' price per GB-month, overriding the hardware catalog's
+    ``cache_tiers`` (e.g. 0 for host DRAM a rented node's price already includes)."""
     md_cache: tuple[MdCacheOption, ...] | None = None
     """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
     and the cache takes no HBM from running requests."""

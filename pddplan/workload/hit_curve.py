@@ -292,5 +292,5 @@ class ReuseCurve:
         gaps = self.gaps_s
         k = min(max(math.ceil(share * len(gaps)), 1), len(gaps))
         t = float(gaps[k - 1]) if len(gaps) else 0.0
-        t = np.nextafter(t, math.inf)  # kept counts gaps strictly below t
+        t = t * (1 + 1e-9) + 1e-9  # kept counts gaps strictly below t, past rounding
         return self.held_tokens(min(t, self.horizon_s), rate_rps)
