@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -254,6 +255,7 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
     prefill = cheapest("prefill", 0.0)
     relaying = any(c is not None for c in space.cuts) and space.options["relay_decode"]
     total = np.full_like(lo, np.inf)
+    by_twin: dict[tuple[str, Any], np.ndarray] = {}
     for k in range(len(space.caches)):  # each decode-side cache choice on its own
         states = np.full_like(lo, np.inf)
         longest = np.zeros((len(lo), len(w)))  # per cell: the longest WAN time per class
@@ -272,9 +274,13 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
             path = TcpPath.of(st.wan)
             for cell in np.nonzero(feasible)[0]:
-                u = min(hi[cell] * total_payload / goodput, space.link_rho)
-                wan, _ = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
-                longest[cell] = np.maximum(longest[cell], np.maximum(wan, space.fetch_s[k]))
+                if (st.twin, cell) not in by_twin:  # twins: the same transfer and payloads
+                    u = min(hi[cell] * total_payload / goodput, space.link_rho)
+                    by_twin[(st.twin, cell)] = wan_times(
+                        payload, path=path, goodput_bytes_per_s=goodput, utilization=u
+                    )[0]
+                wan = np.maximum(by_twin[(st.twin, cell)], space.fetch_s[k])
+                longest[cell] = np.maximum(longest[cell], wan)
         if not here:
             continue
         decode = cheapest("main_decode", float(w @ space.out), here[0])

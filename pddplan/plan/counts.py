@@ -37,13 +37,29 @@ class Requirements:
     def __init__(self, space: Space, rate: float) -> None:
         self.space, self.rate = space, rate
         self.wan: dict[str, np.ndarray] = {}
-        """Per state: each class's P->MD transfer time plus the first token's way back."""
+        """Per state's twin (``twins``): each class's P->MD transfer time plus the first
+        token's way back."""
         self.wan_queueing: dict[str, np.ndarray] = {}
-        """Per state: the part of ``wan`` other flows add (``wan_queueing_mean_s``)."""
+        """Per state's twin: the part of ``wan`` other flows add (``wan_queueing_mean_s``)."""
         self.feasible_states: list[State] = []
         """States whose link stays within its utilization cap at this rate."""
+        self.twins: dict[str, str] = {}
+        """Per state: the key its transfer figures are kept under, shared by every state
+        with the same transfer times (the same transfer and payloads, with fetches from a
+        lower tier that end before the suffix arrives): WAN times, prefill and relay counts
+        depend on nothing else of a state's."""
+        sent: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        canonical: dict[tuple[str, bytes], str] = {}
         for st in space.states:
-            self.wan[st.key], self.wan_queueing[st.key], u = self._wan(st)
+            if st.twin not in sent:  # st.twin: the transfer and payloads
+                sent[st.twin] = self._sent(st)
+            times, queueing, u = sent[st.twin]
+            # a lower tier's hit reaches HBM while the suffix crosses: the later of the two
+            wan = np.maximum(times, space.fetch_s[st.cache])
+            twin = canonical.setdefault((st.twin, wan.tobytes()), st.key)
+            self.twins[st.key] = twin
+            if twin == st.key:
+                self.wan[twin], self.wan_queueing[twin] = wan, queueing
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str], np.ndarray] = {}
@@ -57,30 +73,28 @@ class Requirements:
         self._eager: dict[tuple[str, str], np.ndarray] = {}
         self._caches: dict[tuple[str, str], int] = {}
 
-    def _wan(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
-        """Per class: the P->MD time and the part of it other flows add; the link's load."""
+    def _sent(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
+        """Per class: the P->MD transfer time and the part of it other flows add; the
+        link's load."""
         sp = self.space
-        payload, fetch = sp.payloads[st.cache], sp.fetch_s[st.cache]
+        payload = sp.payloads[st.cache]
         if st.gbps is None:
             nic = sp.hw.chips[st.sender].nic_bytes_per_s
-            sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
-            return np.maximum(sent, fetch), np.zeros_like(payload), 0.0
+            return rdma_transfer_s(payload, nic_bytes_per_s=nic), np.zeros_like(payload), 0.0
         goodput = link_bytes_per_s(st.gbps, st.wan.tcp_efficiency)
         u = self.rate * float(sp.w @ payload) / goodput
         path = TcpPath.of(st.wan)
-        sent, queueing = wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u)
-        # a lower tier's hit reaches HBM while the suffix crosses: the later of the two
-        return np.maximum(sent, fetch), queueing, u
+        return (*wan_times(payload, path=path, goodput_bytes_per_s=goodput, utilization=u), u)
 
     def _load(self, st: State, singular: int) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut: the relayed requests' WAN seconds per second (what they hold RLD
         for) and the singular ones' output tokens per second (what RLD decodes of them)."""
-        key = (st.key, singular)
+        key = (self.twins[st.key], singular)
         if key not in self._loads:
             sp, lam = self.space, self.rate
             relay, single = sp.relay_float[st.cache], sp.out <= singular
             self._loads[key] = (
-                lam * relay @ (sp.w * np.where(single, 0.0, self.wan[st.key])),
+                lam * relay @ (sp.w * np.where(single, 0.0, self.wan[self.twins[st.key]])),
                 lam * relay @ (sp.w * np.where(single, sp.out, 0.0)),
             )
         return self._loads[key]
@@ -88,13 +102,13 @@ class Requirements:
     def eager(self, st: State, band: Band) -> np.ndarray:
         """Per class: the tokens RLD decodes while its KV crosses, at the band's step
         ceiling (the fewest the band allows); 0 without RLD."""
-        key = (st.key, band.key)
+        key = (self.twins[st.key], band.key)
         if key not in self._eager:
             sp = self.space
             if band.index < 0:
                 self._eager[key] = np.zeros(len(sp.w))
             else:
-                limit = np.ceil(self.wan[st.key] / band.step_s)
+                limit = np.ceil(self.wan[self.twins[st.key]] / band.step_s)
                 self._eager[key] = eager_tokens(sp.out, sp.out_points, limit)
         return self._eager[key]
 
@@ -174,7 +188,7 @@ class Requirements:
 
     def prefill(self, o: PoolOption, st: State) -> np.ndarray:
         """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut."""
-        key = (o.key, st.key)
+        key = (o.key, self.twins[st.key])
         if key not in self._p:
             self._p[key] = self._prefill(o, st)
         return self._p[key]
@@ -186,10 +200,10 @@ class Requirements:
         svc_sum = float(sp.w @ svc)
         cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
-        queueing = self.wan_queueing[st.key]
+        queueing = self.wan_queueing[self.twins[st.key]]
         # the first token: one step at the bound; the link's queueing is the random part
         with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
-            fixed = np.where(np.isfinite(queueing), self.wan[st.key] - queueing, np.inf)
+            fixed = np.where(np.isfinite(queueing), self.wan[self.twins[st.key]] - queueing, np.inf)
         # a class's tail depends on the cut only through whether the cut relays it: rows
         # (P90 direct, P90 relayed, P99 direct, P99 relayed), combined per cut below
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic)
@@ -270,10 +284,10 @@ class Requirements:
 
     def relay_all(self, o: PoolOption, st: State, band: Band) -> np.ndarray:
         """``relay`` for every singular cut (``space.singular_cuts``): one row each."""
-        key = (o.key, st.key, band.key)
+        key = (o.key, self.twins[st.key], band.key)
         if key not in self._r:
             for b, rows in zip(self.space.bands, self._relay(o, st), strict=True):
-                self._r[(o.key, st.key, b.key)] = rows
+                self._r[(o.key, self.twins[st.key], b.key)] = rows
         return self._r[key]
 
     def _relay(self, o: PoolOption, st: State) -> list[np.ndarray]:
@@ -345,7 +359,7 @@ class Requirements:
     def _handoff(self, o: PoolOption, st: State, catch_up: int | None, band: Band):
         """Per class, if relayed (not singular): MD stalls per request and seconds each, at
         the most eager tokens (none without RLD)."""
-        key = (o.key, st.key, catch_up, band.index < 0)
+        key = (o.key, self.twins[st.key], catch_up, band.index < 0)
         if key not in self._handoffs:
             sp = self.space
             chunk = sp.chunk_tokens
@@ -399,7 +413,7 @@ class Requirements:
         eager tokens (the band's), less all of a singular class's; and per class, its weight
         where MD takes it over if relayed (not singular), else 0. The same for every MD
         option and catch-up cut, so computed once per state, singular cut and band."""
-        key = (st.key, singular, band.key)
+        key = (self.twins[st.key], singular, band.key)
         if key not in self._tokens:
             sp = self.space
             eager, out, w = self.eager(st, band), sp.out, sp.w

@@ -124,6 +124,10 @@ class State:
     md: CacheChoice | None = field(default=None, repr=False, compare=False)
     """That choice (None before the states are made)."""
     tier: LinkTier | None = field(default=None, repr=False, compare=False)
+    twin: str = ""
+    """The transfer and its payloads: states of one transfer whose cache choices give
+    equal payloads (one kept share under several tiers) share it, and with it their WAN
+    times (``Requirements.twins``)."""
 
     @property
     def cache_gb(self) -> float | None:
@@ -316,8 +320,12 @@ class Space:
                 return 0.0
             return link_usd_per_hour(st.tier, demand * float(self.w @ self.payloads[k]))
 
+        same = [  # per cache choice: the first with equal payloads
+            next(j for j in range(k + 1) if np.array_equal(self.payloads[j], self.payloads[k]))
+            for k in range(len(self.caches))
+        ]
         out = [
-            replace(st, cache=k, md=c, usd_per_hour=usd_per_hour(st, k))
+            replace(st, cache=k, md=c, usd_per_hour=usd_per_hour(st, k), twin=f"{st.key}~{same[k]}")
             for st in out
             for k, c in enumerate(self.caches)
         ]
