@@ -4,7 +4,8 @@
 
 For each scenario: its minimum-cost plan (CBC), simulated with sampled sessions at the
 plan's SLA capacity for ``--seconds`` of wall clock (seed 0), against the evaluator at the
-same rate. A tiered cache's analytic hit is Che's approximation on the workload's reuse
+same rate; for a scenario with tiers, the same plan with its cache cut to HBM alone and to
+HBM + 32 GB of DRAM per GPU too (the curve's steep part). A tiered cache's analytic hit is Che's approximation on the workload's reuse
 curve at the fleet's capacity; the simulator keeps nested LRU caches of that capacity. A
 scenario without ``md_cache`` takes the workload's MD hits, and the simulator's cache is
 unbounded. Printed as the markdown table of docs/simulate.md.
@@ -18,15 +19,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 import pddplan  # noqa: E402
+from pddplan.spec.fleet import CacheSizes, Fleet  # noqa: E402
 
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 
 
-def row(name: str, seconds: float) -> str:
+def rows(name: str, seconds: float) -> list[str]:
     problem = pddplan.load_scenario(ROOT / "scenarios" / f"{name}.yaml")
     plan = pddplan.solve(problem, objective="min-cost", explain=False)
     assert plan.fleet is not None and plan.evaluation is not None
-    fleet = plan.fleet
+    fleets = [plan.fleet]
+    if plan.fleet.md_cache_tiers is not None:
+        fleets += [
+            plan.fleet.model_copy(update={"md_cache_tiers": CacheSizes(dram_gb_per_gpu=gb)})
+            for gb in (0.0, 32.0)
+            if gb != plan.fleet.md_cache_tiers.dram_gb_per_gpu
+        ]
+    return [row(problem, name, fleet, seconds) for fleet in fleets]
+
+
+def row(problem: pddplan.Problem, name: str, fleet: Fleet, seconds: float) -> str:
     if fleet.md_cache_tiers is not None:
         t = fleet.md_cache_tiers
         cache = "HBM" + "".join(
@@ -60,7 +72,8 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name in args.scenarios.split(","):
-        print(row(name, args.seconds), flush=True)
+        for line in rows(name, args.seconds):
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

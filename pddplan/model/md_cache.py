@@ -41,7 +41,7 @@ from pddplan.workload.hit_curve import ReuseCurve
 
 Array = npt.NDArray[np.float64]
 
-KEPT_SHARES = (0.0, 0.8, 0.95, 0.99)
+KEPT_SHARES = (0.0, 0.9, 0.99)
 """The shares of reused contexts a tiered cache may be sized to keep (0: sized for
 nothing, every hit a bonus the plan does not count on)."""
 HOURS_PER_MONTH = 730.0
