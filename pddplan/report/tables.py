@@ -399,13 +399,18 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
             ("$/hour", "SLA capacity\nreq/s", "BCR"),
         )
         bound = st.bcr_bound
+        e = r.evaluation
+        same_cost = [
+            x for x in r.bcr_steps if e is not None and x.cost_per_hour_usd == e.cost_per_hour_usd
+        ]
+        # of plans of equal cost, the one of the plan's capacity (the nearest)
+        chosen = min(
+            same_cost,
+            key=lambda x: abs(x.sla_capacity_rps - (e.sla_capacity_rps if e else 0.0)),
+            default=None,
+        )
         for x in r.bcr_steps:
-            mark = (
-                " <- plan"
-                if r.evaluation is not None
-                and x.cost_per_hour_usd == r.evaluation.cost_per_hour_usd
-                else ""
-            )
+            mark = " <- plan" if x is chosen else ""
             steps.add_row(
                 f"{x.cost_per_hour_usd:,.2f}", f"{x.sla_capacity_rps:,.2f}", f"{x.bcr:.4f}{mark}"
             )

@@ -394,9 +394,7 @@ class Simulation:
             for dc in self.prefill.values():
                 if dc.cache is not None:
                     dc.cache.insert(blocks)
-            cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
-            if cache is not None:
-                cache.insert(blocks)
+            self._md_insert(self._pick(self.md_dcs, self.md_cdf), blocks)
 
     def pass_through_caches(self, request: SimRequest) -> None:
         """One request before time 0 through the caches only (no queue, no service): its
@@ -407,9 +405,17 @@ class Simulation:
         dc = self.prefill[self._pick(self.p_dcs, self.p_cdf)]
         if dc.cache is not None:
             dc.cache.insert(blocks, known=dc.cache.lookup(blocks))
-        cache = self.md_cache[self._pick(self.md_dcs, self.md_cdf)]
+        md_dc = self._pick(self.md_dcs, self.md_cdf)
+        cache = self.md_cache[md_dc]
+        self._md_insert(md_dc, blocks, cache.lookup(blocks) if cache is not None else 0)
+
+    def _md_insert(self, md_dc: str, blocks: Sequence[int], known: int = 0) -> None:
+        """``blocks`` into ``md_dc``'s decode-side cache, every tier of a tiered one."""
+        for tier in self.md_tiers.get(md_dc, ())[:2]:
+            tier.insert(blocks)
+        cache = self.md_cache[md_dc]
         if cache is not None:
-            cache.insert(blocks, known=cache.lookup(blocks))
+            cache.insert(blocks, known=known)
 
     def start(self, requests: Iterable[SimRequest]) -> None:
         """Serve ``requests`` (in arrival order, from time 0 on) as ``advance`` runs."""
@@ -443,6 +449,11 @@ class Simulation:
     def cache_states(self) -> tuple[CacheState, ...]:
         named = [(f"prefill in {dc}", site.cache) for dc, site in self.prefill.items()]
         named += [(f"decode side in {dc}", c) for dc, c in self.md_cache.items()]
+        named += [
+            (f"decode side's {tier} in {dc}", c)
+            for dc, nested in self.md_tiers.items()
+            for tier, c in zip(("HBM", "HBM + DRAM"), nested[:2], strict=False)
+        ]
         return tuple(
             CacheState(name, c.capacity, c.resident_blocks, c.evicted_blocks)
             for name, c in named
@@ -634,12 +645,7 @@ class Simulation:
             self.ev.at(r.fetched, self._at_md, r)
             r.fetched = 0.0
             return
-        cache = self.md_cache[r.md_dc]
-        if r.md_dc in self.md_tiers:
-            for tier in self.md_tiers[r.md_dc][:2]:
-                tier.insert(r.blocks, known=0)
-        if cache is not None:
-            cache.insert(r.blocks, known=r.md_run)
+        self._md_insert(r.md_dc, r.blocks, r.md_run)
         if r.finished or r.path == SINGULAR:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])

@@ -9,12 +9,13 @@ So a run is decided in four steps (docs/simulate.md#run-length):
    turn gap`` of them, their last turns spread over one turn gap), and the session
    generator's requests before time 0 pass through the caches only (no queues, no service:
    ``Simulation.pass_through_caches``) until at least one turn gap has passed and every
-   bounded cache has evicted its capacity once, so the caches hold what a service that has
-   run for a while holds (``WARM_START_MAX_REQUESTS`` at most).
+   bounded cache has evicted its capacity once (or never evicted: it holds every context),
+   so the caches hold what a service that has run for a while holds
+   (``WARM_START_MAX_REQUESTS`` at most).
 2. **Warm-up.** The served run starts with empty queues. Warm-up ends when all hold: MSER-5
    on the batch means of TTFT and of the decode-side hit truncates within the first half of
    the run so far; every bounded cache is at least ``CACHE_FULL`` full and has evicted its
-   capacity once; the open sessions are within ``SESSIONS_WITHIN`` of rate x turn gap
+   capacity once, or has never evicted; the open sessions are within ``SESSIONS_WITHIN`` of rate x turn gap
    (Little's law; the generator holds it exactly, the check guards it).
 3. **Measurement.** The requests after warm-up, in arrival order, form batches of
    ``MIN_BATCH x 2^j`` requests; checks come at 20 and at 30 batches of each size, and the
@@ -256,7 +257,7 @@ def gap_interval(marks: list[dict[int, float]], q: float) -> Interval:
 def warm_start(sim: Simulation, source: SessionSource) -> tuple[Iterator[SimRequest], int, float]:
     """Step 1 of the module docstring: the open sessions' contexts into the caches, then the
     generator's requests through them until one turn gap has passed and every bounded cache
-    has evicted its capacity once. Returns the generator's requests from then on, timed
+    has evicted its capacity once (or never evicted). Returns the generator's requests from then on, timed
     from 0, and how many requests and seconds the warm start took."""
     sim.warm_caches(source.warm)
     it = iter(source)
@@ -271,16 +272,22 @@ def warm_start(sim: Simulation, source: SessionSource) -> tuple[Iterator[SimRequ
     return ((r[0] - t, r[1], r[2], r[3]) for r in it), count, t
 
 
+def _steady(c: CacheState) -> bool:
+    """Full and turned over once, or never evicted (it holds every context, as an unbounded
+    cache would: a tiered cache's largest tier may outgrow the sessions' working set)."""
+    return (c.full >= CACHE_FULL and c.turned_over >= 1.0) or c.evicted_blocks == 0
+
+
 def _turned_over(caches: Iterable[CacheState]) -> bool:
-    return all(c.full >= CACHE_FULL and c.turned_over >= 1.0 for c in caches)
+    return all(_steady(c) for c in caches)
 
 
 def _state_problems(caches: tuple[CacheState, ...], source: SessionSource | None) -> list[str]:
     out = [
         f"the {c.name} cache is {c.full:.0%} full and has evicted {c.turned_over:.2f}x its "
-        "capacity (steady state: full, turned over once)"
+        "capacity (steady state: full and turned over once, or never evicted)"
         for c in caches
-        if not (c.full >= CACHE_FULL and c.turned_over >= 1.0)
+        if not _steady(c)
     ]
     if source is not None:
         off = source.open_sessions / source.target_sessions - 1
