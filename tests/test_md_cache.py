@@ -147,3 +147,16 @@ def test_fleet_tiers_against_a_measured_scenario_are_located(tmp_path):
     with pytest.raises(InputError) as err:
         load_fleet(path, problem)
     assert any("f.yaml:" in p and "md_cache_tiers: scenario" in p for p in err.value.problems)
+
+
+def test_a_negative_tier_bandwidth_is_located(tmp_path):
+    catalog = (ROOT / "catalogs" / "hardware.yaml").read_text()
+    bad = catalog.replace("read_gb_s_per_gpu: 6.6", "read_gb_s_per_gpu: -6.6", 1)
+    assert bad != catalog
+    (tmp_path / "hw.yaml").write_text(bad)
+    text = SCENARIO.read_text().replace("\nsla:", "\ncatalogs: {hardware: hw.yaml}\n\nsla:", 1)
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(InputError) as err:
+        load_scenario(tmp_path / "s.yaml")
+    [line] = err.value.problems
+    assert "hw.yaml:" in line and "cache_tiers.ssd.read_gb_s_per_gpu: input should be" in line

@@ -44,7 +44,6 @@ Array = npt.NDArray[np.float64]
 KEPT_SHARES = (0.0, 0.9, 0.99)
 """The shares of reused contexts a tiered cache may be sized to keep (0: sized for
 nothing, every hit a bonus the plan does not count on)."""
-HOURS_PER_MONTH = 730.0
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def tiers_usd_per_gpu_hour(
                     f"{gb:g} GB of {tier} per main-decode GPU needs a price: the hardware "
                     f"catalog has no cache_tiers.{tier}.usd_per_gb_month"
                 )
-            total += gb * price / HOURS_PER_MONTH
+            total += gb * price / units.HOURS_PER_MONTH
     return total
 
 
