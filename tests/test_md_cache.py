@@ -122,15 +122,22 @@ def test_evaluated_hit_rises_with_the_dram_and_costs_its_price():
     assert big.cost_per_hour_usd - small.cost_per_hour_usd == pytest.approx(extra)
 
 
-def test_a_tier_without_a_price_is_located(tmp_path):
+def _problems_with_catalog(tmp_path, old: str, new: str) -> list[str]:
+    """The load errors of the paper scenario over a copy of the hardware catalog with
+    ``old`` replaced by ``new``."""
     catalog = (ROOT / "catalogs" / "hardware.yaml").read_text()
-    catalog = catalog.replace("usd_per_gb_month: 0.434", "usd_per_gb_month: null", 1)
-    (tmp_path / "hw.yaml").write_text(catalog)
+    changed = catalog.replace(old, new, 1)
+    assert changed != catalog
+    (tmp_path / "hw.yaml").write_text(changed)
     text = SCENARIO.read_text().replace("\nsla:", "\ncatalogs: {hardware: hw.yaml}\n\nsla:", 1)
     (tmp_path / "s.yaml").write_text(text)
     with pytest.raises(InputError) as err:
         load_scenario(tmp_path / "s.yaml")
-    [line] = err.value.problems
+    return err.value.problems
+
+
+def test_a_tier_without_a_price_is_located(tmp_path):
+    [line] = _problems_with_catalog(tmp_path, "usd_per_gb_month: 0.434", "usd_per_gb_month: null")
     assert "s.yaml:" in line and "md_cache[1].dram_gb_per_gpu: 256 GB of dram per GPU" in line
     assert "cache_tiers.dram.usd_per_gb_month as null" in line
 
@@ -150,13 +157,5 @@ def test_fleet_tiers_against_a_measured_scenario_are_located(tmp_path):
 
 
 def test_a_negative_tier_bandwidth_is_located(tmp_path):
-    catalog = (ROOT / "catalogs" / "hardware.yaml").read_text()
-    bad = catalog.replace("read_gb_s_per_gpu: 6.6", "read_gb_s_per_gpu: -6.6", 1)
-    assert bad != catalog
-    (tmp_path / "hw.yaml").write_text(bad)
-    text = SCENARIO.read_text().replace("\nsla:", "\ncatalogs: {hardware: hw.yaml}\n\nsla:", 1)
-    (tmp_path / "s.yaml").write_text(text)
-    with pytest.raises(InputError) as err:
-        load_scenario(tmp_path / "s.yaml")
-    [line] = err.value.problems
+    [line] = _problems_with_catalog(tmp_path, "read_gb_s_per_gpu: 6.6", "read_gb_s_per_gpu: -6.6")
     assert "hw.yaml:" in line and "cache_tiers.ssd.read_gb_s_per_gpu: input should be" in line
