@@ -105,6 +105,8 @@ def random_scenario(seed: int, *, objective: str = "min-cost") -> Scenario:
         },
         "objective": objective,
     }
+    if seed % 2 == 0:  # relay decode may also run on the prefill instances
+        data["search"]["relay_decode_on_prefill"] = [False, True]
     if objective == "max-capacity":
         data["budget_usd_per_hour"] = float(rng.uniform(40, 120))
     if seed % 5 == 2:  # some decode GPUs already owned: they cost only power and hosting

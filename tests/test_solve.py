@@ -419,7 +419,13 @@ def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
     paper = load_scenario(PAPER).scenario
     dcs = dict(paper.datacenters)
     dcs["cluster-a"] = dcs["cluster-a"].model_copy(update={"inventory": {"h100-sxm": 16}})
-    owned = {"datacenters": dcs, "electricity_usd_per_kwh": 0.12, "hosting_usd_per_gpu_hour": 0.15}
+    owned = {
+        "datacenters": dcs,
+        "electricity_usd_per_kwh": 0.12,
+        "hosting_usd_per_gpu_hour": 0.15,
+        # relay decode in a pool of its own, where it shares the owned GPUs with prefill
+        "search": paper.search.model_copy(update={"relay_decode_on_prefill": (False,)}),
+    }
     shared = type(paper).model_validate({**paper.model_dump(), **owned})
     cases = [(random_scenario(seed), m) for seed in range(4) for m in (1.0, 2.0)]
     cases.append((shared, 1.0))
@@ -449,13 +455,18 @@ def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
 
 
 def test_of_equal_cost_plans_the_widest_then_the_fastest_is_kept(hardware, models):
-    """On pdd-paper-fleets at its demand, one 16-H100 prefill instance with or without
+    """On pdd-paper-fleets at its demand (relay decode in a pool of its own), one 16-H100
+    prefill instance with or without
     context parallelism costs the same and gives the same SLA capacity (main decode binds),
     but context parallelism cuts the P99 TTFT several times: the plan must be that one."""
     from pddplan.evaluation.evaluator import evaluate
     from pddplan.plan.bounds import relaxed_optimum
 
     s = load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml").scenario
+    # relay decode on its own: hosting it needs the layout without context parallelism
+    s = s.model_copy(
+        update={"search": s.search.model_copy(update={"relay_decode_on_prefill": (False,)})}
+    )
     problem = problem_of(s, hardware, models)
     space = Space(problem)
     ties = relaxed_optimum(Requirements(space, s.workload.arrival_rps * (1 + s.headroom))).choices
@@ -530,7 +541,10 @@ def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
     monkeypatch.setattr(
         Space,
         "prefill_needs",
-        lambda self, o, st, r: (np.full(len(self.cuts), 40), np.full(len(self.cuts), 41)),
+        lambda self, o, st, r, singular=None: (
+            np.full(len(self.cuts), 40),
+            np.full(len(self.cuts), 41),
+        ),
     )
     hinted = Requirements(Space(problem_of(s, hardware, models)), rate)
     for st, want in zip(states, expected, strict=True):

@@ -32,11 +32,17 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
+from pddplan.model.colocation import stretched
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import loaded_prefill_latency, p99_gap, percentile, prefill_wait_tail
+from pddplan.model.queueing import (
+    loaded_prefill_latency,
+    p99_gap,
+    percentile,
+    prefill_wait_tail,
+)
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
@@ -169,12 +175,21 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         pace = m.relay_pace(
             lam * float(w @ np.where(relay, mean_wan, 0.0)),
             lam * float(w @ np.where(singular, m.out, 0.0)),
+            p_util,
         )
         for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
             eager += share * eager_tokens(m.out, m.out_points, np.ceil(mean_wan / step))
             r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
     else:
         r_util = [0.0 for _ in pools_r]
+        pace = [(0.0, 0.0) for _ in pools_r]
+    # prefill instances that host relay decode: its tokens take a share of every pass
+    p_figures, p_passes = list(m.p_figures), list(m.p_passes)
+    for i, (j, point) in m.hosts.items():
+        stretch = point.stretch(pace[i][1])
+        p_util[j] *= stretch
+        p_figures[j] = stretched(p_figures[j], stretch)
+        p_passes[j] = stretched(p_passes[j], stretch)
     rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
     # MD load: its tokens plus the extend steps that stall it
     md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
@@ -197,6 +212,23 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # TPOT: the P99 inter-token gap, stalls included
     step_md = max(t for _, t in md_points.values())
     tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
+    # relay decode's steps are gaps too (on prefill instances: a mixed pass while prefill
+    # is busy): the P99 is at least the longest of them that more than 1% of all output
+    # tokens wait
+    rld_share_of_tokens = float(w @ rld_tokens_per_req) / max(float(w @ m.out), 1e-12)
+    rld_gaps = []
+    for i, ((step, batch), share) in enumerate(zip(pace, m.rld_share, strict=True)):
+        if i in m.hosts:
+            j, point = m.hosts[i]
+            rld_gaps += [(g, share * f) for g, f in point.gaps(batch, min(p_util[j], 1.0))]
+        elif batch > 0:
+            rld_gaps.append((step, share))
+    waited = 0.0
+    for gap, share in sorted(rld_gaps, reverse=True):
+        waited += share * rld_share_of_tokens
+        if waited > 0.01:
+            tpot_p99 = max(tpot_p99, gap)
+            break
     if tpot_p99 > m.tpot_s * (1 + 1e-9):
         failures.append(
             f"the TPOT bound {s.sla.tpot_ms:g} ms (P99 inter-token gap "
@@ -219,10 +251,9 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
             rest[(a, b)] = np.where(direct, fixed, rdma) + first_token
             extra[(a, b)] = np.where(direct, queueing, 0.0)
-    svc_mean = [float(w @ svc) for svc in m.p_svc]
-    svc_cv2 = [
-        float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(m.p_svc, svc_mean, strict=True)
-    ]
+    p_svc = [f.service for f in p_figures]
+    svc_mean = [float(w @ svc) for svc in p_svc]
+    svc_cv2 = [float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(p_svc, svc_mean, strict=True)]
 
     loaded = [
         loaded_prefill_latency(
@@ -231,16 +262,16 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             groups=inst.attention_groups,
             utilization=min(p_util[j], 1.0),
             instances=pool.instances,
-            passes=m.p_passes[j],
+            passes=p_passes[j],
         )
-        for j, ((pool, inst), figures) in enumerate(zip(pools_p, m.p_figures, strict=True))
+        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_figures, strict=True))
     ]
 
     def ttft_tail(T: float) -> float:
         total = 0.0
         for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
             a = pool.datacenter
-            alone = m.p_figures[j].latency
+            alone = p_figures[j].latency
             for b in md_dcs:
                 tail = prefill_wait_tail(
                     T - alone - rest[(a, b)],
@@ -461,7 +492,10 @@ def _report(
     priced = _priced(m, fleet, st)
     pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
+    hosted = {id(m.roles["relay_decode"][i][0]) for i in m.hosts}
     for pool, _ in order:
+        if id(pool) in hosted:
+            continue
         unit = hw.chips[pool.chip].purchase_unit_gpus
         if (pool.gpus_per_instance * pool.instances) % unit:
             notes.append(
@@ -472,8 +506,9 @@ def _report(
     for i, ((pool, inst), util, full) in enumerate(
         zip(order, st.pool_util, busy_at_capacity, strict=True)
     ):
-        gpus = pool.instances * pool.gpus_per_instance
-        pool_cost = pool_costs[id(pool)]
+        on_host = id(pool) in hosted  # its GPUs and their cost are the prefill pool's
+        gpus = 0 if on_host else pool.instances * pool.gpus_per_instance
+        pool_cost = 0.0 if on_host else pool_costs[id(pool)]
         md_index = i - len(m.roles["prefill"]) - len(m.roles["relay_decode"])
         batch, step = (
             st.decode_points.get(md_index, (None, None)) if md_index >= 0 else (None, None)
@@ -483,7 +518,7 @@ def _report(
                 pool.datacenter,
                 pool.role,
                 pool.chip,
-                inst.layout.label,
+                f"on prefill ({inst.layout.label})" if on_host else inst.layout.label,
                 pool.gpus_per_instance,
                 pool.instances,
                 gpus,

@@ -11,6 +11,7 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
+from pddplan.model.colocation import MIN_CHUNK, HostPoint
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import Tiers, fetch_seconds, instance_tiers, tier_hits, tier_reads
 from pddplan.model.problem import Problem
@@ -70,10 +71,33 @@ class FleetModel:
                 raise InputError(f"fleet {fleet.name}: pools[{i}].context_parallel: {e}") from None
             self.roles[pool.role].append((pool, inst))
         if too_small:
-            raise WeightsDoNotFitError(too_small)
+            raise WeightsDoNotFitError(too_small + _relay_hint(problem, fleet))
         for role in ("prefill", "main_decode"):
             if not self.roles[role]:
                 raise InputError(f"fleet {fleet.name}: no {role} pool")
+        self.hosts: dict[int, tuple[int, HostPoint]] = {}
+        """Per RLD pool hosted on prefill instances (its index in ``roles``): the prefill
+        pool's index and how it hosts (``pddplan.model.colocation``)."""
+        for j, (pool, inst) in enumerate(list(self.roles["prefill"])):
+            if not pool.hosts_relay_decode:
+                continue
+            point = problem.host_point(pool.chip, pool.gpus_per_instance, pool.context_parallel)
+            if point is None:
+                i = fleet.pools.index(pool)
+                raise InputError(
+                    f"fleet {fleet.name}: pools[{i}].hosts_relay_decode: {pool.gpus_per_instance}"
+                    f" x {pool.chip} cannot host relay decode: no sequence of "
+                    f"{problem.decode_context_tokens:,.0f} tokens fits beside its prompts, or "
+                    f"one decode token beside a {MIN_CHUNK}-token chunk at the end of the "
+                    f"longest prompt ({problem.arrays.inp.max():,.0f} tokens) takes longer than "
+                    f"the TPOT bound {scenario.sla.tpot_ms:g} ms; use a relay_decode pool"
+                )
+            self.hosts[len(self.roles["relay_decode"])] = (j, point)
+            hosted = pool.model_copy(update={"role": "relay_decode", "hosts_relay_decode": False})
+            self.roles["relay_decode"].append((hosted, inst))
+            # the host's passes run at the chunk that keeps them within the TPOT bound
+            key = (pool.chip, pool.gpus_per_instance, pool.context_parallel)
+            self.roles["prefill"][j] = (pool, problem.host_instance(*key))
         kv = problem.kv
         self.rdma_bytes = np.array([kv.transfer_bytes(L, 0.0) for L in self.inp])
         # prefill: latency alone and service time, per P pool and class
@@ -81,8 +105,8 @@ class FleetModel:
         self.p_passes: list[PassOrder] = []
         for pool, _ in self.roles["prefill"]:
             key = (pool.chip, pool.gpus_per_instance, pool.context_parallel)
-            self.p_figures.append(problem.prefill_figures(*key))
-            self.p_passes.append(problem.pass_order(*key))
+            self.p_figures.append(problem.prefill_figures(*key, pool.hosts_relay_decode))
+            self.p_passes.append(problem.pass_order(*key, pool.hosts_relay_decode))
         self.p_lat = [f.latency for f in self.p_figures]
         self.p_svc = [f.service for f in self.p_figures]
         p_caps = np.array(
@@ -108,8 +132,10 @@ class FleetModel:
         # RLD's largest batch at the same context (its step then meets TPOT; it runs at its
         # own batch's step, ``relay_pace``); RLD keeps no cache
         self.rld_points = [
-            problem.decode_point(pool.chip, pool.gpus_per_instance)
-            for pool, _ in self.roles["relay_decode"]
+            (self.hosts[i][1].batch, float(self.hosts[i][1].mixed_s[-1]))
+            if i in self.hosts
+            else problem.decode_point(pool.chip, pool.gpus_per_instance)
+            for i, (pool, _) in enumerate(self.roles["relay_decode"])
         ]
         slots = np.array(
             [pool.instances * b for (pool, _), (b, _) in zip(
@@ -170,14 +196,24 @@ class FleetModel:
         payload = np.asarray(kv.transfer_bytes(self.inp, mean_hit))
         return CacheAt(hits, payloads, fetch, mean_hit, payload)
 
-    def relay_pace(self, relay_seconds: float, singular_tokens: float) -> list[tuple[float, float]]:
+    def relay_pace(
+        self, relay_seconds: float, singular_tokens: float, prefill_busy: list[float]
+    ) -> list[tuple[float, float]]:
         """Per RLD pool: its step seconds and batch per instance at steady state
         (``pddplan.model.relay``), when relayed requests bring ``relay_seconds`` of WAN
         transfer per second and singular ones ``singular_tokens`` tokens per second, split
-        over the pools by their batch slots (``rld_share``)."""
+        over the pools by their batch slots (``rld_share``). A pool hosted on prefill
+        instances steps at its mixed passes while its host is busy (``prefill_busy``, per
+        prefill pool), at plain decode steps otherwise."""
         out = []
-        for (pool, _), share in zip(self.roles["relay_decode"], self.rld_share, strict=True):
-            steps = self.problem.decode_steps(pool.chip, pool.gpus_per_instance)
+        for i, ((pool, _), share) in enumerate(
+            zip(self.roles["relay_decode"], self.rld_share, strict=True)
+        ):
+            if i in self.hosts:
+                j, point = self.hosts[i]
+                steps = point.steps(prefill_busy[j])
+            else:
+                steps = self.problem.decode_steps(pool.chip, pool.gpus_per_instance)
             step, batch = relay_pace(
                 steps, relay_seconds * share, singular_tokens * share, pool.instances
             )
@@ -208,3 +244,34 @@ class FleetModel:
             relay = by / 1e6 > routing.relay_above_mb  # same arithmetic as the cuts
         singular = relay & (self.out <= routing.singular_max_output_tokens)
         return ~relay, relay & ~singular, singular
+
+
+def _relay_hint(problem: Problem, fleet: Fleet) -> list[str]:
+    """Where a relay-decode pool cannot hold the weights: what its datacenter's prefill and
+    relay GPUs of that chip make in whole instances of the smallest size that fits, and that
+    relay decode on the prefill instances needs no GPUs of its own."""
+    out = []
+    for i, pool in enumerate(fleet.pools):
+        if pool.role != "relay_decode" or problem.fits(pool.chip, pool.gpus_per_instance):
+            continue
+        size = next((g for g in (2**k for k in range(11)) if problem.fits(pool.chip, g)), None)
+        if size is None:
+            continue
+        beside = [
+            p
+            for p in fleet.pools
+            if p.datacenter == pool.datacenter
+            and p.chip == pool.chip
+            and p.role in ("prefill", "relay_decode")
+        ]
+        gpus = sum(p.gpus_per_instance * p.instances for p in beside)
+        whole, left = divmod(gpus, size)
+        out.append(
+            f"fleet {fleet.name}: pools[{i}] (relay_decode): the {gpus} {pool.chip} of "
+            f"{pool.datacenter}'s prefill and relay_decode pools make {whole} x {size}"
+            + (f" + {left}" if left else "")
+            + " GPUs in whole instances of the smallest size that holds the weights; relay "
+            "decode can run on the prefill instances with no GPUs of its own: drop this pool "
+            "and set hosts_relay_decode: true on a prefill pool"
+        )
+    return out

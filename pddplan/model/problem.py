@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
+from pddplan.model.colocation import HostPoint, host_point
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
 from pddplan.model.md_cache import CacheChoice, tier_price
@@ -52,8 +53,9 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
     "reuse": ("workload", "sla"),
     "instances": _INSTANCE,
-    "prefill": (*_INSTANCE, "workload"),
-    "passes": (*_INSTANCE, "workload"),
+    "prefill": (*_INSTANCE, "workload", "sla.tpot_ms"),
+    "passes": (*_INSTANCE, "workload", "sla.tpot_ms"),
+    "hosts": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "decode_points": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "decode_steps": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "extend_passes": (*_INSTANCE, "workload"),
@@ -70,8 +72,11 @@ class _Tables:
     md_caches: dict[str, list[CacheChoice]] = field(default_factory=dict)
     reuse: dict[str, ReuseCurve] = field(default_factory=dict)
     instances: dict[tuple[str, int, bool], Instance | InputError] = field(default_factory=dict)
-    prefill: dict[tuple[str, int, bool], PrefillFigures] = field(default_factory=dict)
-    passes: dict[tuple[str, int, bool], PassOrder] = field(default_factory=dict)
+    prefill: dict[tuple[str, int, bool, bool], PrefillFigures] = field(default_factory=dict)
+    passes: dict[tuple[str, int, bool, bool], PassOrder] = field(default_factory=dict)
+    hosts: dict[tuple[str, int, bool], tuple[HostPoint, Instance] | None] = field(
+        default_factory=dict
+    )
     decode_points: dict[tuple[str, int, float], tuple[int, float]] = field(default_factory=dict)
     decode_steps: dict[tuple[str, int], tuple[Array, Array]] = field(default_factory=dict)
     extend_passes: dict[tuple[str, int], tuple[npt.NDArray[np.complex128], Array]] = field(
@@ -283,30 +288,87 @@ class Problem:
         return True
 
     def prefill_figures(
-        self, chip: str, gpus: int, context_parallel: bool = False
+        self, chip: str, gpus: int, context_parallel: bool = False, hosting: bool = False
     ) -> PrefillFigures:
         """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
-        every pass (``Instance.prefill_figures``)."""
+        every pass (``Instance.prefill_figures``); with ``hosting``, at the chunk a host of
+        relay decode runs (``host_point``), before the hosted tokens' stretch."""
         table = self._tables.prefill
-        key = (chip, gpus, context_parallel)
+        key = (chip, gpus, context_parallel, hosting)
         if key not in table:
             self.table_builds["prefill"] += 1
             a = self.arrays
             inst = self.instance(chip, gpus, context_parallel)
+            if hosting:
+                inst = self.host_instance(chip, gpus, context_parallel)
             table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
 
-    def pass_order(self, chip: str, gpus: int, context_parallel: bool = False) -> PassOrder:
+    def pass_order(
+        self, chip: str, gpus: int, context_parallel: bool = False, hosting: bool = False
+    ) -> PassOrder:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
         table = self._tables.passes
-        key = (chip, gpus, context_parallel)
+        key = (chip, gpus, context_parallel, hosting)
         if key not in table:
             from pddplan.model.queueing import pass_order  # scipy: only where it is needed
 
             self.table_builds["passes"] += 1
-            figures = self.prefill_figures(chip, gpus, context_parallel)
+            figures = self.prefill_figures(chip, gpus, context_parallel, hosting)
             table[key] = pass_order(figures, self.arrays.w)
+        return table[key]
+
+    def host_point(self, chip: str, gpus: int, context_parallel: bool = False) -> HostPoint | None:
+        """How a prefill instance of ``gpus`` x ``chip`` hosts relay decode at
+        ``decode_context_tokens`` under the TPOT bound (``pddplan.model.colocation``);
+        None when it cannot."""
+        found = self._host(chip, gpus, context_parallel)
+        return found[0] if found is not None else None
+
+    def host_instance(self, chip: str, gpus: int, context_parallel: bool = False) -> Instance:
+        """The prefill instance at the chunk it runs while hosting relay decode
+        (``ValueError`` where it cannot host)."""
+        found = self._host(chip, gpus, context_parallel)
+        if found is None:
+            raise ValueError(f"{gpus} x {chip} cannot host relay decode")
+        return found[1]
+
+    def _host(
+        self, chip: str, gpus: int, context_parallel: bool
+    ) -> tuple[HostPoint, Instance] | None:
+        table = self._tables.hosts
+        key = (chip, gpus, context_parallel)
+        if key not in table:
+            self.table_builds["hosts"] += 1
+            inst = self.instance(chip, gpus, context_parallel)
+            point = host_point(
+                inst,
+                self.decode_context_tokens,
+                float(self.arrays.inp.max()),
+                self.scenario.sla.tpot_ms * units.MS,
+            )
+            if point is None:
+                table[key] = None
+            else:
+                cal = inst.cal.model_copy(
+                    update={
+                        "knobs": inst.cal.knobs.model_copy(
+                            update={"prefill_chunk_tokens": point.chunk_tokens // inst.layout.cp}
+                        )
+                    }
+                )
+                s = self.scenario
+                hosted = make_instance(
+                    self.model,
+                    self.hardware.chips[chip],
+                    gpus,
+                    cal,
+                    kv_dtype=s.kv_dtype,
+                    weight_dtype=s.weight_dtype,
+                    context_parallel=context_parallel,
+                )
+                table[key] = (point, hosted)
         return table[key]
 
     def decode_point(

@@ -26,7 +26,7 @@ def _low(space: Space, o: PoolOption, n):
     """The cost of ``n`` instances of ``o``, as many of its GPUs owned as the inventory
     allows (owned GPUs at their running cost), so never above what a plan pays."""
     owned, discount = space.owned.get((o.datacenter, o.chip), (0, 0.0))
-    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.gpus, owned)
+    return n * o.usd_per_instance_hour - discount * np.minimum(n * o.bought_gpus, owned)
 
 
 def _costs(space: Space, needs: list[tuple[PoolOption, np.ndarray]], shape) -> np.ndarray:
@@ -89,32 +89,41 @@ def relaxed_optimum(
     best = math.inf
     tables = []
     for st in req.feasible_states:
-        senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
-        p_costs = _costs(sp, [(o, req.prefill(o, st)) for o in senders], ncut)
-        prefill = p_costs.min(axis=0)
-        if not np.isfinite(prefill).any():
-            continue
-        # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
-        # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by one,
-        # per RLD pace band (the band sets RLD's pace, and so MD's counts)
         main = [o for o in sp.options["main_decode"] if st.received_by(o)]
         relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
-        rld = [o for o in sp.options["relay_decode"] if o.datacenter == st.p_dc]
-        for band in req.bands():
-            if band.index < 0:
-                r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
-            elif rld:
-                r_costs = _costs(sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut))
-            else:
+        for senders, p_costs, rld, hosted in _pairings(req, st):
+            prefill = p_costs.min(axis=0)  # singular cuts x relay cuts
+            if not np.isfinite(prefill).any():
                 continue
-            m_costs = _costs(
-                sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
-            )
-            relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
-            totals = prefill + np.repeat(relay, ncatch, axis=0) + decode + st.usd_per_hour
-            best = min(best, float(totals.min()))
-            roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
-            tables.append((st, band, totals, relays, roles))
+            # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+            # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
+            # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
+            for band in req.bands():
+                if band.index < 0:
+                    if hosted:
+                        continue  # without relay decode: the plain pairing's
+                    r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
+                elif rld:
+                    r_costs = _costs(
+                        sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
+                    )
+                    if hosted:  # on the host's instances: at most one per instance
+                        counts = np.stack(
+                            [req.prefill(senders[0], st, x) for x in sp.singular_cuts]
+                        )
+                        r_costs = np.where(
+                            req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
+                        )
+                else:
+                    continue
+                m_costs = _costs(
+                    sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+                )
+                relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
+                totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
+                best = min(best, float(totals.min()))
+                roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
+                tables.append((st, band, totals, relays, roles))
     if not math.isfinite(best):
         return RelaxedOptimum(math.inf)
     tol = 1e-9 * max(1.0, best)
@@ -134,7 +143,9 @@ def relaxed_optimum(
             if band.index >= 0 and relays[j]:
                 relay_ties = _ties(rld, r_costs[:, r, j], tol)
             for p, rd, m in itertools.product(
-                _ties(senders, p_costs[:, j], tol), relay_ties, _ties(main, m_costs[:, row, j], tol)
+                _ties(senders, p_costs[:, r, j], tol),
+                relay_ties,
+                _ties(main, m_costs[:, row, j], tol),
             ):
                 options = {"prefill": p, "relay_decode": rd, "main_decode": m}
                 choice = _as_choice(req, st, band, r, row % ncatch, j, options)
@@ -156,6 +167,26 @@ def relaxed_optimum(
     return RelaxedOptimum(best, tuple(exact))
 
 
+def _pairings(req: Requirements, st) -> list[tuple[list, np.ndarray, list, bool]]:
+    """The (prefill options, their costs per singular and relay cut, relay-decode options,
+    hosted) the relaxation pairs in state ``st``: every sender with the relay-decode pools
+    of their own, each sender's count without hosted tokens (a hosting option's least);
+    and each hosting sender alone with the relay decode on its instances, its count with
+    them (``Requirements.prefill`` per singular cut)."""
+    sp = req.space
+    nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
+    senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
+    costs = _costs(sp, [(o, req.prefill(o, st)) for o in senders], ncut)
+    apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
+    out = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, False)]
+    for p in senders:
+        on = [o for o in sp.options["relay_decode"] if o.host == p.key]
+        if p.hosting and on:
+            needs = np.stack([req.prefill(p, st, x) for x in sp.singular_cuts])
+            out.append(([p], _costs(sp, [(p, needs)], (nsing, ncut)), on, True))
+    return out
+
+
 def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int, options):
     """The relaxation's minimizer as the MILP would report it: counts at the chosen cuts;
     a cut that relays nothing has no relay decode, no band, and the first singular and
@@ -167,7 +198,7 @@ def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int
         options = {**options, "relay_decode": None}
         band, s, h = NO_RLD, sp.singular_cuts[0], sp.catch_up_cuts[0]
     instances = {r: 0 for r in ROLES}
-    instances["prefill"] = int(req.prefill(options["prefill"], st)[j])
+    instances["prefill"] = int(req.prefill(options["prefill"], st, s)[j])
     if options["relay_decode"] is not None:
         instances["relay_decode"] = int(req.relay(options["relay_decode"], st, s, band)[j])
     instances["main_decode"] = int(req.main(options["main_decode"], st, s, h, band)[j])
@@ -186,7 +217,7 @@ def plan_cost(space: Space, choice: Choice) -> float:
         n = choice.instances[role]
         cost += n * o.usd_per_instance_hour
         key = (o.datacenter, o.chip)
-        used[key] = used.get(key, 0) + n * o.gpus
+        used[key] = used.get(key, 0) + n * o.bought_gpus
     for key, gpus in used.items():
         owned, discount = space.owned.get(key, (0, 0.0))
         cost -= discount * min(gpus, owned)
@@ -194,14 +225,22 @@ def plan_cost(space: Space, choice: Choice) -> float:
 
 
 def _meets_dropped_rows(space: Space, choice: Choice, budget: float | None) -> bool:
-    """Whether ``choice`` is within every datacenter's GPU and power limits and the budget."""
+    """Whether ``choice`` is within every datacenter's GPU and power limits and the budget,
+    and relay decode on prefill instances is on the chosen prefill option's, at most one
+    per instance."""
     s, hw = space.scenario, space.hw
+    rld, prefill = choice.options["relay_decode"], choice.options["prefill"]
+    if rld is not None and rld.host is not None:
+        if prefill is None or rld.host != prefill.key:
+            return False
+        if choice.instances["relay_decode"] > choice.instances["prefill"]:
+            return False
     gpus: dict[str, int] = {}
     kw: dict[str, float] = {}
     for role, o in choice.options.items():
         if o is None:
             continue
-        n = choice.instances[role] * o.gpus
+        n = choice.instances[role] * o.bought_gpus
         dc = s.datacenters[o.datacenter]
         gpus[o.datacenter] = gpus.get(o.datacenter, 0) + n
         kw[o.datacenter] = kw.get(o.datacenter, 0.0) + n * hw.chips[o.chip].tdp_w / 1000 * dc.pue

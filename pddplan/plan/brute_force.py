@@ -54,6 +54,10 @@ def _skeletons(space: Space) -> Iterator[tuple]:
             continue
         if r is not None and r.datacenter != p.datacenter:
             continue
+        if r is not None and r.host is not None and r.host != p.key:
+            continue  # relay decode on prefill instances: on this prefill option's only
+        if p.hosting and (r is None or r.host is None):
+            continue  # hosting nothing, its fleet is the plain prefill option's
         for cut in space.cuts:
             if (cut is None) != (r is None):
                 continue  # relaying needs RLD; an RLD pool with nothing to do is dominated
@@ -80,8 +84,10 @@ def _candidates(space: Space, budget: float | None, limit: int) -> list[tuple[fl
     out: list[tuple[float, int, Choice]] = []
     for p, r, m, st, cut, singular, catch_up in _skeletons(space):
         for n_p, n_r, n_m in itertools.product(_counts(p), _counts(r), _counts(m)):
+            if r is not None and r.host is not None and n_r != n_p:
+                continue  # the fleet hosts relay decode on every prefill instance
             pools = [(p, n_p), (r, n_r), (m, n_m)]
-            usage = [(o.datacenter, o.chip, o.gpus * n) for o, n in pools if o is not None]
+            usage = [(o.datacenter, o.chip, o.bought_gpus * n) for o, n in pools if o is not None]
             if not space.within_limits(usage):
                 continue
             cost = st.usd_per_hour + space.pools_cost(pools)

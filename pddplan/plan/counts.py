@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pddplan import units
+from pddplan.model.colocation import stretched
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
@@ -62,8 +63,8 @@ class Requirements:
                 self.wan[twin], self.wan_queueing[twin] = wan, queueing
             if u <= space.link_rho:
                 self.feasible_states.append(st)
-        self._p: dict[tuple[str, str], np.ndarray] = {}
-        self._loaded: dict[tuple[str, int, bool, int], LoadedPrefill] = {}
+        self._p: dict[tuple[str, str, int | None], np.ndarray] = {}
+        self._loaded: dict[tuple[str, int, bool, bool, float, int], LoadedPrefill] = {}
         self._r: dict[tuple[str, str, str], np.ndarray] = {}
         self._m: dict[tuple[str, str, str], np.ndarray] = {}
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
@@ -127,9 +128,11 @@ class Requirements:
         no more GPUs and no more power, than B's (a count above the maximum counts as
         infinite), and B's chip has no GPUs owned there, or is A's chip (owned GPUs cost
         less than the full price compared here, and a chip's cost only grows with its
-        GPUs). Swapping B for A in any plan then keeps it feasible and no dearer, so the
-        MILP needs only the undominated options. Of options equal in all three, the first
-        by key stays."""
+        GPUs), and A can stand where B does: relay decode on prefill instances only on the
+        same host (a separate pool never stands for it, nor it for one), a prefill option
+        that may not host relay decode never for one that may. Swapping B for A in any plan
+        then keeps it feasible and no dearer, so the MILP needs only the undominated
+        options. Of options equal in all three, the first by key stays."""
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
@@ -138,8 +141,10 @@ class Requirements:
         for o in sp.options[role]:
             n = np.concatenate([self._counts(o, st) for st in self.feasible_states]).astype(float)
             n[n > o.max_instances] = np.inf
-            kw = sp.hw.chips[o.chip].tdp_w * o.gpus
-            figures[o.key] = np.stack([n * o.usd_per_instance_hour, n * o.gpus, n * kw])
+            kw = sp.hw.chips[o.chip].tdp_w * o.bought_gpus
+            per = np.array([o.usd_per_instance_hour, o.bought_gpus, kw])[:, None]
+            with np.errstate(invalid="ignore"):  # infinite counts of a free option: infinite
+                figures[o.key] = np.where(np.isinf(n), np.inf, n * per)
         kept = []
         for b in sp.options[role]:
             fb = figures[b.key]
@@ -147,6 +152,8 @@ class Requirements:
                 a is not b
                 and a.datacenter == b.datacenter
                 and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
+                and a.host == b.host
+                and (a.hosting or not b.hosting)
                 and bool(np.all(figures[a.key] <= fb))
                 and (bool(np.any(figures[a.key] < fb)) or a.key < b.key)
                 for a in sp.options[role]
@@ -186,19 +193,36 @@ class Requirements:
         )
         return int(min(_round_up(need, o)[0], o.max_instances))
 
-    def prefill(self, o: PoolOption, st: State) -> np.ndarray:
-        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut."""
-        key = (o.key, self.twins[st.key])
+    def prefill(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
+        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut.
+        An option that may host relay decode is counted as hosting it at singular cut
+        ``singular``: its passes stretch by the hosted batch its instances then carry
+        (``host_stretch``); with None, not stretched (a lower bound on those counts)."""
+        singular = singular if o.hosting else None
+        key = (o.key, self.twins[st.key], singular)
         if key not in self._p:
-            self._p[key] = self._prefill(o, st)
+            self._p[key] = self._prefill(o, st, singular)
         return self._p[key]
 
-    def _prefill(self, o: PoolOption, st: State) -> np.ndarray:
+    def host_stretch(self, o: PoolOption, st: State, singular: int | None, n: int) -> np.ndarray:
+        """Per relay cut, how much longer each pass of ``n`` instances of a hosting prefill
+        option runs (``HostPoint.stretch``) at the batch relay decode's load (at singular
+        cut ``singular``) gives each, as the evaluator prices it: relay decode's pace at
+        its steps while prefill is busy its share of the time before the stretch. 1 for
+        other options, with ``singular`` None, and where nothing relays."""
+        sp = self.space
+        if not o.hosting or singular is None:
+            return np.ones(len(sp.cuts))
+        point = sp.host_point(o)
+        busy = min(self.rate * float(sp.w @ sp.prefill_times(o).service) / n, 1.0)
+        relay_s, tokens = self._load(st, singular)
+        batch = relay_pace(point.steps(busy), relay_s, tokens, n)[1]
+        at = np.interp(np.minimum(batch, point.batch), point.batches, point.mixed_s)
+        return np.asarray(at / point.mixed_s[0])
+
+    def _prefill(self, o: PoolOption, st: State, singular: int | None) -> np.ndarray:
         sp, lam = self.space, self.rate
-        figures = sp.prefill_times(o)
-        svc = figures.service
-        svc_sum = float(sp.w @ svc)
-        cv2 = float(sp.w @ (svc - svc_sum) ** 2) / svc_sum**2
+        base = sp.prefill_times(o)
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         queueing = self.wan_queueing[self.twins[st.key]]
         # the first token: one step at the bound; the link's queueing is the random part
@@ -214,21 +238,30 @@ class Requirements:
         budgets = np.array([b for _, b in TAIL_BUDGETS]) + 1e-12
         relayed = sp.relay_float[st.cache]  # cuts x classes
         groups = o.instance.attention_groups
+        base_sum = float(sp.w @ base.service)
+        cv2 = float(sp.w @ (base.service - base_sum) ** 2) / base_sum**2  # stretch-free
 
         tried: dict[int, np.ndarray] = {}
 
         def meets(n: int) -> np.ndarray:
             """Per cut: whether ``n`` instances meet utilization and both tail budgets."""
             if n not in tried:
-                tried[n] = _meets(n)
+                stretch = self.host_stretch(o, st, singular, n)
+                ok = np.zeros(len(sp.cuts), dtype=bool)
+                for s in np.unique(stretch):
+                    at = stretch == s
+                    ok[at] = _meets(n, float(s))[at]
+                tried[n] = ok
             return tried[n]
 
-        def _meets(n: int) -> np.ndarray:
+        def _meets(n: int, stretch: float) -> np.ndarray:
+            svc_sum = base_sum * stretch
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
                 return np.zeros(len(sp.cuts), dtype=bool)
+            figures = stretched(base, stretch)
             # the same in every transfer state the option sends in: computed once
-            key = (o.chip, o.gpus, o.context_parallel, n)
+            key = (o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
             if key not in self._loaded:
                 self._loaded[key] = loaded_prefill_latency(
                     figures,
@@ -236,7 +269,7 @@ class Requirements:
                     groups=groups,
                     utilization=util,
                     instances=n,
-                    passes=sp.prefill_passes(o),
+                    passes=stretched(sp.prefill_passes(o), stretch),
                 )
             loaded = self._loaded[key]
             tail = prefill_wait_tail(
@@ -258,12 +291,12 @@ class Requirements:
         # as the first count to try, once no fewer instances are seen to do; a higher
         # rate's as a sign that max_instances does. Counts only grow with n, so the result
         # is the smallest count in [cold, max_instances] either way.
-        lower, upper = sp.prefill_needs(o, st, lam)
+        lower, upper = sp.prefill_needs(o, st, lam, singular)
         need = np.full(len(sp.cuts), o.max_instances + 1)
         todo = np.arange(len(sp.cuts))
         if (upper > o.max_instances).any():
             todo = todo[meets(o.max_instances)]
-        cold = max(1, math.ceil(lam * svc_sum / sp.rho) - 1)
+        cold = max(1, math.ceil(lam * base_sum / sp.rho) - 1)
         n = max(cold, int(lower[todo].min())) if len(todo) else cold
         if n > cold and meets(n - 1)[todo].any():
             n = cold  # the hint was wrong
@@ -272,7 +305,7 @@ class Requirements:
             need[todo[ok]] = n
             todo = todo[~ok]
             n += 1
-        sp.remember_prefill_needs(o, st, lam, need)
+        sp.remember_prefill_needs(o, st, lam, need, singular)
         return _round_up(need, o)
 
     # relay decode ---------------------------------------------------------------------------

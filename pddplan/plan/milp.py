@@ -75,6 +75,10 @@ class Formulation:
         self.prob = pulp.LpProblem("pdd_plan", pulp.LpMinimize)
         add = self.prob.add_variable
         self.by_role = {r: req.undominated(r) for r in ROLES}
+        hosts = {o.key for o in self.by_role["prefill"]}  # relay decode on prefill: its host kept
+        self.by_role["relay_decode"] = [
+            o for o in self.by_role["relay_decode"] if o.host is None or o.host in hosts
+        ]
         self.options = [o for r in ROLES for o in self.by_role[r]]
         self.use = {o.key: add(_name("use", o.key), cat="Binary") for o in self.options}
         self.units = {
@@ -154,7 +158,16 @@ class Formulation:
                 self.transfer[st.key] <= pulp.lpSum(self.use[o.key] for o in receivers),
                 _name("transfer_to_main_decode", st.key),
             )
+        prefill = {p.key: p for p in by_role["prefill"]}
         for o in by_role["relay_decode"]:
+            if o.host is not None:  # on the host's instances: at most one per instance
+                host = prefill[o.host]
+                prob += self.use[o.key] <= self.use[host.key], _name("relay_on_host", o.key)
+                prob += (
+                    self.instances(o) <= self.instances(host),
+                    _name("relay_within_host", o.key),
+                )
+                continue
             beside = [p for p in by_role["prefill"] if p.datacenter == o.datacenter]
             prob += (
                 self.use[o.key] <= pulp.lpSum(self.use[p.key] for p in beside),
@@ -178,18 +191,20 @@ class Formulation:
             here = [o for o in self.options if o.datacenter == dc_id]
             if not here:
                 continue
-            gpus = pulp.lpSum(o.gpus * self.instances(o) for o in here)
+            gpus = pulp.lpSum(o.bought_gpus * self.instances(o) for o in here)
             if dc.max_gpus is not None:
                 prob += gpus <= dc.max_gpus, _name("max_gpus", dc_id)
             if dc.max_power_kw is not None:
                 kw = pulp.lpSum(
-                    o.gpus * hw.chips[o.chip].tdp_w / 1000 * dc.pue * self.instances(o)
+                    o.bought_gpus * hw.chips[o.chip].tdp_w / 1000 * dc.pue * self.instances(o)
                     for o in here
                 )
                 prob += kw <= dc.max_power_kw, _name("max_power_kw", dc_id)
             for chip in dc.inventory:
                 if (dc_id, chip) in self.owned:
-                    used = pulp.lpSum(o.gpus * self.instances(o) for o in here if o.chip == chip)
+                    used = pulp.lpSum(
+                        o.bought_gpus * self.instances(o) for o in here if o.chip == chip
+                    )
                     prob += self.owned[(dc_id, chip)] <= used, _name("owned_in_use", dc_id, chip)
         if budget is not None:
             prob += self.cost() <= budget, "budget"
@@ -205,7 +220,10 @@ class Formulation:
         for st in self.states:
             for o in self.by_role["prefill"]:
                 if st.sent_by(o):
-                    out.append(("prefill", o, st))
+                    if o.hosting:  # its passes stretch with the hosted load: per singular cut
+                        out += [("prefill", o, st, s) for s in sp.singular_cuts]
+                    else:
+                        out.append(("prefill", o, st))
             for o in self.by_role["relay_decode"]:
                 if o.datacenter == st.p_dc and any(st.sent_by(p) for p in self.by_role["prefill"]):
                     out += [("relay_decode", o, st, s) for s in sp.singular_cuts]
@@ -228,6 +246,8 @@ class Formulation:
         req = self.req
         on = [[self.use[o.key]], [self.transfer[st.key]]]
         if role == "prefill":
+            if rest:  # hosting relay decode: per singular cut
+                return [(req.prefill(o, st, rest[0]), [*on, [self.singular[rest[0]]]])]
             return [(req.prefill(o, st), on)]
         on.append([self.singular[rest[0]]])
         if role == "relay_decode":
@@ -301,7 +321,12 @@ class Formulation:
 
     def rows_for(self, choice: Choice) -> list[tuple]:
         o = choice.options
-        combos: list[tuple] = [("prefill", o["prefill"], choice.state)]
+        p = o["prefill"]
+        combos: list[tuple] = [
+            ("prefill", p, choice.state, choice.singular)
+            if p is not None and p.hosting
+            else ("prefill", p, choice.state)
+        ]
         if o["relay_decode"] is not None:
             combos.append(("relay_decode", o["relay_decode"], choice.state, choice.singular))
         combos.append(

@@ -354,7 +354,7 @@ def routings(req: Requirements, choice: Choice) -> list[Choice]:
     assert prefill is not None and main is not None
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
     relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
-    prefill_ok = req.prefill(prefill, st) <= n["prefill"]
+    prefill_ok = np.stack([req.prefill(prefill, st, x) <= n["prefill"] for x in sp.singular_cuts])
     bands = [NO_RLD] if relay is None else list(sp.bands)
     found: dict[tuple[int, int], tuple[int, Band]] = {}
     for band in bands:
@@ -363,7 +363,7 @@ def routings(req: Requirements, choice: Choice) -> list[Choice]:
         else:
             relay_ok = (req.relay_all(relay, st, band) <= n["relay_decode"]) & relays
         main_ok = req.main_all(main, st, band) <= n["main_decode"]
-        ok = prefill_ok & np.repeat(relay_ok, ncatch, axis=0) & main_ok
+        ok = np.repeat(prefill_ok & relay_ok, ncatch, axis=0) & main_ok
         for row in range(nsing * ncatch):
             js = np.flatnonzero(ok[row])
             key = divmod(row, ncatch)

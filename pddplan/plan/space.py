@@ -31,6 +31,7 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
+from pddplan.model.colocation import HostPoint, stretched
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import CacheChoice, tier_reads
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
@@ -66,16 +67,30 @@ class PoolOption:
     store: int | None = None
     """Main decode with a tiered cache: its ``md_cache`` option (whose tiers the price
     includes)."""
+    hosting: bool = False
+    """Prefill: its instances may host relay decode, so their passes run at the chunk that
+    keeps them within the TPOT bound, each carrying the hosted tokens
+    (``pddplan.model.colocation``)."""
+    host: str | None = None
+    """Relay decode on prefill instances: the key of the hosting prefill option. Its
+    instances are the host's (at most one per host instance) and cost nothing."""
 
     @cached_property
     def key(self) -> str:
         cp = ".cp" if self.context_parallel else ""
         store = "" if self.store is None else f".s{self.store}"
-        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}{store}"
+        hosted = ".hosting" if self.hosting else ".on-prefill" if self.host else ""
+        return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}{store}{hosted}"
+
+    @property
+    def bought_gpus(self) -> int:
+        """GPUs one instance adds to the datacenter's (a hosted relay decode's are its
+        host's)."""
+        return 0 if self.host is not None else self.gpus
 
     @property
     def usd_per_instance_hour(self) -> float:
-        return self.usd_per_gpu_hour * self.gpus
+        return self.usd_per_gpu_hour * self.bought_gpus
 
 
 PACE_BANDS = 6
@@ -206,6 +221,7 @@ class Space:
         # decode operating context: token-weighted mean context (as the evaluator)
         self.ctx = problem.decode_context_tokens
         self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
+        self.options["relay_decode"] += self._hosted(self.options["prefill"])
         for role in ("prefill", "main_decode"):
             if not self.options[role]:
                 raise NoOptionsError(
@@ -254,7 +270,7 @@ class Space:
         slowest = max((o.step_s for o in rld), default=0.0)
         self.bands: list[Band] = pace_bands(self.fastest_rld_step_s, slowest) if rld else []
         """Relay decode's pace bands (``NO_RLD`` aside)."""
-        self._prefill_needs: dict[tuple[str, str], list[tuple[float, np.ndarray]]] = {}
+        self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
@@ -292,10 +308,57 @@ class Space:
                 split = role == "prefill" and True in layouts and inst.attention_groups >= 2
                 if not split or False in layouts:  # one attention group: as it is
                     out.append(option)
+                    out += self._hosting(option)
                 if split:
                     cp = problem.instance(chip_id, g, context_parallel=True)
                     out.append(replace(option, instance=cp, context_parallel=True))
         return out
+
+    def _hosting(self, option: PoolOption) -> list[PoolOption]:
+        """A prefill option's variant whose instances may host relay decode, where the
+        scenario lets the planner place it there and the instance can
+        (``Problem.host_point``)."""
+        s, problem = self.scenario, self.problem
+        dc = s.datacenters[option.datacenter]
+        if (
+            option.role != "prefill"
+            or True not in s.search.relay_decode_on_prefill
+            or "relay_decode" not in dc.roles
+            or problem.host_point(option.chip, option.gpus) is None
+        ):
+            return []
+        return [
+            replace(option, instance=problem.host_instance(option.chip, option.gpus), hosting=True)
+        ]
+
+    def _hosted(self, prefill: list[PoolOption]) -> list[PoolOption]:
+        """Relay decode on each hosting prefill option's instances: free, one instance per
+        host instance, at the host's batch and its mixed pass at that batch."""
+        out = []
+        for p in prefill:
+            if not p.hosting:
+                continue
+            point = self.host_point(p)
+            out.append(
+                replace(
+                    p,
+                    role="relay_decode",
+                    usd_per_gpu_hour=0.0,
+                    unit_step=1,
+                    batch=point.batch,
+                    step_s=float(point.mixed_s[-1]),
+                    hosting=False,
+                    host=p.key,
+                )
+            )
+        return out
+
+    def host_point(self, o: PoolOption) -> HostPoint:
+        """How a hosting prefill option, or a hosted relay decode's host, hosts."""
+        point = self.problem.host_point(o.chip, o.gpus)
+        if point is None or not (o.hosting or o.host is not None):
+            raise ValueError(f"{o.key} does not host relay decode")
+        return point
 
     def _states(self) -> list[State]:
         s = self.scenario
@@ -371,7 +434,7 @@ class Space:
             if o is not None:
                 total += o.usd_per_instance_hour * n
                 key = (o.datacenter, o.chip)
-                used[key] = used.get(key, 0) + o.gpus * n
+                used[key] = used.get(key, 0) + o.bought_gpus * n
         for key, gpus in used.items():
             if key in self.owned:
                 owned, discount = self.owned[key]
@@ -380,7 +443,10 @@ class Space:
 
     def decode_steps(self, o: PoolOption) -> tuple[np.ndarray, np.ndarray]:
         """``o``'s (batches, decode steps) up to its largest batch (relay decode's pace,
-        ``Problem.decode_steps``)."""
+        ``Problem.decode_steps``); hosted on prefill instances, their mixed passes, as if
+        prefill were always busy (the slower step, so the count holds at any load)."""
+        if o.host is not None:
+            return self.host_point(o).steps(1.0)
         return self.problem.decode_steps(o.chip, o.gpus)
 
     def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
@@ -395,12 +461,14 @@ class Space:
         handoff stall)."""
         return self.problem.extend_pass_s(o.chip, o.gpus, tokens, k)
 
-    def prefill_needs(self, o: PoolOption, st: State, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    def prefill_needs(
+        self, o: PoolOption, st: State, rate: float, singular: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut, bounds on ``o``'s minimum prefill count in state ``st`` at ``rate``
         from the counts found at other rates (they do not decrease with the rate): the
         nearest rate below gives the lower, the nearest above the upper
         (``max_instances + 1``: unknown). Counts before rounding to the purchase step."""
-        found = self._prefill_needs.get((o.key, st.key), [])
+        found = self._prefill_needs.get((o.key, st.key, singular), [])
         i = bisect.bisect_left(found, rate, key=lambda e: e[0])
         unknown = np.full(len(self.cuts), o.max_instances + 1)
         if i < len(found) and found[i][0] == rate:
@@ -409,22 +477,32 @@ class Space:
         upper = found[i][1] if i < len(found) else unknown
         return lower, upper
 
-    def remember_prefill_needs(self, o: PoolOption, st: State, rate: float, need) -> None:
-        """Keep ``o``'s minimum prefill counts at ``rate`` for ``prefill_needs``."""
-        found = self._prefill_needs.setdefault((o.key, st.key), [])
+    def remember_prefill_needs(
+        self, o: PoolOption, st: State, rate: float, need: np.ndarray, singular: int | None = None
+    ) -> None:
+        """Keep ``o``'s minimum prefill counts at ``rate`` (at singular cut ``singular``,
+        hosting relay decode) for ``prefill_needs``."""
+        found = self._prefill_needs.setdefault((o.key, st.key, singular), [])
         bisect.insort(found, (rate, need), key=lambda e: e[0])
 
-    def prefill_times(self, option: PoolOption) -> PrefillFigures:
+    def prefill_times(self, option: PoolOption, stretch: float = 1.0) -> PrefillFigures:
         """Per class: the prefill latency alone and the service time, on ``option`` (and
-        each pass alone)."""
-        return self.problem.prefill_figures(option.chip, option.gpus, option.context_parallel)
+        each pass alone), every pass ``stretch`` times longer (a host's, by its hosted
+        tokens: ``host_stretch``)."""
+        o = option
+        figures = self.problem.prefill_figures(o.chip, o.gpus, o.context_parallel, o.hosting)
+        return stretched(figures, stretch)
 
-    def prefill_passes(self, option: PoolOption) -> PassOrder:
+    def prefill_passes(self, option: PoolOption, stretch: float = 1.0) -> PassOrder:
         """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
-        return self.problem.pass_order(option.chip, option.gpus, option.context_parallel)
+        o = option
+        passes = self.problem.pass_order(o.chip, o.gpus, o.context_parallel, o.hosting)
+        return stretched(passes, stretch)
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""
+        rld = choice.options["relay_decode"]
+        hosted = rld is not None and rld.host is not None and choice.instances["relay_decode"] > 0
         pools = [
             Pool(
                 datacenter=o.datacenter,
@@ -433,9 +511,10 @@ class Space:
                 gpus_per_instance=o.gpus,
                 instances=choice.instances[role],
                 context_parallel=o.context_parallel,
+                hosts_relay_decode=hosted and role == "prefill",
             )
             for role, o in choice.options.items()
-            if o is not None and choice.instances[role] > 0
+            if o is not None and choice.instances[role] > 0 and o.host is None
         ]
         links: tuple[LinkChoice, ...] = ()
         if choice.state.gbps is not None:

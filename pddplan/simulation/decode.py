@@ -58,13 +58,31 @@ class DecodeInstance:
         self.tokens = 0.0
         self._key_step, self._key = -1.0, 0
         self.stall_s = 0.0
+        self.paced: float | None = None
+        """Hosted on a prefill instance: the step its current pass sets (None: the
+        instance's own decode step, prefill idle)."""
 
     def fits(self, kv_need: float) -> bool:
         return self.n < self.max_seqs and kv_need <= self.kv_free
 
+    def context(self) -> float:
+        """The running sequences' mean context (tokens; 0 without any)."""
+        return self._ctx_sum / self.n + self.S if self.n else 0.0
+
+    def pace(self, seconds: float | None) -> None:
+        """Hosted on a prefill instance: step at ``seconds`` from now, the pass that just
+        started, which carries one token of each sequence (None: prefill is idle, step
+        at the instance's own decode step)."""
+        self._advance(self.ev.now)
+        self.paced = seconds
+        self.step = self._step_s()
+        self._reschedule()
+
     def _step_s(self) -> float:
         if self.n == 0:
             return 0.0
+        if self.paced is not None:
+            return self.paced
         ctx = self._ctx_sum / self.n + self.S
         key = (self.n, int(ctx) >> 8)
         step = self._memo.get(key)

@@ -123,7 +123,9 @@ class Req:
 class PrefillInstance:
     """A prefill instance: one FIFO of started requests per attention rank."""
 
-    __slots__ = ("busy", "busy_s", "chunk", "host", "inst", "pass_memo", "pool", "ranks")
+    __slots__ = (
+        "busy", "busy_s", "chunk", "host", "hosted", "inst", "pass_memo", "pool", "ranks"
+    )  # fmt: skip
 
     def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
         self.inst, self.pool = inst, pool
@@ -135,6 +137,8 @@ class PrefillInstance:
         self.busy = False
         self.ranks: list[deque[Req]] = [deque() for _ in range(inst.attention_groups)]
         self.busy_s = 0.0
+        self.hosted: DecodeInstance | None = None
+        """The relay decode it hosts: one token of each of its sequences rides every pass."""
 
 
 class PrefillSite:
@@ -286,10 +290,12 @@ class Simulation:
         # prefill datacenters, their instances and caches
         self.prefill: dict[str, PrefillSite] = {}
         cap: dict[str, float] = {}
+        by_pool: list[list[PrefillInstance]] = []
         for j, ((pool, inst), share) in enumerate(zip(m.roles["prefill"], m.p_share, strict=True)):
             dc = self.prefill.setdefault(pool.datacenter, PrefillSite(None))
             pass_memo: dict = {}  # one per pool: its instances price passes alike
-            dc.instances += [PrefillInstance(inst, j, pass_memo) for _ in range(pool.instances)]
+            by_pool.append([PrefillInstance(inst, j, pass_memo) for _ in range(pool.instances)])
+            dc.instances += by_pool[-1]
             cap[pool.datacenter] = cap.get(pool.datacenter, 0.0) + share
         for dc in self.prefill.values():
             if p_cache_tokens is None:
@@ -314,6 +320,10 @@ class Simulation:
                 dp = DecodePool(role, j)
                 dp.op_batch, dp.op_step = max(batch, 1), step
                 res = reserve * pool.gpus_per_instance if role == "main_decode" else 0.0
+                kv_bytes = inst.kv_capacity_bytes(res)
+                host = m.hosts.get(j) if role == "relay_decode" else None
+                if host is not None:  # hosted: the HBM its prompts leave (``colocation``)
+                    kv_bytes = host[1].batch * host[1].kv_bytes_per_sequence
                 steps = memo.setdefault((pool.chip, pool.gpus_per_instance), {})
                 for _ in range(pool.instances):
                     dp.instances.append(
@@ -321,12 +331,15 @@ class Simulation:
                             self.ev,
                             inst,
                             max_seqs=max(batch, 1),
-                            kv_bytes=inst.kv_capacity_bytes(res),
+                            kv_bytes=kv_bytes,
                             step_memo=steps,
                             gaps=self.gaps,
                             on_leave=self._finished,
                         )
                     )
+                if host is not None:
+                    for pi, di in zip(by_pool[host[0]], dp.instances, strict=True):
+                        pi.hosted = di
                 out.setdefault(pool.datacenter, []).append(dp)
                 self._pool_of.update((id(i), dp) for i in dp.instances)
                 if role == "main_decode":
@@ -535,6 +548,8 @@ class Simulation:
         ranks' chunks run as one pass."""
         if not dc.queue and not any(pi.ranks):
             pi.busy = False
+            if pi.hosted is not None:
+                pi.hosted.pace(None)
             return
         chunk, host = pi.chunk, pi.host
         members = []
@@ -565,12 +580,23 @@ class Simulation:
             pi.ranks[k].append(r)
             heapq.heapreplace(loads, (load + take, k))
         ranks = [x for x in parts if x]
+        hosted = pi.hosted
         if not ranks:
             pi.busy = False
+            if hosted is not None:
+                hosted.pace(None)
             return
         pi.busy = True
+        busy = len(ranks)
+        if hosted is not None and hosted.n:  # one token of each hosted sequence
+            ctx = hosted.context()
+            for k in range(hosted.n):
+                parts[k % len(parts)].append((1.0, ctx, 0.0))
+            ranks = [x for x in parts if x]
         seconds = pi.inst.batched_pass_s(ranks, pi.pass_memo)
-        pi.busy_s += seconds * len(ranks) / len(pi.ranks)  # attention groups occupied
+        pi.busy_s += seconds * busy / len(pi.ranks)  # attention groups prefilling
+        if hosted is not None:
+            hosted.pace(seconds)
         self.ev.at(self.ev.now + seconds, self._end_pass, (dc, pi, members))
 
     def _end_pass(

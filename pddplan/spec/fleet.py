@@ -24,11 +24,21 @@ class Pool(Frozen):
     context_parallel: bool = False
     """Prefill only: each prompt's attention is split over every attention group of an
     instance (a long prompt's latency falls; each pass pays the ring exchange of its KV)."""
+    hosts_relay_decode: bool = False
+    """Prefill only: the instances also run relay decode, its tokens piggybacked on their
+    chunked-prefill passes, whose chunk then keeps each pass within the TPOT bound
+    (``pddplan.model.colocation``); no GPUs of its own."""
 
     @model_validator(mode="after")
-    def _context_parallel_prefills(self) -> Pool:
-        if self.context_parallel and self.role != "prefill":
-            raise ValueError(f"context_parallel is for prefill pools, not {self.role}")
+    def _prefill_only(self) -> Pool:
+        for name in ("context_parallel", "hosts_relay_decode"):
+            if getattr(self, name) and self.role != "prefill":
+                raise ValueError(f"{name} is for prefill pools, not {self.role}")
+        if self.context_parallel and self.hosts_relay_decode:
+            raise ValueError(
+                "hosts_relay_decode needs context_parallel false: hosted decode tokens ride "
+                "data-parallel attention groups"
+            )
         return self
 
 

@@ -306,6 +306,12 @@ class Search(Frozen):
     """Prefill layouts the planner may choose: ``false``, a prompt's attention on one
     attention group (data-parallel attention); ``true``, split over every attention group of
     the instance (context parallelism), where the layout has two or more."""
+    relay_decode_on_prefill: tuple[bool, ...] = (False,)
+    """Where the planner may run relay decode: ``false``, a pool of its own; ``true``, on
+    the prefill instances, its tokens piggybacked on their chunked-prefill passes (relay
+    decode must be allowed in the datacenter, and the layout without context parallelism).
+    Only ``false`` by default: each hosting option's prefill counts depend on relay
+    decode's load, which makes a max-BCR search several times slower."""
     handoff_chunk_tokens: Annotated[int, Field(ge=1)] = 64
     """Eager tokens per catch-up chunk."""
     bcr_plateau: Annotated[float, Field(gt=0, lt=1)] = 0.01

@@ -1,0 +1,168 @@
+"""Relay decode on prefill instances (``pddplan.model.colocation``): the host point's bounds,
+its arithmetic by hand, the fleet that evaluates, the planner's choice and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ROOT, problem_of, run_main, triple
+
+from pddplan.api import evaluate, load_fleet, load_scenario
+from pddplan.errors import InputError
+from pddplan.model.colocation import MIN_CHUNK, HostPoint, host_point, mixed_pass_s
+from pddplan.plan.search import solve_plan
+from pddplan.spec.fleet import Pool
+
+PAPER = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
+COLOCATED = ROOT / "fleets" / "paper-pdd-colocated-48xh100-32xh200.yaml"
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return load_scenario(PAPER)
+
+
+def test_chunk_and_batch_are_the_largest_within_the_tpot_bound(paper):
+    inst = paper.instance("h100-sxm", 16)
+    ctx, longest = paper.decode_context_tokens, float(paper.arrays.inp.max())
+    tpot = paper.scenario.sla.tpot_ms / 1000
+    point = host_point(inst, ctx, longest, tpot)
+    assert point is not None
+
+    def worst(chunk: int, batch: int) -> float:  # the last chunk of the longest prompt
+        return mixed_pass_s(inst, chunk, batch, ctx, max(longest - chunk, 0.0))
+
+    assert MIN_CHUNK <= point.chunk_tokens <= inst.chunk_tokens
+    assert worst(point.chunk_tokens, point.batch) <= tpot
+    assert (
+        point.chunk_tokens == inst.chunk_tokens or worst(point.chunk_tokens + 1, point.batch) > tpot
+    )
+    per_seq = inst.kv.resident_bytes(ctx)
+    by_memory = int((inst.kv_capacity_bytes() - inst.attention_groups * per_seq) // per_seq)
+    assert point.batch <= by_memory
+    assert point.batch == by_memory or worst(MIN_CHUNK, point.batch + 1) > tpot
+    # the table: 0 and the largest batch, each pass at least the one without hosted tokens
+    assert point.batches[0] == 0 and point.batches[-1] == point.batch
+    assert np.all(np.diff(point.mixed_s) >= 0) and point.stretch(0) == 1.0
+    # an interpolated row against the pass itself (the pass is close to affine in the batch)
+    b = int(point.batches[1] + point.batches[2]) // 2 + 1
+    exact = mixed_pass_s(inst, point.chunk_tokens, b, ctx, ctx) / point.mixed_s[0]
+    assert point.stretch(b) == pytest.approx(exact, rel=2e-3)
+
+
+def test_a_bound_no_pass_can_meet_hosts_nothing(paper):
+    inst = paper.instance("h100-sxm", 16)
+    ctx = paper.decode_context_tokens
+    one = mixed_pass_s(inst, MIN_CHUNK, 1, ctx, max(float(paper.arrays.inp.max()) - MIN_CHUNK, 0))
+    assert host_point(inst, ctx, float(paper.arrays.inp.max()), one * 0.99) is None
+    assert host_point(inst, ctx, float(paper.arrays.inp.max()), one * 1.01) is not None
+
+
+HAND = HostPoint(
+    chunk_tokens=100,
+    batch=4,
+    batches=np.array([0.0, 1.0, 2.0, 4.0]),
+    mixed_s=np.array([0.040, 0.041, 0.042, 0.044]),
+    decode_s=np.array([0.0, 0.010, 0.012, 0.016]),
+    kv_bytes_per_sequence=1.0,
+)
+
+
+def test_stretch_steps_and_gaps_by_hand():
+    assert HAND.stretch(2) == pytest.approx(0.042 / 0.040)
+    assert HAND.stretch(3) == pytest.approx(0.043 / 0.040)  # interpolated
+    assert HAND.stretch(10) == pytest.approx(0.044 / 0.040)  # at most the largest batch
+    batches, seconds = HAND.steps(0.25)  # 0.25 x mixed + 0.75 x plain decode
+    assert list(batches) == [1.0, 2.0, 4.0]
+    assert seconds == pytest.approx([0.01775, 0.0195, 0.023])
+    # half busy at batch 2: tokens come at 0.5/0.042 per s in mixed passes, 0.5/0.012 plain
+    (mixed, in_mixed), (plain, in_plain) = HAND.gaps(2, 0.5)
+    assert (mixed, plain) == (pytest.approx(0.042), pytest.approx(0.012))
+    assert in_mixed == pytest.approx(0.012 / 0.054) and in_mixed + in_plain == pytest.approx(1)
+
+
+def test_the_colocated_paper_fleet_evaluates_with_free_relay_decode(paper):
+    fleet = load_fleet(COLOCATED, paper)
+    e = evaluate(paper, fleet)
+    assert e.status == "ok" and e.sla_capacity_rps > paper.scenario.workload.arrival_rps
+    rld = next(p for p in e.pools if p.role == "relay_decode")
+    prefill = next(p for p in e.pools if p.role == "prefill")
+    assert rld.gpus == 0 and rld.cost_per_hour_usd == 0 and rld.layout.startswith("on prefill")
+    assert prefill.gpus == 48
+    assert prefill.cost_per_hour_usd == pytest.approx(48 * 2.69)  # the scenario's H100 rent
+    assert e.tpot_ms["p99"] <= paper.scenario.sla.tpot_ms
+
+
+def test_the_papers_43_h100_fleet_names_what_is_missing():
+    run = run_main(
+        "evaluate", str(PAPER), "--fleet", str(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml")
+    )
+    err = run.stderr.replace("\n", " ")
+    assert run.exit_code == 2 and "Traceback" not in err
+    assert "the 43 h100-sxm of cluster-a's prefill and relay_decode pools make 2 x 16 + 11" in err
+    assert "hosts_relay_decode: true" in err
+
+
+@pytest.mark.parametrize(
+    ("pool", "message"),
+    [
+        (
+            {"role": "main_decode", "chip": "h200-sxm", "gpus_per_instance": 8},
+            "hosts_relay_decode is for prefill pools, not main_decode",
+        ),
+        (
+            {
+                "role": "prefill",
+                "chip": "h100-sxm",
+                "gpus_per_instance": 16,
+                "context_parallel": True,
+            },
+            "hosts_relay_decode needs context_parallel false",
+        ),
+    ],
+)
+def test_bad_hosting_pools_are_refused(pool, message):
+    with pytest.raises(ValueError, match=message):
+        Pool(datacenter="cluster-a", instances=1, hosts_relay_decode=True, **pool)
+
+
+def test_a_host_that_cannot_meet_the_bound_is_a_located_error(paper):
+    s, hw, models = triple(paper)
+    tight = s.model_copy(update={"sla": s.sla.model_copy(update={"tpot_ms": 5.0})})
+    problem = problem_of(tight, hw, models)
+    fleet = load_fleet(COLOCATED, paper)
+    with pytest.raises(
+        InputError, match=r"pools\[0\]\.hosts_relay_decode: 16 x h100-sxm cannot host"
+    ):
+        evaluate(problem, fleet)
+
+
+def test_the_planner_hosts_relay_decode_where_it_is_cheaper(paper):
+    s, hw, models = triple(paper)
+    hosted = solve_plan(paper, explain=False)
+    alone = s.model_copy(
+        update={"search": s.search.model_copy(update={"relay_decode_on_prefill": (False,)})}
+    )
+    separate = solve_plan(problem_of(alone, hw, models), explain=False)
+    assert hosted.status == separate.status == "optimal"
+    assert hosted.evaluation.cost_per_hour_usd < separate.evaluation.cost_per_hour_usd
+    assert any(p.hosts_relay_decode for p in hosted.fleet.pools)
+    assert not any(p.hosts_relay_decode for p in separate.fleet.pools)
+    assert not any(p.role == "relay_decode" for p in hosted.fleet.pools)
+
+
+def test_the_simulator_hosts_relay_decode_on_the_prefill_passes(paper):
+    """At its SLA capacity the co-located fleet's simulated TTFT and goodput agree with the
+    analytic model (measured with a full run: P90 -1%, P99 +4%, goodput +0%; a short fixed
+    run here, so the tolerance is wider), and the hosted sequences do decode."""
+    from pddplan.simulation.run import simulate
+    from pddplan.simulation.steady import RunLength
+
+    fleet = load_fleet(COLOCATED, paper)
+    r = simulate(paper, fleet, length=RunLength(6_000), seed=1)
+    assert r.rld_token_share.simulated > 0 and r.pipelines["p_rld_md"] > 0
+    for q in ("p90", "p99"):
+        f = r.ttft_s[q]
+        assert f.simulated == pytest.approx(f.predicted, rel=0.2), q
+    assert r.goodput_rps.simulated == pytest.approx(r.goodput_rps.predicted, rel=0.06)
+    assert r.rld_token_share.simulated == pytest.approx(r.rld_token_share.predicted, rel=0.2)
