@@ -11,9 +11,11 @@ the hosted sequences' step, and it must meet the TPOT bound. That caps the chunk
   smaller where one token of each would not fit the TPOT bound beside a ``MIN_CHUNK``-token
   chunk per attention group.
 - **chunk**: the largest number of new tokens per attention group (at most the knob
-  ``prefill_chunk_tokens``) whose full pass, a chunk on every group at the decode context
-  plus one token of each of ``batch`` sequences, takes at most the TPOT bound.
-- **mixed pass** ``T(b)``: that full pass with ``b`` hosted sequences. While prefill is
+  ``prefill_chunk_tokens``) whose full pass, a chunk on every group at the end of the
+  longest prompt (the dearest attention a pass has) plus one token of each of ``batch``
+  sequences, takes at most the TPOT bound: every pass meets it.
+- **mixed pass** ``T(b)``: the full pass with ``b`` hosted sequences and the chunks at the
+  decode context (a mean pass). While prefill is
   busy, hosted sequences step at ``T(b)``; while it is idle, at the plain decode step.
   Prefill's service time stretches by ``T(b) / T(0)``: the share of each pass the hosted
   tokens take.
@@ -29,7 +31,7 @@ All quantities are SI (bytes, seconds).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -44,6 +46,8 @@ MIN_CHUNK = 64
 """New tokens per attention group the batch leaves room for in a pass within the TPOT
 bound: below this a pass is mostly fixed cost (weights, collectives, overhead)."""
 
+
+_Batch = TypeVar("_Batch", float, Array)
 
 TABLE_POINTS = 17
 """Batches ``HostPoint`` prices its passes at, 0 and the largest included."""
@@ -67,11 +71,12 @@ class HostPoint:
     kv_bytes_per_sequence: float
     """HBM one hosted sequence takes (at the decode context)."""
 
-    def stretch(self, batch: float) -> float:
+    def stretch(self, batch: _Batch) -> _Batch:
         """Prefill's service over its service without hosted sequences, at ``batch`` of
-        them per instance: ``T(batch) / T(0)``."""
-        at = float(np.interp(min(batch, float(self.batch)), self.batches, self.mixed_s))
-        return at / float(self.mixed_s[0])
+        them per instance (a number, or an array of them): ``T(batch) / T(0)``."""
+        at = np.interp(np.minimum(batch, float(self.batch)), self.batches, self.mixed_s)
+        out = at / float(self.mixed_s[0])
+        return float(out) if np.ndim(out) == 0 else out  # type: ignore[return-value]
 
     def gaps(self, batch: float, prefill_busy: float) -> list[tuple[float, float]]:
         """Hosted decode's inter-token gaps at ``batch`` sequences per instance, as
@@ -143,6 +148,15 @@ def host_point(
     )
     decode = np.array([inst.decode_step_s(int(b), context_tokens) if b else 0.0 for b in batches])
     return HostPoint(chunk, batch, batches, mixed, decode, per_seq)
+
+
+def at_chunk(inst: Instance, chunk_tokens: int) -> Instance:
+    """``inst`` with its prefill passes at ``chunk_tokens`` new tokens per attention group
+    (the ``prefill_chunk_tokens`` knob, per context-parallel rank)."""
+    knobs = inst.cal.knobs.model_copy(
+        update={"prefill_chunk_tokens": chunk_tokens // inst.layout.cp}
+    )
+    return replace(inst, cal=inst.cal.model_copy(update={"knobs": knobs}))
 
 
 def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
-from pddplan.model.colocation import HostPoint, host_point
+from pddplan.model.colocation import HostPoint, at_chunk, host_point
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
 from pddplan.model.md_cache import CacheChoice, tier_price
@@ -298,9 +298,11 @@ class Problem:
         if key not in table:
             self.table_builds["prefill"] += 1
             a = self.arrays
-            inst = self.instance(chip, gpus, context_parallel)
-            if hosting:
-                inst = self.host_instance(chip, gpus, context_parallel)
+            inst = (
+                self.host_instance(chip, gpus, context_parallel)
+                if hosting
+                else self.instance(chip, gpus, context_parallel)
+            )
             table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
 
@@ -348,27 +350,7 @@ class Problem:
                 float(self.arrays.inp.max()),
                 self.scenario.sla.tpot_ms * units.MS,
             )
-            if point is None:
-                table[key] = None
-            else:
-                cal = inst.cal.model_copy(
-                    update={
-                        "knobs": inst.cal.knobs.model_copy(
-                            update={"prefill_chunk_tokens": point.chunk_tokens // inst.layout.cp}
-                        )
-                    }
-                )
-                s = self.scenario
-                hosted = make_instance(
-                    self.model,
-                    self.hardware.chips[chip],
-                    gpus,
-                    cal,
-                    kv_dtype=s.kv_dtype,
-                    weight_dtype=s.weight_dtype,
-                    context_parallel=context_parallel,
-                )
-                table[key] = (point, hosted)
+            table[key] = None if point is None else (point, at_chunk(inst, point.chunk_tokens))
         return table[key]
 
     def decode_point(

@@ -216,9 +216,7 @@ class Requirements:
         point = sp.host_point(o)
         busy = min(self.rate * float(sp.w @ sp.prefill_times(o).service) / n, 1.0)
         relay_s, tokens = self._load(st, singular)
-        batch = relay_pace(point.steps(busy), relay_s, tokens, n)[1]
-        at = np.interp(np.minimum(batch, point.batch), point.batches, point.mixed_s)
-        return np.asarray(at / point.mixed_s[0])
+        return np.asarray(point.stretch(relay_pace(point.steps(busy), relay_s, tokens, n)[1]))
 
     def _prefill(self, o: PoolOption, st: State, singular: int | None) -> np.ndarray:
         sp, lam = self.space, self.rate

@@ -31,7 +31,7 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.model.colocation import HostPoint, stretched
+from pddplan.model.colocation import HostPoint
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import CacheChoice, tier_reads
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
@@ -485,19 +485,17 @@ class Space:
         found = self._prefill_needs.setdefault((o.key, st.key, singular), [])
         bisect.insort(found, (rate, need), key=lambda e: e[0])
 
-    def prefill_times(self, option: PoolOption, stretch: float = 1.0) -> PrefillFigures:
+    def prefill_times(self, option: PoolOption) -> PrefillFigures:
         """Per class: the prefill latency alone and the service time, on ``option`` (and
-        each pass alone), every pass ``stretch`` times longer (a host's, by its hosted
-        tokens: ``host_stretch``)."""
+        each pass alone); a hosting option's at its hosting chunk, before the hosted
+        tokens' stretch (``Requirements.host_stretch``)."""
         o = option
-        figures = self.problem.prefill_figures(o.chip, o.gpus, o.context_parallel, o.hosting)
-        return stretched(figures, stretch)
+        return self.problem.prefill_figures(o.chip, o.gpus, o.context_parallel, o.hosting)
 
-    def prefill_passes(self, option: PoolOption, stretch: float = 1.0) -> PassOrder:
+    def prefill_passes(self, option: PoolOption) -> PassOrder:
         """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
         o = option
-        passes = self.problem.pass_order(o.chip, o.gpus, o.context_parallel, o.hosting)
-        return stretched(passes, stretch)
+        return self.problem.pass_order(o.chip, o.gpus, o.context_parallel, o.hosting)
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""

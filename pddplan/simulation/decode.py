@@ -83,7 +83,7 @@ class DecodeInstance:
             return 0.0
         if self.paced is not None:
             return self.paced
-        ctx = self._ctx_sum / self.n + self.S
+        ctx = self.context()
         key = (self.n, int(ctx) >> 8)
         step = self._memo.get(key)
         if step is None:
