@@ -241,8 +241,15 @@ def test_prefill_figures_equal_the_per_request_functions(models, hardware, prefi
     inst = make_instance(models["deepseek-v3"], hardware.chips["h200-sxm"], 16, cal)
     inputs = np.array([100.0, 2048.0, 5000.5, 64000.0])
     hits = np.array([0.0, 0.5, 0.97, 1.0])
-    lat, svc, pass_s, owner = inst.prefill_figures(inputs, hits)
+    lat, svc, pass_s, owner, new, room = inst.prefill_figures(inputs, hits)
     assert np.bincount(owner, weights=pass_s) == pytest.approx(lat, rel=1e-12)
     for k, (length, hit) in enumerate(zip(inputs, hits, strict=True)):
         assert lat[k] == pytest.approx(inst.prefill_latency_s(length, hit), rel=1e-12)
         assert svc[k] == pytest.approx(inst.prefill_service_s(length, hit), rel=1e-12)
+        chunks = inst.prefill_chunks(length, hit)
+        assert new[k] == pytest.approx(sum(t for t, _ in chunks))
+        assert room[k] == pytest.approx(len(chunks) * inst.chunk_tokens - new[k])
+    # by hand: 100 tokens, no hit, one pass of 2,048 per group; 5,000.5 at 97%: the floor
+    # of 4,850.485 cached, 150.015 new
+    assert new[0] == 100 and room[0] == 2048 * inst.layout.cp - 100
+    assert new[2] == pytest.approx(5000.5 - 4850)

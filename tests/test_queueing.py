@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pddplan.model.queueing import erlang_c, wait_tail
+from pddplan.model.instance import PrefillFigures
+from pddplan.model.queueing import erlang_c, prefill_wait_tail, rank_company, wait_tail
 
 
 def test_single_server_erlang_c_is_rho():
@@ -106,3 +108,77 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     assert wan_queueing_mean_s(
         np.array([1e9]), path=one_flow, goodput_bytes_per_s=1e9, utilization=0.5
     ) == pytest.approx([1.0])
+
+
+def _one_class(room: float) -> PrefillFigures:
+    """One class: 100 new tokens, 1 s of service and of latency, one pass."""
+    return PrefillFigures(
+        latency=np.array([1.0]),
+        service=np.array([1.0]),
+        pass_s=np.array([1.0]),
+        pass_owner=np.array([0]),
+        new_tokens=np.array([100.0]),
+        room_tokens=np.array([room]),
+    )
+
+
+def test_rank_company_by_hand():
+    """M/D/1 at u = 0.5, service 1 s: an arrival waits w.p. 0.5, mean (1 + 0) / 2 x 1 /
+    (1 - 0.5) = 1 s; 0.5 req/s arrive meanwhile, so N is geometric with p = 1 / (1 + 0.5)
+    = 2/3. A pass of 100 tokens with room for 300 more (3 s of company at 1 s per 100
+    tokens): N is cut at 3, P(N >= 3) = 1/27 on the last atom."""
+    rank = rank_company(
+        _one_class(300.0), np.array([1.0]), utilization=0.5, instances=1, service_cv2=0.0
+    )
+    assert rank is not None
+    assert rank.probs == pytest.approx([2 / 3, 2 / 9, 2 / 27, 1 / 27])
+    assert rank.delays[:, 0] == pytest.approx([0, 1, 2, 3])
+    # P(W + R > 2) = 0.5 sum_n P(N = n) P(Exp(1) > 2 - d_n), the rest without waiting: 0
+    tail = prefill_wait_tail(
+        np.array([2.0]),
+        instances=1,
+        groups=1,
+        utilization=0.5,
+        mean_service_s=1.0,
+        service_cv2=0.0,
+        rank=rank,
+    )
+    expected = 0.5 * (2 / 3 * math.exp(-2) + 2 / 9 * math.exp(-1) + 2 / 27 + 1 / 27)
+    assert tail[0] == pytest.approx(expected)
+
+
+def test_rank_company_stops_where_the_room_is_full():
+    """No room: nobody joins (one atom, no delay); no rooms known: no company at all."""
+    rank = rank_company(
+        _one_class(0.0), np.array([1.0]), utilization=0.5, instances=1, service_cv2=0.0
+    )
+    assert rank is not None and rank.probs == pytest.approx([1.0])
+    assert rank.delays[:, 0] == pytest.approx([0.0])
+    bare = _one_class(0.0)._replace(room_tokens=None)
+    assert rank_company(bare, np.array([1.0]), utilization=0.5, instances=1, service_cv2=0) is None
+
+
+@given(st.floats(0.05, 0.95), st.integers(1, 8))
+def test_company_only_adds_to_the_tail(u, instances):
+    """Company behind a request can only lengthen its prefill: the tail with it is at
+    least the tail without, at every time."""
+    figures = _one_class(700.0)
+    rank = rank_company(figures, np.array([1.0]), utilization=u, instances=instances, service_cv2=0)
+    t = np.linspace(0.0, 20.0, 41)
+    kw = dict(instances=instances, groups=1, utilization=u, mean_service_s=1.0, service_cv2=0.0)
+    assert np.all(prefill_wait_tail(t, rank=rank, **kw) >= prefill_wait_tail(t, **kw) - 1e-12)
+
+
+def test_rank_company_bins_long_tails_no_lighter():
+    """Near saturation (u = 0.98) with room for 10,000 others the count has hundreds of
+    atoms: binned to at most RANK_COMPANY_ATOMS, each bin's mass at its largest count, so
+    the binned mean delay is at least the exact geometric one (capped at the room)."""
+    from pddplan.model.queueing import RANK_COMPANY_ATOMS
+
+    rank = rank_company(
+        _one_class(1e6), np.array([1.0]), utilization=0.98, instances=1, service_cv2=0.0
+    )
+    assert rank is not None and len(rank.probs) <= RANK_COMPANY_ATOMS
+    assert rank.probs.sum() == pytest.approx(1.0)
+    p = 1 / (1 + 0.98 * (1 / 2) / (1 - 0.98))  # lambda m: M/D/1 mean wait 0.5 / (1 - u)
+    assert float(rank.probs @ rank.delays[:, 0]) >= (1 - p) / p * 0.999

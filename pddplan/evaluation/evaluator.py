@@ -39,9 +39,11 @@ from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import (
     loaded_prefill_latency,
+    md_admission,
     p99_gap,
     percentile,
     prefill_wait_tail,
+    rank_company,
 )
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
@@ -267,12 +269,46 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_figures, strict=True))
     ]
 
+    ranks = [
+        rank_company(
+            figures,
+            w,
+            utilization=min(p_util[j], 1.0),
+            instances=pool.instances,
+            service_cv2=svc_cv2[j],
+        )
+        if inst.attention_groups == 1
+        else None
+        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_figures, strict=True))
+    ]
+
+    # MD's admission: a request that goes straight to MD waits for a decode slot there
+    admissions = []  # per MD pool: its share of its datacenter's requests, its queue
+    for i, (pool, _) in enumerate(pools_m):
+        batch, step = md_points[i]
+        hold = md_tokens_per_req * step  # a slot's time per request, at the operating step
+        mean_hold = float(w @ hold) / float(w.sum())
+        cv2 = float(w @ (hold - mean_hold) ** 2) / float(w.sum()) / mean_hold**2 if mean_hold else 0
+        admissions.append(
+            (
+                md_share[i] / max(dc_share_md[pool.datacenter], 1e-300),
+                pool.datacenter,
+                md_admission(
+                    slots=pool.instances * batch,
+                    utilization=m_util[i],
+                    mean_service_s=mean_hold,
+                    service_cv2=cv2,
+                    applies=direct,
+                ),
+            )
+        )
+
     def ttft_tail(T: float) -> float:
         total = 0.0
         for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
             a = pool.datacenter
             alone = p_figures[j].latency
-            for b in md_dcs:
+            for md_part, b, admission in admissions:
                 tail = prefill_wait_tail(
                     T - alone - rest[(a, b)],
                     instances=pool.instances,
@@ -283,8 +319,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     extra_mean_s=extra[(a, b)],
                     company_mean_s=lat.mean_s - alone,
                     company_var_s2=lat.var_s2,
+                    rank=ranks[j],
+                    admission=admission,
                 )
-                total += share * dc_share_md[b] * float(w @ tail)
+                total += share * dc_share_md[b] * md_part * float(w @ tail)
         return total
 
     tails = []

@@ -592,8 +592,11 @@ class Instance:
                 per_request(full.serial_s),
             )
         )
+        owner_ = np.asarray(owner, dtype=int)
+        new_tokens = per_request(t)
+        room = np.bincount(owner_, minlength=n) * float(chunk) - new_tokens
         return PrefillFigures(
-            latency, np.asarray(service), np.asarray(alone), np.asarray(owner, dtype=int)
+            latency, np.asarray(service), np.asarray(alone), owner_, new_tokens, room
         )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
@@ -619,12 +622,16 @@ class _Overlap(NamedTuple):
 class PrefillFigures(NamedTuple):
     """Per request of a list: prefill latency alone and service time (``Instance``'s
     ``prefill_latency_s`` and ``prefill_service_s``), and every pass that prefills them:
-    its time alone and the request it belongs to."""
+    its time alone and the request it belongs to; the tokens it prefills, and the room its
+    passes leave on its attention group for other requests' tokens (``chunk_tokens`` per
+    pass less its own; None: not known, no company on its group is counted)."""
 
     latency: Array
     service: Array
     pass_s: Array
     pass_owner: npt.NDArray[np.int64]
+    new_tokens: Array | None = None
+    room_tokens: Array | None = None
 
 
 @dataclass(frozen=True, slots=True)

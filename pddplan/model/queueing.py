@@ -54,6 +54,22 @@ def erlang_c(servers: float, offered_erlangs: float) -> float:
     return blocking / (1.0 - rho * (1.0 - blocking))
 
 
+def erlang_c_many(servers: np.ndarray, offered_erlangs: np.ndarray) -> np.ndarray:
+    """``erlang_c`` elementwise (the same closed form, in arrays)."""
+    c = np.asarray(servers, dtype=float)
+    a = np.asarray(offered_erlangs, dtype=float)
+    c, a = np.broadcast_arrays(c, a)
+    out = np.where(a >= c, 1.0, 0.0)
+    live = (a > 0) & (a < c)
+    if live.any():
+        cl, al = c[live], a[live]
+        log_pmf = cl * np.log(al) - al - special.gammaln(cl + 1)
+        blocking = np.minimum(1.0, np.exp(log_pmf) / special.gammaincc(cl + 1, al))
+        rho = al / cl
+        out[live] = blocking / (1.0 - rho * (1.0 - blocking))
+    return out
+
+
 def wait_tail(
     t_s: float, *, servers: int, utilization: float, mean_service_s: float, service_cv2: float = 1.0
 ) -> float:
@@ -219,6 +235,119 @@ def loaded_prefill_latency(
     return LoadedPrefill(mean, var * stretch**2)
 
 
+class Admission(NamedTuple):
+    """The wait for a decode slot at main decode (``md_admission``): with probability
+    ``wait_prob``, exponential of mean ``mean_s``; ``applies`` per class (or per entry):
+    whether the class waits there for its first token."""
+
+    wait_prob: float
+    mean_s: float
+    applies: np.ndarray
+
+
+def md_admission(
+    *,
+    slots: float,
+    utilization: float,
+    mean_service_s: float,
+    service_cv2: float,
+    applies: np.ndarray,
+) -> Admission | None:
+    """Main decode's admission as an M/G/c queue (Allen-Cunneen, as ``wait_tail_many``):
+    ``slots`` sequences (the operating batch of every instance), each held for a request's
+    decode at the operating step (mean ``mean_service_s``, squared CV ``service_cv2`` over
+    the classes' outputs), busy ``utilization``. None without load; saturated: a certain,
+    unbounded wait."""
+    if utilization <= 0 or slots < 1 or mean_service_s <= 0:
+        return None
+    if utilization >= 1:
+        return Admission(1.0, math.inf, applies)
+    c = erlang_c(slots, utilization * slots)
+    mean = (1.0 + service_cv2) * mean_service_s / (2.0 * (1.0 - utilization) * slots)
+    return Admission(c, mean, applies)
+
+
+class RankCompany(NamedTuple):
+    """The requests that join a request's chunked-prefill passes on its attention group
+    behind it (``rank_company``): ``N`` of them with probability ``probs[n]``, adding
+    ``delays[n, k]`` seconds to a request of class ``k``."""
+
+    probs: np.ndarray
+    delays: np.ndarray
+
+
+RANK_COMPANY_TAIL = 1e-5
+"""The company's distribution is cut where fewer than this share of arrivals see more; the
+cut mass goes to the last atom."""
+RANK_COMPANY_ATOMS = 48
+"""At most this many atoms: past it, counts are binned, each bin at its largest (a tail no
+lighter)."""
+
+
+def prefill_wait(
+    *, instances: int, groups: int, utilization: float, mean_service_s: float, service_cv2: float
+) -> tuple[float, float]:
+    """The M/G/c wait at a prefill pool (Allen-Cunneen, see ``prefill_wait_tail``): the
+    probability that an arrival waits, and the mean wait of those that do."""
+    servers = groups if groups > 1 else instances
+    c = erlang_c(servers, utilization * servers)
+    mean = (1.0 + service_cv2) * groups * mean_service_s / (2.0 * (1.0 - utilization) * servers)
+    return c, mean
+
+
+def rank_company(
+    figures: PrefillFigures,
+    weights: np.ndarray,
+    *,
+    utilization: float,
+    instances: int,
+    service_cv2: float,
+) -> RankCompany | None:
+    """The requests that share a request's passes on an instance of one attention group,
+    behind it in the queue.
+
+    A chunked-prefill pass takes every queued request's tokens, up to ``chunk_tokens``
+    on the group, and all of them finish with it. So a request's prefill ends its wait
+    ``W`` (the work ahead of it: the M/G/c wait, ``prefill_wait``), its own work, and the
+    work of the requests that arrived while it waited, as far as its passes have room
+    (``figures.room_tokens``): with ``N ~ Poisson(lambda W)`` for ``W`` exponential of mean
+    ``m`` (``lambda``: the pool's arrival rate), ``N`` is geometric,
+    ``P(N = n) = p (1 - p)^n`` with ``p = 1 / (1 + lambda m)``, and adds
+    ``d_k(n) = min(n s, room_k s / t)`` (``s``: the mean service, ``t``: the mean tokens
+    prefilled). ``N`` is taken independent of ``W`` (a long wait brings more company: the
+    tail is a little light where the room is not yet full); an arrival that does not wait
+    starts a pass alone. None without rooms or load.
+    """
+    room, new = figures.room_tokens, figures.new_tokens
+    if room is None or new is None or utilization <= 0 or utilization >= 1:
+        return None
+    total = float(weights.sum())
+    svc = float(weights @ figures.service) / total
+    rate = utilization * instances / svc
+    _, mean_wait = prefill_wait(
+        instances=instances,
+        groups=1,
+        utilization=utilization,
+        mean_service_s=svc,
+        service_cv2=service_cv2,
+    )
+    per_token = svc / max(float(weights @ new) / total, 1e-12)
+    cap = np.maximum(room, 0.0) * per_token  # seconds of company a class's passes hold
+    p = 1.0 / (1.0 + rate * mean_wait)
+    # P(N >= n) = (1 - p)^n: cut where it falls below the tail, or where every class's
+    # room is full (more company adds nothing)
+    full = math.ceil(float(cap.max()) / svc) if cap.max() > 0 else 0
+    n_max = min(full, math.ceil(math.log(RANK_COMPANY_TAIL) / math.log1p(-p))) if p < 1 else 0
+    n = np.arange(n_max + 1, dtype=float)
+    probs = p * (1.0 - p) ** n
+    probs[-1] = (1.0 - p) ** n_max  # P(N >= n_max)
+    if n_max + 1 > RANK_COMPANY_ATOMS:  # coarser: each bin's mass at its largest N
+        edges = np.unique(np.linspace(0, n_max + 1, RANK_COMPANY_ATOMS + 1).astype(int))
+        probs = np.add.reduceat(probs, edges[:-1])
+        n = n[edges[1:] - 1]
+    return RankCompany(probs, np.minimum(n[:, None] * svc, cap[None, :]))
+
+
 def prefill_wait_tail(
     t_s: np.ndarray,
     *,
@@ -230,8 +359,11 @@ def prefill_wait_tail(
     extra_mean_s: np.ndarray | float = 0.0,
     company_mean_s: np.ndarray | float = 0.0,
     company_var_s2: np.ndarray | float = 0.0,
+    rank: RankCompany | None = None,
+    admission: Admission | None = None,
 ) -> np.ndarray:
-    """P(W + X + D > t) at a prefill pool of ``instances`` instances; 1 for negative ``t``.
+    """P(W + X + D + R + A > t) at a prefill pool of ``instances`` instances; 1 for negative
+    ``t``.
 
     - ``W``, the wait (M/G/c, ``wait_tail_many``): ``P(W > t) = C e^(-a t)``. With one
       attention group per instance, the ``instances`` instances are the servers. With
@@ -244,45 +376,94 @@ def prefill_wait_tail(
     - ``D``, what the other attention groups add to the request's passes
       (``loaded_prefill_latency`` less its latency alone): normal, of mean
       ``company_mean_s`` and variance ``company_var_s2``.
+    - ``R``, with ``rank`` (``rank_company``): the requests that join its passes on its own
+      attention group behind it: ``rank.delays[n]`` with probability ``rank.probs[n]``
+      after a wait, 0 without one.
+    - ``A``, with ``admission`` (``md_admission``): the wait for a decode slot at main
+      decode, where ``admission.applies`` (requests that go straight to MD): exponential
+      after an atom at 0, like ``W``.
 
-    All per entry of ``t_s``, independent. For the exponentials present, of rates ``r_k``,
-    ``P(sum > s) = sum_k c_k e^(-r_k s)`` with ``c_k = prod_(j != k) r_j / (r_j - r_k)``,
-    and with ``D ~ N(mu, sigma^2)`` added, ``z = (t - mu) / sigma``:
+    All per entry of ``t_s`` (classes last), independent. For the exponentials present, of
+    rates ``r_k``, ``P(sum > s) = sum_k c_k e^(-r_k s)`` with ``c_k = prod_(j != k) r_j /
+    (r_j - r_k)``, and with ``D ~ N(mu, sigma^2)`` added, ``z = (t - mu) / sigma``:
 
         P(D + sum > t) = Q(z) + sum_k c_k exp(-r_k (t - mu) + r_k^2 sigma^2 / 2) Phi(z - r_k sigma)
 
-    ``P(W + X + D > t) = (1 - C) P(X + D > t) + C P(Exp(a) + X + D > t)``.
+    ``P(W + X + D + R > t) = (1 - C) P(X + D > t) + C sum_n P(R = d_n) P(Exp(a) + X + D > t - d_n)``,
+    and likewise over whether ``A`` is 0.
     """
     t_s = np.asarray(t_s, dtype=float)
-    servers = groups if groups > 1 else instances
     if utilization >= 1.0:
         return np.ones_like(t_s)
-    c = erlang_c(servers, utilization * servers)
-    a = 2.0 * (1.0 - utilization) * servers / ((1.0 + service_cv2) * groups * mean_service_s)
+    c, mean_wait = prefill_wait(
+        instances=instances,
+        groups=groups,
+        utilization=utilization,
+        mean_service_s=mean_service_s,
+        service_cv2=service_cv2,
+    )
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
     mu = np.asarray(company_mean_s, dtype=float)
     sigma = np.sqrt(np.broadcast_to(np.asarray(company_var_s2, dtype=float), t_s.shape))
-    s = np.maximum(t_s, 0.0) - mu
     noisy = sigma > 0
-    if noisy.all():  # the usual case: one branch, not two
-        sd = sigma
-        z = s / sd
-        q = special.ndtr(-z)  # P(D > t)
-    else:
-        sd = np.where(noisy, sigma, 1.0)
-        z = s / sd
-        q = np.where(noisy, special.ndtr(-z), s < 0)
-    # P(D + Exp(r) > t) = q + e(r); for two rates, q + e(a) b / (b - a) + e(b) a / (a - b)
-    e_a = _exponential_excess(a, s, sd, z, noisy)
+    sd = np.where(noisy, sigma, 1.0)
     with_x = (m > NEGLIGIBLE_EXTRA_S) & np.isfinite(m)
-    if not with_x.any():
-        out = q + c * e_a
-    else:
-        b = np.where(with_x, 1.0 / np.where(with_x, m, 1.0), 1.0)
-        b = np.where(np.abs(b - a) <= 1e-7 * a, a * (1 + 1e-5), b)  # a = b: the limit
-        e_b = _exponential_excess(b, s, sd, z, noisy)
-        both = (b * e_a - a * e_b) / (b - a)
-        out = q + np.where(with_x, (1.0 - c) * e_b + c * both, c * e_a)
+    no = np.zeros(t_s.shape, dtype=bool)
+    # the exponentials: the wait, the link's queueing, MD's admission wait
+    rates = [np.full(t_s.shape, 1.0 / mean_wait), np.where(with_x, 1.0 / np.where(with_x, m, 1), 1)]
+    if admission is not None:
+        rates.append(np.full(t_s.shape, 1.0 / admission.mean_s))
+    for i in range(1, len(rates)):  # equal rates: the limit, by a nudge apart
+        for j in range(i):
+            close = np.abs(rates[i] - rates[j]) <= 1e-7 * rates[j]
+            rates[i] = np.where(close, rates[j] * (1 + 1e-5 * (i - j)), rates[i])
+
+    def terms(waits: bool, admits: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The exponentials present, as (rate, coefficient) with the coefficient 0 where
+        absent: the wait if ``waits``, the link's queueing where it counts, MD's admission
+        wait where ``admits``. ``P(sum > s) = sum_j c_j e^(-r_j s)``, ``c_j = prod_(i != j)
+        r_i / (r_i - r_j)``."""
+        present = [np.full(t_s.shape, waits), with_x, admits][: len(rates)]
+        out = []
+        for j, (r, here) in enumerate(zip(rates, present, strict=True)):
+            if not here.any():
+                continue
+            coef = np.ones(t_s.shape)
+            for i, (ri, there) in enumerate(zip(rates, present, strict=True)):
+                if i != j and there.any():
+                    coef = np.where(there, coef * ri / (ri - r), coef)
+            out.append((r, np.where(here, coef, 0.0)))
+        return out
+
+    def tail(t: np.ndarray, exps: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """P(D + the exponentials ``exps`` > t)."""
+        s = np.maximum(t, 0.0) - mu
+        z = s / sd
+        out = np.where(noisy, special.ndtr(-z), s < 0) if any_noisy else (s < 0).astype(float)
+        for r, coef in exps:
+            out = out + coef * _exponential_excess(r, s, sd, z, noisy)
+        return np.where(t < 0, 1.0, out)
+
+    any_noisy = bool(noisy.any())
+    if rank is not None:  # the company's atoms on a leading axis
+        shape = (len(rank.probs),) + (1,) * (t_s.ndim - 1) + rank.delays.shape[1:]
+        behind = t_s[None] - rank.delays.reshape(shape)
+
+    def given(admits: np.ndarray) -> np.ndarray:
+        """The tail given which entries wait for MD's admission."""
+        exps = terms(True, admits)
+        if rank is None:
+            waited = tail(t_s, exps)
+        else:
+            waited = np.tensordot(rank.probs, tail(behind, exps), axes=1)
+        return (1.0 - c) * tail(t_s, terms(False, admits)) + c * waited
+
+    out = given(no)
+    if admission is not None:
+        applies = np.broadcast_to(np.asarray(admission.applies, dtype=bool), t_s.shape)
+        if admission.wait_prob > 1e-12 and applies.any():
+            p_md = np.where(applies, admission.wait_prob, 0.0)
+            out = (1.0 - p_md) * out + p_md * given(applies)
     if np.isinf(m).any():
         out = np.where(np.isinf(m), 1.0, out)
     return np.where(t_s < 0, 1.0, np.clip(out, 0.0, 1.0))

@@ -21,10 +21,17 @@ from pddplan.model.colocation import stretched
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
-from pddplan.model.queueing import LoadedPrefill, loaded_prefill_latency, prefill_wait_tail
+from pddplan.model.queueing import (
+    LoadedPrefill,
+    RankCompany,
+    erlang_c_many,
+    loaded_prefill_latency,
+    prefill_wait_tail,
+    rank_company,
+)
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
-from pddplan.spec.scenario import TAIL_BUDGETS, Role
+from pddplan.spec.scenario import MD_ADMISSION_SHARE, TAIL_BUDGETS, Role
 
 if TYPE_CHECKING:
     from pddplan.plan.space import PoolOption, Space, State
@@ -64,7 +71,9 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._p: dict[tuple[str, str, int | None], np.ndarray] = {}
-        self._loaded: dict[tuple[str, int, bool, bool, float, int], LoadedPrefill] = {}
+        self._loaded: dict[
+            tuple[str, int, bool, bool, float, int], tuple[LoadedPrefill, RankCompany | None]
+        ] = {}
         self._r: dict[tuple[str, str, str], np.ndarray] = {}
         self._m: dict[tuple[str, str, str], np.ndarray] = {}
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
@@ -233,7 +242,8 @@ class Requirements:
         extra = np.stack([queueing, np.zeros_like(queueing)] * 2)
         sla = sp.scenario.sla
         bounds = np.array([[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]])
-        budgets = np.array([b for _, b in TAIL_BUDGETS]) + 1e-12
+        # MD's admission queue holds up at most its share of each budget (``_main``)
+        budgets = np.array([b for _, b in TAIL_BUDGETS]) * (1 - MD_ADMISSION_SHARE) + 1e-12
         relayed = sp.relay_float[st.cache]  # cuts x classes
         groups = o.instance.attention_groups
         base_sum = float(sp.w @ base.service)
@@ -261,15 +271,20 @@ class Requirements:
             # the same in every transfer state the option sends in: computed once
             key = (o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
             if key not in self._loaded:
-                self._loaded[key] = loaded_prefill_latency(
-                    figures,
-                    sp.w,
-                    groups=groups,
-                    utilization=util,
-                    instances=n,
-                    passes=stretched(sp.prefill_passes(o), stretch),
+                self._loaded[key] = (
+                    loaded_prefill_latency(
+                        figures,
+                        sp.w,
+                        groups=groups,
+                        utilization=util,
+                        instances=n,
+                        passes=stretched(sp.prefill_passes(o), stretch),
+                    ),
+                    rank_company(figures, sp.w, utilization=util, instances=n, service_cv2=cv2)
+                    if groups == 1
+                    else None,
                 )
-            loaded = self._loaded[key]
+            loaded, rank = self._loaded[key]
             tail = prefill_wait_tail(
                 bounds - figures.latency - rests,
                 instances=n,
@@ -280,6 +295,7 @@ class Requirements:
                 extra_mean_s=extra,
                 company_mean_s=loaded.mean_s - figures.latency,
                 company_var_s2=loaded.var_s2,
+                rank=rank,
             )
             direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
             per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)
@@ -436,6 +452,20 @@ class Requirements:
         cap = np.repeat([sp.rho, 0.01], rows)[:, None]
         n = _smallest(lambda n: load / n <= cap, load / cap)
         need = np.maximum(n[:rows], n[rows:])
+        # the requests that go straight to MD wait for a decode slot with Erlang C's
+        # probability (``n x batch`` slots, ``busy x batch`` of them held): within MD's
+        # share of the tightest tail budget
+        direct = 1.0 - relay @ sp.w / float(sp.w.sum())  # per cut
+        allowed = MD_ADMISSION_SHARE * min(b for _, b in TAIL_BUDGETS)
+        offered = busy * batch
+
+        def admits(n: np.ndarray) -> np.ndarray:
+            return erlang_c_many(n * batch, offered) * direct <= allowed * (1 + 1e-9)
+
+        # Erlang C falls below any level within ~7 standard deviations of the load's
+        # slots (Halfin-Whitt: C ~ e^(-beta^2 / 2) at beta standard deviations)
+        most = np.ceil((offered + 8 * np.sqrt(offered) + 8) / batch)
+        need = _bisect_smallest(admits, np.maximum(need, 1), np.maximum(most, need))
         need = _round_up(np.maximum(need, self._n_cache(o, st)), o)
         return list(need.reshape(len(bands), len(combos), len(sp.cuts)))
 
@@ -499,6 +529,25 @@ def _smallest(ok: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray) -> n
         if not up.any():
             return n
         n[up] += 1
+
+
+def _bisect_smallest(
+    ok: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """Elementwise, the smallest n in [lo, hi] with ``ok(n)`` (``ok`` monotone in n, true
+    at ``hi``; ``lo`` where it already holds), by bisection."""
+    lo, hi = np.asarray(lo, dtype=np.int64).copy(), np.asarray(hi, dtype=np.int64).copy()
+    hi = np.maximum(hi, lo)
+    done = ok(lo)
+    hi[done] = lo[done]
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return hi
+        mid = (lo + hi) // 2
+        good = ok(mid) & open_
+        hi = np.where(good, mid, hi)
+        lo = np.where(open_ & ~good, mid + 1, lo)
 
 
 def _round_up(need: np.ndarray, o: PoolOption) -> np.ndarray:

@@ -267,6 +267,11 @@ class MdCacheOption(Frozen):
 
 TAIL_BUDGETS = ((0.90, 0.10), (0.99, 0.01))
 """(percentile, tail-mass budget): the P90 bound allows 10% of requests above it, P99 1%."""
+MD_ADMISSION_SHARE = 0.1
+"""The planner's split of each TTFT tail budget: main decode's admission queue may hold up at
+most this share of it (requests that wait for a decode slot at all), prefill's tails the
+rest; the two together stay within the budget (a union bound), so a plan meets the
+evaluator's exact tails at its demand."""
 
 
 class Sla(Frozen):
