@@ -20,7 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import pddplan  # noqa: E402
 
-SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
+SCENARIOS = (
+    "small-llama-8b",
+    "one-class-llama-70b",
+    "domestic-910c-h20",
+    "pdd-paper-fleets",
+    "pdd-h100-h200",
+)
 
 
 def row(name: str, objective: str | None) -> str:

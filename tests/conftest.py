@@ -24,6 +24,7 @@ SLOW_BY_DURATION = {
     "tests/test_colocation.py::test_the_planner_hosts_relay_decode_where_it_is_cheaper",
     "tests/test_colocation.py::test_the_simulator_hosts_relay_decode_on_the_prefill_passes",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[budget]",
+    "tests/test_golden.py::test_compare_markdown_is_unchanged[one-class-llama-70b]",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[demand]",
     "tests/test_compare.py::test_sections_rank_by_their_own_measure",
     "tests/test_enumerate.py::test_max_bcr_matches_brute_force[100-0.01]",
