@@ -182,3 +182,31 @@ def test_rank_company_bins_long_tails_no_lighter():
     assert rank.probs.sum() == pytest.approx(1.0)
     p = 1 / (1 + 0.98 * (1 / 2) / (1 - 0.98))  # lambda m: M/D/1 mean wait 0.5 / (1 - u)
     assert float(rank.probs @ rank.delays[:, 0]) >= (1 - p) / p * 0.999
+
+
+def test_md_wait_with_a_flat_step_is_erlang_c():
+    """Every batch at the same step: the chain's departure rate is n mu, Erlang C's; two
+    instances of 4 slots at u = 0.75 are C(8, 6) (0.3570 by the recursion B_n = a B_(n-1) /
+    (n + a B_(n-1)))."""
+    from pddplan.model.queueing import md_wait_probability
+
+    flat = (np.array([1.0, 4.0]), np.array([0.03, 0.03]))
+    got = md_wait_probability(4, 2, flat, np.array([0.75]))[0]
+    blocking = 1.0
+    for n in range(1, 9):
+        blocking = 6 * blocking / (n + 6 * blocking)
+    expected = blocking / (1 - 0.75 * (1 - blocking))
+    assert got == pytest.approx(expected) and got == pytest.approx(erlang_c(8, 6.0))
+    assert expected == pytest.approx(0.3570, abs=1e-4)
+
+
+def test_md_wait_is_shorter_where_part_full_batches_step_faster():
+    """One instance of 2 slots at u = 0.5, one sequence stepping twice as fast as two:
+    mu(n) = (n / 2) (step(2) / step(n)) lambda / 0.5, so mu(1) = mu(2) = 2 lambda (Erlang:
+    mu(1) = lambda); pi = 1, 0.5, 0.25, then geometric at 0.5 (0.25 + 0.125 + ... = 0.5
+    queued or full): P(wait) = 0.5 / (1 + 0.5 + 0.5) = 0.25, against Erlang C's 1/3."""
+    from pddplan.model.queueing import md_wait_probability
+
+    steps = (np.array([1.0, 2.0]), np.array([0.01, 0.02]))
+    assert md_wait_probability(2, 1, steps, np.array([0.5]))[0] == pytest.approx(0.25)
+    assert erlang_c(2, 1.0) == pytest.approx(1 / 3)  # slower without the speed-up

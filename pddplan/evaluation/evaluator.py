@@ -294,7 +294,9 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 md_share[i] / max(dc_share_md[pool.datacenter], 1e-300),
                 pool.datacenter,
                 md_admission(
-                    slots=pool.instances * batch,
+                    batch=batch,
+                    instances=pool.instances,
+                    steps=m.md_steps[i],
                     utilization=m_util[i],
                     mean_service_s=mean_hold,
                     service_cv2=cv2,

@@ -122,6 +122,11 @@ class FleetModel:
             i: problem.decode_point(pool.chip, pool.gpus_per_instance, gb or 0.0)
             for i, (pool, _) in enumerate(self.roles["main_decode"])
         }
+        self.md_steps = [
+            problem.decode_steps(pool.chip, pool.gpus_per_instance)
+            for pool, _ in self.roles["main_decode"]
+        ]
+        """Per MD pool: its step at every batch up to its largest (its admission queue)."""
         self.md_dcs = sorted({p.datacenter for p, _ in self.roles["main_decode"]})
         self.tiers = self._tiers() if self.tiered else {}
         """A tiered cache's capacity per MD datacenter (``pddplan.model.md_cache``)."""

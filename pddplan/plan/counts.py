@@ -22,9 +22,9 @@ from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.queueing import (
+    ADMISSION_GRID,
     LoadedPrefill,
     RankCompany,
-    erlang_c_many,
     loaded_prefill_latency,
     prefill_wait_tail,
     rank_company,
@@ -452,18 +452,29 @@ class Requirements:
         cap = np.repeat([sp.rho, 0.01], rows)[:, None]
         n = _smallest(lambda n: load / n <= cap, load / cap)
         need = np.maximum(n[:rows], n[rows:])
-        # the requests that go straight to MD wait for a decode slot with Erlang C's
-        # probability (``n x batch`` slots, ``busy x batch`` of them held): within MD's
-        # share of the tightest tail budget
+        # the requests that go straight to MD wait for a decode slot (``md_admission``):
+        # the share that waits at all stays within MD's share of the tightest tail budget
         direct = 1.0 - relay @ sp.w / float(sp.w.sum())  # per cut
         allowed = MD_ADMISSION_SHARE * min(b for _, b in TAIL_BUDGETS)
         offered = busy * batch
 
         def admits(n: np.ndarray) -> np.ndarray:
-            return erlang_c_many(n * batch, offered) * direct <= allowed * (1 + 1e-9)
+            ok = np.ones(n.shape, dtype=bool)
+            for v in np.unique(n):
+                at = n == v
+                # pooled over the largest power of two <= v instances (fewer pooled wait
+                # more), at the tabulated utilization at or above the load
+                pooled = 1 << (int(v).bit_length() - 1)
+                waits = sp.md_wait_table(o, batch, pooled)
+                util = busy[at] / v
+                i = np.minimum(np.searchsorted(ADMISSION_GRID, util), len(ADMISSION_GRID) - 1)
+                p_wait = np.where(util >= ADMISSION_GRID[-1], 1.0, waits[i])
+                ok[at] = p_wait * np.broadcast_to(direct, busy.shape)[at] <= allowed * (1 + 1e-9)
+            return ok
 
-        # Erlang C falls below any level within ~7 standard deviations of the load's
-        # slots (Halfin-Whitt: C ~ e^(-beta^2 / 2) at beta standard deviations)
+        # Erlang C (a slower chain: every part-full batch at the full batch's step) falls
+        # below any level within ~8 standard deviations of the load's slots (Halfin-Whitt:
+        # C ~ e^(-beta^2 / 2) at beta standard deviations): the bisection's top
         most = np.ceil((offered + 8 * np.sqrt(offered) + 8) / batch)
         need = _bisect_smallest(admits, np.maximum(need, 1), np.maximum(most, need))
         need = _round_up(np.maximum(need, self._n_cache(o, st)), o)

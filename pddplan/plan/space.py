@@ -36,7 +36,7 @@ from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import CacheChoice, tier_reads
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import PassOrder
+from pddplan.model.queueing import ADMISSION_GRID, PassOrder, md_wait_probability
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 
@@ -271,6 +271,7 @@ class Space:
         self.bands: list[Band] = pace_bands(self.fastest_rld_step_s, slowest) if rld else []
         """Relay decode's pace bands (``NO_RLD`` aside)."""
         self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
+        self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
 
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
@@ -448,6 +449,17 @@ class Space:
         if o.host is not None:
             return self.host_point(o).steps(1.0)
         return self.problem.decode_steps(o.chip, o.gpus)
+
+    def md_wait_table(self, o: PoolOption, batch: int, instances: int) -> np.ndarray:
+        """The share of MD's arrivals that wait for a slot on ``instances`` instances of
+        ``o`` at ``batch``, at each utilization of ``ADMISSION_GRID`` (``md_wait_probability``);
+        kept for every rate the search tries."""
+        key = (o.chip, o.gpus, batch, instances)
+        if key not in self._md_waits:
+            self._md_waits[key] = md_wait_probability(
+                batch, instances, self.problem.decode_steps(o.chip, o.gpus), ADMISSION_GRID
+            )
+        return self._md_waits[key]
 
     def md_point(self, o: PoolOption, st: State) -> tuple[int, float]:
         """Main decode's (batch, step seconds) on ``o`` with the HBM ``st``'s cache choice
