@@ -24,15 +24,17 @@ SLOW_BY_DURATION = {
     "tests/test_colocation.py::test_the_planner_hosts_relay_decode_where_it_is_cheaper",
     "tests/test_colocation.py::test_the_simulator_hosts_relay_decode_on_the_prefill_passes",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[budget]",
-    "tests/test_golden.py::test_compare_markdown_is_unchanged[one-class-llama-70b]",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[demand]",
     "tests/test_compare.py::test_sections_rank_by_their_own_measure",
     "tests/test_enumerate.py::test_max_bcr_matches_brute_force[100-0.01]",
     "tests/test_enumerate.py::test_max_bcr_matches_brute_force[100-0.1]",
+    "tests/test_enumerate.py::test_max_capacity_matches_brute_force[200]",
     "tests/test_enumerate.py::test_max_capacity_matches_brute_force[202]",
     "tests/test_enumerate.py::test_min_cost_matches_brute_force[11]",
     "tests/test_enumerate.py::test_min_cost_matches_brute_force[17]",
+    "tests/test_enumerate.py::test_min_cost_matches_brute_force[1]",
     "tests/test_enumerate.py::test_min_cost_matches_brute_force[6]",
+    "tests/test_golden.py::test_compare_markdown_is_unchanged[one-class-llama-70b]",
     "tests/test_golden.py::test_solve_json_is_unchanged[pdd-paper-fleets]",
     "tests/test_golden.py::test_solve_max_bcr_json_is_unchanged",
     "tests/test_overlap.py::test_the_planner_chooses_context_parallelism_where_the_tail_needs_it",
@@ -42,6 +44,9 @@ SLOW_BY_DURATION = {
     "tests/test_solve.py::test_a_timed_out_rate_is_not_taken_as_infeasible",
     "tests/test_solve.py::test_cost_floor_never_exceeds_the_minimum_cost[path0]",
     "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-paper-fleets]",
+    "tests/test_solve.py::test_infeasible_scenario_is_explained",
+    "tests/test_solve.py::test_solve_infeasible_exits_1_with_the_relaxation",
+    "tests/test_solve.py::test_stopped_search_returns_the_best_plan_with_its_gap",
     "tests/test_solve.py::test_the_relaxation_bounds_the_minimum_cost[path0]",
     "tests/test_solve.py::test_time_limit_stops_the_search",
 }
@@ -50,9 +55,13 @@ this 2-core machine): marked ``slow`` here, so that the default run stays near 9
 them with the other slow ones."""
 
 
+SLOW_RENDER = "tests/test_render.py::test_reports_fit_and_match_their_golden_text["
+"""Every render golden: they share one module fixture that builds every report (~20 s)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.nodeid in SLOW_BY_DURATION:
+        if item.nodeid in SLOW_BY_DURATION or item.nodeid.startswith(SLOW_RENDER):
             item.add_marker(pytest.mark.slow)
 
 
