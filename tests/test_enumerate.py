@@ -135,9 +135,12 @@ def test_min_cost_matches_brute_force(seed, hardware, models):
         assert milp.status == brute.status == "infeasible"
         return
     assert milp.status == "optimal"
-    assert milp.evaluation.cost_per_hour_usd == pytest.approx(
-        brute.evaluation.cost_per_hour_usd, rel=1e-9
-    )
+    # brute force scores candidates with the evaluator's exact tails; the MILP's rows split
+    # each TTFT budget between prefill and MD's admission (MD_ADMISSION_SHARE, a union
+    # bound) and read MD's wait from a conservative table, so its plan may cost more,
+    # never less (seed 15: $47.43 against $37.03 per hour at the commit that split it)
+    milp_cost, brute_cost = milp.evaluation.cost_per_hour_usd, brute.evaluation.cost_per_hour_usd
+    assert milp_cost >= brute_cost * (1 - 1e-9), (milp_cost, brute_cost)
     # the MILP's plan is within the SLA by the evaluator, at the demand
     assert milp.evaluation.sla_capacity_rps >= s.workload.arrival_rps * (1 - 1e-6)
 
