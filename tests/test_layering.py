@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "units": set(),
+    "atomic": set(),
     "spec": {"errors", "units"},
     "workload": {"spec", "errors", "units"},
     "model": {"workload", "spec", "errors", "units"},
@@ -20,8 +21,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "plan": {"evaluation", "model", "workload", "spec", "errors", "units"},
     "simulation": {"plan", "evaluation", "model", "workload", "spec", "errors", "units"},
     "calibration": {"model", "spec", "errors", "units"},
-    "io": {"calibration", "model", "workload", "spec", "errors", "units", "catalogs"},
+    "io": {"calibration", "model", "workload", "spec", "errors", "units", "catalogs", "atomic"},
     "report": {
+        "atomic",
         "calibration",
         "simulation",
         "plan",
@@ -45,6 +47,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "__init__": {
         "api",
+        "atomic",
         "calibration",
         "io",
         "simulation",
@@ -55,7 +58,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "spec",
         "errors",
     },
-    "cli": {"__init__", "report"},
+    "cli": {"__init__", "report", "atomic"},
     "__main__": {"cli"},
     "catalogs": set(),
 }

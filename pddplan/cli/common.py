@@ -16,6 +16,7 @@ from rich.markup import escape
 from typer.core import TyperCommand
 
 import pddplan
+from pddplan.atomic import atomic_write_text
 
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
@@ -187,9 +188,10 @@ def print_json(data: Any) -> None:
 
 
 def write_file(path: Path, text: str, option: str = "--out") -> None:
-    """Write an output file; a path that cannot be written is a user error."""
+    """Write an output file atomically (``pddplan.atomic``); a path that cannot be written
+    is a user error, and the old file stays as it was."""
     try:
-        path.write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)
     except OSError as e:
         raise pddplan.InputError(f"{option}: cannot write {path}: {e.strerror}") from None
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from pddplan.atomic import atomic_write_text
 from pddplan.errors import ArgumentError, InputError
 from pddplan.io.catalogs import _load_models, load_models
 from pddplan.io.located import read_yaml
@@ -137,14 +138,14 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
     the entry is appended under its ``models:`` mapping, and the result must load, or the
     file is left untouched."""
     new = yaml.safe_load(entry_yaml)["models"]
+    if not catalog.exists():
+        _write(catalog, entry_yaml)
+        return
     try:
-        if not catalog.exists():
-            catalog.write_text(entry_yaml, encoding="utf-8")
-            return
         old_text = catalog.read_text(encoding="utf-8")
     except OSError as e:
         raise ArgumentError(
-            "catalog", f"{{argument}}: cannot write {catalog}: {e.strerror}"
+            "catalog", f"{{argument}}: cannot read {catalog}: {e.strerror}"
         ) from None
     data, _ = read_yaml(catalog)
     if not isinstance(data, dict) or set(data) != {"models"}:
@@ -155,10 +156,20 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
             "model_id", f"{catalog}: models.{clash[0]} already exists; choose another {{argument}}"
         )
     body = entry_yaml.split("\n", 1)[1]  # drop the "models:" line, keep the indented entry
-    catalog.write_text(old_text.rstrip("\n") + "\n" + body, encoding="utf-8")
+    _write(catalog, old_text.rstrip("\n") + "\n" + body)
     try:
         _load_models.cache_clear()
         load_models(catalog)
     except InputError:
-        catalog.write_text(old_text, encoding="utf-8")
+        _write(catalog, old_text)
         raise
+
+
+def _write(catalog: Path, text: str) -> None:
+    """Replace the catalog's text atomically: a failed write leaves the old file whole."""
+    try:
+        atomic_write_text(catalog, text)
+    except OSError as e:
+        raise ArgumentError(
+            "catalog", f"{{argument}}: cannot write {catalog}: {e.strerror}"
+        ) from None

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pddplan.atomic import atomic_file
+
 if TYPE_CHECKING:
     from pddplan.workload.trace import TraceFit
 
@@ -53,5 +55,6 @@ def plot_trace(fit: TraceFit, path: Path) -> None:
     )
     series.legend()
     fig.suptitle(Path(fit.path).name)
-    fig.savefig(path, dpi=110)
+    with atomic_file(path) as f:  # the temporary name has no extension: say the format
+        fig.savefig(f, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=110)
     plt.close(fig)
