@@ -9,6 +9,10 @@ library and the reports are imported inside each command, so ``--help`` is quick
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+
 import typer
 from rich.markup import escape
 
@@ -16,6 +20,9 @@ from pddplan.cli import calibrate, compare, plan, simulate
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err
 from pddplan.cli.workload import workload_app
+
+STDOUT_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""Errors of a write to a full medium: the output could not be written, one line, exit 2."""
 
 app = typer.Typer(
     name="pddplan",
@@ -42,10 +49,26 @@ app.add_typer(workload_app, name="workload")
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point: ``app`` with typer's usage errors (unknown option, value out
-    of range, missing argument) printed as one ``Error:`` line, exit code 2."""
+    of range, missing argument) printed as one ``Error:`` line, exit code 2; a reader that
+    closes the pipe (``| head``) ends it quietly (exit 1, as click), a full stdout is one
+    line and exit 2."""
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="pddplan", standalone_mode=False)
+        sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers below
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, exit 1 as click does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        raise SystemExit(1) from None
+    except OSError as e:
+        if e.errno not in STDOUT_FULL:
+            raise  # not the output's medium: a bug, keep the traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        err.print(
+            f"[bold red]Error:[/bold red] cannot write the output: {escape(e.strerror or '')}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise SystemExit(2) from None
     except Exception as e:
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise  # not a click usage error: a bug, keep the traceback
