@@ -118,6 +118,12 @@ def test_duplicate_keys_are_errors(tmp_path):
             "value: lots",
             "workload.input_tokens.value: input should be a valid number",
         ),
+        (
+            "arrival_rps: 1",
+            "arrival_rps: .inf",
+            "workload.arrival_rps: input should be a finite number, got inf",
+        ),
+        ("rtt_ms: 10", "rtt_ms: .nan", "links[0].rtt_ms: input should be a finite number"),
         ("rtt_ms: 10", "rtt_ms: 10\n    rtt: 3", "unknown key 'rtt'; did you mean 'rtt_ms'?"),
         (
             "roles: [main_decode]",

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict
 class Frozen(BaseModel):
     """A validated, immutable value. Unknown keys are errors, so typos cannot pass silently."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False
+    )
     # Field docstrings are read when a schema is asked for (``with_field_docs``), not at
     # class creation: pydantic's use_attribute_docstrings parses every class's source on
     # import, a sixth of the command line's start-up.
