@@ -124,6 +124,16 @@ def test_duplicate_keys_are_errors(tmp_path):
             "workload.arrival_rps: input should be a finite number, got inf",
         ),
         ("rtt_ms: 10", "rtt_ms: .nan", "links[0].rtt_ms: input should be a finite number"),
+        (
+            "arrival_rps: 1",
+            "arrival_rps: true",
+            "workload.arrival_rps: expected a number or a name, not the boolean true",
+        ),
+        (
+            "usd_per_month: 100",
+            "usd_per_month: " + "1" * 41,
+            "usd_per_month: integer out of range",
+        ),
         ("rtt_ms: 10", "rtt_ms: 10\n    rtt: 3", "unknown key 'rtt'; did you mean 'rtt_ms'?"),
         (
             "roles: [main_decode]",

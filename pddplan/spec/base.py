@@ -7,9 +7,13 @@ import ast
 import inspect
 import itertools
 import textwrap
+import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+INT64_MAX = 2**63 - 1
+"""The largest integer an input may hold: what numpy's int64 and the solvers take."""
 
 
 class Frozen(BaseModel):
@@ -21,6 +25,29 @@ class Frozen(BaseModel):
     # Field docstrings are read when a schema is asked for (``with_field_docs``), not at
     # class creation: pydantic's use_attribute_docstrings parses every class's source on
     # import, a sixth of the command line's start-up.
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_coerced_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML's ``true``/``yes`` would pass as 1 in a number field, and a 41-digit
+        integer would reach numpy as an object: both are refused here."""
+        if isinstance(value, bool):
+            if info.field_name is not None and not _takes_bool(
+                cls.model_fields[info.field_name].annotation
+            ):
+                raise ValueError(
+                    f"expected a number or a name, not the boolean {str(value).lower()}"
+                )
+        elif isinstance(value, int) and abs(value) > INT64_MAX:
+            raise ValueError(f"integer out of range (at most {INT64_MAX:.3g} in magnitude)")
+        return value
+
+
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits a boolean anywhere (``bool``, ``bool | None``, ...)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_takes_bool(a) for a in typing.get_args(annotation) if not isinstance(a, str))
 
 
 def field_docs(cls: type) -> dict[str, str]:
