@@ -69,8 +69,7 @@ def _fsync_folder(folder: Path) -> None:
     except OSError:  # a folder that cannot be opened (some platforms): the rename stands
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # a file system without folder fsync
+            os.fsync(fd)
     finally:
         os.close(fd)

@@ -57,12 +57,12 @@ def main(argv: list[str] | None = None) -> None:
         code = command.main(args=argv, prog_name="pddplan", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers below
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, exit 1 as click does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        _drop_stdout()
         raise SystemExit(1) from None
     except OSError as e:
         if e.errno not in STDOUT_FULL:
             raise  # not the output's medium: a bug, keep the traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         err.print(
             f"[bold red]Error:[/bold red] cannot write the output: {escape(e.strerror or '')}",
             highlight=False,
@@ -86,3 +86,9 @@ def main(argv: list[str] | None = None) -> None:
             err.print(f"see '{ctx.command_path} --help'", style="dim", highlight=False)
         raise SystemExit(e.exit_code) from None
     raise SystemExit(code or 0)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of what is
+    still buffered does not fail a second time at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

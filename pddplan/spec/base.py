@@ -45,7 +45,7 @@ class Frozen(BaseModel):
 
 def _takes_bool(annotation: Any) -> bool:
     """Whether a field's type admits a boolean anywhere (``bool``, ``bool | None``, ...)."""
-    if annotation is bool or annotation is Any:
+    if annotation is bool or annotation is Any or isinstance(annotation, bool):  # Literal[True]
         return True
     return any(_takes_bool(a) for a in typing.get_args(annotation) if not isinstance(a, str))
 
