@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "OBJECTIVES": "pddplan.api",
     "SOLVERS": "pddplan.api",
     "METHODS": "pddplan.api",
+    "set_input_limit": "pddplan.io.located",
     # types
     "Problem": "pddplan.model.problem",
     "Catalogs": "pddplan.io.catalogs",
@@ -96,6 +97,7 @@ __all__ = [
     "price_fleet",
     "price_sweep",
     "scenario_schema",
+    "set_input_limit",
     "simulate",
     "solve",
     "verify",
@@ -142,6 +144,7 @@ if TYPE_CHECKING:
     from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs
+    from pddplan.io.located import set_input_limit
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem

@@ -39,6 +39,14 @@ def test_every_command_is_documented_and_has_help(name, callback):
     assert callback.__doc__ and "Example:" in callback.__doc__, f"{name} needs help with an example"
 
 
+def test_the_options_before_the_command_are_documented():
+    text = (ROOT / "docs" / "cli.md").read_text()
+    root = typer.main.get_command(app)
+    names = [o for p in root.params for o in p.opts if "completion" not in o and o != "--help"]
+    assert names == ["--max-input-mb"]
+    assert all(f"pddplan {name} " in text for name in names)
+
+
 def _slug(heading: str) -> str:
     """A heading's anchor as GitHub renders it: lower case, punctuation dropped but for
     hyphens and underscores, spaces as hyphens."""

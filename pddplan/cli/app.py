@@ -12,10 +12,12 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
+import pddplan
 from pddplan.cli import calibrate, compare, plan, simulate
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err
@@ -31,6 +33,26 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _options(
+    max_input_mb: Annotated[
+        float | None,
+        typer.Option(
+            "--max-input-mb",
+            envvar="PDDPLAN_MAX_INPUT_MB",
+            min=0.001,
+            help="Largest scenario, fleet, plan, catalog or HF config read, in MB "
+            "(default 4; traces are read by line and exempt).",
+        ),
+    ] = None,
+) -> None:
+    """Capacity planning for cross-datacenter PDD (Prefill - RelayDecode - MainDecode) LLM
+    serving."""
+    pddplan.set_input_limit(max_input_mb)  # None: the default (4 MB)
+
+
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 for name, command in {

@@ -4,6 +4,7 @@ to a catalog file without losing the file's text."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +13,68 @@ import yaml
 from pddplan.atomic import atomic_write_text
 from pddplan.errors import ArgumentError, InputError
 from pddplan.io.catalogs import _load_models, load_models
-from pddplan.io.located import read_yaml
+from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.params import param_breakdown
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.source import SourceMap
+from pddplan.spec.source import SourceMap, quote
 
 _HF_ALIASES = {"num_experts": "n_routed_experts", "n_group_experts": "n_routed_experts"}
 """Hugging Face key spellings that mean one of our fields (Qwen-MoE says ``num_experts``)."""
+
+
+_SHAPES = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
+"""The shapes every entry needs (the KV and weight sizes are computed from them); the other
+required fields have defaults derived from these."""
+
+
+def read_hf_config(path: Path) -> tuple[dict[str, Any], SourceMap]:
+    """A Hugging Face ``config.json`` as a dict, with the line of each key (the first line
+    that spells it), or one located ``InputError``: a directory (with its ``config.json``
+    named when it has one), a file past the input limit, bytes that are not UTF-8, malformed
+    JSON, the non-standard ``NaN``/``Infinity`` literals, nesting too deep to read, or JSON
+    that is not an object."""
+    if path.is_dir():
+        inside = path / "config.json"
+        hint = f"; give {inside}" if inside.is_file() else " (expected a config.json)"
+        raise InputError(f"{path}: is a directory{hint}")
+    text = read_text(path, what="Hugging Face config.json")
+
+    def refuse(literal: str) -> None:
+        raise _NonFinite(literal)
+
+    try:
+        config = json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from None
+    except _NonFinite as e:
+        line = next((n for n, t in enumerate(text.splitlines(), 1) if e.literal in t), 1)
+        raise InputError(
+            f"{path}:{line}: {e.literal} is not a JSON number (every figure must be finite)"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a config.json") from None
+    if not isinstance(config, dict):
+        raise InputError(
+            f"{path}:1: expected a JSON object (a config.json), got a {type(config).__name__}"
+        )
+    lines: dict[tuple[str | int, ...], int] = {}
+    for n, row in enumerate(text.splitlines(), 1):
+        for key in _JSON_KEY.findall(row):
+            lines.setdefault((key,), n)
+    for alias, name in _HF_ALIASES.items():
+        if (alias,) in lines:
+            lines.setdefault((name,), lines[(alias,)])
+    return config, SourceMap(path, lines)
+
+
+class _NonFinite(ValueError):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+_JSON_KEY = re.compile(r'"([A-Za-z_]\w*)"\s*:')
 
 
 def hf_config_to_entry(
@@ -29,22 +84,33 @@ def hf_config_to_entry(
     source: str,
     total_params_b: float | None = None,
     active_params_b: float | None = None,
+    where: SourceMap | None = None,
 ) -> dict[str, Any]:
     """A catalog entry (plain dict, no ``id``) from a Hugging Face ``config.json`` dict.
 
     Keys the schema knows are copied (with Qwen-style aliases mapped); the attention kind is
     inferred (``compress_ratios`` -> compressed, ``kv_lora_rank`` -> MLA, fewer KV heads ->
-    GQA). Parameter counts, when not given, are computed from the shapes and marked so.
+    GQA). Parameter counts, when not given, are computed from the shapes and marked so. A
+    field of the wrong type or a missing shape is one ``InputError`` located in ``where``
+    (the config's file and lines) before anything is computed from it.
     """
-    cfg = dict(config.get("text_config") or config)
+    where = where or SourceMap(Path("config.json"))
+    text_config = config.get("text_config")
+    cfg = dict(text_config if isinstance(text_config, dict) and text_config else config)
     for alias, name in _HF_ALIASES.items():
         if alias in cfg and name not in cfg:
             cfg[name] = cfg[alias]
-    heads = cfg.get("num_attention_heads")
-    if "compress_ratios" in cfg:
+    missing = [k for k in _SHAPES if cfg.get(k) is None]
+    if missing:
+        raise InputError(
+            f"{where.path}: the config lacks {', '.join(missing)}, which the KV and weight "
+            "sizes are computed from (is this the model's config.json?)"
+        )
+    _check_shapes(cfg, where)
+    heads = cfg["num_attention_heads"]
+    if isinstance(cfg.get("compress_ratios"), list):
         attention = "compressed"
-        layers = cfg.get("num_hidden_layers", 0)
-        cfg["compress_ratios"] = list(cfg["compress_ratios"])[:layers]  # drop MTP entries
+        cfg["compress_ratios"] = cfg["compress_ratios"][: cfg["num_hidden_layers"]]  # no MTP
     elif cfg.get("kv_lora_rank"):
         attention = "mla"
     elif cfg.get("num_key_value_heads", heads) != heads:
@@ -52,10 +118,11 @@ def hf_config_to_entry(
     else:
         attention = "mha"
     cfg.setdefault("num_key_value_heads", heads)
-    if heads and cfg.get("hidden_size") and not cfg.get("head_dim"):
+    if not cfg.get("head_dim"):
         cfg["head_dim"] = cfg["hidden_size"] // heads
     quant = cfg.get("quantization_config") or config.get("quantization_config") or {}
-    weight_dtype = "fp8" if "fp8" in str(quant.get("quant_method", "")).lower() else "bf16"
+    method = quant.get("quant_method", "") if isinstance(quant, dict) else ""
+    weight_dtype = "fp8" if "fp8" in str(method).lower() else "bf16"
     known = set(ModelSpec.model_fields) - {
         "id",
         "hf_id",
@@ -67,7 +134,7 @@ def hf_config_to_entry(
         "active_params_b",
     }
     entry: dict[str, Any] = {
-        "hf_id": str(cfg.get("_name_or_path") or model_id),
+        "hf_id": quote(str(cfg.get("_name_or_path") or model_id), 200, quotes=False),
         "source": source,
         "attention": attention,
     }
@@ -78,10 +145,17 @@ def hf_config_to_entry(
     if "n_shared_experts" in entry and entry["n_shared_experts"] is None:
         entry["n_shared_experts"] = 0
     entry.update(weight_dtype=weight_dtype, kv_dtype="bf16")  # BF16 KV: the safe default
+    probe = validate(
+        ModelSpec,
+        {
+            "id": model_id,
+            "total_params_b": total_params_b or 1.0,
+            "active_params_b": active_params_b or (total_params_b or 1.0),
+            **entry,
+        },
+        where,
+    )  # every copied field checked (and located) before it is computed with
     if total_params_b is None or active_params_b is None:
-        probe = ModelSpec(
-            id=model_id, total_params_b=1.0, active_params_b=1.0, **_without_notes(entry)
-        )
         p = param_breakdown(probe)
         shapes = p.attention + p.dense_mlp + p.routed_experts + p.embeddings
         computed = " and ".join(
@@ -101,8 +175,17 @@ def hf_config_to_entry(
     return entry
 
 
-def _without_notes(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k != "notes"}
+def _check_shapes(cfg: dict[str, Any], where: SourceMap) -> None:
+    """The shapes the conversion computes with are positive integers (JSON strings such as
+    ``"4096"`` or booleans are refused, as the schema would, but before the arithmetic)."""
+    for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "head_dim"):
+        value = cfg.get(key)
+        if key == "head_dim" and not value:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(
+                where.problem((key,), f"expected a positive integer, got {quote(value)}")
+            )
 
 
 def import_hf_config(
@@ -113,22 +196,16 @@ def import_hf_config(
     active_params_b: float | None = None,
 ) -> str:
     """A models.yaml entry (YAML text) from a Hugging Face ``config.json``."""
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from None
-    if not isinstance(config, dict):
-        raise InputError(f"{path}:1: expected a JSON object (a config.json)")
+    config, where = read_hf_config(path)
     entry = hf_config_to_entry(
         config,
         model_id,
         source=f"imported from {path.name}",
         total_params_b=total_params_b,
         active_params_b=active_params_b,
+        where=where,
     )
-    validate(ModelSpec, {"id": model_id, **entry}, SourceMap(path))
+    validate(ModelSpec, {"id": model_id, **entry}, where)
     return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)
 
 

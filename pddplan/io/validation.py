@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from pddplan.errors import InputError
-from pddplan.spec.source import Loc, SourceMap
+from pddplan.spec.source import Loc, SourceMap, quote
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -33,7 +33,7 @@ def _messages(
         kind, msg = item["type"], item["msg"]
         if kind == "extra_forbidden":
             allowed = _allowed_keys(cls, loc[len(prefix) : -1])
-            msg = f"unknown key '{loc[-1]}'"
+            msg = f"unknown key {quote(str(loc[-1]))}"
             import difflib
 
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
@@ -46,7 +46,7 @@ def _messages(
         elif kind in ("value_error", "assertion_error"):
             msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
-            msg = f"{msg[0].lower()}{msg[1:]}, got {item['input']!r}"
+            msg = f"{msg[0].lower()}{msg[1:]}, got {quote(item['input'])}"
         out.append(source.problem(loc, msg))
     return out
 

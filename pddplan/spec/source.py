@@ -4,6 +4,7 @@ made anywhere (the loader, the performance model, the planner) reports the probl
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,4 +42,24 @@ class SourceMap:
 
     def problem(self, loc: Loc, message: str) -> str:
         """One located line: ``FILE:LINE: KEY.PATH: message``."""
-        return f"{self.where(loc)}: {fmt_loc(loc)}: {message}"
+        return f"{self.where(loc)}: {quote(fmt_loc(loc), 120, quotes=False)}: {message}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxlevel = 3
+
+
+def quote(value: object, limit: int = 80, *, quotes: bool = True) -> str:
+    """``value`` as a message shows it: a string in quotes, anything else as its ``repr``,
+    cut to about ``limit`` characters with the full length said (a bad value may be a
+    megabyte long, and a message is one line). Built with ``reprlib``, so a huge list is
+    never rendered whole to be cut."""
+    if isinstance(value, str):
+        text = value.replace("\n", "\\n")
+        if len(text) > limit:
+            text = f"{text[: limit - 3]}... ({len(value):,} characters)"
+        return f"'{text}'" if quotes else text
+    text = _REPR.repr(value).replace("\n", "\\n")
+    return text if len(text) <= limit + 20 else f"{text[:limit]}..."
