@@ -116,7 +116,7 @@ def test_duplicate_keys_are_errors(tmp_path):
         (
             "value: 1000",
             "value: lots",
-            "workload.input_tokens.value: input should be a valid number",
+            "workload.input_tokens.value: expected a number, got the text 'lots'",
         ),
         (
             "arrival_rps: 1",
@@ -127,12 +127,70 @@ def test_duplicate_keys_are_errors(tmp_path):
         (
             "arrival_rps: 1",
             "arrival_rps: true",
-            "workload.arrival_rps: expected a number or a name, not the boolean true",
+            "workload.arrival_rps: expected a number, not the boolean true",
         ),
         (
             "usd_per_month: 100",
             "usd_per_month: " + "1" * 41,
             "usd_per_month: integer out of range",
+        ),
+        # ceilings where the physics has one (pddplan.spec.limits)
+        (
+            "arrival_rps: 1",
+            "arrival_rps: 1e308",
+            "workload.arrival_rps: input should be less than or equal to 1000000, got 1e+308 "
+            "(a ceiling far above any real deployment",
+        ),
+        (
+            "value: 1000",
+            "value: 1e300",
+            "input_tokens.value: input should be less than or equal to 10000000",
+        ),
+        (
+            "rtt_ms: 10",
+            "rtt_ms: 5000",
+            "links[0].rtt_ms: input should be less than or equal to 1000",
+        ),
+        (
+            "gbps: 10,",
+            "gbps: 1e9,",
+            "tiers[0].gbps: input should be less than or equal to 1000000,",
+        ),
+        (
+            "usd_per_month: 100",
+            "usd_per_month: 1e12",
+            "usd_per_month: input should be less than or equal to 1000000000,",
+        ),
+        (
+            "roles: [main_decode]}",
+            "roles: [main_decode], max_gpus: 2000000}",
+            "datacenters.b.max_gpus: input should be less than or equal to 1000000,",
+        ),
+        # strict types where YAML or pydantic would coerce
+        (
+            "roles: [main_decode]}",
+            "roles: [main_decode], max_gpus: yes}",
+            "max_gpus: expected an integer, not the boolean true",
+        ),
+        (
+            "roles: [main_decode]}",
+            "roles: [main_decode], max_gpus: 8.0}",
+            "max_gpus: expected an integer, got 8.0",
+        ),
+        (
+            "roles: [main_decode]}",
+            "roles: [main_decode], max_gpus: '8'}",
+            "max_gpus: expected an integer, got '8'",
+        ),
+        (
+            "arrival_rps: 1",
+            "arrival_rps: '1'",
+            "workload.arrival_rps: expected a number, got the text '1'",
+        ),
+        (
+            "roles: [main_decode]}",
+            "roles: [main_decode], inventory: {l40s: 2.5}}",
+            "datacenters.b.inventory: l40s: expected an integer, got 2.5",
         ),
         ("rtt_ms: 10", "rtt_ms: 10\n    rtt: 3", "unknown key 'rtt'; did you mean 'rtt_ms'?"),
         (
@@ -276,3 +334,29 @@ def test_a_trace_with_distributions_is_ambiguous(tmp_path):
         "give a trace, or classes, or distributions, not several" in p
         for p in _problems(tmp_path, text)
     )
+
+
+def test_a_number_with_an_exponent_is_a_number(tmp_path):
+    """YAML 1.1 reads ``1e-4`` (no dot, or an unsigned exponent) as text; users mean a number."""
+    s = _load(
+        tmp_path,
+        GOOD.replace("arrival_rps: 1", "arrival_rps: 2e1").replace("rtt_ms: 10", "rtt_ms: 1.5e1"),
+    )
+    assert s.workload.arrival_rps == 20.0 and s.links[0].rtt_ms == 15.0
+    quoted = _problems(tmp_path, GOOD.replace("arrival_rps: 1", "arrival_rps: '2e1'"))
+    assert any("expected a number, got the text '2e1'" in p for p in quoted), quoted
+
+
+def test_too_many_classes_are_refused_with_the_memory_they_would_take(tmp_path):
+    head = GOOD.split("  input_tokens:")[0]
+    n = 5000
+    rows = "".join(
+        f"    - {{weight: {1 / n!r}, input_tokens: {1000 + i}, output_tokens: 100, p_hit: 0.5}}\n"
+        for i in range(n)
+    )
+    text = head + "  classes:\n" + rows + "sla: {ttft_p90_s: 1, ttft_p99_s: 2, tpot_ms: 50}\n"
+    problems = _problems(tmp_path, text)
+    assert len(problems) == 1, problems
+    # (5001 x 5000 entries x 9 B) / 2^30 = 0.21 GiB
+    assert "workload: 5,000 classes: at most 4,096" in problems[0]
+    assert "0.21 GiB per MD cache option" in problems[0]

@@ -139,7 +139,7 @@ def test_length_fits_are_ranked_by_ks():
         ('{"timestamp": 5, "input_length": 10, "output_length": 1}', "missing field hash_ids"),
         (
             '{"timestamp": 5, "input_length": -3, "output_length": 1, "hash_ids": []}',
-            "input_length must be an integer >= 1, got -3",
+            "input_length must be an integer in [1, 10,000,000], got -3",
         ),
         (
             '{"timestamp": 5, "input_length": 2000, "output_length": 1, "hash_ids": [1]}',
@@ -150,6 +150,15 @@ def test_length_fits_are_ranked_by_ks():
             "before the previous request's 1 ms",
         ),
         ("[1, 2]", "expected a JSON object"),
+        # an absurd timestamp is refused at its own line, not blamed on the next good one
+        (
+            '{"timestamp": 1e308, "input_length": 10, "output_length": 1, "hash_ids": [1]}',
+            "timestamp must be a number of ms in [0, 1e+13], got 1e+308",
+        ),
+        (
+            '{"timestamp": 5, "input_length": 10, "output_length": 10000001, "hash_ids": [1]}',
+            "output_length must be an integer in [0, 10,000,000], got 10000001",
+        ),
     ],
 )
 def test_bad_lines_are_reported_with_line_numbers(tmp_path, line, message):
@@ -159,6 +168,20 @@ def test_bad_lines_are_reported_with_line_numbers(tmp_path, line, message):
     assert any(p.startswith(f"{path}:2: ") and message in p for p in err.value.problems), (
         err.value.problems
     )
+
+
+def test_a_line_past_the_line_limit_ends_the_read_without_holding_it(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        json.dumps(_req(1, 10, [0])).encode() + b"\n" + b"[" + b"1," * 600_000 + b"1]\n"
+    )
+    with pytest.raises(InputError, match=r"t.jsonl:2: line longer than 1 MB"):
+        fit_trace(path)
+
+
+def test_dev_zero_as_a_trace_ends_at_the_line_limit():
+    with pytest.raises(InputError, match=r"/dev/zero:1: line longer than 1 MB"):
+        fit_trace(Path("/dev/zero"))
 
 
 def test_skip_bad_continues_and_counts(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,10 @@ ALLOWED_TAGS = frozenset(
 ``!!binary``, ``!!set``, ``!!timestamp`` written out and custom ``!tags`` are refused; an
 unquoted date is read as its text."""
 
-_TIMESTAMP, _STR = "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:str"
+_TIMESTAMP, _STR, _FLOAT = (f"tag:yaml.org,2002:{t}" for t in ("timestamp", "str", "float"))
+_EXPONENT_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+")
+"""A number with an exponent YAML 1.1 leaves as text (``1e-4``, ``1.5e9``: its floats need a
+dot and a signed exponent)."""
 
 _limit_bytes: int | None = None
 
@@ -216,6 +220,8 @@ def _compose(loader: Any, path: Path) -> yaml.Node | None:
             tag = loader.resolve(kind, value, event.implicit)
             if tag == _TIMESTAMP:  # an unquoted date (a source's "2026-02-30") is its text
                 tag = _STR
+            elif tag == _STR and event.implicit[0] and _EXPONENT_FLOAT.fullmatch(value or ""):
+                tag = _FLOAT  # YAML 1.1 reads 1e-4 as text; YAML 1.2 (and every user) a number
         if tag not in ALLOWED_TAGS:
             shown = tag.replace("tag:yaml.org,2002:", "!!")
             raise InputError(

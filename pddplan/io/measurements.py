@@ -92,6 +92,18 @@ def _read(path: Path, deployment: Deployment | None) -> list[Point]:
     return out
 
 
+def _cell(text: str) -> int | float | str:
+    """A CSV cell as the number it spells (the schema takes no numbers as text), else its
+    text."""
+    text = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _read_csv(path: Path) -> list[Point]:
     """A header row of ``Measurement`` fields (``calibration.<knob>`` for a point's own
     knobs); an empty cell is a field left out."""
@@ -103,14 +115,14 @@ def _read_csv(path: Path) -> list[Point]:
     for i, row in enumerate(reader):
         line = reader.line_num
         item: dict[str, Any] = {}
-        knobs: dict[str, str] = {}
+        knobs: dict[str, int | float | str] = {}
         for key, cell in row.items():
             if key is None or cell is None or not cell.strip():
                 continue
             if key.startswith("calibration."):
-                knobs[key.removeprefix("calibration.")] = cell.strip()
+                knobs[key.removeprefix("calibration.")] = _cell(cell)
             else:
-                item[key.strip()] = cell.strip()
+                item[key.strip()] = _cell(cell)
         if knobs:
             item["calibration"] = knobs
         lines: dict[Loc, int] = {(i,): line}

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from pddplan.errors import InputError
+from pddplan.spec.limits import CEILINGS
 from pddplan.spec.source import Loc, SourceMap, quote
 
 T = TypeVar("T", bound=BaseModel)
@@ -47,6 +48,8 @@ def _messages(
             msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
             msg = f"{msg[0].lower()}{msg[1:]}, got {quote(item['input'])}"
+            if kind == "less_than_equal" and item.get("ctx", {}).get("le") in CEILINGS:
+                msg += " (a ceiling far above any real deployment; docs/scenarios.md#input-limits)"
         out.append(source.problem(loc, msg))
     return out
 

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
+from pddplan.spec.limits import MAX_TOKENS
+
+Tokens = Annotated[float, Field(gt=0, le=MAX_TOKENS)]
 
 SHARE_TOLERANCE = 1e-6
 """Bucket shares must sum to 1 within this tolerance."""
@@ -21,8 +24,8 @@ SHARE_TOLERANCE = 1e-6
 class Bucket(Frozen):
     """A histogram bar: ``share`` of requests lie in [lo, hi) (uniform inside)."""
 
-    lo: Annotated[float, Field(ge=0)]
-    hi: Annotated[float, Field(gt=0)]
+    lo: Annotated[float, Field(ge=0, le=MAX_TOKENS)]
+    hi: Annotated[float, Field(gt=0, le=MAX_TOKENS)]
     share: Annotated[float, Field(ge=0, le=1)]
 
     @model_validator(mode="after")
@@ -77,11 +80,11 @@ class LengthDist(_Distribution):
     """
 
     dist: Literal["fixed", "uniform", "lognormal", "buckets"]
-    value: Annotated[float, Field(gt=0)] | None = None
-    median: Annotated[float, Field(gt=0)] | None = None
+    value: Tokens | None = None
+    median: Tokens | None = None
     sigma: Annotated[float, Field(gt=0)] | None = None
-    min: Annotated[float, Field(gt=0)] | None = None
-    max: Annotated[float, Field(gt=0)] | None = None
+    min: Tokens | None = None
+    max: Tokens | None = None
     buckets: tuple[Bucket, ...] | None = None
 
     @model_validator(mode="after")

@@ -8,9 +8,10 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
+from pddplan.spec.limits import MAX_GPUS, MAX_LINK_GBPS
 from pddplan.spec.scenario import Role, Scenario
 
-PosInt = Annotated[int, Field(ge=1)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
 
 class Pool(Frozen):
@@ -30,6 +31,16 @@ class Pool(Frozen):
     (``pddplan.model.colocation``); no GPUs of its own."""
 
     @model_validator(mode="after")
+    def _within_gpu_limit(self) -> Pool:
+        gpus = self.instances * self.gpus_per_instance
+        if gpus > MAX_GPUS:
+            raise ValueError(
+                f"{self.instances:,} instances x {self.gpus_per_instance} GPUs = {gpus:,} GPUs: "
+                f"at most {MAX_GPUS:,} in a pool"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _prefill_only(self) -> Pool:
         for name in ("context_parallel", "hosts_relay_decode"):
             if getattr(self, name) and self.role != "prefill":
@@ -46,7 +57,7 @@ class LinkChoice(Frozen):
     """The bandwidth bought on one WAN link."""
 
     between: tuple[str, str]
-    gbps: Annotated[float, Field(gt=0)]
+    gbps: Annotated[float, Field(gt=0, le=MAX_LINK_GBPS)]
 
 
 class Routing(Frozen):

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from pddplan import units
 from pddplan.spec.base import Frozen
+from pddplan.spec.limits import MAX_USD
 
 Positive = Annotated[float, Field(gt=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -70,7 +71,7 @@ class ChipSpec(Frozen):
     host_link_gb_s: Positive
     tdp_w: Positive
     purchase_unit_gpus: Annotated[int, Field(ge=1)]
-    price_usd_per_hour: Positive | None
+    price_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_USD)] | None
     price_date: str | None = None
     sources: dict[str, str]
     uncertain: dict[str, str] = Field(default_factory=dict)
@@ -118,7 +119,7 @@ class ChipSpec(Frozen):
 class CacheTier(Frozen):
     """A memory tier behind HBM that a main-decode instance's prefix cache may spill to."""
 
-    usd_per_gb_month: Annotated[float, Field(ge=0)] | None
+    usd_per_gb_month: Annotated[float, Field(ge=0, le=MAX_USD)] | None
     """What a GB of it costs per month (null: unpriced, so the planner may not buy it)."""
     read_efficiency: Fraction | None = None
     """Host DRAM: the share of the chip's ``host_link_gb_s`` a copy to HBM reaches."""

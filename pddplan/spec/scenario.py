@@ -12,11 +12,25 @@ from pydantic import Field, model_validator
 from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
 from pddplan.spec.distributions import HitDist, LengthDist
+from pddplan.spec.limits import (
+    MAX_ARRIVAL_RPS,
+    MAX_CLASSES,
+    MAX_GPUS,
+    MAX_LINK_GBPS,
+    MAX_RTT_MS,
+    MAX_TOKENS,
+    MAX_USD,
+    relay_table_bytes,
+)
 from pddplan.spec.llm import Dtype, KvDtype
 
 Role = Literal["prefill", "relay_decode", "main_decode"]
 ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
 Positive = Annotated[float, Field(gt=0)]
+GpuCount = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+Tokens = Annotated[float, Field(ge=0, le=MAX_TOKENS)]
+Usd = Annotated[float, Field(ge=0, le=MAX_USD)]
+PositiveUsd = Annotated[float, Field(gt=0, le=MAX_USD)]
 Id = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
 
 
@@ -25,11 +39,11 @@ class Datacenter(Frozen):
 
     chips: tuple[str, ...] = Field(min_length=1)
     roles: tuple[Role, ...] = Field(min_length=1)
-    max_gpus: Annotated[int, Field(ge=1)] | None = None
+    max_gpus: GpuCount | None = None
     max_power_kw: Positive | None = None
     pue: Annotated[float, Field(ge=1)] = 1.0
     """Power usage effectiveness: facility power / IT power, for ``max_power_kw``."""
-    inventory: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    inventory: dict[str, GpuCount] = Field(default_factory=dict)
     """GPUs already owned here, by chip id: they cost only their running cost (power and
     hosting; their capex is sunk). More of the chip may be bought or rented at full price."""
     role_chips: dict[Role, tuple[str, ...]] | None = None
@@ -61,9 +75,9 @@ class LinkTier(Frozen):
     """One purchasable bandwidth tier of a WAN link: a monthly price, a price per GB of
     egress, or both."""
 
-    gbps: Positive
-    usd_per_month: Annotated[float, Field(ge=0)] = 0.0
-    usd_per_gb: Annotated[float, Field(ge=0)] = 0.0
+    gbps: Annotated[float, Field(gt=0, le=MAX_LINK_GBPS)]
+    usd_per_month: Usd = 0.0
+    usd_per_gb: Usd = 0.0
     """Egress price per GB (1e9 bytes) carried, billed on the traffic at the demand."""
 
 
@@ -104,7 +118,7 @@ class Link(Frozen):
     """A WAN link between two datacenters (TCP over Ethernet)."""
 
     between: tuple[str, str]
-    rtt_ms: Positive
+    rtt_ms: Annotated[float, Field(gt=0, le=MAX_RTT_MS)]
     tcp_efficiency: Annotated[float, Field(gt=0, le=1)] = 0.9
     """Goodput / line rate for long TCP flows (headers, congestion control)."""
     tcp: Tcp = Tcp()
@@ -139,8 +153,8 @@ class ClassSpec(Frozen):
     """One request class given explicitly (``pddplan workload fit`` writes these)."""
 
     weight: Annotated[float, Field(gt=0, le=1)]
-    input_tokens: Positive
-    output_tokens: Annotated[float, Field(ge=0)]
+    input_tokens: Annotated[float, Field(gt=0, le=MAX_TOKENS)]
+    output_tokens: Tokens
     p_hit: Annotated[float, Field(ge=0, le=1)]
     md_hit: Annotated[float, Field(ge=0, le=1)] | None = None
     """Decode-side hit; defaults to ``p_hit``."""
@@ -150,7 +164,7 @@ class ClassSpec(Frozen):
 class Workload(Frozen):
     """Arrivals, lengths and prefix-cache hit rates; or a trace to fit them from."""
 
-    arrival_rps: Positive | None = None
+    arrival_rps: Annotated[float, Field(gt=0, le=MAX_ARRIVAL_RPS)] | None = None
     input_tokens: LengthDist | None = None
     output_tokens: LengthDist | None = None
     prefix_hit: HitDist | None = None
@@ -181,6 +195,13 @@ class Workload(Frozen):
                 raise ValueError(
                     f"give classes or distributions, not both (found {', '.join(given)})"
                 )
+            if len(self.classes) > MAX_CLASSES:
+                gib = relay_table_bytes(len(self.classes)) / 2**30
+                raise ValueError(
+                    f"{len(self.classes):,} classes: at most {MAX_CLASSES:,} (the planner's "
+                    f"relay tables grow as classes squared: {gib:.2g} GiB per MD cache option "
+                    "here); merge classes of similar length and hit rate"
+                )
             total = sum(c.weight for c in self.classes)
             if abs(total - 1.0) > 1e-6:
                 raise ValueError(f"class weights sum to {total:.6g}; they must sum to 1")
@@ -195,9 +216,9 @@ class GpuPurchase(Frozen):
     """Buying a chip instead of renting it: capex amortized over its life, plus running
     costs (power at the datacenter's PUE, and hosting)."""
 
-    capex_usd_per_gpu: Positive
+    capex_usd_per_gpu: PositiveUsd
     amortization_years: Positive
-    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] | None = None
+    hosting_usd_per_gpu_hour: Usd | None = None
     """Rack space, cooling, operations (default: the scenario's ``hosting_usd_per_gpu_hour``)."""
 
 
@@ -293,14 +314,14 @@ class Sla(Frozen):
 class Search(Frozen):
     """Which instance sizes the planner may choose from."""
 
-    gpus_per_instance: tuple[Annotated[int, Field(ge=1)], ...] | None = None
+    gpus_per_instance: tuple[GpuCount, ...] | None = None
     """Explicit instance sizes; default: powers of two up to ``max_gpus_per_instance``."""
-    max_gpus_per_instance: Annotated[int, Field(ge=1)] = 64
+    max_gpus_per_instance: GpuCount = 64
     max_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
     """Highest planned busy fraction of any pool (assumption: 10% headroom for bursts)."""
     max_link_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.9
     """Highest planned utilization of a WAN link (assumption)."""
-    max_gpus_per_pool: Annotated[int, Field(ge=1)] = 1024
+    max_gpus_per_pool: GpuCount = 1024
     """Most GPUs the planner puts in one pool (also bounded by datacenter limits)."""
     singular_max_output_tokens: tuple[Annotated[int, Field(ge=0)], ...] | None = None
     """Candidate singular cuts (0: no singular path); default: 0 and the two shortest
@@ -382,18 +403,18 @@ class Scenario(Frozen):
     headroom: Annotated[float, Field(ge=0)] = 0.0
     """Demand growth to plan for: plans serve ``arrival_rps x (1 + headroom)`` within the
     SLA and the utilization caps (``docs/milp.md``)."""
-    budget_usd_per_hour: Positive | None = None
-    prices_usd_per_gpu_hour: dict[str, Positive] = Field(default_factory=dict)
+    budget_usd_per_hour: PositiveUsd | None = None
+    prices_usd_per_gpu_hour: dict[str, PositiveUsd] = Field(default_factory=dict)
     """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
     gpu_purchase: dict[str, GpuPurchase] = Field(default_factory=dict)
     """Chips bought rather than rented, by chip id (a chip has one basis)."""
-    electricity_usd_per_kwh: Annotated[float, Field(ge=0)] | None = None
+    electricity_usd_per_kwh: Usd | None = None
     """Power price for bought and owned GPUs (TDP x PUE)."""
-    hosting_usd_per_gpu_hour: Annotated[float, Field(ge=0)] = 0.0
+    hosting_usd_per_gpu_hour: Usd = 0.0
     """Hosting per bought or owned GPU-hour, unless its chip's ``gpu_purchase`` says."""
-    cache_tier_prices_usd_per_gb_month: dict[
-        Literal["dram", "ssd"], Annotated[float, Field(ge=0)]
-    ] = Field(default_factory=dict)
+    cache_tier_prices_usd_per_gb_month: dict[Literal["dram", "ssd"], Usd] = Field(
+        default_factory=dict
+    )
     """The decode-side cache tiers' price per GB-month, overriding the hardware catalog's
     ``cache_tiers`` (e.g. 0 for host DRAM a rented node's price already includes)."""
     md_cache: tuple[MdCacheOption, ...] | None = None

@@ -19,12 +19,15 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import orjson
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.spec.limits import MAX_TOKENS
 from pddplan.spec.scenario import ClassSpec, Workload
+from pddplan.spec.source import quote
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import HIT_EDGES, INPUT_QUANTILES, OUTPUT_QUANTILES, RequestClass
 from pddplan.workload.hit_curve import HitCurve, StackDistances
@@ -33,6 +36,12 @@ DEFAULT_BLOCK_TOKENS = 512
 """Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
 MAX_REPORTED_BAD_LINES = 20
 """Without --skip-bad, this many bad lines are listed before giving up."""
+MAX_LINE_BYTES = 1_000_000
+"""The longest trace line read: a request of ``MAX_TOKENS`` tokens lists 19,532 block ids
+(about 0.2 MB at 10 bytes an id); a longer line ends the read with an error."""
+MAX_TIMESTAMP_MS = 1e13
+"""The latest timestamp accepted, in ms: the year 2286 in Unix time (traces count from
+their start or from the epoch, ~1.7e12 ms in 2026)."""
 TIME_BINS = 60
 """Bins of the hit-rate-over-time series."""
 
@@ -67,7 +76,13 @@ def read_requests(
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(_lines_of(handle), start=1):
+            if len(line) > MAX_LINE_BYTES:
+                raise InputError(
+                    f"{path}:{number}: line longer than {MAX_LINE_BYTES / 1e6:g} MB (a request "
+                    f"of {MAX_TOKENS:,} tokens lists about 0.2 MB of block ids): not a "
+                    "Mooncake trace"
+                )
             row = _parse_fast(line, block_tokens)
             if row is None:
                 if not line.strip():
@@ -87,6 +102,13 @@ def read_requests(
                 return
 
 
+def _lines_of(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each read to at most ``MAX_LINE_BYTES`` + 1 bytes, so that no line
+    (nor ``/dev/zero``) can fill memory: a longer one comes out cut, and is refused."""
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        yield line
+
+
 _NUMBER = (int, float)
 _INTS = {int}
 
@@ -103,9 +125,9 @@ def _parse_fast(line: bytes, block_tokens: int) -> tuple[float, int, int, list[i
         and type(out) is int
         and type(ids) is list
         and type(ts) in _NUMBER
-        and inp >= 1
-        and out >= 0
-        and ts >= 0
+        and 1 <= inp <= MAX_TOKENS
+        and 0 <= out <= MAX_TOKENS
+        and 0 <= ts <= MAX_TIMESTAMP_MS
         and len(ids) * block_tokens >= inp
         and set(map(type, ids)) <= _INTS
     ):
@@ -125,11 +147,11 @@ def _diagnose(line: bytes, block_tokens: int) -> str:
     if missing:
         return f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     ts, inp, out, ids = d["timestamp"], d["input_length"], d["output_length"], d["hash_ids"]
-    if type(ts) not in _NUMBER or ts < 0:
-        return f"timestamp must be a number of ms >= 0, got {ts!r}"
+    if type(ts) not in _NUMBER or not 0 <= ts <= MAX_TIMESTAMP_MS:
+        return f"timestamp must be a number of ms in [0, {MAX_TIMESTAMP_MS:.0e}], got {quote(ts)}"
     for name, value, low in (("input_length", inp, 1), ("output_length", out, 0)):
-        if type(value) is not int or value < low:
-            return f"{name} must be an integer >= {low}, got {value!r}"
+        if type(value) is not int or not low <= value <= MAX_TOKENS:
+            return f"{name} must be an integer in [{low}, {MAX_TOKENS:,}], got {quote(value)}"
     if type(ids) is not list or not set(map(type, ids)) <= _INTS:
         return "hash_ids must be a list of integers"
     need = math.ceil(inp / block_tokens)

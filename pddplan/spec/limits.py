@@ -1,0 +1,50 @@
+"""Upper bounds on input values where the physics (or the planner's memory) has one.
+
+A value past one of these is far more likely a typo, a unit slip or a crafted file than a
+plan: ``arrival_rps: 1e308`` would otherwise pass validation and make ``solve`` blame some
+other limit. Each bound is stated with its reason (docs/scenarios.md#input-limits); each is
+far above any real deployment, so none of them ever decides a real plan.
+"""
+
+from __future__ import annotations
+
+MAX_ARRIVAL_RPS = 1_000_000.0
+"""Requests per second one planned service may receive: 35x the average rate of all of
+ChatGPT (2.5 billion prompts a day, OpenAI via Axios, 2025-07-21: ~29,000 req/s)."""
+
+MAX_TOKENS = 10_000_000
+"""Tokens one request may hold (prompt or output): the longest context any released model
+accepts, Llama 4 Scout's 10M tokens (Meta, "The Llama 4 herd", 2025-04-05)."""
+
+MAX_GPUS = 1_000_000
+"""GPUs in one datacenter, pool or inventory: five times the largest single cluster
+announced (xAI's Colossus, 200,000 GPUs, 2025)."""
+
+MAX_RTT_MS = 1_000.0
+"""Round-trip time of one inter-datacenter link: light in fibre (2e8 m/s) round half the
+Earth (20,000 km) and back takes 200 ms; a geostationary satellite hop about 600 ms."""
+
+MAX_LINK_GBPS = 1_000_000.0
+"""One leased link's bandwidth, 1 Pbit/s: above any single cable system's capacity."""
+
+MAX_USD = 1e9
+"""Any one price (a GPU-hour, a month of a link, a GB, a GPU's capex, an hourly budget): a
+billion dollars, above every real line item; past it costs print as 300-digit numbers."""
+
+MAX_CLASSES = 4_096
+"""Request classes given explicitly. The planner keeps, per MD cache option, a table of
+which classes each relay cut relays (cuts x classes, about classes^2, 9 bytes an entry):
+151 MB at this bound, 3.4 GiB at 20,000 classes. The distributions and ``workload fit``
+give at most a few hundred."""
+
+CEILINGS = frozenset({MAX_ARRIVAL_RPS, MAX_TOKENS, MAX_GPUS, MAX_RTT_MS, MAX_LINK_GBPS, MAX_USD})
+"""The bounds above that a field's ``le=`` names, for the message that explains one."""
+
+RELAY_TABLE_BYTES_PER_ENTRY = 9
+"""A boolean and a float64 per (cut, class) entry of the relay tables."""
+
+
+def relay_table_bytes(classes: int) -> int:
+    """The bytes of one MD cache option's relay tables for ``classes`` classes (there is
+    one cut per distinct payload, plus "relay nothing")."""
+    return (classes + 1) * classes * RELAY_TABLE_BYTES_PER_ENTRY
