@@ -112,25 +112,38 @@ def input_limit_bytes() -> int:
 
 
 def read_bytes(path: Path, *, what: str = "file") -> bytes:
-    """``path``'s bytes, at most ``input_limit_bytes()``, or one ``InputError``: not found, a
-    directory, unreadable, or larger than the limit (which the message says how to raise).
-    Pipes and character devices are read up to the limit, never to their end."""
-    limit = input_limit_bytes()
+    """``path``'s bytes, at most ``input_limit_bytes()`` (pddplan's own files: whole), or
+    one ``InputError``: not found, a directory, unreadable, or larger than the limit (which
+    the message says how to raise). Pipes and character devices are read up to the limit,
+    never to their end."""
+    limit = input_limit_bytes() if not _installed(path) else None
     if path.is_dir():
         raise InputError(f"{path}: is a directory (expected a {what})")
     try:
         with path.open("rb") as f:
-            data = f.read(limit + 1)
+            data = f.read(-1 if limit is None else limit + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    if len(data) > limit:
+    if limit is not None and len(data) > limit:
         raise InputError(
             f"{path}: larger than the input limit of {limit / 1e6:g} MB (raise it with "
             f"--max-input-mb or {INPUT_LIMIT_ENV} if the file is meant to be this large)"
         )
     return data
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def _installed(path: Path) -> bool:
+    """Whether ``path`` is one of pddplan's own files (the shipped catalogs): those are
+    not untrusted input, and a low ``--max-input-mb`` must not refuse them."""
+    try:
+        return path.resolve().is_relative_to(_PACKAGE) and path.is_file()
+    except OSError:
+        return False
 
 
 def decode(data: bytes, path: Path) -> str:
