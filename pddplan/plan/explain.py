@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.errors import InputError
@@ -14,9 +15,10 @@ from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
-from pddplan.plan.space import Space
+from pddplan.plan.space import Choice, PoolOption, Space
 from pddplan.spec.fleet import Fleet, LinkChoice
-from pddplan.spec.scenario import Scenario
+from pddplan.spec.limits import MAX_LINK_GBPS
+from pddplan.spec.scenario import Link, Scenario
 
 MIN_RATE_RPS = 1e-6
 """A budget that cannot buy this rate buys nothing (max capacity)."""
@@ -67,66 +69,274 @@ def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Mar
 
 
 EXPLAIN_STEPS = 12
-"""Bisection steps per relaxed family (on the log of the factor: about 0.1% on 1..100)."""
+"""Bisection steps per relaxed limit on the log of its factor (about 0.1% on 1..100); GPU
+counts are bisected on the integers instead, to the exact count."""
 MAX_RELAX = 100.0
 """The loosest relaxation tried: limits x 100 (demand / 100; utilization cap 0.99)."""
+MAX_UTILIZATION = 0.99
+DIGITS = 3
+"""Significant figures of a relaxed value as printed (demand: one more)."""
 
 
-def _relaxed(scenario: Scenario, family: str, f: float) -> tuple[Scenario, str]:
-    """``scenario`` with one family of limits relaxed by factor ``f >= 1``, and the relaxed
-    values in words."""
+@dataclass(frozen=True)
+class Knob:
+    """One limit of the scenario, or several moved together, that the explanation relaxes.
+
+    ``at(f)`` gives the values at relaxation factor ``f >= 1``, already rounded to the
+    printed grid in the direction that loosens, so the values solved are the values shown.
+    """
+
+    family: str
+    keys: tuple[str, ...]
+    """Where each value lives in the scenario file, e.g. ``datacenters.dc-a.max_gpus``."""
+    unit: str
+    now: tuple[float, ...]
+    at: Callable[[float], tuple[float, ...]]
+    apply: Callable[[Scenario, tuple[float, ...]], Scenario]
+    integer: bool = False
+    """One GPU count: bisected on the integers."""
+    words: Callable[[tuple[float, ...]], str] | None = None
+    """The values in words, where ``key value unit`` would not say it."""
+    fallback: bool = False
+    """Tried only where no limit of its unit helped alone (the datacenter limits
+    together)."""
+
+    def said(self, values: tuple[float, ...]) -> str:
+        """``values`` against the scenario's: "sla.tpot_ms 62 ms (the scenario has 50 ms)"."""
+        if self.words is not None:
+            return self.words(values)
+        moved = [
+            (k, v, n) for k, v, n in zip(self.keys, values, self.now, strict=True) if v != n
+        ] or list(zip(self.keys, values, self.now, strict=True))
+        needed = " and ".join(f"{k} {_number(v, self.unit)}" for k, v, _ in moved)
+        has = " and ".join(_number(n, self.unit) for _, _, n in moved)
+        return f"{needed} (the scenario has {has})"
+
+
+def _number(v: float, unit: str) -> str:
+    if unit == "%":
+        return f"{v:.1%}"
+    if unit == "GPUs":
+        return f"{v:,.0f} GPUs"
+    return f"{v:.{DIGITS + 1}g} {unit}"
+
+
+def _grid(v: float, up: bool, digits: int = DIGITS) -> float:
+    """``v`` rounded to ``digits`` significant figures, up (``up``) or down."""
+    if v <= 0 or not math.isfinite(v):
+        return v
+    q = 10.0 ** (math.floor(math.log10(v)) - digits + 1)
+    n = math.ceil(v / q) if up else math.floor(v / q)
+    r = float(f"{n * q:.{digits + 1}g}")
+    if (up and r < v) or (not up and r > v):  # binary fractions: one more step
+        r = float(f"{(n + 1 if up else n - 1) * q:.{digits + 1}g}")
+    return r
+
+
+def knobs(scenario: Scenario) -> list[Knob]:
+    """The limits ``explain_infeasible`` relaxes, one at a time: the SLA's bounds, the
+    demand, the utilization cap, each datacenter's GPU and power limits, the per-pool and
+    per-instance GPU caps, those limits together, and each link's fastest tier."""
     sla, sea = scenario.sla, scenario.search
-    if family == "TTFT P90":
-        p90 = sla.ttft_p90_s * f
-        p99 = max(sla.ttft_p99_s, p90)  # P99 may not be below P90
-        new = sla.model_copy(update={"ttft_p90_s": p90, "ttft_p99_s": p99})
-        text = f"TTFT P90 {p90:.3g} s" + (f" (and P99 {p99:.3g} s)" if p99 > sla.ttft_p99_s else "")
-        return scenario.model_copy(update={"sla": new}), text
-    if family == "TTFT P99":
-        new = sla.model_copy(update={"ttft_p99_s": sla.ttft_p99_s * f})
-        return scenario.model_copy(update={"sla": new}), f"TTFT P99 {new.ttft_p99_s:.3g} s"
-    if family == "TTFT P90 and P99":
-        new = sla.model_copy(
-            update={"ttft_p90_s": sla.ttft_p90_s * f, "ttft_p99_s": sla.ttft_p99_s * f}
+
+    def with_sla(**update: float) -> Scenario:
+        return scenario.model_copy(update={"sla": sla.model_copy(update=update)})
+
+    def with_search(**update: float) -> Scenario:
+        return scenario.model_copy(update={"search": sea.model_copy(update=update)})
+
+    p90, p99 = sla.ttft_p90_s, sla.ttft_p99_s
+    out = [
+        Knob(
+            "TTFT P90",
+            ("sla.ttft_p90_s", "sla.ttft_p99_s"),
+            "s",
+            (p90, p99),
+            lambda f: (_grid(p90 * f, True), max(p99, _grid(p90 * f, True))),
+            lambda s, v: with_sla(ttft_p90_s=v[0], ttft_p99_s=v[1]),
+        ),
+        Knob(
+            "TTFT P99",
+            ("sla.ttft_p99_s",),
+            "s",
+            (p99,),
+            lambda f: (_grid(p99 * f, True),),
+            lambda s, v: with_sla(ttft_p99_s=v[0]),
+        ),
+        Knob(
+            "TTFT P90 and P99",
+            ("sla.ttft_p90_s", "sla.ttft_p99_s"),
+            "s",
+            (p90, p99),
+            lambda f: (_grid(p90 * f, True), _grid(p99 * f, True)),
+            lambda s, v: with_sla(ttft_p90_s=v[0], ttft_p99_s=max(v)),
+        ),
+        Knob(
+            "TPOT",
+            ("sla.tpot_ms",),
+            "ms",
+            (sla.tpot_ms,),
+            lambda f: (_grid(sla.tpot_ms * f, True),),
+            lambda s, v: with_sla(tpot_ms=v[0]),
+        ),
+    ]
+    rate = scenario.workload.arrival_rps or 0.0
+    if rate > 0:
+        out.append(
+            Knob(
+                "demand",
+                ("workload.arrival_rps",),
+                "req/s",
+                (rate,),
+                lambda f: (rate if f == 1 else _grid(rate / f, False, DIGITS + 1),),
+                lambda s, v: s.model_copy(
+                    update={"workload": s.workload.model_copy(update={"arrival_rps": v[0]})}
+                ),
+            )
         )
-        text = f"TTFT P90 {new.ttft_p90_s:.3g} s and P99 {new.ttft_p99_s:.3g} s"
-        return scenario.model_copy(update={"sla": new}), text
-    if family == "TPOT":
-        new = sla.model_copy(update={"tpot_ms": sla.tpot_ms * f})
-        return scenario.model_copy(update={"sla": new}), f"TPOT {new.tpot_ms:.3g} ms"
-    if family == "demand":
-        rate = (scenario.workload.arrival_rps or 0.0) / f
-        work = scenario.workload.model_copy(update={"arrival_rps": rate})
-        return scenario.model_copy(update={"workload": work}), f"demand {rate:.4g} req/s"
-    if family == "max utilization":
-        cap = min(1 - (1 - sea.max_utilization) / f, 0.99)
-        capped = sea.model_copy(update={"max_utilization": cap})
-        return scenario.model_copy(update={"search": capped}), f"utilization cap {cap:.1%}"
-    # datacenter limits: GPUs, power and the per-pool cap, all x f
-    dcs = {
-        k: dc.model_copy(
-            update={
-                "max_gpus": None if dc.max_gpus is None else math.ceil(dc.max_gpus * f),
-                "max_power_kw": None if dc.max_power_kw is None else dc.max_power_kw * f,
-            }
+    cap = sea.max_utilization
+    if cap < MAX_UTILIZATION:
+        out.append(
+            Knob(
+                "max utilization",
+                ("search.max_utilization",),
+                "%",
+                (cap,),
+                lambda f: (
+                    cap if f == 1 else min(math.ceil((1 - (1 - cap) / f) * 1000) / 1000, 0.99),
+                ),
+                lambda s, v: with_search(max_utilization=v[0]),
+            )
         )
-        for k, dc in scenario.datacenters.items()
-    }
-    wider = sea.model_copy(update={"max_gpus_per_pool": math.ceil(sea.max_gpus_per_pool * f)})
-    trial = scenario.model_copy(update={"datacenters": dcs, "search": wider})
-    return trial, f"datacenter GPU and power limits x {f:.3g}"
+    limits: list[tuple[str, float, bool, Callable[[Scenario, float], Scenario]]] = []
+    for dc_id, dc in scenario.datacenters.items():
+        if dc.max_gpus is not None:
+            limits.append(
+                (f"datacenters.{dc_id}.max_gpus", dc.max_gpus, True, _dc(dc_id, "max_gpus"))
+            )
+        if dc.max_power_kw is not None:
+            key = f"datacenters.{dc_id}.max_power_kw"
+            limits.append((key, dc.max_power_kw, False, _dc(dc_id, "max_power_kw")))
+    limits.append(
+        (
+            "search.max_gpus_per_pool",
+            sea.max_gpus_per_pool,
+            True,
+            lambda s, v: s.model_copy(
+                update={"search": s.search.model_copy(update={"max_gpus_per_pool": int(v)})}
+            ),
+        )
+    )
+    for key, now, integer, set_one in limits:
+        out.append(
+            Knob(
+                key.removeprefix("datacenters.").replace(".", " ", 1)
+                if key.startswith("datacenters.")
+                else key.removeprefix("search."),
+                (key,),
+                "GPUs" if integer else "kW",
+                (now,),
+                _scaled((now,), (integer,)),
+                _first(set_one),
+                integer=integer,
+            )
+        )
+    if len(limits) > 1:
+
+        def all_of(s: Scenario, v: tuple[float, ...]) -> Scenario:
+            for (_, _, _, set_one), x in zip(limits, v, strict=True):
+                s = set_one(s, x)
+            return s
+
+        out.append(
+            Knob(
+                "datacenter limits together",
+                tuple(k for k, *_ in limits),
+                "",
+                tuple(n for _, n, *_ in limits),
+                _scaled(tuple(n for _, n, *_ in limits), tuple(i for *_, i, _ in limits)),
+                all_of,
+                words=lambda v: ", ".join(
+                    f"{k} {_number(x, 'GPUs' if i else 'kW')} (has {_number(n, 'GPUs' if i else 'kW')})"
+                    for (k, n, i, _), x in zip(limits, v, strict=True)
+                ),
+                fallback=True,
+            )
+        )
+    if sea.gpus_per_instance is None:
+        most = sea.max_gpus_per_instance
+        out.append(
+            Knob(
+                "max_gpus_per_instance",
+                ("search.max_gpus_per_instance",),
+                "GPUs",
+                (most,),
+                _scaled((most,), (True,)),
+                lambda s, v: with_search(max_gpus_per_instance=int(v[0])),
+                integer=True,
+            )
+        )
+    for i, link in enumerate(scenario.links):
+        out.append(_link_knob(i, link))
+    return out
 
 
-FAMILIES = (
-    "TTFT P90",
-    "TTFT P99",
-    "TTFT P90 and P99",
-    "TPOT",
-    "demand",
-    "max utilization",
-    "datacenter limits",
-)
-"""The families of limits ``solve`` relaxes to explain an infeasible scenario."""
+def _scaled(now: tuple[float, ...], integer: tuple[bool, ...]) -> Callable[[float], tuple]:
+    def at(f: float) -> tuple[float, ...]:
+        if f == 1:
+            return now
+        return tuple(
+            math.ceil(n * f - 1e-9) if i else _grid(n * f, True)
+            for n, i in zip(now, integer, strict=True)
+        )
+
+    return at
+
+
+def _first(
+    set_one: Callable[[Scenario, float], Scenario],
+) -> Callable[[Scenario, tuple[float, ...]], Scenario]:
+    return lambda s, v: set_one(s, v[0])
+
+
+def _dc(dc_id: str, key: str) -> Callable[[Scenario, float], Scenario]:
+    def apply(s: Scenario, v: float) -> Scenario:
+        dcs = dict(s.datacenters)
+        dcs[dc_id] = dcs[dc_id].model_copy(update={key: int(v) if key == "max_gpus" else v})
+        return s.model_copy(update={"datacenters": dcs})
+
+    return apply
+
+
+def _link_knob(i: int, link: Link) -> Knob:
+    """A faster tier on link ``i`` than its fastest, priced pro rata per Gbit/s (for the
+    check only: feasibility does not depend on the price)."""
+    top = link.tiers[-1]
+    name = "-".join(link.between)
+
+    def apply(s: Scenario, v: tuple[float, ...]) -> Scenario:
+        if v[0] <= top.gbps:
+            return s
+        tier = top.model_copy(
+            update={"gbps": v[0], "usd_per_month": top.usd_per_month * v[0] / top.gbps}
+        )
+        links = list(s.links)
+        links[i] = links[i].model_copy(update={"tiers": (*links[i].tiers, tier)})
+        return s.model_copy(update={"links": tuple(links)})
+
+    return Knob(
+        f"link {name}",
+        (f"links[{i}].tiers",),
+        "Gbit/s",
+        (top.gbps,),
+        lambda f: (top.gbps if f == 1 else min(_grid(top.gbps * f, True), MAX_LINK_GBPS),),
+        apply,
+        words=lambda v: (
+            f"a {v[0]:g} Gbit/s tier on the {name} link (its fastest is {top.gbps:g} Gbit/s)"
+            if v[0] > top.gbps
+            else f"the {name} link's fastest tier, {top.gbps:g} Gbit/s"
+        ),
+    )
 
 
 def budget_needed(
@@ -143,13 +353,27 @@ def budget_needed(
     )
     if out.choice is None or out.cost_per_hour is None:
         return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
+    needed = _grid(out.cost_per_hour, True, 6)
     return Relaxation(
         "budget",
         1.0,
-        out.cost_per_hour / budget,
-        f"needs a budget of ${out.cost_per_hour:,.2f}/hour to serve any traffic; "
-        f"the scenario has ${budget:,.2f}/hour",
+        needed / budget,
+        f"needs budget_usd_per_hour ${needed:,.2f} to serve any traffic; "
+        f"the scenario has ${budget:,.2f}",
+        keys=("budget_usd_per_hour",),
+        needed=(needed,),
+        scenario_values=(budget,),
+        unit="USD/hour",
+        verified=True,
     )
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One solve of a relaxed scenario: its space and the plan (None: still infeasible)."""
+
+    space: Space | None
+    choice: Choice | None
 
 
 def explain_infeasible(
@@ -158,46 +382,182 @@ def explain_infeasible(
     deadline: float,
     clock: Callable[[], float],
 ) -> list[Relaxation]:
-    """For each family of limits: relax it alone (up to ``MAX_RELAX``); if that makes the
-    demand servable, bisect for the smallest relaxation that does. Families left when the
-    solve's time limit runs out are reported as not tried."""
+    """For each limit (``knobs``): relax it alone (up to ``MAX_RELAX``); if that makes the
+    demand servable, bisect for the smallest relaxation that does, on the printed grid.
+    Every value printed is one a minimum-cost solve found a plan at (``verified``). Limits
+    left when the solve's time limit runs out are reported as not tried."""
 
     scenario = problem.scenario
+    checks: dict[tuple[str, tuple[float, ...]], _Check] = {}
 
-    def feasible(family: str, f: float) -> bool:
-        trial, _ = _relaxed(scenario, family, f)
-        try:
-            space = Space(problem.with_scenario(trial))
-        except InputError:
-            return False
-        rate = trial.workload.arrival_rps or 0.0
-        left = max(deadline - clock(), 1.0)
-        out = milp.min_cost(
-            Requirements(space, rate), solver=solver, time_limit_s=left, clock=clock
-        )
-        return out.choice is not None
+    def check(knob: Knob, values: tuple[float, ...]) -> _Check:
+        key = (knob.family, values)
+        if key not in checks:
+            checks[key] = _solve(problem, knob.apply(scenario, values), solver, deadline, clock)
+        return checks[key]
 
-    out = []
-    for family in FAMILIES:
+    def feasible(knob: Knob, values: tuple[float, ...]) -> bool:
+        return check(knob, values).choice is not None
+
+    out: list[Relaxation] = []
+    for knob in knobs(scenario):
+        if knob.fallback and any(r.needed and r.unit in ("GPUs", "kW") for r in out):
+            continue
         if clock() > deadline:
-            out.append(Relaxation(family, 1.0, None, "not tried: the time limit ran out"))
+            out.append(_row(knob, None, "not tried: the time limit ran out"))
             continue
-        if not feasible(family, MAX_RELAX):
-            out.append(
-                Relaxation(
-                    family, 1.0, None, f"relaxing {family} alone (x {MAX_RELAX:g}) does not help"
-                )
-            )
+        far = knob.at(MAX_RELAX)
+        if far == knob.now or not feasible(knob, far):
+            out.append(_row(knob, None, f"relaxing it alone (x {MAX_RELAX:g}) does not help"))
             continue
-        good, bad = MAX_RELAX, 1.0
-        for _ in range(EXPLAIN_STEPS):
-            mid = math.sqrt(good * bad)
-            good, bad = (mid, bad) if feasible(family, mid) else (good, mid)
-        _, now = _relaxed(scenario, family, 1.0)
-        _, needed = _relaxed(scenario, family, good)
-        verb = "can serve at most" if family == "demand" else "needs"
-        out.append(Relaxation(family, 1.0, good, f"{verb} {needed}; the scenario has {now}"))
+        if knob.integer:
+            bad, good = int(knob.now[0]), int(far[0])
+            while good - bad > 1:
+                count = (good + bad) // 2
+                bad, good = (bad, count) if feasible(knob, (count,)) else (count, good)
+            values: tuple[float, ...] = (float(good),)
+        else:
+            fgood, fbad = MAX_RELAX, 1.0
+            for _ in range(EXPLAIN_STEPS):
+                mid = math.sqrt(fgood * fbad)
+                fgood, fbad = (mid, fbad) if feasible(knob, knob.at(mid)) else (fgood, mid)
+            values = knob.at(fgood)
+        final = check(knob, values)  # solved already: the value printed is the one solved
+        verified = final.choice is not None
+        if knob.family == "demand":
+            text = f"can serve at most {knob.said(values)}"
+            if scenario.headroom:
+                text += f", planned with +{scenario.headroom:.0%} headroom"
+            if final.space is not None and final.choice is not None:
+                text += f"; there {_binding(final.space, final.choice)}"
+        else:
+            text = f"needs {knob.said(values)}"
+            if final.space is not None and final.choice is not None and knob.unit == "GPUs":
+                text += _units_named(final.space, final.choice, knob)
+        if not verified:
+            text += " (not confirmed: the time limit ran out)"
+        out.append(_row(knob, values, text, verified))
     return out
+
+
+def _row(
+    knob: Knob, values: tuple[float, ...] | None, text: str, verified: bool = False
+) -> Relaxation:
+    factor = None
+    if values is not None:
+        ratios = [
+            (v / n if knob.family != "demand" else n / v) if n and v else math.inf
+            for v, n in zip(values, knob.now, strict=True)
+            if v != n
+        ]
+        factor = max(ratios, default=1.0)
+        if knob.unit == "%":  # the cap's slack, as the bisection's factor
+            factor = (1 - knob.now[0]) / max(1 - values[0], 1e-12)
+    return Relaxation(
+        knob.family,
+        1.0,
+        factor,
+        text,
+        keys=knob.keys,
+        needed=values or (),
+        scenario_values=knob.now,
+        unit=knob.unit,
+        verified=verified,
+    )
+
+
+def _solve(
+    problem: Problem,
+    trial: Scenario,
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+) -> _Check:
+    """One minimum-cost solve of ``trial`` at its planned demand (a relaxation under which
+    no option exists, or that ends without a plan for lack of time, is infeasible)."""
+    try:
+        space = Space(problem.with_scenario(trial))
+    except InputError:
+        return _Check(None, None)
+    rate = (trial.workload.arrival_rps or 0.0) * (1 + trial.headroom)
+    left = max(deadline - clock(), 1.0)
+    out = milp.min_cost(Requirements(space, rate), solver=solver, time_limit_s=left, clock=clock)
+    return _Check(space, out.choice)
+
+
+def _gpus_by_dc(space: Space, choice: Choice) -> dict[str, list[tuple[PoolOption, int]]]:
+    out: dict[str, list[tuple[PoolOption, int]]] = {}
+    for role, o in choice.options.items():
+        n = choice.instances[role]
+        if o is not None and n > 0 and o.bought_gpus:
+            out.setdefault(o.datacenter, []).append((o, n))
+    return out
+
+
+def _units_named(space: Space, choice: Choice, knob: Knob) -> str:
+    """The plan the relaxed GPU limit buys, naming purchase units larger than an instance
+    (where the unit, not the weights, sets the count)."""
+    dc_id = knob.keys[0].split(".")[1] if knob.keys[0].startswith("datacenters.") else None
+    pools = [
+        (o, n)
+        for dc, pools in _gpus_by_dc(space, choice).items()
+        for o, n in pools
+        if dc_id is None or dc == dc_id
+    ]
+    if not pools:
+        return ""
+    parts = []
+    for o, n in pools:
+        unit = space.hw.chips[o.chip].purchase_unit_gpus
+        part = f"{o.role} {n} x {o.gpus} {o.chip}"
+        if unit > o.gpus:
+            part += f", bought in {unit}-GPU units"
+        parts.append(part)
+    return f"; the plan then: {'; '.join(parts)}"
+
+
+def _binding(space: Space, choice: Choice) -> str:
+    """What stops the plan at the largest servable demand from serving more: a datacenter
+    limit or per-pool cap within one purchase step, the link's fastest tier, or, with
+    none of those, the latency bounds."""
+    s, out = space.scenario, []
+    by_dc = _gpus_by_dc(space, choice)
+    for dc_id, dc in s.datacenters.items():
+        pools = by_dc.get(dc_id, [])
+        used = sum(o.bought_gpus * n for o, n in pools)
+        step = min((o.gpus * o.unit_step for o, _ in pools), default=0)
+        if dc.max_gpus is not None and pools and used + step > dc.max_gpus:
+            out.append(
+                f"datacenters.{dc_id}.max_gpus binds ({used:,} of {dc.max_gpus:,} GPUs used)"
+            )
+        if dc.max_power_kw is not None and pools:
+            kw = sum(
+                o.bought_gpus * n * space.hw.chips[o.chip].tdp_w / 1000 * dc.pue for o, n in pools
+            )
+            more = min(
+                o.gpus * o.unit_step * space.hw.chips[o.chip].tdp_w / 1000 * dc.pue
+                for o, _ in pools
+            )
+            if kw + more > dc.max_power_kw:
+                out.append(
+                    f"datacenters.{dc_id}.max_power_kw binds ({kw:,.0f} of {dc.max_power_kw:,.0f} kW)"
+                )
+    for role, o in choice.options.items():
+        n = choice.instances[role]
+        if o is not None and o.bought_gpus and n + o.unit_step > o.max_instances:
+            out.append(
+                f"the {role} pool is at its cap ({n * o.gpus:,} GPUs, search.max_gpus_per_pool or max_gpus)"
+            )
+    st = choice.state
+    if st.gbps is not None:
+        link = st.wan
+        if st.gbps >= link.tiers[-1].gbps:
+            out.append(
+                f"the {'-'.join(link.between)} link is at its fastest tier ({st.gbps:g} Gbit/s)"
+            )
+    if not out:
+        return "no GPU, power or link limit is full: the latency bounds stop it"
+    return "; ".join(dict.fromkeys(out))
 
 
 # --- the verdict ----------------------------------------------------------------------------

@@ -411,12 +411,17 @@ def min_cost(
         return MilpOutcome(
             "time_limit_no_incumbent", None, None, None, None, seconds, solves, *size
         )
+    bound, gap = result.bound, result.gap
+    if bound is None and lower_bound is not None and math.isfinite(lower_bound):
+        bound = lower_bound  # the solver printed none: the relaxation's bound still holds
+        objective = result.objective or 0.0
+        gap = max(0.0, objective - bound) / max(1.0, abs(objective))
     return MilpOutcome(
         result.status,
         f.choice(result.values),
         result.objective,
-        result.bound,
-        result.gap,
+        bound,
+        gap,
         seconds,
         solves,
         *size,

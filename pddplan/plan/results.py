@@ -32,6 +32,9 @@ class SolveStats:
     bcr_best: float | None = None
     """The best BCR of any plan the search evaluated (max BCR); the plan returned is the
     cheapest within ``search.bcr_plateau`` of ``bcr_bound``."""
+    gap_note: str | None = None
+    """Why a plan stopped by the time limit has no ``gap`` (or, max BCR, no finite
+    ``bcr_bound``); None where it has them, and for proven plans."""
     candidates: int = 0
     """--method enumerate: candidates within the limits."""
     evaluated: int = 0
@@ -68,7 +71,18 @@ class Relaxation:
     """The smallest relaxation factor that makes the demand servable (limits x factor,
     demand / factor); None: relaxing this family alone does not help."""
     message: str
-    """In the user's units, e.g. "needs TTFT P99 14.2 s; the scenario has TTFT P99 12 s"."""
+    """In the user's units, e.g. "needs sla.ttft_p99_s 14.2 s; the scenario has
+    sla.ttft_p99_s 12 s"."""
+    keys: tuple[str, ...] = ()
+    """Where the relaxed values live in the scenario (``sla.ttft_p99_s``,
+    ``datacenters.dc-a.max_gpus``, ``links[0].tiers``)."""
+    needed: tuple[float, ...] = ()
+    """The values that make the scenario feasible, one per key (empty: none found)."""
+    scenario_values: tuple[float, ...] = ()
+    """The scenario's own values, one per key."""
+    unit: str = ""
+    verified: bool = False
+    """Whether a minimum-cost solve of the scenario with exactly ``needed`` found a plan."""
 
 
 @dataclass(frozen=True)

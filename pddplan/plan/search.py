@@ -273,6 +273,7 @@ def solve_plan(
         bcr_bound=bound,
         bcr_best=best_bcr,
     )
+    stats = replace(stats, gap_note=_gap_note(stats))
     if choice is None and explain and status == "infeasible" and objective == "max-capacity":
         relaxations = [budget_needed(space, solver, start + limit, clock)]
     elif choice is None and explain and status == "infeasible":
@@ -338,6 +339,25 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
         best = cap / cost
         return max(0.0, (bound - best) / bound) if bound > 0 else 0.0
     return search.last_gap
+
+
+def _gap_note(stats: SolveStats) -> str | None:
+    """Why a time-limited plan carries no gap or no finite bound (None: it carries both)."""
+    if stats.status not in ("time_limit", "not_converged"):
+        return None
+    bound = stats.bcr_bound
+    if stats.objective == "max-bcr" and (bound is None or not math.isfinite(bound)):
+        return (
+            "the time limit stopped the search before any rate above the plans evaluated was "
+            "proven unservable, so nothing bounds BCR yet and the gap is unknown; a longer "
+            "--time-limit proves a bound"
+        )
+    if stats.gap is None:
+        return (
+            "the last MILP stopped at the time limit without reporting a bound (the solver "
+            "gave none), so its gap is unknown; a longer --time-limit proves one"
+        )
+    return None
 
 
 ROUTING_TRIALS = 6

@@ -225,10 +225,8 @@ class Space:
         for role in ("prefill", "main_decode"):
             if not self.options[role]:
                 raise NoOptionsError(
-                    f"scenario {scenario.name}: no {role} option: no allowed chip, at the "
-                    f"searched sizes {list(scenario.search.sizes())}, holds "
-                    f"{self.model.id}'s weights within the datacenter limits"
-                    + (" and meets the TPOT bound" if role == "main_decode" else "")
+                    f"scenario {scenario.name}: no {role} option: "
+                    + "; ".join(self._why_no_option(role))
                 )
         kv = problem.kv
         self.payloads = [
@@ -314,6 +312,45 @@ class Space:
                     cp = problem.instance(chip_id, g, context_parallel=True)
                     out.append(replace(option, instance=cp, context_parallel=True))
         return out
+
+    def _why_no_option(self, role: Role) -> list[str]:
+        """Per allowed (datacenter, chip): what rules it out for ``role``, the weights, the
+        TPOT bound, or the smallest purchase that holds them against the GPU limit."""
+        s, problem, out = self.scenario, self.problem, []
+        sizes = s.search.sizes()
+        for dc_id, chip_id in s.chips_for(role):
+            dc, chip = s.datacenters[dc_id], self.hw.chips[chip_id]
+            held = [g for g in sizes if problem.fits(chip_id, g)]
+            if not held:
+                out.append(
+                    f"{chip_id} in {dc_id} holds {self.model.id}'s weights at none of the "
+                    f"searched sizes {list(sizes)} GPUs per instance"
+                )
+                continue
+            if role != "prefill":
+                held = [g for g in held if problem.decode_point(chip_id, g)[0] > 0]
+                if not held:
+                    out.append(
+                        f"{chip_id} in {dc_id} meets the TPOT bound ({s.sla.tpot_ms:g} ms) "
+                        "at none of the sizes that hold the weights"
+                    )
+                    continue
+            g = min(held)
+            per_dc = dc.max_gpus if dc.max_gpus is not None else math.inf
+            limit, key = min(
+                (per_dc, f"datacenters.{dc_id}.max_gpus"),
+                (s.search.max_gpus_per_pool, "search.max_gpus_per_pool"),
+            )
+            bought = math.lcm(g, chip.purchase_unit_gpus)
+            if g > limit:
+                why = f"needs {g} GPUs per instance to hold {self.model.id}'s weights"
+            else:
+                why = (
+                    f"holds the weights on {g} GPU{'s' if g > 1 else ''} but is bought in "
+                    f"{chip.purchase_unit_gpus}-GPU units, so a pool takes {bought} GPUs"
+                )
+            out.append(f"{chip_id} in {dc_id} {why}; {key} is {int(limit):,}")
+        return out or ["no chip is allowed for it in any datacenter (datacenters.*.roles)"]
 
     def _hosting(self, option: PoolOption) -> list[PoolOption]:
         """A prefill option's variant whose instances may host relay decode, where the

@@ -441,10 +441,18 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         t = Table(
             title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
         )
-        for col in ("limits relaxed", "factor", "what it takes"):
+        for col in ("limit relaxed", "factor", "what it takes"):
             t.add_column(col, justify="right" if col == "factor" else "left")
+        unhelpful: dict[str, list[str]] = {}  # message -> the limits it is said of
         for relax in r.relaxations:
+            if relax.factor is None and relax.family != "options" and relax.keys:
+                unhelpful.setdefault(relax.message, []).append(relax.family)
+                continue
             t.add_row(relax.family, f"{relax.factor:.3g}" if relax.factor else "—", relax.message)
+        for message, families in unhelpful.items():
+            if len(families) > 1:
+                message = message.replace("relaxing it alone", "relaxing any one alone")
+            t.add_row(", ".join(families), "—", message)
         parts.append(t)
     solver = Table(title="Solver", box=box.SIMPLE_HEAD)
     solver.add_column("figure")
@@ -463,6 +471,9 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     elif st.objective == "max-capacity":
         solver.add_row("bisection steps", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
+    if st.gap_note:
+        solver.caption = f"No gap or bound: {st.gap_note}."
+        solver.caption_justify = "left"
     if st.milp_solves:
         solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
     parts.append(solver)
