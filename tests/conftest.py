@@ -44,7 +44,6 @@ SLOW_BY_DURATION = {
     "tests/test_solve.py::test_a_timed_out_rate_is_not_taken_as_infeasible",
     "tests/test_solve.py::test_cost_floor_never_exceeds_the_minimum_cost[path0]",
     "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-paper-fleets]",
-    "tests/test_solve.py::test_infeasible_scenario_is_explained",
     "tests/test_solve.py::test_solve_infeasible_exits_1_with_the_relaxation",
     "tests/test_solve.py::test_stopped_search_returns_the_best_plan_with_its_gap",
     "tests/test_solve.py::test_the_relaxation_bounds_the_minimum_cost[path0]",
