@@ -492,6 +492,9 @@ class Requirements:
             handed = ~(out <= singular)  # relayed classes MD takes over
             relay = sp.relay_float[st.cache]
             md_tokens = float(w @ out) - relay @ (w * np.where(handed, eager, out))
+            # a cut that relays every token leaves MD none: rounding must not make it < 0
+            # (a negative load would reach sqrt and an int cast as NaN)
+            md_tokens = np.maximum(md_tokens, 0.0)
             self._tokens[key] = (md_tokens, w * handed)
         return self._tokens[key]
 
