@@ -1,8 +1,8 @@
 """The decode-side (MD) hit rate, analytic against simulated, on every shipped scenario.
 
-    python benchmarks/md_hit_fidelity.py [--scenarios a,b] [--seconds 30]
+    python benchmarks/md_hit_fidelity.py [--scenarios a,b] [--seconds 30] [--objective min-cost]
 
-For each scenario: its minimum-cost plan (CBC), simulated with sampled sessions at the
+For each scenario: its plan for ``--objective`` (minimum cost unless told; CBC), simulated with sampled sessions at the
 plan's SLA capacity for ``--seconds`` of wall clock (seed 0), against the evaluator at the
 same rate; for a scenario with tiers, the same plan with its cache cut to HBM alone and to
 HBM + 32 GB of DRAM per GPU too (the curve's steep part). A tiered cache's analytic hit is Che's approximation on the workload's reuse
@@ -24,9 +24,9 @@ from pddplan.spec.fleet import CacheSizes, Fleet  # noqa: E402
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 
 
-def rows(name: str, seconds: float) -> list[str]:
+def rows(name: str, seconds: float, objective: str) -> list[str]:
     problem = pddplan.load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-    plan = pddplan.solve(problem, objective="min-cost", explain=False)
+    plan = pddplan.solve(problem, objective=objective, explain=False)
     assert plan.fleet is not None and plan.evaluation is not None
     fleets = [plan.fleet]
     if plan.fleet.md_cache_tiers is not None:
@@ -65,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--objective", default="min-cost", choices=("min-cost", "max-bcr"))
     args = parser.parse_args()
     print(
         "| scenario | main decode | decode-side cache | rate (req/s) | MD hit simulated | "
@@ -72,7 +73,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name in args.scenarios.split(","):
-        for line in rows(name, args.seconds):
+        for line in rows(name, args.seconds, args.objective):
             print(line, flush=True)
 
 

@@ -171,3 +171,47 @@ def test_che_on_the_session_stream_matches_an_lru_replay(blocks):
     rate = len(stream) / stream[-1][0]
     predicted = curve.hit_share(blocks * source.block_tokens, rate)
     assert predicted == pytest.approx(found / reused, abs=0.03)
+
+
+def test_a_hashed_sample_of_the_blocks_measures_the_same_returns():
+    """Past ``max_uses`` the returns come from 1 block in k: the occupancy and the hit
+    shares move by less than 2 points; the ages are every request's, so they are equal."""
+    stream, source = _session_stream(seconds=1200.0)
+    full = ReuseCurve.measure(stream, block_tokens=source.block_tokens)
+    uses = sum(len(ids) for _, ids in stream)
+    thin = ReuseCurve.measure(stream, block_tokens=source.block_tokens, max_uses=uses // 6)
+    assert thin.uses < full.uses / 6  # k = 8
+    assert np.array_equal(thin.gaps_s, full.gaps_s)
+    assert thin.tokens_per_request == full.tokens_per_request
+    rate = len(stream) / stream[-1][0]
+    for blocks in (4_000, 16_000, 30_000):
+        c = blocks * source.block_tokens
+        assert thin.hit_share(c, rate) == pytest.approx(full.hit_share(c, rate), abs=0.02)
+    t = float(np.median(full.returns_s))
+    assert thin.held_tokens(t, rate) == pytest.approx(full.held_tokens(t, rate), rel=0.05)
+
+
+def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
+    """Ages shorten as the rate grows (a larger pool of ready contexts), so one curve
+    sampled at the scenario's 4 req/s keeps too few reuses at 30 req/s; the problem samples
+    a grid (4 x 2^k), the planner takes the sample below and the evaluator blends the two
+    around the rate."""
+    from pddplan.io.scenario import load_scenario
+
+    problem = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    rate = 24.0  # between the grid rates 16 and 32, 58% of the way in log rate
+    capacity = 3e6 * rate  # tokens: where the curve is steep at this workload
+    base = problem.reuse.hit_share(capacity, rate)
+    below = problem.reuse_at(rate)
+    assert below is problem.reuse_at(16.0) and below is not problem.reuse
+    blend = problem.reuse_between(rate)
+    assert blend.low is below and blend.high is problem.reuse_at(32.0)
+    assert blend.weight == pytest.approx(np.log2(24 / 16))
+    lo, hi = below.hit_share(capacity, rate), blend.high.hit_share(capacity, rate)
+    assert base < lo < hi  # the measured direction the grid relies on
+    assert blend.hit_share(capacity, rate) == pytest.approx(
+        (1 - blend.weight) * lo + blend.weight * hi
+    )
+    assert problem.table_builds["reuse"] == 3  # 4, 16 and 32 req/s, each sampled once
+    # below the scenario's rate the scenario's sample, with nothing to blend
+    assert problem.reuse_at(1.0) is problem.reuse and problem.reuse_between(1.0).weight == 0

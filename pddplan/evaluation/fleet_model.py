@@ -192,7 +192,8 @@ class FleetModel:
                 hits[dc] = self.md_hit
                 fetch[dc] = [(1.0, np.zeros_like(self.w))]
                 continue
-            got = tier_hits(self.problem.reuse, self.tiers[dc], rate_rps * dc_share[dc])
+            dc_rate = rate_rps * dc_share[dc]
+            got = tier_hits(self.problem.reuse_between(dc_rate), self.tiers[dc], dc_rate)
             hits[dc] = self.hit * got.kept
             hit_bytes = kv.bytes_per_token * self.inp * hits[dc]
             fetch[dc] = fetch_seconds(hit_bytes, self.tiers[dc], got.shares)

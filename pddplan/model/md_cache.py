@@ -37,7 +37,7 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.scenario import MdCacheOption
-from pddplan.workload.hit_curve import ReuseCurve
+from pddplan.workload.hit_curve import RateBlend, ReuseCurve
 
 Array = npt.NDArray[np.float64]
 
@@ -180,7 +180,7 @@ class TierHits:
     """(HBM, DRAM, SSD) shares of the kept reuses."""
 
 
-def tier_hits(curve: ReuseCurve, tiers: Tiers, rate_rps: float) -> TierHits:
+def tier_hits(curve: ReuseCurve | RateBlend, tiers: Tiers, rate_rps: float) -> TierHits:
     """Che's approximation on the nested tiers at ``rate_rps`` (the datacenter's rate)."""
     if rate_rps <= 0:
         return TierHits(1.0, (1.0, 0.0, 0.0))

@@ -13,6 +13,7 @@ Everything here is a pure function of the inputs; a problem pickles (its tables 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -37,8 +38,8 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import ROLES, Scenario
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
-from pddplan.workload.hit_curve import ReuseCurve
-from pddplan.workload.sessions import SessionOptions, sampled_reuse
+from pddplan.workload.hit_curve import RateBlend, ReuseCurve
+from pddplan.workload.sessions import SessionOptions, reuse_top_rate, sampled_reuse
 
 if TYPE_CHECKING:
     from pddplan.model.queueing import PassOrder
@@ -70,7 +71,8 @@ class _Tables:
 
     classes: dict[str, list[RequestClass]] = field(default_factory=dict)
     md_caches: dict[str, list[CacheChoice]] = field(default_factory=dict)
-    reuse: dict[str, ReuseCurve] = field(default_factory=dict)
+    reuse: dict[float, ReuseCurve] = field(default_factory=dict)
+    """Keyed by the rate sampled at."""
     instances: dict[tuple[str, int, bool], Instance | InputError] = field(default_factory=dict)
     prefill: dict[tuple[str, int, bool, bool], PrefillFigures] = field(default_factory=dict)
     passes: dict[tuple[str, int, bool, bool], PassOrder] = field(default_factory=dict)
@@ -212,19 +214,55 @@ class Problem:
 
     @property
     def reuse(self) -> ReuseCurve:
-        """How soon the workload's contexts come back: measured on the session generator's
-        sample of it (``pddplan.workload.sessions.sampled_reuse``)."""
+        """How soon the workload's contexts come back at the scenario's rate: measured on
+        the session generator's sample of it (``pddplan.workload.sessions.sampled_reuse``)."""
+        return self.reuse_at(self.scenario.workload.arrival_rps or 1.0)
+
+    @cached_property
+    def _reuse_rates(self) -> tuple[float, float]:
+        """The scenario's rate and the highest ``sampled_reuse`` samples at."""
+        s = self.scenario
+        options = SessionOptions(
+            rate_rps=1.0, ready_after_s=s.sla.ttft_p90_s, tpot_s=s.sla.tpot_ms * units.MS
+        )
+        return s.workload.arrival_rps or 1.0, reuse_top_rate(s.workload, options)
+
+    def _reuse_grid(self, rate_rps: float) -> tuple[float, float, float]:
+        """The grid rates around ``rate_rps`` (the scenario's rate x 2^k, k >= 0, within
+        what ``sampled_reuse`` samples) and its place between them in log rate: (below,
+        above, 0 to 1). Below the scenario's rate: the scenario's, weight 0."""
+        base, top = self._reuse_rates
+        octaves = math.log2(rate_rps / base) if rate_rps > base else 0.0
+        k = math.floor(octaves + 1e-9)
+        low, high = (min(base * 2.0**j, top) for j in (k, k + 1))
+        return low, high, 0.0 if low == high else min(1.0, octaves - k)
+
+    def _reuse_sample(self, rate_rps: float) -> ReuseCurve:
         table = self._tables.reuse
-        if "reuse" not in table:
+        if rate_rps not in table:
             self.table_builds["reuse"] += 1
             s = self.scenario
             options = SessionOptions(
-                rate_rps=s.workload.arrival_rps or 1.0,
+                rate_rps=rate_rps,
                 ready_after_s=s.sla.ttft_p90_s,
                 tpot_s=s.sla.tpot_ms * units.MS,
             )
-            table["reuse"] = sampled_reuse(s.workload, options)
-        return table["reuse"]
+            table[rate_rps] = sampled_reuse(s.workload, options)
+        return table[rate_rps]
+
+    def reuse_at(self, rate_rps: float) -> ReuseCurve:
+        """The reuse curve sampled at the grid rate at or below ``rate_rps`` (the
+        scenario's rate x 2^k): its reuse ages are at least those at ``rate_rps``, since
+        ages shorten as the rate grows (``sampled_reuse``), so a cache sized on it keeps at
+        least its share. What the planner sizes caches with."""
+        return self._reuse_sample(self._reuse_grid(rate_rps)[0])
+
+    def reuse_between(self, rate_rps: float) -> RateBlend:
+        """The hit shares at ``rate_rps``: the samples at the grid rates around it,
+        interpolated in log rate. What the evaluator scores a fleet's cache with."""
+        low, high, weight = self._reuse_grid(rate_rps)
+        upper = self._reuse_sample(high) if weight > 0 else self._reuse_sample(low)
+        return RateBlend(self._reuse_sample(low), upper, weight)
 
     @cached_property
     def decode_context_tokens(self) -> float:

@@ -512,7 +512,7 @@ class Requirements:
             interval = sp.scenario.workload.turn_interval_s
             if c is not None and c.tiered and c.kept:
                 bpt = sp.problem.kv.bytes_per_token
-                need = sp.problem.reuse.capacity_for(c.kept, lam) * bpt
+                need = sp.problem.reuse_at(lam).capacity_for(c.kept, lam) * bpt
                 per_instance = bpt * sum(
                     instance_tiers(o.instance.kv_capacity_bytes(), o.gpus, c.dram_gb, c.ssd_gb, bpt)
                 )

@@ -235,20 +235,32 @@ class SessionSource:
 
 REUSE_TURNS = 8
 """``sampled_reuse`` measures returns up to this many mean turn gaps."""
-REUSE_REQUESTS = 20_000
-"""...on at most about this many requests (a lower rate where the workload's is higher)."""
+REUSE_REQUESTS = 160_000
+"""...on at most about this many requests (a lower rate where the asked one is higher):
+about 3 s and 1 GB at the paper workload's 64K-token contexts (167 req/s)."""
+
+
+def reuse_top_rate(workload: Workload, options: SessionOptions, seed: int = 0) -> float:
+    """The highest rate ``sampled_reuse`` samples at: the one that fits ``REUSE_REQUESTS``
+    requests into ``2 x REUSE_TURNS`` turn gaps (a turn gap does not depend on the rate)."""
+    probe = SessionSource(workload, 0, replace(options, rate_rps=1.0), seed)
+    return REUSE_REQUESTS / (2 * REUSE_TURNS * probe.turn_gap_s)
 
 
 def sampled_reuse(workload: Workload, options: SessionOptions, seed: int = 0) -> ReuseCurve:
     """The reuse times of the session generator's stream for ``workload``
-    (``ReuseCurve``), over ``2 x REUSE_TURNS`` turn gaps. Where that would take more than
-    ``REUSE_REQUESTS`` requests, the stream runs at a lower rate: the time between a
-    session's turns does not depend on the rate (its parts are the SLA, the output and the
-    think time), and Che's approximation scales the occupancy with the rate."""
-    probe = SessionSource(workload, 0, options, seed)
-    horizon = REUSE_TURNS * probe.turn_gap_s
-    rate = min(options.rate_rps, REUSE_REQUESTS / (2 * horizon))
+    (``ReuseCurve``), over ``2 x REUSE_TURNS`` turn gaps, at ``options.rate_rps`` or
+    ``reuse_top_rate``, whichever is lower.
+
+    The time between a session's turns does not depend on the rate, but the time a ready
+    context waits for the request that continues it does: a request continues the shortest
+    ready context that holds its target prefix, and the more contexts are ready, the
+    sooner a good fit comes. So the reuse ages shorten as the rate grows (the paper
+    workload's mean age 55 s at 4 req/s, 51 s at 83, 49 s at 289), and a curve is only
+    right near the rate it was sampled at (``Problem.reuse_at``)."""
+    rate = min(options.rate_rps, reuse_top_rate(workload, options, seed))
     source = SessionSource(workload, None, replace(options, rate_rps=rate), seed)
+    horizon = REUSE_TURNS * source.turn_gap_s
     known = (b for ids in source.warm for b in ids)
     stream = takewhile(lambda r: r[0] <= 2 * horizon, ((t, ids) for t, _, _, ids in source))
     return ReuseCurve.measure(stream, block_tokens=source.block_tokens, known=known)
