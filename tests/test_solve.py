@@ -590,3 +590,17 @@ def test_max_bcr_where_the_relaxation_is_not_the_milp(hardware, models):
     r = solve_plan(problem_of(s, hardware, models), objective="max-bcr", explain=False)
     assert r.status == "optimal"
     assert r.stats.bcr_bound >= r.evaluation.bcr * (1 - 1e-9)
+
+
+@pytest.mark.slow
+def test_max_bcr_plan_is_the_cheapest_solved_plan_in_the_plateau():
+    """Among every plan the search solved, none within the plateau of the bound is cheaper
+    than the one returned. On pdd-h100-h200 the scan of rates upward reached the plateau at
+    $1,033.65/hour while a $762.25 plan solved earlier (evaluated above the rate it was
+    planned for) was in it."""
+    s, hw, catalog = triple(load_scenario(PAPER))
+    r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
+    threshold = (1 - s.search.bcr_plateau) * r.stats.bcr_bound
+    in_plateau = [st.cost_per_hour_usd for st in r.bcr_steps if st.bcr >= threshold]
+    assert in_plateau
+    assert r.evaluation.cost_per_hour_usd == pytest.approx(min(in_plateau), rel=1e-9)

@@ -507,8 +507,15 @@ def _max_bcr(
         return best[3], iterations, bound, q
     threshold = (1 - search.space.scenario.search.bcr_plateau) * bound
     bounds = _Bounds(evaluated, probes, infeasible_above, grid, floor)
-    cheapest = _cheapest_reaching(search, threshold, demand, bounds, tolerance)
-    return (cheapest or best[3]), iterations, bound, q
+    _cheapest_reaching(search, threshold, demand, bounds, tolerance)  # adds to evaluated
+    # The scan's answer is the cheapest only where each rate's MILP plan is the cheapest
+    # plan that serves it. The evaluator's capacity can exceed what the MILP planned for (a
+    # plan solved at 163 req/s served 175.6 on pdd-h100-h200 while the MILP at 175.5 bought
+    # one more instance), so the cheapest plan in the plateau may be one solved earlier.
+    within = [e for e in evaluated if e[2] / e[1] >= threshold]
+    if within:
+        return min(within, key=lambda e: (e[1], -e[2]))[3], iterations, bound, q
+    return best[3], iterations, bound, q
 
 
 class _Bounds(NamedTuple):
