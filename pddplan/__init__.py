@@ -8,7 +8,7 @@ Names are imported on first use, so that ``import pddplan`` stays fast.
 
 Packages, in the order data flows through them (each says what it may import):
 ``spec`` (validated inputs) -> ``io`` (files) -> ``workload`` -> ``model`` -> ``evaluation``
--> ``plan`` -> ``simulation`` -> ``report`` -> ``cli``.
+-> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ _EXPORTS: dict[str, str] = {
     "price_fleet": "pddplan.api",
     "compare": "pddplan.api",
     "price_sweep": "pddplan.api",
+    "sweep": "pddplan.api",
+    "study": "pddplan.api",
     "simulate": "pddplan.api",
     "verify": "pddplan.api",
     "instance_figures": "pddplan.api",
@@ -51,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "FleetCost": "pddplan.model.pricing",
     "Comparison": "pddplan.plan.compare",
     "Sweep": "pddplan.plan.compare",
+    "SweepRun": "pddplan.sweeps.engine",
     "SimResult": "pddplan.simulation.run",
     "Verification": "pddplan.simulation.verify",
     "InstancePerf": "pddplan.model.figures",
@@ -81,6 +84,7 @@ __all__ = [
     "Scenario",
     "SimResult",
     "Sweep",
+    "SweepRun",
     "TraceFit",
     "Verification",
     "WeightsDoNotFitError",
@@ -100,6 +104,8 @@ __all__ = [
     "set_input_limit",
     "simulate",
     "solve",
+    "study",
+    "sweep",
     "verify",
     "workload_yaml",
 ]
@@ -137,6 +143,8 @@ if TYPE_CHECKING:
         scenario_schema,
         simulate,
         solve,
+        study,
+        sweep,
         verify,
         workload_yaml,
     )
@@ -154,4 +162,5 @@ if TYPE_CHECKING:
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.scenario import Scenario
+    from pddplan.sweeps.engine import SweepRun
     from pddplan.workload.trace import TraceFit

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
+    from pddplan.sweeps.engine import SweepRun
+    from pddplan.sweeps.points import PointResult
     from pddplan.workload.trace import TraceFit
 
 Objective = Literal["max-bcr", "min-cost", "max-capacity"]
@@ -218,6 +220,112 @@ def price_sweep(
         time_limit_s=time_limit_s,
         progress=progress,
     )
+
+
+def sweep(
+    problem: Problem,
+    vary: Sequence[str],
+    *,
+    zipped: bool = False,
+    objective: Objective | None = None,
+    architectures: Sequence[str] = ("pdd",),
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    workers: int = 1,
+    engine: Literal["local", "ray"] = "local",
+    address: str | None = None,
+    journal: str | Path | None = None,
+    resume: bool = False,
+    confirm_large: bool = False,
+    scenario_label: str | None = None,
+    progress: Callable[[PointResult, int, int], None] | None = None,
+) -> SweepRun:
+    """``problem`` planned at every point of the ``vary`` axes (``PATH=SPEC`` each, see
+    ``docs/sweeps.md``): their grid, or with ``zipped`` their values paired. Each point is
+    the scenario with its values, validated (an invalid point is a result with its reason),
+    planned for ``objective`` as each of ``architectures`` (``pdd``, ``cross-dc-naive``,
+    ``intra-dc-homogeneous``, ``intra-dc-heterogeneous``, ``hypothetical``). ``workers``
+    local processes, or Ray tasks (``engine="ray"``, ``address`` of a cluster); ``journal``:
+    a JSONL file each finished point is appended to, which ``resume`` continues. A grid over
+    ``MAX_POINTS`` points needs ``confirm_large``."""
+    from pddplan.sweeps.axes import MAX_POINTS, grid_size, parse_vary
+    from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
+    from pddplan.sweeps.knobs import check_axes
+    from pddplan.sweeps.points import ARCHITECTURES, Settings
+
+    _choice("objective", objective, OBJECTIVES)
+    _choice("solver", solver, SOLVERS)
+    _choice("engine", engine, ("local", "ray"))
+    for a in architectures:
+        _choice("architectures", a, ARCHITECTURES)
+    if not architectures:
+        raise ArgumentError("architectures", "{argument}: give at least one architecture")
+    axes = [parse_vary(v) for v in vary]
+    size = grid_size(axes, zipped=zipped)
+    if size > MAX_POINTS and not confirm_large:
+        raise ArgumentError(
+            "confirm_large",
+            f"the grid has {size:,} points, over {MAX_POINTS:,}: confirm it with {{argument}} "
+            "(or sweep a coarser grid)",
+        )
+    check_axes(problem.scenario.model_dump(mode="json"), axes, chips=problem.hardware.chips)
+    label = scenario_label or (
+        str(problem.source.path) if problem.source else problem.scenario.name
+    )
+    settings = Settings(
+        objective or problem.scenario.objective,
+        tuple(dict.fromkeys(architectures)),
+        solver,
+        time_limit_s,
+    )
+    job = SweepJob(label, scenario_digest(problem), tuple(axes), zipped, settings)
+    job.points()  # a zip of unequal axes fails here, before any journal is written
+    return run_sweep(
+        problem,
+        job,
+        workers=workers,
+        engine=engine,
+        address=address,
+        journal=_path(journal),
+        resume=resume,
+        progress=progress,
+    )
+
+
+def study(
+    problem: Problem,
+    name: str,
+    *,
+    vary: Sequence[str] = (),
+    architectures: Sequence[str] | None = None,
+    scenario_label: str | None = None,
+    progress: Callable[[PointResult, int, int], None] | None = None,
+    **options: Any,
+) -> SweepRun:
+    """A built-in study (``bathtub``, ``price-premium``, ``demand``; ``docs/sweeps.md``):
+    a sweep with its own axes, over every architecture unless ``architectures`` is given.
+    ``options`` are ``sweep``'s. The demand study plans in this process, bisecting on the
+    steps of the minimum cost (no journal: each rate depends on the ones before)."""
+    from pddplan.sweeps.studies import COMPARED, STUDIES, demand_study, study_axes
+
+    _choice("name", name, STUDIES)
+    kinds = tuple(architectures) if architectures else COMPARED
+    if name == "demand":
+        from pddplan.sweeps.points import ARCHITECTURES, Settings
+
+        for a in kinds:
+            _choice("architectures", a, ARCHITECTURES)
+        _choice("solver", options.get("solver"), SOLVERS)
+        settings = Settings("min-cost", kinds[:1] if architectures is None else kinds,
+                            options.get("solver"), options.get("time_limit_s"))  # fmt: skip
+        label = scenario_label or problem.scenario.name
+        return demand_study(problem, settings, vary=list(vary), scenario_label=label,
+                            progress=progress)  # fmt: skip
+    if vary:
+        raise ArgumentError("vary", f"{{argument}}: --study {name} sets its own axes; leave it out")
+    axes, _metric = study_axes(problem, name)
+    return sweep(problem, axes, architectures=kinds, scenario_label=scenario_label,
+                 progress=progress, **options)  # fmt: skip
 
 
 # --- checking a plan ------------------------------------------------------------------------

@@ -21,9 +21,21 @@ MAY_IMPORT: dict[str, set[str]] = {
     "plan": {"evaluation", "model", "workload", "spec", "errors", "units"},
     "simulation": {"plan", "evaluation", "model", "workload", "spec", "errors", "units"},
     "calibration": {"model", "spec", "errors", "units"},
+    "sweeps": {
+        "io",
+        "plan",
+        "evaluation",
+        "model",
+        "workload",
+        "spec",
+        "errors",
+        "units",
+        "atomic",
+    },
     "io": {"calibration", "model", "workload", "spec", "errors", "units", "catalogs", "atomic"},
     "report": {
         "atomic",
+        "sweeps",
         "calibration",
         "simulation",
         "plan",
@@ -35,6 +47,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "units",
     },
     "api": {
+        "sweeps",
         "calibration",
         "io",
         "simulation",
@@ -46,6 +59,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "errors",
     },
     "__init__": {
+        "sweeps",
         "api",
         "atomic",
         "calibration",
@@ -73,6 +87,8 @@ LIBRARIES = {
     "yaml": {"io"},
     "matplotlib": {"report/plots.py"},
     "orjson": {"workload/trace.py"},
+    "ray": {"sweeps/ray_engine.py"},
+    "pyarrow": {"report/sweeps.py"},
 }
 """Each outside library and the only places that may import it."""
 

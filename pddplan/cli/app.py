@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 import pddplan
-from pddplan.cli import calibrate, compare, plan, simulate
+from pddplan.cli import calibrate, compare, plan, simulate, sweep
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err
 from pddplan.cli.workload import workload_app
@@ -61,6 +61,7 @@ for name, command in {
     "solve": plan.COMMANDS["solve"],
     "evaluate": plan.COMMANDS["evaluate"],
     "compare": compare.COMMANDS["compare"],
+    "sweep": sweep.COMMANDS["sweep"],
     "simulate": simulate.COMMANDS["simulate"],
     "calibrate": calibrate.COMMANDS["calibrate"],
     "schema": plan.COMMANDS["schema"],

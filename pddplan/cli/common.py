@@ -146,6 +146,10 @@ FLAGS = {
     "problem": "--scenario",
     "objective": "--objective",
     "solver": "--solver",
+    "vary": "--vary",
+    "architectures": "--architectures",
+    "engine": "--engine",
+    "name": "--study",
 }
 """How the command line spells the library's arguments, for its error messages."""
 

@@ -1,0 +1,249 @@
+"""``pddplan sweep``: the scenario planned across a grid of values, as a table, a file and a
+figure."""
+
+from __future__ import annotations
+
+import io
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+import pddplan
+from pddplan.cli.common import ObjectiveOpt, ScenarioArg, SolverOpt, err, out, user_errors, value
+from pddplan.cli.common import write_file as write_text
+
+
+class SweepFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+class Engine(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+class Study(StrEnum):
+    bathtub = "bathtub"
+    price_premium = "price-premium"
+    demand = "demand"
+
+
+class Metric(StrEnum):
+    cost = "cost"
+    bcr = "bcr"
+    capacity = "capacity"
+    ttft_p99 = "ttft_p99"
+
+
+def sweep(
+    scenario: ScenarioArg,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary",
+            help="PATH=SPEC: a dotted scenario path (workload.arrival_rps, "
+            "prices_usd_per_gpu_hour.h200-sxm, links[0].rtt_ms, sla.ttft_p99_s) or the knob "
+            "workload.prefix_hit.mean; SPEC is LO:HI:STEP, LO:HI:xN (N log-spaced) or a,b,c. "
+            "Several make a grid (the first changes slowest).",
+        ),
+    ] = None,
+    zipped: Annotated[
+        bool, typer.Option("--zip", help="Pair the --vary values (one length) instead of a grid.")
+    ] = False,
+    study: Annotated[
+        Study | None,
+        typer.Option(
+            "--study",
+            help="A built-in study: bathtub (mean prefix hit 0-0.99), price-premium (the MD "
+            "chip's price 1.0-1.6x the prefill chip's), demand (the steps of min cost).",
+        ),
+    ] = None,
+    objective: ObjectiveOpt = None,
+    architectures: Annotated[
+        str | None,
+        typer.Option(
+            "--architectures",
+            help="Comma-separated: pdd, cross-dc-naive, intra-dc-homogeneous, "
+            "intra-dc-heterogeneous, hypothetical (default: pdd; a study: all but "
+            "hypothetical).",
+        ),
+    ] = None,
+    metric: Annotated[
+        Metric | None,
+        typer.Option(
+            help="What the winner, the break-evens and a heatmap are judged by (default: "
+            "the objective's: cost, bcr or capacity)."
+        ),
+    ] = None,
+    format_: Annotated[
+        SweepFormat,
+        typer.Option("--format", help="table (terminal), csv, json or parquet (needs pyarrow)."),
+    ] = SweepFormat.table,
+    out_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the results here (written at the end, atomically); the journal "
+            "OUT.journal.jsonl beside it holds each finished point until then.",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from --out's journal: skip its points.")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Draw the figure that fits the sweep (.png or .svg)."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Local worker processes (default: the cores)."),
+    ] = None,
+    engine: Annotated[
+        Engine, typer.Option("--engine", help="local processes, or ray (needs ray installed).")
+    ] = Engine.local,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Ray: a running cluster's address (default: start one)."),
+    ] = None,
+    solver: SolverOpt = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", min=0.1, help="Seconds per point's solve.")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Run a grid of more than 100,000 points.")
+    ] = False,
+) -> None:
+    """Plan the scenario at every point of a grid of values: how the answer moves with
+    demand, prices, hit rates, the link or the SLA.
+
+    Example: [bold]pddplan sweep scenarios/pdd-paper-fleets.yaml --vary
+    prices_usd_per_gpu_hour.h200-sxm=2.7:4.3:0.4 --architectures pdd,intra-dc-homogeneous
+    --plot price.png[/bold]
+    """
+    import os
+
+    from pddplan.report import sweeps as report
+
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
+        raise pddplan.InputError(f"--plot {plot}: give a .png or .svg file")
+    if resume and out_file is None:
+        raise pddplan.InputError("--resume continues the journal of --out: give --out")
+    if format_ == SweepFormat.parquet and out_file is None:
+        raise pddplan.InputError("--format parquet writes a binary file: give --out FILE")
+    kinds = [a.strip() for a in (architectures or "").split(",") if a.strip()] or None
+    problem = pddplan.load_scenario(scenario)
+    options = {
+        "objective": value(objective),
+        "architectures": kinds,
+        "solver": value(solver),
+        "time_limit_s": time_limit,
+        "workers": workers or os.cpu_count() or 1,
+        "engine": value(engine),
+        "address": address,
+        "journal": None if out_file is None else Path(f"{out_file}.journal.jsonl"),
+        "resume": resume,
+        "confirm_large": yes,
+        "scenario_label": str(scenario),
+    }
+    with _progress(enabled=err.is_terminal) as progress:
+        if study is not None:
+            run = pddplan.study(problem, value(study), vary=vary or [], progress=progress,
+                                **options)  # fmt: skip
+        else:
+            options["architectures"] = kinds or ["pdd"]
+            run = pddplan.sweep(problem, vary or [], zipped=zipped, progress=progress, **options)
+    chosen = value(metric) or ("bcr" if study == Study.bathtub else report.default_metric(run))
+    if run.interrupted:
+        err.print(f"interrupted after {len(run.points):,} of {run.total:,} points"
+                  + (f"; run again with --resume to finish ({options['journal']})"
+                     if out_file else ""))  # fmt: skip
+        raise typer.Exit(130)
+    if out_file is None and format_ == SweepFormat.table:
+        out.print(report.sweep_table(run, chosen))
+    elif format_ == SweepFormat.parquet:
+        _write_bytes(out_file, report.sweep_parquet(run))
+    else:
+        if format_ == SweepFormat.csv:
+            text = report.sweep_csv(run)
+        elif format_ == SweepFormat.json:
+            text = report.sweep_json(run)
+        else:
+            from rich.console import Console
+
+            buf = io.StringIO()
+            Console(file=buf, width=140, no_color=True).print(report.sweep_table(run, chosen))
+            text = buf.getvalue()
+        if out_file is None:
+            typer.echo(text, nl=False)
+        else:
+            write_text(out_file, text)
+    if out_file is not None:
+        Path(f"{out_file}.journal.jsonl").unlink(missing_ok=True)
+        err.print(f"wrote {out_file}")
+    if plot is not None:
+        from pddplan.report.plots import plot_sweep
+
+        try:
+            kind = plot_sweep(run, plot, chosen)
+        except ValueError as e:
+            raise pddplan.InputError(f"--plot: {e}") from None
+        except OSError as e:
+            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
+        err.print(f"wrote {plot} ({kind})")
+
+
+def _write_bytes(path: Path | None, data: bytes) -> None:
+    from pddplan.atomic import atomic_file
+
+    assert path is not None
+    try:
+        with atomic_file(path) as f:
+            f.write(data)
+    except OSError as e:
+        raise pddplan.InputError(f"--out: cannot write {path}: {e.strerror}") from None
+
+
+class _progress:
+    """A rich progress bar on stderr: points done, failures and the ETA."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled, self.bar, self.task, self.failed = enabled, None, None, 0
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                console=err, transient=True,
+            )  # fmt: skip
+            self.bar.__enter__()
+        return self
+
+    def __call__(self, point: Any, done: int, total: int) -> None:
+        if point.status != "ok" or any(r.status == "error" for r in point.results):
+            self.failed += 1
+        if self.bar is None:
+            return
+        if self.task is None:
+            self.task = self.bar.add_task("sweep", total=total, completed=done, failed=0)
+        self.bar.update(self.task, completed=done, failed=self.failed)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+COMMANDS = {"sweep": user_errors(sweep, names={"confirm_large": "--yes", "workers": "--workers"})}

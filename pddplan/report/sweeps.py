@@ -1,0 +1,132 @@
+"""A sweep's results as a rich table, CSV, JSON or Parquet (``pddplan sweep``).
+
+CSV and Parquet hold ``pddplan.sweeps.analysis.rows``: one row per point and architecture,
+without clock readings, so that the same sweep gives the same bytes however it ran. JSON
+holds the sweep's identity, its run (engine, workers, seconds) and every point with its
+clock readings (``wall_s``, ``solve_s``). Parquet needs pyarrow (``pip install
+'pddplan[parquet]'``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from pddplan.errors import InputError
+from pddplan.sweeps import analysis
+from pddplan.sweeps.engine import SweepRun
+
+MAX_TABLE_ROWS = 60
+"""Rows a terminal table shows; the rest are counted (every row is in --format csv)."""
+
+
+def default_metric(run: SweepRun) -> str:
+    """The metric of the sweep's objective (cost for min-cost, bcr, capacity)."""
+    return analysis.metric_of(run.job.settings.objective)
+
+
+def _num(v: Any, digits: int = 4) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}g}" if math.isfinite(v) else "inf"
+    return str(v)
+
+
+def sweep_table(run: SweepRun, metric: str) -> Group:
+    """The terminal report: a row per point and architecture, then the break-even points
+    and how the run went."""
+    paths = [a.path for a in run.job.axes]
+    t = Table(title=f"Sweep of {run.job.scenario}: {len(run.points):,} of {run.total:,} points",
+              title_justify="left", header_style="bold")  # fmt: skip
+    for p in paths:
+        t.add_column(p.rpartition(".")[2], justify="right", no_wrap=True)
+    for name in ("architecture", "status"):
+        t.add_column(name, no_wrap=True)
+    for name in ("$/month", "req/s", "BCR", "P99 s"):
+        t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("fleet or reason", min_width=24)
+    rows = analysis.rows(run)
+    for r in rows[:MAX_TABLE_ROWS]:
+        cost = r["cost_per_month_usd"]
+        status = r["status"] + (" (time limit)" if r["time_limited"] else "")
+        t.add_row(
+            *(_num(r[p], 6) for p in paths),
+            r["architecture"] or "-",
+            status,
+            "-" if cost is None else f"{cost:,.0f}",
+            _num(r["sla_capacity_rps"]),
+            _num(r["bcr"]),
+            _num(r["ttft_p99_s"], 3),
+            r["fleet"] if r["status"] == "ok" else (r["reason"] or r["fleet"] or "-"),
+        )
+    lines: list[Any] = [t, Text("req/s: SLA capacity; BCR: req/s per USD/hour; P99 s: TTFT P99 at "
+                                "the demand. Varied: " + "; ".join(
+                                    f"{p} ({analysis.axis_label(p)})" for p in paths),
+                                style="dim")]  # fmt: skip
+    if len(rows) > MAX_TABLE_ROWS:
+        lines.append(Text(f"... {len(rows) - MAX_TABLE_ROWS:,} more rows (--format csv has all)",
+                          style="dim"))  # fmt: skip
+    for b in analysis.break_evens(run, metric):
+        lines.append(Text(f"break-even ({metric}): {b.text()}"))
+    lines += [Text(note) for note in run.notes]
+    failed = sum(p.status not in ("ok",) for p in run.points)
+    rate = len(run.points) - run.resumed
+    speed = f"{rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
+    lines.append(Text(
+        f"{run.engine} engine, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s "
+        f"{speed}; {run.resumed:,} from the journal; {failed:,} invalid or failed"
+        + ("; interrupted: run again with --resume" if run.interrupted else ""), style="dim"))  # fmt: skip
+    return Group(*lines)
+
+
+def sweep_csv(run: SweepRun) -> str:
+    rows = analysis.rows(run)
+    buf = io.StringIO()
+    columns = [a.path for a in run.job.axes] + list(analysis.COLUMNS)
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
+                    for k, v in r.items()})  # fmt: skip
+    return buf.getvalue()
+
+
+def sweep_json(run: SweepRun) -> str:
+    data = {
+        "sweep": run.job.identity(),
+        "run": {
+            "engine": run.engine,
+            "workers": run.workers,
+            "wall_s": run.wall_s,
+            "points": len(run.points),
+            "total": run.total,
+            "resumed": run.resumed,
+            "interrupted": run.interrupted,
+        },
+        "points": [p.to_json() for p in run.points],
+    }
+    return json.dumps(data, indent=1, sort_keys=True, default=float) + "\n"
+
+
+def sweep_parquet(run: SweepRun) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(
+            "--format parquet needs pyarrow: pip install 'pddplan[parquet]' (or pyarrow)"
+        ) from None
+    rows = analysis.rows(run)
+    columns = [a.path for a in run.job.axes] + list(analysis.COLUMNS)
+    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()

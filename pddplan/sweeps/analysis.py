@@ -1,0 +1,158 @@
+"""What a finished sweep says: its rows (one per point and architecture), the metric each
+objective ranks by, the winner at each point and the break-even points between them."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pddplan import units
+from pddplan.sweeps.engine import SweepRun
+from pddplan.sweeps.points import PointResult
+
+METRICS = {
+    "cost": ("cost_per_hour_usd", "cost, USD/hour", "low"),
+    "bcr": ("bcr", "BCR, req/s per USD/hour", "high"),
+    "capacity": ("sla_capacity_rps", "SLA capacity, req/s", "high"),
+    "ttft_p99": ("ttft_p99_s", "TTFT P99 at the demand, s", "low"),
+}
+"""Name -> (result field, axis label with its unit, which way is better)."""
+OBJECTIVE_METRIC = {"min-cost": "cost", "max-bcr": "bcr", "max-capacity": "capacity"}
+COLUMNS = ("architecture", "status", "cost_per_hour_usd", "cost_per_month_usd",
+           "sla_capacity_rps", "bcr", "ttft_p90_s", "ttft_p99_s", "gpus", "fleet", "binding",
+           "solver_status", "time_limited", "gap", "reason")  # fmt: skip
+"""The columns of a row after the varied values (no clock readings: rows are the same
+bytes whatever ran them)."""
+
+
+def rows(run: SweepRun) -> list[dict[str, Any]]:
+    """One row per point and architecture (an invalid or interrupted point: one row with
+    its reason), the varied values first."""
+    out = []
+    paths = [a.path for a in run.job.axes]
+    for p in run.points:
+        head = {path: p.values.get(path) for path in paths}
+        if p.status != "ok":
+            out.append(head | dict.fromkeys(COLUMNS) | {"status": p.status, "reason": p.reason})
+            continue
+        for r in p.results:
+            cost = r.cost_per_hour_usd
+            row = {
+                "architecture": r.architecture,
+                "status": r.status,
+                "cost_per_hour_usd": cost,
+                "cost_per_month_usd": None if cost is None else cost * units.HOURS_PER_MONTH,
+                "sla_capacity_rps": r.sla_capacity_rps,
+                "bcr": r.bcr,
+                "ttft_p90_s": r.ttft_p90_s,
+                "ttft_p99_s": r.ttft_p99_s,
+                "gpus": r.gpus,
+                "fleet": r.fleet,
+                "binding": r.binding,
+                "solver_status": r.solver_status,
+                "time_limited": r.time_limited,
+                "gap": r.gap,
+                "reason": r.reason,
+            }
+            out.append(head | row)
+    return out
+
+
+def metric_of(objective: str | None) -> str:
+    return OBJECTIVE_METRIC.get(objective or "min-cost", "cost")
+
+
+def value_of(point: PointResult, architecture: str, metric: str) -> float | None:
+    """``metric`` of ``architecture`` at ``point``; None where it has no plan that
+    serves the demand."""
+    field = METRICS[metric][0]
+    for r in point.results:
+        if r.architecture == architecture and r.status == "ok":
+            v = getattr(r, field)
+            return None if v is None or not math.isfinite(v) else float(v)
+    return None
+
+
+def architectures(run: SweepRun) -> list[str]:
+    """The architectures' labels, in the order they were planned."""
+    seen: dict[str, None] = {}
+    for p in run.points:
+        for r in p.results:
+            if r.kind != "hypothetical" or len(run.job.settings.architectures) == 1:
+                seen.setdefault(r.architecture, None)
+    return list(seen)
+
+
+def winner(point: PointResult, metric: str) -> str | None:
+    """The architecture best at ``metric`` at ``point`` (the hypothetical datacenter never
+    wins: it does not exist); PDD first among equals."""
+    best: tuple[float, bool, str] | None = None
+    sign = 1 if METRICS[metric][2] == "low" else -1
+    for r in point.results:
+        if r.kind == "hypothetical":
+            continue
+        v = value_of(point, r.architecture, metric)
+        if v is None:
+            continue
+        key = (sign * v, r.kind != "pdd", r.architecture)
+        if best is None or key < best:
+            best = key
+    return best[2] if best is not None else None
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Where the best architecture changes between two consecutive values of one axis."""
+
+    path: str
+    lo: Any
+    hi: Any
+    before: str | None
+    after: str | None
+
+    def text(self) -> str:
+        return (f"{self.path} between {self.lo:g} and {self.hi:g}: {self.before or 'none'} "
+                f"-> {self.after or 'none'}")  # fmt: skip
+
+
+def break_evens(run: SweepRun, metric: str) -> list[BreakEven]:
+    """On a sweep of one axis, each change of winner between consecutive values."""
+    if len(run.job.axes) != 1:
+        return []
+    path = run.job.axes[0].path
+    ok = [p for p in run.points if p.status == "ok"]
+    out = []
+    for a, b in itertools.pairwise(ok):
+        wa, wb = winner(a, metric), winner(b, metric)
+        if wa != wb:
+            out.append(BreakEven(path, a.values[path], b.values[path], wa, wb))
+    return out
+
+
+_UNITS = (
+    ("usd_per_gpu_hour", "USD/GPU-hour"), ("usd_per_month", "USD/month"),
+    ("usd_per_hour", "USD/hour"), ("_rps", "req/s"), ("_ms", "ms"), ("_s", "s"),
+    ("gbps", "Gbit/s"), ("_gb", "GB"), ("_gb_per_gpu", "GB per GPU"), ("tokens", "tokens"),
+)  # fmt: skip
+_LABELS = {
+    "workload.arrival_rps": "demand, req/s",
+    "workload.prefix_hit.mean": "mean prefix hit rate",
+    "sla.ttft_p90_s": "TTFT P90 bound, s",
+    "sla.ttft_p99_s": "TTFT P99 bound, s",
+    "sla.tpot_ms": "TPOT bound, ms",
+    "headroom": "headroom (share of demand)",
+}
+
+
+def axis_label(path: str) -> str:
+    """A plot's or table's label for a varied path, with its unit."""
+    if path in _LABELS:
+        return _LABELS[path]
+    m = re.match(r"prices_usd_per_gpu_hour\.(.+)$", path)
+    if m:
+        return f"{m[1]} price, USD/GPU-hour"
+    unit = next((u for suffix, u in _UNITS if path.split(".")[-1].endswith(suffix)), None)
+    return f"{path}, {unit}" if unit else path

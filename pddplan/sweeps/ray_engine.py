@@ -1,0 +1,145 @@
+"""Sweep points as Ray tasks: one task per chunk of consecutive points, on a running
+cluster (``address``) or on a local instance started for the sweep. The only module that
+imports ray (``pip install 'pddplan[ray]'``).
+
+Each task gets the problem's inputs (scenario, hardware, model: plain validated data, a
+few kB), builds its own ``Problem`` and plans its chunk as a local worker does, with
+``PYTHONHASHSEED=0`` and one BLAS thread in its runtime environment: the results are the
+same bytes as the local engine's. Chunks are collected as they finish and journalled point
+by point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from pddplan.errors import InputError
+from pddplan.model.problem import Problem
+from pddplan.sweeps.engine import WORKER_ENV
+from pddplan.sweeps.points import PointResult, PointRunner, Settings
+
+INIT_TIMEOUT_S = 10.0
+"""How long connecting to (or starting) a Ray instance may take."""
+LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
+"""A local instance's object store: small, since /dev/shm may be (the tasks pass kB)."""
+
+
+def _chunk(
+    payload: tuple[Any, ...], chunk: list[tuple[int, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    scenario, hardware, model, settings = payload
+    runner = PointRunner(Problem(scenario, hardware, model), settings)
+    out = []
+    for index, values in chunk:
+        try:
+            out.append(runner.run(index, values).to_json())
+        except Exception as e:  # a bug: the point says so, the sweep goes on
+            out.append(PointResult(index, values, "error", f"{type(e).__name__}: {e}").to_json())
+    return out
+
+
+def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
+    """``ray``, initialised on ``address`` (or a local instance) within ``INIT_TIMEOUT_S``;
+    an ``InputError`` of one line when it is not installed or cannot be reached."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "--engine ray needs ray: pip install 'pddplan[ray]' (or pip install 'ray>=2.40')"
+        ) from None
+    if ray.is_initialized():
+        return ray
+    env = {"env_vars": dict(WORKER_ENV)}
+    kwargs: dict[str, Any] = {"runtime_env": env, "log_to_driver": False,
+                              "include_dashboard": False, "configure_logging": False}  # fmt: skip
+    if address is None:
+        kwargs |= {"num_cpus": num_cpus, "object_store_memory": LOCAL_OBJECT_STORE_BYTES}
+    where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, expired)  # ray.init must run on the main thread
+    signal.setitimer(signal.ITIMER_REAL, INIT_TIMEOUT_S)
+    try:
+        ray.init(address=address, **kwargs)
+    except TimeoutError:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        raise InputError(
+            f"--engine ray: could not reach {where} within {INIT_TIMEOUT_S:g} s"
+        ) from None
+    except Exception as e:
+        first = str(e).strip().splitlines()
+        raise InputError(
+            f"--engine ray: could not reach {where}: {first[0] if first else e!r}"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return ray
+
+
+def run_ray(
+    problem: Problem,
+    settings: Settings,
+    todo: list[tuple[int, dict[str, Any]]],
+    finished: Callable[[PointResult], None],
+    *,
+    address: str | None,
+    chunk: int,
+    num_cpus: int | None = None,
+) -> bool:
+    """Plan ``todo`` as Ray tasks of ``chunk`` points; tell ``finished`` each point. True
+    when Ctrl-C stopped it (the running tasks are cancelled)."""
+    installed: Any = None
+    with contextlib.suppress(ImportError):
+        import ray as installed
+    started = installed is None or not installed.is_initialized()
+    ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
+    try:
+        return _run(ray, problem, settings, todo, finished, chunk)
+    finally:
+        if started:  # an instance this sweep started (or connected): let it go
+            ray.shutdown()
+
+
+def _run(
+    ray: Any,
+    problem: Problem,
+    settings: Settings,
+    todo: list[tuple[int, dict[str, Any]]],
+    finished: Callable[[PointResult], None],
+    chunk: int,
+) -> bool:
+    task = ray.remote(num_cpus=1, max_retries=0)(_chunk)
+    payload = ray.put((problem.scenario, problem.hardware, problem.model, settings))
+    pending = {task.remote(payload, todo[k : k + chunk]): todo[k : k + chunk]
+               for k in range(0, len(todo), chunk)}  # fmt: skip
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                points = pending.pop(ref)
+                try:
+                    results = [PointResult.from_json(d) for d in ray.get(ref)]
+                except ray.exceptions.RayError as e:
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+                    results = [PointResult(i, v, "error", f"its Ray task failed: {reason}")
+                               for i, v in points]  # fmt: skip
+                for p in results:
+                    finished(p)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup
+        try:
+            for ref, points in pending.items():
+                ray.cancel(ref, force=True)
+                for i, v in points:
+                    finished(PointResult(i, v, "interrupted", "stopped by Ctrl-C"))
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return True
+    return False

@@ -1,0 +1,161 @@
+"""The built-in studies (``pddplan sweep --study NAME``).
+
+- ``bathtub``: the mean prefix hit from 0 to 0.99 (``workload.prefix_hit.mean``, shape
+  kept), every architecture; where PDD wins on BCR. PDD's case rests on the hit: at low
+  hits every architecture prefills most tokens and the WAN carries whole contexts.
+- ``price-premium``: the main-decode chip's price from 1.0 to 1.6 times the prefill
+  chip's; the break-even where PDD stops winning.
+- ``demand``: the exact steps of the minimum cost as a function of demand: a coarse grid of
+  rates, then bisection between every two rates whose fleets differ, down to
+  ``DEMAND_TOLERANCE``; each step names what is added.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from pddplan import units
+from pddplan.errors import InputError
+from pddplan.model.problem import Problem
+from pddplan.sweeps.axes import Axis, parse_vary
+from pddplan.sweeps.engine import SweepJob, SweepRun, scenario_digest
+from pddplan.sweeps.points import PointResult, PointRunner, Settings
+
+STUDIES = ("bathtub", "price-premium", "demand")
+COMPARED = ("pdd", "cross-dc-naive", "intra-dc-homogeneous", "intra-dc-heterogeneous")
+"""The architectures a study compares by default (the hypothetical datacenter left out)."""
+BATHTUB_HITS = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.85,0.9,0.93,0.95,0.97,0.99"
+PREMIUMS = tuple(round(1.0 + 0.05 * i, 2) for i in range(13))
+"""The MD chip's price over the prefill chip's: 1.0 to 1.6."""
+DEMAND_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""The demand study's first grid, times the scenario's demand."""
+DEMAND_TOLERANCE = 0.005
+"""The demand study bisects a step down to this relative width of demand."""
+MAX_DEMAND_POINTS = 400
+
+
+def study_axes(problem: Problem, name: str) -> tuple[list[str], str]:
+    """The ``--vary`` axes of a grid study and the metric it is judged by."""
+    s = problem.scenario
+    if name == "bathtub":
+        return [f"workload.prefix_hit.mean={BATHTUB_HITS}"], "bcr"
+    if name == "price-premium":
+        prefill = next((c for _, c in s.chips_for("prefill")), None)
+        decode = next((c for _, c in s.chips_for("main_decode") if c != prefill), None)
+        if prefill is None or decode is None:
+            raise InputError(
+                f"--study price-premium: scenario {s.name} needs a main-decode chip other than "
+                "its prefill chip to price against it"
+            )
+        base = (
+            s.prices_usd_per_gpu_hour.get(prefill)
+            or problem.hardware.chips[prefill].price_usd_per_hour
+        )
+        if base is None:
+            raise InputError(
+                f"--study price-premium: {prefill} has no price (prices_usd_per_gpu_hour)"
+            )
+        values = ",".join(f"{round(r * base, 6):g}" for r in PREMIUMS)
+        return [f"prices_usd_per_gpu_hour.{decode}={values}"], "cost"
+    raise InputError(f"--study: unknown study '{name}'; choose one of {', '.join(STUDIES)}")
+
+
+def demand_study(
+    problem: Problem,
+    settings: Settings,
+    *,
+    vary: list[str],
+    scenario_label: str,
+    progress: Callable[[PointResult, int, int], None] | None = None,
+) -> SweepRun:
+    """The steps of the minimum cost against demand (module docstring): every rate planned,
+    in rate order, and a note per step saying where it lies and what it adds."""
+    path = "workload.arrival_rps"
+    if vary:
+        axes = [parse_vary(v) for v in vary]
+        if len(axes) != 1 or axes[0].path != path:
+            raise InputError(f"--study demand takes at most one --vary, of {path} (its first grid)")
+        rates = sorted({float(v) for v in axes[0].values})
+    else:
+        demand = problem.scenario.workload.arrival_rps or 0.0
+        if not demand > 0:
+            raise InputError("--study demand needs workload.arrival_rps above 0, or --vary it")
+        rates = [round(demand * f, 9) for f in DEMAND_FACTORS]
+    if any(not r > 0 for r in rates):
+        raise InputError(f"--study demand: rates must be above 0, got {min(rates):g}")
+    settings = replace(settings, objective="min-cost")
+    runner = PointRunner(problem, settings)
+    start = time.perf_counter()
+    seen: dict[float, PointResult] = {}
+
+    def at(rate: float) -> PointResult:
+        if rate not in seen:
+            seen[rate] = runner.run(len(seen), {path: rate})
+            if progress is not None:
+                progress(seen[rate], len(seen), max(len(seen), len(rates)))
+        return seen[rate]
+
+    def fleet(rate: float) -> str | None:
+        p = at(rate)
+        r = next((r for r in p.results if r.status == "ok"), None) if p.status == "ok" else None
+        return r.fleet if r is not None else None
+
+    todo = list(itertools.pairwise(rates))
+    steps: list[tuple[float, float]] = []
+    while todo:
+        lo, hi = todo.pop()
+        if fleet(lo) == fleet(hi):
+            continue
+        if hi / lo - 1 <= DEMAND_TOLERANCE or len(seen) >= MAX_DEMAND_POINTS:
+            steps.append((lo, hi))
+            continue
+        mid = float(f"{math.sqrt(lo * hi):.6g}")
+        if mid in (lo, hi):
+            steps.append((lo, hi))
+            continue
+        todo += [(lo, mid), (mid, hi)]
+    ordered = sorted(seen)
+    points = [replace(seen[r], index=i) for i, r in enumerate(ordered)]
+    axis = Axis(path, tuple(ordered), "demand study")
+    job = SweepJob(scenario_label, scenario_digest(problem), (axis,), False, settings)
+    notes = [_step_note(seen[lo], seen[hi], lo, hi) for lo, hi in sorted(steps)]
+    return SweepRun(job, points, len(points), wall_s=time.perf_counter() - start, notes=notes)
+
+
+def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
+    def first(p: PointResult) -> Any:
+        return next((r for r in p.results if r.status == "ok"), None) if p.status == "ok" else None
+
+    ra, rb = first(a), first(b)
+    where = f"step between {lo:g} and {hi:g} req/s"
+    if rb is None:
+        return (
+            f"{where}: no plan above it ({b.reason or (b.results[0].reason if b.results else '')})"
+        )
+    if ra is None:
+        return f"{where}: first plan {rb.fleet}"
+    added = _added(ra.fleet or "", rb.fleet or "")
+    month = units.HOURS_PER_MONTH
+    return (f"{where}: ${ra.cost_per_hour_usd * month:,.0f} -> ${rb.cost_per_hour_usd * month:,.0f}"
+            f"/month; {added}")  # fmt: skip
+
+
+def _added(before: str, after: str) -> str:
+    """What ``after``'s pools and link have that ``before``'s do not, in words."""
+
+    def parts(text: str) -> set[str]:
+        pools, _, link = text.partition("; ")
+        return {p.strip() for p in pools.split(" + ") if p.strip()} | (
+            {f"link {link}"} if link else set()
+        )
+
+    old, new = parts(before), parts(after)
+    gone, came = sorted(old - new), sorted(new - old)
+    if not gone and not came:
+        return "same pools, other routing"
+    return "; ".join([*(f"+ {c}" for c in came), *(f"- {g}" for g in gone)])

@@ -1,0 +1,249 @@
+"""``pddplan sweep``: axes, knobs, the engines (same bytes whatever ran them), the journal,
+the figures and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pddplan
+from pddplan.errors import InputError
+from pddplan.sweeps import knobs
+from pddplan.sweeps.axes import grid_size, parse_vary, points
+from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
+from pddplan.sweeps.points import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+PAPER = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
+
+
+def _strip(run) -> str:
+    """The points without their clock readings, as bytes to compare."""
+    out = []
+    for p in run.points:
+        d = p.to_json()
+        d.pop("wall_s")
+        for r in d["results"]:
+            r.pop("solve_s")
+        out.append(d)
+    return json.dumps(out, sort_keys=True)
+
+
+# --- axes -------------------------------------------------------------------------------------
+def test_a_range_includes_hi_when_it_is_on_the_grid():
+    assert parse_vary("x.y=0.1:0.5:0.1").values == (0.1, 0.2, 0.3, 0.4, 0.5)
+    assert parse_vary("x.y=2:10:4").values == (2, 6, 10)
+    assert parse_vary("x.y=2:11:4").values == (2, 6, 10)
+
+
+def test_log_spacing_and_lists():
+    a = parse_vary("x=1:100:x3")
+    assert a.values == (1.0, 10.0, 100.0)
+    assert parse_vary("x=h100-sxm,h200-sxm").values == ("h100-sxm", "h200-sxm")
+    assert parse_vary("x=1,2.5,true").values == (1, 2.5, True)
+
+
+def test_grid_and_zip():
+    axes = [parse_vary("a=1,2"), parse_vary("b=3,4,5")]
+    assert grid_size(axes) == 6
+    assert points(axes)[:2] == [{"a": 1, "b": 3}, {"a": 1, "b": 4}]
+    with pytest.raises(InputError, match="one length"):
+        points(axes, zipped=True)
+    assert points([parse_vary("a=1,2"), parse_vary("b=3,4")], zipped=True) == [
+        {"a": 1, "b": 3},
+        {"a": 2, "b": 4},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("x=1:2:0", "STEP is 0"),
+        ("x=3:1:1", "range is empty"),
+        ("x=1:2", "LO:HI:STEP or LO:HI:xN"),
+        ("x=0:5:x3", "0 < LO < HI"),
+        ("x=1,,2", "empty item"),
+        ("novalue", "expected PATH=SPEC"),
+    ],
+)
+def test_bad_specs(spec, message):
+    with pytest.raises(InputError, match=message):
+        parse_vary(spec)
+
+
+# --- knobs ------------------------------------------------------------------------------------
+def test_hit_mean_scales_every_miss_by_one_factor():
+    # fixed 0.6 -> mean 0.8: misses halve (s = 0.5), and a measured MD hit of 0.9 -> 0.95
+    wl = {"prefix_hit": {"dist": "fixed", "value": 0.6}}
+    md = [{"md_prefix_hit": {"dist": "fixed", "value": 0.9}}, {"md_hit": [0.5, 1.0]}]
+    knobs.move_hit_mean(wl, md, 0.8)
+    assert wl["prefix_hit"]["value"] == pytest.approx(0.8)
+    assert md[0]["md_prefix_hit"]["value"] == pytest.approx(0.95)
+    assert md[1]["md_hit"] == pytest.approx([0.75, 1.0])
+
+
+def test_hit_mean_of_a_histogram_is_reached_with_its_shape():
+    hist = {"dist": "buckets", "buckets": [{"lo": 0.0, "hi": 0.5, "share": 0.2},
+                                           {"lo": 0.9, "hi": 1.0, "share": 0.8}]}  # fmt: skip
+    # mean 0.81 (0.2 x 0.25 + 0.8 x 0.95); up to 0.905: s = 0.5, buckets [0.5, 0.75), [0.95, 1)
+    up, s = knobs.scaled_misses(hist, 0.905)
+    assert s == pytest.approx(0.5)
+    assert [(b["lo"], b["hi"]) for b in up["buckets"]] == [
+        pytest.approx((0.5, 0.75)),
+        pytest.approx((0.95, 1.0)),
+    ]
+    for mean in (0.05, 0.3, 0.6, 0.99):  # down far enough to clip at 0: bisection
+        moved, _ = knobs.scaled_misses(hist, mean)
+        assert knobs._mean(moved) == pytest.approx(mean, abs=1e-7)
+    assert knobs.scaled_misses(hist, 0.0)[0] == {"dist": "fixed", "value": 0.0}
+
+
+def test_a_bucket_share_renormalises_the_others():
+    data = {"h": {"buckets": [{"share": 0.5}, {"share": 0.3}, {"share": 0.2}]}}
+    out = knobs.apply(data, {"h.buckets[0].share": 0.8})
+    assert [b["share"] for b in out["h"]["buckets"]] == pytest.approx([0.8, 0.12, 0.08])
+
+
+def test_paths_are_checked_with_a_did_you_mean():
+    problem = pddplan.load_scenario(PAPER)
+    data = problem.scenario.model_dump(mode="json")
+    chips = problem.hardware.chips
+    for spec, message in [
+        ("workload.arival_rps=1,2", "did you mean workload.arrival_rps"),
+        ("links[0].rtt_ms=a,b", "takes a number"),
+        ("workload=1", "is a mapping"),
+        ("prices_usd_per_gpu_hour.h201-sxm=3", "not a chip of the hardware catalog; did you mean"),
+        ("workload.prefix_hit.mean=1", r"\[0, 1\)"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            knobs.check_axes(data, [parse_vary(spec)], chips=chips)
+
+
+# --- running ----------------------------------------------------------------------------------
+def _job(problem, *vary, **settings):
+    axes = tuple(parse_vary(v) for v in vary)
+    return SweepJob("t", scenario_digest(problem), axes, settings=Settings("min-cost", **settings))
+
+
+def test_an_invalid_point_is_a_result_and_the_grid_goes_on():
+    problem = pddplan.load_scenario(SMALL)
+    run = pddplan.sweep(problem, ["workload.arrival_rps=-1,4"])
+    bad, good = run.points
+    assert bad.status == "invalid" and "workload.arrival_rps" in bad.reason and "-1" in bad.reason
+    assert good.status == "ok" and good.results[0].status == "ok"
+
+
+def test_results_are_the_same_bytes_on_one_or_two_workers():
+    problem = pddplan.load_scenario(SMALL)
+    job = _job(problem, "workload.arrival_rps=4,12", "sla.ttft_p99_s=1,2")
+    one, two = run_sweep(problem, job, workers=1), run_sweep(problem, job, workers=2)
+    assert len(one.points) == 4 and one.complete and two.complete
+    assert _strip(one) == _strip(two)
+
+
+def test_resume_skips_journalled_points_and_refuses_another_sweep(tmp_path):
+    problem = pddplan.load_scenario(SMALL)
+    job = _job(problem, "workload.arrival_rps=4,8,12")
+    journal = tmp_path / "out.csv.journal.jsonl"
+    full = run_sweep(problem, job, journal=journal)
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 4 and "sweep" in json.loads(lines[0])
+    # as if Ctrl-C came during the third point: two done, the third interrupted
+    third = json.loads(lines[3]) | {"status": "interrupted", "results": []}
+    journal.write_text("\n".join([*lines[:3], json.dumps(third)]) + "\n")
+    with pytest.raises(InputError, match="--resume"):
+        run_sweep(problem, job, journal=journal)
+    resumed = run_sweep(problem, job, journal=journal, resume=True)
+    assert resumed.resumed == 2 and _strip(resumed) == _strip(full)
+    other = _job(problem, "workload.arrival_rps=4,8")
+    with pytest.raises(InputError, match="another sweep"):
+        run_sweep(problem, other, journal=journal, resume=True)
+
+
+@pytest.mark.slow
+def test_one_point_is_the_same_under_two_hash_seeds():
+    code = (
+        "import json, pddplan\n"
+        f"p = pddplan.load_scenario({str(PAPER)!r})\n"
+        "r = pddplan.sweep(p, ['prices_usd_per_gpu_hour.h200-sxm=3.9'])\n"
+        "d = r.points[0].to_json(); d.pop('wall_s')\n"
+        "[x.pop('solve_s') for x in d['results']]\n"
+        "print(json.dumps(d, sort_keys=True))\n"
+    )
+    outs = []
+    for seed in ("1", "2"):
+        env = os.environ | {"PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        outs.append(res.stdout)
+    assert outs[0] == outs[1] and '"status": "ok"' in outs[0]
+
+
+@pytest.mark.slow
+def test_ray_gives_the_local_engines_results():
+    pytest.importorskip("ray")
+    import ray
+
+    problem = pddplan.load_scenario(SMALL)
+    job = _job(problem, "workload.arrival_rps=4,12", "sla.ttft_p99_s=1,2")
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
+             log_to_driver=False, runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})  # fmt: skip
+    try:
+        remote = run_sweep(problem, job, engine="ray", workers=2)
+    finally:
+        ray.shutdown()
+    assert remote.complete and _strip(remote) == _strip(run_sweep(problem, job))
+
+
+# --- the command line -------------------------------------------------------------------------
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pddplan", "sweep", *args], capture_output=True,
+                          text=True, cwd=cwd)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vary", "workload.arival_rps=1,2"], "did you mean workload.arrival_rps"),
+        (["--vary", "sla.ttft_p99_s=1:2:0"], "STEP is 0"),
+        (["--vary", "sla.ttft_p99_s=3:1:1"], "range is empty"),
+        (
+            ["--vary", "sla.ttft_p99_s=1:2:0.0001", "--vary", "sla.ttft_p90_s=1:2:0.01"],
+            "confirm it with --yes",
+        ),
+        (["--vary", "links[0].rtt_ms=fast"], "takes a number"),
+        (["--study", "nope"], "nope"),
+        (["--vary", "sla.ttft_p99_s=1,2", "--resume"], "give --out"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    res = _cli(str(SMALL), *args, "--out", str(tmp_path / "o.csv")) if "--resume" not in args \
+        else _cli(str(SMALL), *args)  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+def test_csv_out_and_each_plot_kind(tmp_path):
+    out = tmp_path / "s.csv"
+    res = _cli(str(SMALL), "--vary", "workload.arrival_rps=4,30", "--format", "csv", "--out",
+               str(out), "--plot", str(tmp_path / "demand.png"), "--workers", "1")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = out.read_text().splitlines()
+    assert rows[0].startswith("workload.arrival_rps,architecture,status,cost_per_hour_usd")
+    assert len(rows) == 3 and not (tmp_path / "s.csv.journal.jsonl").exists()
+    assert "cost against demand" in res.stderr
+    res = _cli(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--architectures",
+               "pdd,intra-dc-homogeneous", "--plot", str(tmp_path / "lines.svg"), "--workers", "1")  # fmt: skip
+    assert res.returncode == 0 and "lines against sla.ttft_p99_s" in res.stderr, res.stderr
+    res = _cli(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--vary", "sla.tpot_ms=40,60",
+               "--plot", str(tmp_path / "heat.png"), "--workers", "1")  # fmt: skip
+    assert res.returncode == 0 and "heatmap of cost" in res.stderr, res.stderr
+    for name in ("demand.png", "lines.svg", "heat.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
