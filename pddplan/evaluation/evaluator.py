@@ -467,9 +467,16 @@ def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, flo
 
 
 def _capacity(m: FleetModel, routing: Routing, served_rps: float = 0.0) -> float:
-    """The largest arrival rate whose state is within every limit (0 if none): doubling
-    from 1 req/s (or from ``served_rps`` when that rate is within them) until a rate is
-    not, then bisection."""
+    """The largest arrival rate whose state is within every limit (0 if none), kept on the
+    problem (``Problem.memo``): it depends on no price, so a sweep over prices bisects
+    each fleet's once."""
+    key = (m.fleet.model_dump_json(exclude={"name"}), routing.model_dump_json(), served_rps)
+    return m.problem.memo("capacities", key, lambda: _bisect_capacity(m, routing, served_rps))
+
+
+def _bisect_capacity(m: FleetModel, routing: Routing, served_rps: float) -> float:
+    """``_capacity``: doubling from 1 req/s (or from ``served_rps`` when that rate is within
+    every limit) until a rate is not, then bisection."""
     lo, hi = 0.0, 1.0
     if served_rps > 0 and _state(m, served_rps, routing).ok:
         lo, hi = served_rps, 2 * served_rps

@@ -16,10 +16,10 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -44,11 +44,16 @@ from pddplan.workload.sessions import SessionOptions, reuse_top_rate, sampled_re
 if TYPE_CHECKING:
     from pddplan.model.queueing import PassOrder
 
+T = TypeVar("T")
+
 STEP_TABLE_EXACT = 64
 """``Problem.decode_steps`` holds every batch up to this one..."""
 STEP_TABLE_POINTS = 400
 """...and this many batches spread geometrically above it (about 1% apart at 5,000)."""
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
+_PHYSICAL = (*_INSTANCE, "workload", "sla", "search", "datacenters", "links:physical", "md_cache")
+"""Every input but the prices, the budget, the objective, the headroom and the solver: what
+minimum counts and SLA capacities are computed from."""
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
     "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
@@ -60,9 +65,12 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "decode_points": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "decode_steps": (*_INSTANCE, "workload", "sla.tpot_ms"),
     "extend_passes": (*_INSTANCE, "workload"),
+    "counts": _PHYSICAL,
+    "capacities": _PHYSICAL,
 }
 """Each table and what it is computed from: ``hardware`` and ``model`` are the catalogs'
-entries, the rest scenario fields (a dotted path names a field inside one)."""
+entries, the rest scenario fields (a dotted path names a field inside one; ``links:physical``
+the links without their tiers' prices)."""
 
 
 @dataclass
@@ -84,6 +92,12 @@ class _Tables:
     extend_passes: dict[tuple[str, int], tuple[npt.NDArray[np.complex128], Array]] = field(
         default_factory=dict
     )
+    counts: dict[Hashable, Any] = field(default_factory=dict)
+    """The planner's minimum-count memos (``pddplan.plan.counts``), per space structure and
+    rate."""
+    capacities: dict[Hashable, Any] = field(default_factory=dict)
+    """The evaluator's SLA capacities (``pddplan.evaluation.evaluator``), per fleet, routing
+    and starting rate."""
 
 
 @dataclass(frozen=True)
@@ -154,10 +168,26 @@ class Problem:
             return self.hardware
         if name == "model":
             return self.model
+        if name == "links:physical":
+            prices = {"tiers": {"__all__": {"usd_per_month", "usd_per_gb"}}}
+            return [link.model_dump(exclude=prices) for link in self.scenario.links]
         value: Any = self.scenario
         for part in name.split("."):
             value = getattr(value, part)
         return value
+
+    def memo(
+        self, table: Literal["counts", "capacities"], key: Hashable, make: Callable[[], T]
+    ) -> T:
+        """The entry ``key`` of a table the planner or the evaluator fills (``make()`` the
+        first time). These tables depend on no price (``_PHYSICAL``), so every problem
+        derived from this one with the same physical inputs shares them: a sweep over
+        prices counts and bisects capacities once."""
+        found = getattr(self._tables, table)
+        if key not in found:
+            self.table_builds[table] += 1
+            found[key] = make()
+        return cast(T, found[key])
 
     # --- the workload -----------------------------------------------------------------------
     @property

@@ -70,18 +70,25 @@ class Requirements:
                 self.wan[twin], self.wan_queueing[twin] = wan, queueing
             if u <= space.link_rho:
                 self.feasible_states.append(st)
-        self._p: dict[tuple[str, str, int | None], np.ndarray] = {}
+        self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
+        # the memos below depend on no price: shared by every problem with the same physical
+        # inputs and structure at this rate (``Problem.count_memo``), e.g. a sweep's prices
+        memo: dict[str, dict] = space.problem.memo("counts", (space.structure, rate), dict)
+        self._p: dict[tuple[str, str, int | None], np.ndarray] = memo.setdefault("p", {})
         self._loaded: dict[
             tuple[str, int, bool, bool, float, int], tuple[LoadedPrefill, RankCompany | None]
-        ] = {}
-        self._r: dict[tuple[str, str, str], np.ndarray] = {}
-        self._m: dict[tuple[str, str, str], np.ndarray] = {}
-        self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
-        self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._tokens: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
-        self._loads: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._eager: dict[tuple[str, str], np.ndarray] = {}
-        self._caches: dict[tuple[str, str], int] = {}
+        ] = memo.setdefault("loaded", {})
+        self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
+        self._m: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("m", {})
+        self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
+        self._tokens: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = memo.setdefault(
+            "tokens", {}
+        )
+        self._loads: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = memo.setdefault(
+            "loads", {}
+        )
+        self._eager: dict[tuple[str, str], np.ndarray] = memo.setdefault("eager", {})
+        self._caches: dict[tuple[str, str], int] = memo.setdefault("caches", {})
 
     def _sent(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
         """Per class: the P->MD transfer time and the part of it other flows add; the

@@ -271,6 +271,25 @@ class Space:
         self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
 
+    @cached_property
+    def structure(self) -> tuple:
+        """What a count is keyed on beyond its option, state and cut keys: every option's
+        key with its instance limits and step, the transfer states, the cuts and the pace
+        bands. Two spaces of problems whose physical inputs agree (``Problem.count_memo``)
+        and whose structures are equal give equal counts whatever their prices."""
+        return (
+            tuple(
+                (o.key, o.max_instances, o.unit_step, o.batch, o.step_s)
+                for r in ROLES
+                for o in self.options[r]
+            ),
+            tuple((st.key, st.twin) for st in self.states),
+            tuple(self.cuts),
+            self.singular_cuts,
+            self.catch_up_cuts,
+            tuple(b.step_s for b in self.bands),
+        )
+
     # --- choices ----------------------------------------------------------------------------
     def _options(self, role: Role) -> list[PoolOption]:
         s, hw, problem = self.scenario, self.hw, self.problem
