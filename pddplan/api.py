@@ -305,7 +305,8 @@ def study(
     """A built-in study (``bathtub``, ``price-premium``, ``demand``; ``docs/sweeps.md``):
     a sweep with its own axes, over every architecture unless ``architectures`` is given.
     ``options`` are ``sweep``'s. The demand study plans in this process, bisecting on the
-    steps of the minimum cost (no journal: each rate depends on the ones before)."""
+    steps of the minimum cost (each rate depends on the ones before); it journals each rate
+    (``journal``, ``resume``) as a sweep does."""
     from pddplan.sweeps.studies import COMPARED, STUDIES, demand_study, study_axes
 
     _choice("name", name, STUDIES)
@@ -320,7 +321,8 @@ def study(
                             options.get("solver"), options.get("time_limit_s"))  # fmt: skip
         label = scenario_label or problem.scenario.name
         return demand_study(problem, settings, vary=list(vary), scenario_label=label,
-                            progress=progress)  # fmt: skip
+                            journal=_path(options.get("journal")),
+                            resume=bool(options.get("resume")), progress=progress)  # fmt: skip
     if vary:
         raise ArgumentError("vary", f"{{argument}}: --study {name} sets its own axes; leave it out")
     axes, _metric = study_axes(problem, name)

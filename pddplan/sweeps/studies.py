@@ -17,13 +17,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.sweeps.axes import Axis, parse_vary
-from pddplan.sweeps.engine import SweepJob, SweepRun, scenario_digest
+from pddplan.sweeps.engine import Journal, SweepJob, SweepRun, scenario_digest
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 STUDIES = ("bathtub", "price-premium", "demand")
@@ -71,10 +72,17 @@ def demand_study(
     *,
     vary: list[str],
     scenario_label: str,
+    journal: Path | None = None,
+    resume: bool = False,
     progress: Callable[[PointResult, int, int], None] | None = None,
 ) -> SweepRun:
     """The steps of the minimum cost against demand (module docstring): every rate planned,
-    in rate order, and a note per step saying where it lies and what it adds."""
+    in rate order, and a note per step saying where it lies and what it adds.
+
+    Each rate depends on the ones before, so they are planned here, one at a time. With
+    ``journal``, each planned rate is appended to it as a sweep's point is; ``resume``
+    takes the journalled rates instead of planning them again (the bisection then walks
+    the same rates). Ctrl-C ends the study with ``interrupted`` set."""
     path = "workload.arrival_rps"
     if vary:
         axes = [parse_vary(v) for v in vary]
@@ -91,13 +99,27 @@ def demand_study(
     settings = replace(settings, objective="min-cost")
     runner = PointRunner(problem, settings)
     start = time.perf_counter()
+    first = Axis(path, tuple(rates), "demand study")
+    job = SweepJob(scenario_label, scenario_digest(problem), (first,), False, settings)
+    log = Journal(journal, job, resume=resume) if journal is not None else None
     seen: dict[float, PointResult] = {}
+    if log is not None:
+        seen = {float(p.values[path]): p for _, p in sorted(log.done.items())}
+    resumed = len(seen)
 
     def at(rate: float) -> PointResult:
         if rate not in seen:
-            seen[rate] = runner.run(len(seen), {path: rate})
+            try:
+                point = runner.run(len(seen), {path: rate})
+            except KeyboardInterrupt:
+                if log is not None:
+                    log.add(PointResult(len(seen), {path: rate}, "interrupted", "stopped by Ctrl-C"))
+                raise
+            seen[rate] = point
+            if log is not None:
+                log.add(point)
             if progress is not None:
-                progress(seen[rate], len(seen), max(len(seen), len(rates)))
+                progress(point, len(seen), max(len(seen), len(rates)))
         return seen[rate]
 
     def fleet(rate: float) -> str | None:
@@ -107,24 +129,33 @@ def demand_study(
 
     todo = list(itertools.pairwise(rates))
     steps: list[tuple[float, float]] = []
-    while todo:
-        lo, hi = todo.pop()
-        if fleet(lo) == fleet(hi):
-            continue
-        if hi / lo - 1 <= DEMAND_TOLERANCE or len(seen) >= MAX_DEMAND_POINTS:
-            steps.append((lo, hi))
-            continue
-        mid = float(f"{math.sqrt(lo * hi):.6g}")
-        if mid in (lo, hi):
-            steps.append((lo, hi))
-            continue
-        todo += [(lo, mid), (mid, hi)]
+    interrupted = False
+    try:
+        while todo:
+            lo, hi = todo.pop()
+            if fleet(lo) == fleet(hi):
+                continue
+            if hi / lo - 1 <= DEMAND_TOLERANCE or len(seen) >= MAX_DEMAND_POINTS:
+                steps.append((lo, hi))
+                continue
+            mid = float(f"{math.sqrt(lo * hi):.6g}")
+            if mid in (lo, hi):
+                steps.append((lo, hi))
+                continue
+            todo += [(lo, mid), (mid, hi)]
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if log is not None:
+            log.close()
     ordered = sorted(seen)
     points = [replace(seen[r], index=i) for i, r in enumerate(ordered)]
     axis = Axis(path, tuple(ordered), "demand study")
-    job = SweepJob(scenario_label, scenario_digest(problem), (axis,), False, settings)
+    job = replace(job, axes=(axis,))
     notes = [_step_note(seen[lo], seen[hi], lo, hi) for lo, hi in sorted(steps)]
-    return SweepRun(job, points, len(points), wall_s=time.perf_counter() - start, notes=notes)
+    total = len(points) + (1 if interrupted else 0)  # at least the rate it was planning
+    return SweepRun(job, points, total, interrupted, resumed,
+                    wall_s=time.perf_counter() - start, notes=notes)  # fmt: skip
 
 
 def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
