@@ -247,3 +247,29 @@ def test_csv_out_and_each_plot_kind(tmp_path):
     assert res.returncode == 0 and "heatmap of cost" in res.stderr, res.stderr
     for name in ("demand.png", "lines.svg", "heat.png"):
         assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_the_table_reads_at_80_columns_with_every_number_whole():
+    from rich.console import Console
+
+    from pddplan.report.sweeps import sweep_table
+    from pddplan.sweeps.axes import parse_vary
+    from pddplan.sweeps.engine import SweepRun
+    from pddplan.sweeps.points import ArchResult, PointResult
+
+    fleet = "P 1x16 h100-sxm@cluster-a + RLD 1x16 h100-sxm@cluster-a + MD 1x8 h200-sxm@cluster-b; 100 Gbit/s"  # fmt: skip
+    arch = ArchResult("intra-DC a100-80g-sxm in cluster-west", "intra-dc-homogeneous", "ok",
+                      cost_per_hour_usd=1234.567, sla_capacity_rps=123.456, bcr=0.123456,
+                      ttft_p99_s=7.891, fleet=fleet)  # fmt: skip
+    none = ArchResult("PDD", "pdd", "infeasible", reason="the 40 Gbit/s link is the fastest tier")
+    points = [PointResult(i, {"prices_usd_per_gpu_hour.h200-sxm": v}, "ok", None, [arch, none])
+              for i, v in enumerate((3.3625, 4.035))]  # fmt: skip
+    job = SweepJob("s.yaml", "0", (parse_vary("prices_usd_per_gpu_hour.h200-sxm=3.3625,4.035"),))
+    console = Console(width=80, record=True)
+    console.print(sweep_table(SweepRun(job, points, 2), "cost"))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    for whole in ("3.3625", "4.035", "901,234", "123.5", "0.1235", "7.89", "F1", "N1"):
+        assert whole in text, whole
+    assert f"  F1  {fleet[:40]}" in text  # the fleet spelled out once, below the table
+    assert text.count("F1") == 3 and "N1  the 40 Gbit/s link is the fastest tier" in text

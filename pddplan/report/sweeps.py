@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -41,23 +42,29 @@ def _num(v: Any, digits: int = 4) -> str:
 
 
 def sweep_table(run: SweepRun, metric: str) -> Group:
-    """The terminal report: a row per point and architecture, then the break-even points
-    and how the run went."""
+    """The terminal report: a row per point and architecture, then the fleets it names,
+    the break-even points and how the run went.
+
+    Numbers are never cut: the fleets (long) are named in the rows by a short id (``F1``;
+    ``N1`` for why a row has no plan) and spelled out once each below the table, so that it
+    reads at 80 columns, and a fleet that holds across many points shows as one id."""
     paths = [a.path for a in run.job.axes]
-    t = Table(title=f"Sweep of {run.job.scenario}: {len(run.points):,} of {run.total:,} points",
-              title_justify="left", header_style="bold")  # fmt: skip
-    for p in paths:
-        t.add_column(p.rpartition(".")[2], justify="right", no_wrap=True)
-    for name in ("architecture", "status"):
-        t.add_column(name, no_wrap=True)
-    for name in ("$/month", "req/s", "BCR", "P99 s"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("fleet or reason", min_width=24)
     rows = analysis.rows(run)
-    for r in rows[:MAX_TABLE_ROWS]:
+    shown = rows[:MAX_TABLE_ROWS]
+    fleets: dict[str, str] = {}  # text -> id, in order of first use
+    notes: dict[str, str] = {}
+
+    def ref(r: dict[str, Any]) -> str:
+        if r["status"] == "ok" and r["fleet"]:
+            return fleets.setdefault(r["fleet"], f"F{len(fleets) + 1}")
+        text = r["reason"] or r["fleet"] or "-"
+        return notes.setdefault(text, f"N{len(notes) + 1}")
+
+    cells = []
+    for r in shown:
         cost = r["cost_per_month_usd"]
         status = r["status"] + (" (time limit)" if r["time_limited"] else "")
-        t.add_row(
+        cells.append([
             *(_num(r[p], 6) for p in paths),
             r["architecture"] or "-",
             status,
@@ -65,12 +72,29 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
             _num(r["sla_capacity_rps"]),
             _num(r["bcr"]),
             _num(r["ttft_p99_s"], 3),
-            r["fleet"] if r["status"] == "ok" else (r["reason"] or r["fleet"] or "-"),
-        )
-    lines: list[Any] = [t, Text("req/s: SLA capacity; BCR: req/s per USD/hour; P99 s: TTFT P99 at "
-                                "the demand. Varied: " + "; ".join(
-                                    f"{p} ({analysis.axis_label(p)})" for p in paths),
-                                style="dim")]  # fmt: skip
+            ref(r),
+        ])  # fmt: skip
+    headers = [*(p.rpartition(".")[2] for p in paths), "architecture", "status", "$/month",
+               "req/s", "BCR", "P99 s", "fleet"]  # fmt: skip
+    t = Table(title=f"Sweep of {run.job.scenario}: {len(run.points):,} of {run.total:,} points",
+              title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)  # fmt: skip
+    for i, name in enumerate(headers):
+        if name == "architecture":  # words: these may wrap
+            t.add_column(name, ratio=1, min_width=len(name), overflow="fold")
+            continue
+        # numbers and ids: never cut, never wrapped
+        width = max([len(name), *(len(c[i]) for c in cells)])
+        left = name in ("status", "fleet")
+        t.add_column(name, justify="left" if left else "right", no_wrap=True, min_width=width)
+    for c in cells:
+        t.add_row(*c)
+    lines: list[Any] = [t]
+    for text, key in [*((t, k) for t, k in fleets.items()), *((t, k) for t, k in notes.items())]:
+        lines.append(Text(f"{key:>4}  {text}"))
+    lines.append(Text("F: the fleet planned (pools as role instances x GPUs chip@datacenter; "
+                      "the link); N: why there is no plan. req/s: SLA capacity; BCR: req/s per "
+                      "USD/hour; P99 s: TTFT P99 at the demand. Varied: " + "; ".join(
+                          f"{p} ({analysis.axis_label(p)})" for p in paths), style="dim"))  # fmt: skip
     if len(rows) > MAX_TABLE_ROWS:
         lines.append(Text(f"... {len(rows) - MAX_TABLE_ROWS:,} more rows (--format csv has all)",
                           style="dim"))  # fmt: skip
@@ -79,9 +103,9 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     lines += [Text(note) for note in run.notes]
     failed = sum(p.status not in ("ok",) for p in run.points)
     rate = len(run.points) - run.resumed
-    speed = f"{rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
+    speed = f", {rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
     lines.append(Text(
-        f"{run.engine} engine, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s "
+        f"{run.engine} engine, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s"
         f"{speed}; {run.resumed:,} from the journal; {failed:,} invalid or failed"
         + ("; interrupted: run again with --resume" if run.interrupted else ""), style="dim"))  # fmt: skip
     return Group(*lines)
