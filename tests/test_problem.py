@@ -31,6 +31,24 @@ def test_a_price_change_rebuilds_no_table():
     assert plan.evaluation.cost_per_hour_usd > first.evaluation.cost_per_hour_usd
 
 
+def test_counts_are_shared_across_link_prices_but_not_across_the_link():
+    """The planner's minimum counts depend on no price: a dearer link tier reuses them (and
+    plans as a problem loaded afresh does), a longer round trip counts again."""
+    problem = pddplan.load_scenario(PAPER)
+    pddplan.solve(problem, objective="min-cost")
+    assert problem.table_builds["counts"] > 0 and problem.table_builds["capacities"] > 0
+    dearer = problem.derive({"links[0].tiers[3].usd_per_month": 30_000})
+    plan = pddplan.solve(dearer, objective="min-cost")
+    assert dearer.table_builds["counts"] == 0, dearer.table_builds
+    fresh = pddplan.load_scenario(PAPER).derive({"links[0].tiers[3].usd_per_month": 30_000})
+    again = pddplan.solve(fresh, objective="min-cost")
+    assert plan.fleet == again.fleet and fresh.table_builds["counts"] > 0
+    assert plan.evaluation.cost_per_hour_usd == again.evaluation.cost_per_hour_usd
+    farther = problem.derive({"links[0].rtt_ms": 60})
+    pddplan.solve(farther, objective="min-cost")
+    assert farther.table_builds["counts"] > 0 and farther.table_builds["capacities"] > 0
+
+
 def test_a_workload_change_keeps_the_instances_only():
     problem = pddplan.load_scenario(SMALL)
     pddplan.solve(problem, objective="min-cost")

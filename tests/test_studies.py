@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_sweep import PAPER, SMALL
 
 import pddplan
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.sweeps.points import CLOCK_FIELDS, Settings
 from pddplan.sweeps.studies import DEMAND_TOLERANCE, demand_study, study_axes
-from test_sweep import PAPER, SMALL
 
 
 def _strip(run) -> str:

@@ -113,7 +113,9 @@ def demand_study(
                 point = runner.run(len(seen), {path: rate})
             except KeyboardInterrupt:
                 if log is not None:
-                    log.add(PointResult(len(seen), {path: rate}, "interrupted", "stopped by Ctrl-C"))
+                    log.add(
+                        PointResult(len(seen), {path: rate}, "interrupted", "stopped by Ctrl-C")
+                    )
                 raise
             seen[rate] = point
             if log is not None:
