@@ -273,3 +273,28 @@ def test_the_table_reads_at_80_columns_with_every_number_whole():
         assert whole in text, whole
     assert f"  F1  {fleet[:40]}" in text  # the fleet spelled out once, below the table
     assert text.count("F1") == 3 and "N1  the 40 Gbit/s link is the fastest tier" in text
+
+
+def _cli_without_ray(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process where ``import ray`` fails, as where it is not installed."""
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['pddplan', 'sweep', *sys.argv[1:]]\n"
+            "from pddplan.cli.app import main; main()")  # fmt: skip
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+
+
+def test_ray_engine_without_ray_says_how_to_install_it_and_leaves_nothing(tmp_path):
+    res = _cli_without_ray(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--engine", "ray",
+                           "--out", str(tmp_path / "o.csv"))  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "pip install 'pddplan[ray]'" in res.stderr and len(res.stderr.splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # no journal left that a second run would trip on
+
+
+@pytest.mark.slow
+def test_an_unreachable_ray_address_is_one_line_and_leaves_nothing(tmp_path):
+    pytest.importorskip("ray")
+    res = _cli(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--engine", "ray", "--address",
+               "127.0.0.1:9", "--out", str(tmp_path / "o.csv"))  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "could not reach the Ray cluster at 127.0.0.1:9" in res.stderr
+    assert not any(tmp_path.iterdir())

@@ -117,6 +117,9 @@ class Journal:
     def __init__(self, path: Path, job: SweepJob, *, resume: bool) -> None:
         self.path = path
         self.done: dict[int, PointResult] = {}
+        self.added = 0
+        """Lines this run appended."""
+        self.created = not path.exists()
         identity = job.identity()
         if path.exists():
             if not resume:
@@ -168,6 +171,7 @@ class Journal:
 
     def add(self, point: PointResult) -> None:
         self._write(point.to_json())
+        self.added += 1
 
     def close(self) -> None:
         self._file.close()
@@ -211,6 +215,7 @@ def run_sweep(
             progress(point, len(done), len(grid))
 
     interrupted = False
+    failed = True
     try:
         if engine == "ray":
             from pddplan.sweeps.ray_engine import run_ray
@@ -222,8 +227,11 @@ def run_sweep(
             interrupted = _run_here(problem, job.settings, todo, finished)
         else:
             interrupted = _run_pool(problem, job.settings, todo, finished, workers, job)
+        failed = False
     finally:
-        if log is not None:
+        if log is not None and failed and log.created and not log.added:
+            log.remove()  # nothing ran (e.g. Ray unreachable): leave no journal to resume
+        elif log is not None:
             log.close()
     run = SweepRun(job, [done[i] for i in sorted(done)], len(grid), interrupted, resumed,
                    time.perf_counter() - start, workers, engine)  # fmt: skip

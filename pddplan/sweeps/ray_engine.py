@@ -12,8 +12,13 @@ by point.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
-from collections.abc import Callable
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pddplan.errors import InputError
@@ -41,6 +46,46 @@ def _chunk(
     return out
 
 
+@contextlib.contextmanager
+def _native_stderr_quiet() -> Iterator[None]:
+    """Ray's native code logs each failed connection attempt to file descriptor 2; while it
+    connects, those lines go to a discarded file, so that a failure is the one line this
+    module raises."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+class _InitTimeout(BaseException):
+    """Raised by the alarm in ``ray.init``: a BaseException, since Ray's connection loop
+    retries on every ``Exception``."""
+
+
+def _probe(address: str, where: str) -> None:
+    """A TCP connection to ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) within
+    ``INIT_TIMEOUT_S``: a refused or unreachable address fails here, at once. Ray's own
+    loop would retry it for ever in native code, where no alarm reaches it."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=INIT_TIMEOUT_S).close()
+    except TimeoutError:
+        raise InputError(
+            f"--engine ray: could not reach {where} within {INIT_TIMEOUT_S:g} s"
+        ) from None
+    except OSError as e:
+        raise InputError(
+            f"--engine ray: could not reach {where}: {e.strerror or type(e).__name__}"
+        ) from None
+
+
 def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     """``ray``, initialised on ``address`` (or a local instance) within ``INIT_TIMEOUT_S``;
     an ``InputError`` of one line when it is not installed or cannot be reached."""
@@ -58,19 +103,26 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     if address is None:
         kwargs |= {"num_cpus": num_cpus, "object_store_memory": LOCAL_OBJECT_STORE_BYTES}
     where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+    if address is not None:
+        _probe(address, where)
 
     def expired(signum: int, frame: Any) -> None:
-        raise TimeoutError
+        raise _InitTimeout
 
     old = signal.signal(signal.SIGALRM, expired)  # ray.init must run on the main thread
     signal.setitimer(signal.ITIMER_REAL, INIT_TIMEOUT_S)
+    start = time.monotonic()
     try:
-        ray.init(address=address, **kwargs)
-    except TimeoutError:
-        with contextlib.suppress(Exception):
+        with _native_stderr_quiet():
+            ray.init(address=address, **kwargs)
+    except _InitTimeout:
+        with contextlib.suppress(Exception), _native_stderr_quiet():
             ray.shutdown()
+        took = time.monotonic() - start
+        late = f" (Ray's native connection attempt gave up after {took:.0f} s)" if took > (
+            INIT_TIMEOUT_S + 1) else ""  # fmt: skip
         raise InputError(
-            f"--engine ray: could not reach {where} within {INIT_TIMEOUT_S:g} s"
+            f"--engine ray: {where} did not answer as Ray within {INIT_TIMEOUT_S:g} s{late}"
         ) from None
     except Exception as e:
         first = str(e).strip().splitlines()
