@@ -4,6 +4,7 @@ that cannot shrink, infeasibility explained, time limits, the plan file, the CLI
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import json
 from types import SimpleNamespace
 
@@ -483,6 +484,36 @@ def test_of_equal_cost_plans_the_widest_then_the_fastest_is_kept(hardware, model
     assert r.evaluation.ttft_s["p99"] == pytest.approx(min(tails), rel=1e-9)
     assert max(tails) > 2 * min(tails)
     assert any(p.context_parallel for p in r.fleet.pools if p.role == "prefill")
+
+
+def test_a_fleet_without_relay_decode_relays_nothing(hardware, models):
+    """A choice whose cut is a number but that has no relay decode (or whose cut relays
+    nothing of the planned payloads) becomes a fleet whose router relays nothing: the
+    evaluator's payloads (a tiered cache's hits at the rate) could otherwise put a class
+    above the number, and a fleet without relay decode cannot relay (on pdd-paper-fleets
+    at a mean hit of 0.2, max BCR stopped on "routing relays requests but there is no
+    relay_decode pool")."""
+    from pddplan.plan.space import Choice
+
+    problem = problem_of(
+        load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario, hardware, models
+    )
+    space = Space(problem)
+    st = next(st for st in space.states if st.gbps is not None)
+    j = next(j for j, c in enumerate(space.cuts) if space.relayed(c, st.cache).any())
+    options = {
+        "prefill": next(o for o in space.options["prefill"] if st.sent_by(o)),
+        "relay_decode": None,
+        "main_decode": next(o for o in space.options["main_decode"] if st.received_by(o)),
+    }
+    plain = Choice(options, {"prefill": 1, "relay_decode": 0, "main_decode": 1}, st,
+                   space.cuts[j], space.singular_cuts[0], space.catch_up_cuts[0])  # fmt: skip
+    assert space.fleet(plain, "t").routing.relay_above_mb is None
+    rld = next(o for o in space.options["relay_decode"] if o.datacenter == st.p_dc)
+    relaying = replace(plain, options={**options, "relay_decode": rld},
+                       instances={"prefill": 1, "relay_decode": 1, "main_decode": 1},
+                       band=space.bands[0])  # fmt: skip
+    assert space.fleet(relaying, "t").routing.relay_above_mb == space.cuts[j]
 
 
 def _milp_fixed_to(req, c):

@@ -585,11 +585,16 @@ class Space:
         links: tuple[LinkChoice, ...] = ()
         if choice.state.gbps is not None:
             links = (LinkChoice(between=choice.state.wan.between, gbps=choice.state.gbps),)
+        # a cut that relays nothing of the planned payloads is "relay nothing" to the router:
+        # the evaluator's payloads (a tiered cache's hits at the rate) may put a class above
+        # the number, and a fleet without relay decode must relay nothing
+        relays = choice.cut is not None and bool(self.relayed(choice.cut, choice.state.cache).any())
+        cut = choice.cut if relays and rld is not None else None
         return Fleet(
             name=name,
             pools=tuple(pools),
             links=links,
-            routing=Routing(relay_above_mb=choice.cut, singular_max_output_tokens=choice.singular),
+            routing=Routing(relay_above_mb=cut, singular_max_output_tokens=choice.singular),
             handoff=Handoff(catch_up_above_tokens=choice.catch_up, chunk_tokens=self.chunk_tokens),
             md_cache_gb_per_gpu=choice.state.cache_gb,
             md_cache_tiers=self._tiers(choice.state),
