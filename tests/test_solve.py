@@ -4,8 +4,8 @@ that cannot shrink, infeasibility explained, time limits, the plan file, the CLI
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
