@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pddplan.model.instance import PrefillFigures
-from pddplan.model.queueing import erlang_c, prefill_wait_tail, rank_company, wait_tail
+from pddplan.io.scenario import load_scenario
+from pddplan.model.instance import PassFill, PrefillFigures
+from pddplan.model.queueing import erlang_c, filled_service, prefill_wait_tail, rank_company, wait_tail
 
 
 def test_single_server_erlang_c_is_rho():
@@ -210,3 +212,46 @@ def test_md_wait_is_shorter_where_part_full_batches_step_faster():
     steps = (np.array([1.0, 2.0]), np.array([0.01, 0.02]))
     assert md_wait_probability(2, 1, steps, np.array([0.5]))[0] == pytest.approx(0.25)
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)  # slower without the speed-up
+
+
+def test_filled_service_by_hand() -> None:
+    """One class, one pass of a full chunk (t = chunk): 1 s alone, 0.5 s in a full pass
+    (its share of the fixed costs), a 1 s pass. At lambda = ln 2 a pass in progress brings
+    company with probability 1 - e^(-lambda) = 1/2, so a request that finds the instance
+    busy costs 0.75 s; U = lambda x 1 / (1 + lambda x 0.25) (``filled_service``), and the
+    service 1 - 0.25 U."""
+    fill = PassFill(
+        grid=np.array([0.0, 100.0]),
+        first=np.array([[1.0, 0.5]]),
+        rest=np.array([[0.0, 0.0]]),
+        chunk=100.0,
+        groups=1,
+    )
+    figures = PrefillFigures(
+        latency=np.array([1.0]),
+        service=np.array([0.5]),
+        pass_s=np.array([1.0]),
+        pass_owner=np.array([0]),
+        new_tokens=np.array([100.0]),
+        room_tokens=np.array([0.0]),
+        fill=fill,
+    )
+    lam = math.log(2.0)
+    u = lam / (1.0 + lam / 4.0)
+    got = filled_service(figures, np.array([1.0]), lam)
+    assert got.utilization == pytest.approx(u, rel=1e-9)  # 0.5908
+    assert got.service[0] == pytest.approx(1.0 - 0.25 * u, rel=1e-9)
+    # no fill table: the full-pass service
+    plain = filled_service(figures._replace(fill=None), np.array([1.0]), lam)
+    assert plain.service[0] == 0.5 and plain.utilization == pytest.approx(0.5 * lam)
+
+
+def test_fill_table_ends_at_full_passes() -> None:
+    """A chunk with a full chunk of company carries a full pass's share: the fill table's
+    last point is the full-pass service, and company only ever lowers the service."""
+    problem = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    figures = problem.prefill_figures("h100-sxm", 16, True)
+    fill = figures.fill
+    assert fill is not None
+    np.testing.assert_allclose(fill.first[:, -1] + fill.rest[:, -1], figures.service, rtol=1e-12)
+    assert (np.diff(fill.first, axis=1) <= 1e-15).all()

@@ -38,6 +38,7 @@ from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wa
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import (
+    filled_service,
     loaded_prefill_latency,
     md_admission,
     p99_gap,
@@ -83,9 +84,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     pools_r = m.roles["relay_decode"]
     pools_m = m.roles["main_decode"]
     # prefill pools
-    p_util = []
-    for (pool, _), svc, share in zip(pools_p, m.p_svc, m.p_share, strict=True):
-        p_util.append(lam * share * float(w @ svc) / pool.instances)
+    # part-full passes at this rate carry more of each pass's fixed costs (``filled_service``)
+    p_util, p_filled, p_full_util = [], [], []
+    for (pool, _), figures, share in zip(pools_p, m.p_figures, m.p_share, strict=True):
+        filled = filled_service(figures, w, lam * share / pool.instances)
+        p_util.append(filled.utilization)
+        p_filled.append(figures._replace(service=filled.service))
+        p_full_util.append(lam * share * float(w @ figures.service) / pool.instances)
     # decode-side shares by datacenter
     md_dcs = sorted({p.datacenter for p, _ in pools_m})
     p_dcs = sorted({p.datacenter for p, _ in pools_p})
@@ -186,11 +191,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         r_util = [0.0 for _ in pools_r]
         pace = [(0.0, 0.0) for _ in pools_r]
     # prefill instances that host relay decode: its tokens take a share of every pass
-    p_figures, p_passes = list(m.p_figures), list(m.p_passes)
+    p_figures, p_passes, p_full = p_filled, list(m.p_passes), list(m.p_figures)
     for i, (j, point) in m.hosts.items():
         stretch = point.stretch(pace[i][1])
         p_util[j] *= stretch
+        p_full_util[j] *= stretch
         p_figures[j] = stretched(p_figures[j], stretch)
+        p_full[j] = stretched(p_full[j], stretch)
         p_passes[j] = stretched(p_passes[j], stretch)
     rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
     # MD load: its tokens plus the extend steps that stall it
@@ -257,17 +264,20 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     svc_mean = [float(w @ svc) for svc in p_svc]
     svc_cv2 = [float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(p_svc, svc_mean, strict=True)]
 
+    # a request in company adds its full-pass service to the passes it joins (the fixed
+    # costs are shared): the company models take the full-pass figures and load
     loaded = [
         loaded_prefill_latency(
             figures,
             w,
             groups=inst.attention_groups,
-            utilization=min(p_util[j], 1.0),
+            utilization=min(p_full_util[j], 1.0),
             instances=pool.instances,
             passes=p_passes[j],
         )
-        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_figures, strict=True))
+        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_full, strict=True))
     ]
+    full_svc = [float(w @ f.service) for f in p_full]
 
     ranks = [
         rank_company(
@@ -276,6 +286,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             utilization=min(p_util[j], 1.0),
             instances=pool.instances,
             service_cv2=svc_cv2[j],
+            company_service_s=full_svc[j],
         )
         if inst.attention_groups == 1
         else None

@@ -595,8 +595,34 @@ class Instance:
         owner_ = np.asarray(owner, dtype=int)
         new_tokens = per_request(t)
         room = np.bincount(owner_, minlength=n) * float(chunk) - new_tokens
+        # the same passes when they carry only ``x`` tokens of company on each chunk's
+        # attention group (``PassFill``): the first chunk apart from the rest
+        first = np.zeros(len(owner), dtype=bool)
+        first[np.unique(owner_, return_index=True)[1]] = True
+        grid = np.concatenate([[0.0], np.geomspace(1.0, float(chunk), FILL_GRID_POINTS)])
+        by_grid: list[list[Array]] = [[], []]
+        groups = self.attention_groups
+        for x in grid:
+            cost = self._pass_cost(t, p, t / (groups * np.minimum(chunk, t + x)), h, groups=groups)
+            for part, keep in zip(by_grid, (first, ~first), strict=True):
+                part.append(
+                    np.asarray(
+                        self._seconds(
+                            _Cost(
+                                *(per_request(np.where(keep, c, 0.0)) for c in _fields(cost))
+                            )
+                        )
+                    )
+                )
+        fill = PassFill(
+            grid,
+            np.stack(by_grid[0], axis=1),
+            np.stack(by_grid[1], axis=1),
+            float(chunk),
+            groups,
+        )
         return PrefillFigures(
-            latency, np.asarray(service), np.asarray(alone), owner_, new_tokens, room
+            latency, np.asarray(service), np.asarray(alone), owner_, new_tokens, room, fill
         )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
@@ -619,6 +645,29 @@ class _Overlap(NamedTuple):
     slowdown: float
 
 
+FILL_GRID_POINTS = 32
+"""Points of ``PassFill``'s grid of company tokens, geometric from 1 to a chunk (and 0)."""
+
+
+class PassFill(NamedTuple):
+    """A request's prefill service when its passes are part-full (``queueing.filled_service``):
+    per class, the seconds of its first chunk and of its other chunks when each carries its
+    own tokens plus ``grid[g]`` tokens of other requests on its attention group, every
+    group as busy, so that it carries ``t / (groups x min(chunk, t + x))`` of each pass's
+    fixed costs (weight read, collective latency, overhead) instead of a full pass's
+    ``t / (groups x chunk)``. ``grid[-1]`` is a full chunk: ``first + rest`` there is the
+    full-pass service time."""
+
+    grid: Array
+    first: Array
+    """Classes x grid."""
+    rest: Array
+    """Classes x grid."""
+    chunk: float
+    """New tokens an attention group takes in a pass (``Instance.chunk_tokens``)."""
+    groups: int
+
+
 class PrefillFigures(NamedTuple):
     """Per request of a list: prefill latency alone and service time (``Instance``'s
     ``prefill_latency_s`` and ``prefill_service_s``), and every pass that prefills them:
@@ -632,6 +681,12 @@ class PrefillFigures(NamedTuple):
     pass_owner: npt.NDArray[np.int64]
     new_tokens: Array | None = None
     room_tokens: Array | None = None
+    fill: PassFill | None = None
+    """The service when passes run part-full (``PassFill``); None: always full."""
+
+
+def _fields(cost: _Cost) -> tuple[Value, Value, Value, Value, Value]:
+    return cost.compute_s, cost.hbm_bytes, cost.host_bytes, cost.comm_s, cost.serial_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,84 @@ NEGLIGIBLE_EXTRA_S = 1e-6
 whose capped flows barely meet adds ~1e-15 s, whose rate would overflow the formula."""
 
 
+FILL_DURATION_BINS = 64
+"""Quantile bins of pass durations over which ``filled_service`` mixes its Poisson counts."""
+FILL_MAX_COMPANY = 20_000
+"""Most requests ``filled_service`` counts in one pass's company (the rest: a full pass)."""
+
+
+class Filled(NamedTuple):
+    """Prefill at an arrival rate when passes run part-full (``filled_service``)."""
+
+    service: np.ndarray
+    """Per class: instance-seconds per request (one attention group's share of each pass)."""
+    utilization: float
+    """An instance's busy share: the rate per instance times the weighted mean service."""
+
+
+def filled_service(figures: PrefillFigures, weights: np.ndarray, rate_per_instance: float) -> Filled:
+    """Each class's prefill service at ``rate_per_instance`` requests per second per
+    instance, when a pass carries the tokens waiting at its start rather than a full
+    chunk on every attention group (``prefill_service_s``'s assumption).
+
+    A pass reads the weights and pays its collective latency and overhead however few
+    tokens it carries; a chunk of ``t`` tokens with ``x`` tokens of other requests on its
+    attention group carries ``t / (groups x min(chunk, t + x))`` of them
+    (``PassFill``, costed per class and ``x``). A chunked-prefill scheduler takes the
+    tokens waiting when a pass starts, so:
+
+    - a request that finds the instance idle (probability ``1 - U``, Poisson arrivals see
+      time averages) starts a pass alone: its first chunk at ``x = 0``;
+    - one that finds it busy, and every later chunk (the instance is then busy with it),
+      goes in the next pass with the requests that arrived during the pass in progress:
+      ``N ~ Poisson(lambda_i D)`` of them, ``D`` a pass drawn by its length (an arrival
+      falls in a pass in proportion to its duration; the passes' durations alone,
+      ``pass_s``), bringing ``x = N t_bar / groups`` tokens to the chunk's group
+      (``t_bar``: the mean new tokens of a chunk).
+
+    ``svc_k = (1 - U) first_k(0) + U E[first_k(x)] + E[rest_k(x)]`` and
+    ``U = lambda_i sum_k w_k svc_k`` is linear in ``U``: solved in closed form. Figures
+    without a ``fill`` table (or no arrivals of new tokens) keep the full-pass service."""
+    w = weights / float(weights.sum())
+    fill = figures.fill
+    if fill is None or figures.new_tokens is None or rate_per_instance <= 0:
+        return Filled(figures.service, rate_per_instance * float(w @ figures.service))
+    owner = figures.pass_owner
+    count = np.bincount(owner, minlength=len(w))
+    t_bar = float(w @ figures.new_tokens) / max(float(w @ count), 1e-300)
+    # the pass an arrival falls in: by length, binned at weighted quantiles of duration
+    d = figures.pass_s
+    q = w[owner] * d
+    order = np.argsort(d, kind="stable")
+    cum = np.cumsum(q[order]) / max(float(q.sum()), 1e-300)
+    bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
+    q_bin = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
+    d_bin = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
+    keep = q_bin > 0
+    d_bin, q_bin = d_bin[keep] / q_bin[keep], q_bin[keep] / q_bin[keep].sum()
+    # the company's count (a full pass from ``n_full`` on) and its tokens on the group
+    n_full = min(math.ceil(fill.groups * fill.chunk / max(t_bar, 1e-300)), FILL_MAX_COMPANY)
+    n = np.arange(n_full + 1, dtype=float)
+    mu = rate_per_instance * d_bin[:, None]
+    log_pmf = n * np.log(np.maximum(mu, 1e-300)) - mu - special.gammaln(n + 1)
+    pmf = q_bin @ np.exp(log_pmf)
+    pmf[-1] += max(0.0, 1.0 - float(pmf.sum()))
+    x = np.minimum(n * t_bar / fill.groups, fill.chunk)
+    x[-1] = fill.chunk
+    # E[f(x)] for f linear between the grid's points: the count's mass on the points
+    grid = fill.grid
+    i = np.clip(np.searchsorted(grid, x, side="right") - 1, 0, len(grid) - 2)
+    frac = np.clip((x - grid[i]) / (grid[i + 1] - grid[i]), 0.0, 1.0)
+    on_grid = np.bincount(i, weights=pmf * (1 - frac), minlength=len(grid)) + np.bincount(
+        i + 1, weights=pmf * frac, minlength=len(grid)
+    )
+    alone, busy, rest = fill.first[:, 0], fill.first @ on_grid, fill.rest @ on_grid
+    a, b = float(w @ (alone + rest)), float(w @ (alone - busy))
+    util = min(rate_per_instance * a / (1.0 + rate_per_instance * b), 1.0)
+    service = (1.0 - util) * alone + util * busy + rest
+    return Filled(service, rate_per_instance * float(w @ service))
+
+
 def erlang_c(servers: float, offered_erlangs: float) -> float:
     """Probability that an arrival waits, for ``servers`` servers and ``offered_erlangs``
     of load; 1 when the pool is saturated (load >= servers). A non-integer ``servers``
@@ -333,6 +411,7 @@ def rank_company(
     utilization: float,
     instances: int,
     service_cv2: float,
+    company_service_s: float | None = None,
 ) -> RankCompany | None:
     """The requests that share a request's passes on an instance of one attention group,
     behind it in the queue.
@@ -347,7 +426,10 @@ def rank_company(
     ``d_k(n) = min(n s, room_k s / t)`` (``s``: the mean service, ``t``: the mean tokens
     prefilled). ``N`` is taken independent of ``W`` (a long wait brings more company: the
     tail is a little light where the room is not yet full); an arrival that does not wait
-    starts a pass alone. None without rooms or load.
+    starts a pass alone. None without rooms or load. ``company_service_s``: the mean
+    seconds one more request adds to a pass it joins (default ``s``); where passes run
+    part-full (``filled_service``) the mean service carries fixed costs a joiner shares,
+    and a joiner adds its full-pass service.
     """
     room, new = figures.room_tokens, figures.new_tokens
     if room is None or new is None or utilization <= 0 or utilization >= 1:
@@ -362,12 +444,13 @@ def rank_company(
         mean_service_s=svc,
         service_cv2=service_cv2,
     )
-    per_token = svc / max(float(weights @ new) / total, 1e-12)
+    joins = svc if company_service_s is None else company_service_s
+    per_token = joins / max(float(weights @ new) / total, 1e-12)
     cap = np.maximum(room, 0.0) * per_token  # seconds of company a class's passes hold
     p = 1.0 / (1.0 + rate * mean_wait)
     # P(N >= n) = (1 - p)^n: cut where it falls below the tail, or where every class's
     # room is full (more company adds nothing)
-    full = math.ceil(float(cap.max()) / svc) if cap.max() > 0 else 0
+    full = math.ceil(float(cap.max()) / joins) if cap.max() > 0 else 0
     n_max = min(full, math.ceil(math.log(RANK_COMPANY_TAIL) / math.log1p(-p))) if p < 1 else 0
     n = np.arange(n_max + 1, dtype=float)
     probs = p * (1.0 - p) ** n
@@ -376,7 +459,7 @@ def rank_company(
         edges = np.unique(np.linspace(0, n_max + 1, RANK_COMPANY_ATOMS + 1).astype(int))
         probs = np.add.reduceat(probs, edges[:-1])
         n = n[edges[1:] - 1]
-    return RankCompany(probs, np.minimum(n[:, None] * svc, cap[None, :]))
+    return RankCompany(probs, np.minimum(n[:, None] * joins, cap[None, :]))
 
 
 def prefill_wait_tail(

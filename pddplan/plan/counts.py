@@ -25,6 +25,7 @@ from pddplan.model.queueing import (
     ADMISSION_GRID,
     LoadedPrefill,
     RankCompany,
+    filled_service,
     loaded_prefill_latency,
     prefill_wait_tail,
     rank_company,
@@ -230,7 +231,7 @@ class Requirements:
         if not o.hosting or singular is None:
             return np.ones(len(sp.cuts))
         point = sp.host_point(o)
-        busy = min(self.rate * float(sp.w @ sp.prefill_times(o).service) / n, 1.0)
+        busy = min(filled_service(sp.prefill_times(o), sp.w, self.rate / n).utilization, 1.0)
         relay_s, tokens = self._load(st, singular)
         return np.asarray(point.stretch(relay_pace(point.steps(busy), relay_s, tokens, n)[1]))
 
@@ -254,7 +255,6 @@ class Requirements:
         relayed = sp.relay_float[st.cache]  # cuts x classes
         groups = o.instance.attention_groups
         base_sum = float(sp.w @ base.service)
-        cv2 = float(sp.w @ (base.service - base_sum) ** 2) / base_sum**2  # stretch-free
 
         tried: dict[int, np.ndarray] = {}
 
@@ -270,24 +270,39 @@ class Requirements:
             return tried[n]
 
         def _meets(n: int, stretch: float) -> np.ndarray:
-            svc_sum = base_sum * stretch
+            # part-full passes at n instances' rate each (``filled_service``), as the
+            # evaluator prices them
+            filled = filled_service(base, sp.w, lam / n)
+            figures = stretched(base._replace(service=filled.service), stretch)
+            svc_sum = float(sp.w @ figures.service)
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
                 return np.zeros(len(sp.cuts), dtype=bool)
-            figures = stretched(base, stretch)
+            mean = float(sp.w @ filled.service)
+            cv2 = float(sp.w @ (filled.service - mean) ** 2) / mean**2  # stretch-free
             # the same in every transfer state the option sends in: computed once
             key = (o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
             if key not in self._loaded:
+                # company: a joiner adds its full-pass service (the fixed costs are shared)
+                full = stretched(base, stretch)
+                full_sum = float(sp.w @ full.service)
                 self._loaded[key] = (
                     loaded_prefill_latency(
-                        figures,
+                        full,
                         sp.w,
                         groups=groups,
-                        utilization=util,
+                        utilization=lam * full_sum / n,
                         instances=n,
                         passes=stretched(sp.prefill_passes(o), stretch),
                     ),
-                    rank_company(figures, sp.w, utilization=util, instances=n, service_cv2=cv2)
+                    rank_company(
+                        figures,
+                        sp.w,
+                        utilization=util,
+                        instances=n,
+                        service_cv2=cv2,
+                        company_service_s=full_sum,
+                    )
                     if groups == 1
                     else None,
                 )
