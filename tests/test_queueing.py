@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PassFill, PrefillFigures
-from pddplan.model.queueing import erlang_c, filled_service, prefill_wait_tail, rank_company, wait_tail
+from pddplan.model.queueing import (
+    erlang_c,
+    filled_service,
+    prefill_wait_tail,
+    rank_company,
+    wait_tail,
+)
 
 
 def test_single_server_erlang_c_is_rho():

@@ -608,9 +608,7 @@ class Instance:
                 part.append(
                     np.asarray(
                         self._seconds(
-                            _Cost(
-                                *(per_request(np.where(keep, c, 0.0)) for c in _fields(cost))
-                            )
+                            _Cost(*(per_request(np.where(keep, c, 0.0)) for c in _fields(cost)))
                         )
                     )
                 )

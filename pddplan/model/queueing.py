@@ -46,7 +46,9 @@ class Filled(NamedTuple):
     """An instance's busy share: the rate per instance times the weighted mean service."""
 
 
-def filled_service(figures: PrefillFigures, weights: np.ndarray, rate_per_instance: float) -> Filled:
+def filled_service(
+    figures: PrefillFigures, weights: np.ndarray, rate_per_instance: float
+) -> Filled:
     """Each class's prefill service at ``rate_per_instance`` requests per second per
     instance, when a pass carries the tokens waiting at its start rather than a full
     chunk on every attention group (``prefill_service_s``'s assumption).
@@ -82,10 +84,10 @@ def filled_service(figures: PrefillFigures, weights: np.ndarray, rate_per_instan
     order = np.argsort(d, kind="stable")
     cum = np.cumsum(q[order]) / max(float(q.sum()), 1e-300)
     bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
-    q_bin = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
-    d_bin = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
-    keep = q_bin > 0
-    d_bin, q_bin = d_bin[keep] / q_bin[keep], q_bin[keep] / q_bin[keep].sum()
+    q_sum = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
+    qd_sum = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
+    keep = q_sum > 0
+    d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
     # the company's count (a full pass from ``n_full`` on) and its tokens on the group
     n_full = min(math.ceil(fill.groups * fill.chunk / max(t_bar, 1e-300)), FILL_MAX_COMPANY)
     n = np.arange(n_full + 1, dtype=float)
