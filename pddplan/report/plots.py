@@ -93,17 +93,22 @@ def plot_sweep(run: SweepRun, path: Path, metric: str) -> str:
     return kind
 
 
-def _series(run: SweepRun, architecture: str, metric: str) -> tuple[list[float], list[float]]:
+def _series(
+    run: SweepRun, architecture: str, metric: str
+) -> tuple[list[float], list[float], list[bool]]:
+    """The points where ``architecture`` has a value of ``metric``: x, y, and whether the
+    time limit stopped its search there."""
     from pddplan.sweeps import analysis
 
     path = run.job.axes[0].path
-    xs, ys = [], []
+    xs, ys, limited = [], [], []
     for p in run.points:
         v = analysis.value_of(p, architecture, metric) if p.status == "ok" else None
         if v is not None:
             xs.append(float(p.values[path]))
             ys.append(v)
-    return xs, ys
+            limited.append(analysis.time_limited(p, architecture))
+    return xs, ys, limited
 
 
 def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
@@ -115,9 +120,13 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     evens = analysis.break_evens(run, metric)
     for ax, m in zip(grid.flat, ("bcr", "cost", "capacity", "ttft_p99"), strict=True):
         for name in names:
-            xs, ys = _series(run, name, m)
+            xs, ys, limited = _series(run, name, m)
             if xs:
-                ax.plot(xs, ys, marker=".", label=name)
+                (line,) = ax.plot(xs, ys, marker=".", label=name)
+                stopped = [(x, y) for x, y, t in zip(xs, ys, limited, strict=True) if t]
+                if stopped:  # hollow: the best found, not a proven optimum
+                    ax.scatter(*zip(*stopped, strict=True), s=70, facecolors="none",
+                               edgecolors=line.get_color(), zorder=3)  # fmt: skip
         for b in evens:
             ax.axvline((float(b.lo) + float(b.hi)) / 2, color="gray", linestyle="--", lw=1)
         ax.set(ylabel=analysis.METRICS[m][1])
@@ -125,6 +134,9 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     for ax in grid[1]:
         ax.set(xlabel=analysis.axis_label(path))
     grid[0][0].legend(fontsize="small")
+    if any(analysis.time_limited(p, n) for p in run.points for n in names):
+        grid[1][0].text(0.02, 0.98, "hollow: the time limit stopped the search (best found)",
+                        transform=grid[1][0].transAxes, va="top", fontsize="x-small")  # fmt: skip
     if evens:
         grid[0][1].text(0.02, 0.98, "dashed: break-even\n" + "\n".join(
             f"{b.lo:g}-{b.hi:g}: {b.before} -> {b.after}" for b in evens[:4]),
@@ -137,7 +149,7 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
 
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     for name in analysis.architectures(run):
-        xs, ys = _series(run, name, "cost")
+        xs, ys, _ = _series(run, name, "cost")
         if xs:
             ax.step(
                 xs, [y * units.HOURS_PER_MONTH for y in ys], where="post", marker=".", label=name

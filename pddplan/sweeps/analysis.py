@@ -119,17 +119,24 @@ class BreakEven:
 
 
 def break_evens(run: SweepRun, metric: str) -> list[BreakEven]:
-    """On a sweep of one axis, each change of winner between consecutive values."""
+    """On a sweep of one axis, each change of winner between consecutive values that have
+    one (a value where no architecture has a plan is passed over: nothing wins there, and
+    nothing breaks even with it)."""
     if len(run.job.axes) != 1:
         return []
     path = run.job.axes[0].path
-    ok = [p for p in run.points if p.status == "ok"]
+    won = [(p, w) for p in run.points if p.status == "ok" and (w := winner(p, metric))]
     out = []
-    for a, b in itertools.pairwise(ok):
-        wa, wb = winner(a, metric), winner(b, metric)
+    for (a, wa), (b, wb) in itertools.pairwise(won):
         if wa != wb:
             out.append(BreakEven(path, a.values[path], b.values[path], wa, wb))
     return out
+
+
+def time_limited(point: PointResult, architecture: str) -> bool:
+    """Whether ``architecture``'s plan at ``point`` is the best found when the solver's time
+    limit stopped the search (not a proven optimum)."""
+    return any(r.architecture == architecture and r.time_limited for r in point.results)
 
 
 _UNITS = (
