@@ -298,3 +298,29 @@ def test_an_unreachable_ray_address_is_one_line_and_leaves_nothing(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert "could not reach the Ray cluster at 127.0.0.1:9" in res.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_break_evens_pass_over_values_where_nothing_has_a_plan():
+    from pddplan.sweeps import analysis
+    from pddplan.sweeps.axes import parse_vary
+    from pddplan.sweeps.engine import SweepRun
+    from pddplan.sweeps.points import ArchResult, PointResult
+
+    def point(i, hit, pdd_bcr, intra_bcr):
+        results = [
+            ArchResult("PDD", "pdd", "ok" if pdd_bcr else "infeasible", bcr=pdd_bcr),
+            ArchResult(
+                "intra-DC",
+                "intra-dc-homogeneous",
+                "ok" if intra_bcr else "infeasible",
+                bcr=intra_bcr,
+            ),  # fmt: skip
+        ]
+        return PointResult(i, {"workload.prefix_hit.mean": hit}, "ok", None, results)
+
+    axis = parse_vary("workload.prefix_hit.mean=0.1,0.2,0.3,0.4")
+    points = [point(0, 0.1, 0.2, 0.1), point(1, 0.2, None, None), point(2, 0.3, 0.1, 0.3),
+              point(3, 0.4, 0.1, 0.4)]  # fmt: skip
+    run = SweepRun(SweepJob("s", "0", (axis,)), points, 4)
+    (only,) = analysis.break_evens(run, "bcr")
+    assert (only.lo, only.hi, only.before, only.after) == (0.1, 0.3, "PDD", "intra-DC")
