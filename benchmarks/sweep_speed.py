@@ -1,6 +1,7 @@
 """A 1,000-point sweep of the paper scenario on local workers and on a local Ray instance.
 
     python benchmarks/sweep_speed.py [--quick] [--workers 2] [--no-ray]
+    python benchmarks/sweep_speed.py --sharing
 
 The grid (issue 23's figure): 40 mean prefix hits (0.60-0.99) x 25 H200 prices (2.69-4.30
 USD per GPU-hour, log-spaced: 1.0-1.6x the H100's), min cost, PDD, on
@@ -78,12 +79,41 @@ def measure(engine: str, vary: list[str], workers: int) -> tuple[pddplan.SweepRu
     return run, figures
 
 
+def sharing() -> None:
+    """Price points with the counts and capacities shared (as shipped), then recomputed at
+    every price (``TABLE_INPUTS`` of both keyed on the prices, as before they were shared)."""
+    from pddplan.model import problem as problem_module
+
+    vary = ["workload.prefix_hit.mean=0.90,0.95", "prices_usd_per_gpu_hour.h200-sxm=2.69:4.30:x25"]
+    print(f"{SCENARIO.name}: {' x '.join(vary)}, min-cost, one process")
+    for shared in (True, False):
+        if not shared:
+            for table in ("counts", "capacities"):
+                inputs = problem_module.TABLE_INPUTS[table]
+                problem_module.TABLE_INPUTS[table] = (*inputs, "prices_usd_per_gpu_hour")
+        problem = pddplan.load_scenario(SCENARIO)
+        start = time.perf_counter()
+        run = pddplan.sweep(problem, vary, objective="min-cost")
+        wall = time.perf_counter() - start
+        first = [p.wall_s for p in run.points if p.index % 25 == 0]
+        rest = [p.wall_s for p in run.points if p.index % 25 != 0]
+        print(f"{'shared' if shared else 'recomputed'}: {len(run.points)} points in {wall:.1f} s;"
+              f" first point of each hit {sum(first) / len(first):.2f} s, a price point "
+              f"{sum(rest) / len(rest):.3f} s")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="8 x 5 points instead of 40 x 25")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true", help="the local engine only")
+    ap.add_argument("--sharing", action="store_true",
+                    help="instead: 2 hits x 25 prices in one process, with the counts and "
+                    "capacities shared across prices and recomputed at every price")  # fmt: skip
     args = ap.parse_args()
+    if args.sharing:
+        sharing()
+        return
     vary = grid(args.quick)
     engines = ["local"] if args.no_ray else ["local", "ray"]
     runs, walls = {}, {}

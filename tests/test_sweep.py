@@ -314,7 +314,7 @@ def test_break_evens_pass_over_values_where_nothing_has_a_plan():
                 "intra-dc-homogeneous",
                 "ok" if intra_bcr else "infeasible",
                 bcr=intra_bcr,
-            ),  # fmt: skip
+            ),
         ]
         return PointResult(i, {"workload.prefix_hit.mean": hit}, "ok", None, results)
 

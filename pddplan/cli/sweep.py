@@ -163,6 +163,9 @@ def sweep(
                   + (f"; run again with --resume to finish ({options['journal']})"
                      if out_file else ""))  # fmt: skip
         raise typer.Exit(130)
+    if format_ != SweepFormat.table:  # a study's findings (the demand steps), beside the data
+        for note in run.notes:
+            err.print(note, markup=False, highlight=False)
     if out_file is None and format_ == SweepFormat.table:
         out.print(report.sweep_table(run, chosen))
     elif format_ == SweepFormat.parquet:

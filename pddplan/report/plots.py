@@ -119,10 +119,14 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     names = analysis.architectures(run)
     evens = analysis.break_evens(run, metric)
     for ax, m in zip(grid.flat, ("bcr", "cost", "capacity", "ttft_p99"), strict=True):
-        for name in names:
+        for k, name in enumerate(names):
             xs, ys, limited = _series(run, name, m)
             if xs:
-                (line,) = ax.plot(xs, ys, marker=".", label=name)
+                # PDD on top and wider: where its plan is a baseline's (one datacenter) the
+                # lines coincide, and PDD's must stay visible
+                pdd = name == "PDD"
+                (line,) = ax.plot(xs, ys, marker=".", label=name, color=f"C{k}",
+                                  lw=2.4 if pdd else 1.4, zorder=3 if pdd else 2)  # fmt: skip
                 stopped = [(x, y) for x, y, t in zip(xs, ys, limited, strict=True) if t]
                 if stopped:  # hollow: the best found, not a proven optimum
                     ax.scatter(*zip(*stopped, strict=True), s=70, facecolors="none",
@@ -138,8 +142,9 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
         grid[1][0].text(0.02, 0.98, "hollow: the time limit stopped the search (best found)",
                         transform=grid[1][0].transAxes, va="top", fontsize="x-small")  # fmt: skip
     if evens:
+        more = [f"... {len(evens) - 4} more (the table lists them)"] if len(evens) > 4 else []
         grid[0][1].text(0.02, 0.98, "dashed: break-even\n" + "\n".join(
-            f"{b.lo:g}-{b.hi:g}: {b.before} -> {b.after}" for b in evens[:4]),
+            [f"{b.lo:g}-{b.hi:g}: {b.before} -> {b.after}" for b in evens[:4]] + more),
             transform=grid[0][1].transAxes, va="top", fontsize="x-small")  # fmt: skip
     return fig
 

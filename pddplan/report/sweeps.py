@@ -135,6 +135,7 @@ def sweep_json(run: SweepRun) -> str:
             "resumed": run.resumed,
             "interrupted": run.interrupted,
         },
+        "notes": list(run.notes),
         "points": [p.to_json() for p in run.points],
     }
     return json.dumps(data, indent=1, sort_keys=True, default=float) + "\n"
