@@ -150,19 +150,45 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
 
 
 def _demand_figure(plt: Any, run: SweepRun) -> Any:
+    from matplotlib.ticker import StrMethodFormatter
+
     from pddplan.sweeps import analysis
 
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    path = run.job.axes[0].path
+    served = []
     for name in analysis.architectures(run):
         xs, ys, _ = _series(run, name, "cost")
         if xs:
             ax.step(
                 xs, [y * units.HOURS_PER_MONTH for y in ys], where="post", marker=".", label=name
             )
+            served.append(max(xs))
+    # each step: where the first architecture's fleet changes, and what it adds
+    first = analysis.architectures(run)[:1]
+    fleets = [(float(p.values[path]), _fleet_of(p, first[0])) for p in run.points if first]
+    steps = [(a, b, fb) for (a, fa), (b, fb) in zip(fleets, fleets[1:], strict=False)
+             if fa != fb and fa is not None and fb is not None]  # fmt: skip
+    for k, (a, b, fleet) in enumerate(steps[:6]):
+        ax.axvline((a + b) / 2, color="gray", linestyle=":", lw=1)
+        ax.annotate(f"{(a + b) / 2:.4g} req/s", ((a + b) / 2, 0.02 + 0.06 * k),
+                    xycoords=("data", "axes fraction"), fontsize="x-small", rotation=0)  # fmt: skip
+    top = max(float(p.values[path]) for p in run.points)
+    if served and max(served) < top:  # the rates nothing serves: shaded, the axis cut short
+        right = min(top, max(served) * 1.15)
+        ax.axvspan(max(served), right, color="gray", alpha=0.15, lw=0,
+                   label=f"no plan above {max(served):.4g} req/s (asked up to {top:.4g})")  # fmt: skip
+        ax.set_xlim(right=right)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("${x:,.0f}"))
     ax.set(xlabel=analysis.axis_label("workload.arrival_rps"), ylabel="min cost, USD/month")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="center left")
     return fig
+
+
+def _fleet_of(point: Any, architecture: str) -> str | None:
+    return next((r.fleet for r in point.results
+                 if r.architecture == architecture and r.status == "ok"), None)  # fmt: skip
 
 
 def _heatmap_figure(plt: Any, run: SweepRun, metric: str) -> Any:
