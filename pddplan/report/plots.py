@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,9 +168,9 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
     # each step: where the first architecture's fleet changes, and what it adds
     first = analysis.architectures(run)[:1]
     fleets = [(float(p.values[path]), _fleet_of(p, first[0])) for p in run.points if first]
-    steps = [(a, b, fb) for (a, fa), (b, fb) in zip(fleets, fleets[1:], strict=False)
+    steps = [(a, b) for (a, fa), (b, fb) in itertools.pairwise(fleets)
              if fa != fb and fa is not None and fb is not None]  # fmt: skip
-    for k, (a, b, fleet) in enumerate(steps[:6]):
+    for k, (a, b) in enumerate(steps[:6]):
         ax.axvline((a + b) / 2, color="gray", linestyle=":", lw=1)
         ax.annotate(f"{(a + b) / 2:.4g} req/s", ((a + b) / 2, 0.02 + 0.06 * k),
                     xycoords=("data", "axes fraction"), fontsize="x-small", rotation=0)  # fmt: skip
