@@ -619,9 +619,7 @@ def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
     return cuts
 
 
-def default_singular_cuts(
-    out_tokens: np.ndarray, edges: tuple[float, ...] = ()
-) -> tuple[int, ...]:
+def default_singular_cuts(out_tokens: np.ndarray, edges: tuple[float, ...] = ()) -> tuple[int, ...]:
     """0 (no singular path) and the two shortest output classes: the upper ends of their
     slices (``output_class_edges``, rounded down) where the workload has them, else their
     lengths, rounded up.
