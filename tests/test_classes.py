@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from pddplan.plan.space import default_singular_cuts
 from pddplan.spec.distributions import Bucket, HitDist, LengthDist
-from pddplan.workload.classes import request_classes
+from pddplan.spec.scenario import Workload
+from pddplan.workload.classes import output_class_edges, request_classes, workload_classes
+from pddplan.workload.distributions import frozen_dist
 
 EDGES = (0.0, 0.5, 0.95, 1.0)
 HITS = HitDist(
@@ -64,3 +68,45 @@ def test_default_edges_split_the_tail_finely():
         prefix_hit=HITS,
     )
     assert [c.weight for c in classes] == pytest.approx([0.08, 0.08, 0.04, 0.64, 0.16])
+
+
+def _agent_outputs() -> Workload:
+    """pdd-paper-fleets' output lengths (lognormal, median 400, sigma 0.8), uncut."""
+    return Workload(
+        arrival_rps=1.0,
+        input_tokens=LengthDist(dist="fixed", value=64000),
+        output_tokens=LengthDist(dist="lognormal", median=400, sigma=0.8),
+        prefix_hit=HITS,
+    )
+
+
+def test_default_singular_cuts_fall_at_the_output_slices_ends():
+    """The output classes are the 0-0.5, 0.5-0.9, 0.9-0.99 and 0.99-1 quantile slices: their
+    ends are 400 e^(0.8 z) for z = 0, 1.2816, 2.3263: 400, 1,115.1 and 2,572.3 tokens. The
+    singular cuts are the first two, rounded down; without the ends, the two shortest
+    classes' means rounded up: 400 e^(0.32) Phi(-0.8) / 0.5 = 233.4 and
+    400 e^(0.32) (Phi(0.4816) - Phi(-0.8)) / 0.4 = 651.5."""
+    workload = _agent_outputs()
+    edges = output_class_edges(workload)
+    assert edges == pytest.approx((400.0, 1115.1, 2572.3), abs=0.1)
+    out = np.array([c.output_tokens for c in workload_classes(workload)])
+    assert default_singular_cuts(out, edges) == (0, 400, 1115)
+    assert default_singular_cuts(out) == (0, 234, 652)
+    one = {"weight": 1.0, "input_tokens": 100, "output_tokens": 50, "p_hit": 0.5}
+    assert output_class_edges(Workload(arrival_rps=1.0, classes=(one,))) == ()  # one length
+
+
+def test_the_router_and_the_model_send_the_same_share_singular():
+    """The simulator's router finishes a request on relay decode when its own output is at
+    most the cut; the model sends a class there when its mean is. At the slice ends both
+    send 50% and 90% of requests; at the mean of the 0.5-0.9 class (652 tokens) the model
+    sends 90%, the router P(out <= 652) = Phi(ln(652 / 400) / 0.8) = 72.9%."""
+    workload = _agent_outputs()
+    classes = workload_classes(workload)
+    w = np.array([c.weight for c in classes])
+    out = np.array([c.output_tokens for c in classes])
+    cdf = frozen_dist(workload.output_tokens).cdf
+    for cut in default_singular_cuts(out, output_class_edges(workload))[1:]:
+        assert float(w @ (out <= cut)) == pytest.approx(float(cdf(cut)), abs=1e-3)
+    assert float(w @ (out <= 652)) == pytest.approx(0.9)
+    assert float(cdf(652)) == pytest.approx(0.729, abs=1e-3)

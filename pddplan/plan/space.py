@@ -39,6 +39,7 @@ from pddplan.model.problem import Problem
 from pddplan.model.queueing import ADMISSION_GRID, PassOrder, md_wait_probability
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
+from pddplan.workload.classes import output_class_edges
 
 
 class NoOptionsError(InputError):
@@ -258,7 +259,7 @@ class Space:
         self.singular_cuts: tuple[int, ...] = (
             search.singular_max_output_tokens
             if search.singular_max_output_tokens is not None
-            else default_singular_cuts(self.out)
+            else default_singular_cuts(self.out, output_class_edges(scenario.workload))
         )
         self.catch_up_cuts = search.catch_up_above_tokens
         self.chunk_tokens = search.handoff_chunk_tokens
@@ -618,7 +619,19 @@ def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
     return cuts
 
 
-def default_singular_cuts(out_tokens: np.ndarray) -> tuple[int, ...]:
-    """0 (no singular path) and the two shortest output classes, rounded up."""
-    shortest = sorted({math.ceil(x) for x in out_tokens})[:2]
+def default_singular_cuts(out_tokens: np.ndarray, edges: tuple[float, ...] = ()) -> tuple[int, ...]:
+    """0 (no singular path) and the two shortest output classes: the upper ends of their
+    slices (``output_class_edges``, rounded down) where the workload has them, else their
+    lengths, rounded up.
+
+    The router applies the cut to each request's own output, the model to each class's
+    mean: only a cut at a slice's end sends every request of a class the way its mean
+    goes. (A cut at the mean of a class whose outputs spread across it, as the defaults
+    were, sends the class's longer part to MD while the model keeps all of it on relay
+    decode: on ``pdd-paper-fleets`` 652 tokens, 15.3% of requests singular in the model
+    against 12.5% simulated, and main decode 4 points busier than the plan says.)"""
+    if edges:
+        shortest = sorted({math.floor(x) for x in edges})[:2]
+    else:
+        shortest = sorted({math.ceil(x) for x in out_tokens})[:2]
     return (0, *(x for x in shortest if x > 0))

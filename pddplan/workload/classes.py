@@ -110,6 +110,22 @@ def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[fl
     ]
 
 
+def output_class_edges(workload: Workload) -> tuple[float, ...]:
+    """The output lengths between the output classes of ``workload``'s distributions (the
+    upper end of each quantile slice but the last), shortest first; empty where the classes
+    are single lengths (explicit ``classes``, a fitted trace, a fixed output length).
+
+    A router that finishes a request on relay decode when its output is at most ``x``
+    takes a whole class there, as the classes' means do, only at one of these ``x``: a cut
+    inside a slice (at its mean, say) sends part of the class each way, and the model
+    would take all of it as going one way."""
+    d = workload.output_tokens
+    if workload.classes is not None or d is None or d.dist == "fixed":
+        return ()
+    ppf = frozen_dist(d).ppf
+    return tuple(float(ppf(q)) for q in OUTPUT_QUANTILES[1:-1])
+
+
 def workload_classes(workload: Workload) -> list[RequestClass]:
     """The classes of a scenario's workload: its explicit ``classes``, or its distributions
     discretized by ``request_classes``. (A trace is fitted into classes on load.)"""
