@@ -73,7 +73,7 @@ class Requirements:
                 self.feasible_states.append(st)
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
         # the memos below depend on no price: shared by every problem with the same physical
-        # inputs and structure at this rate (``Problem.count_memo``), e.g. a sweep's prices
+        # inputs and structure at this rate (``Problem.memo``), e.g. a sweep's prices
         memo: dict[str, dict] = space.problem.memo("counts", (space.structure, rate), dict)
         self._p: dict[tuple[str, str, int | None], np.ndarray] = memo.setdefault("p", {})
         self._loaded: dict[
