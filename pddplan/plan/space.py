@@ -276,7 +276,7 @@ class Space:
     def structure(self) -> tuple:
         """What a count is keyed on beyond its option, state and cut keys: every option's
         key with its instance limits and step, the transfer states, the cuts and the pace
-        bands. Two spaces of problems whose physical inputs agree (``Problem.count_memo``)
+        bands. Two spaces of problems whose physical inputs agree (``Problem.memo``)
         and whose structures are equal give equal counts whatever their prices."""
         return (
             tuple(
