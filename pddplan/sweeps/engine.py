@@ -174,11 +174,12 @@ class Journal:
         self.added += 1
 
     def close(self) -> None:
+        """Close the journal; one this run made and wrote no point to holds nothing to
+        resume (e.g. Ray was unreachable) and is removed, so the next run need not
+        ``--resume`` it."""
         self._file.close()
-
-    def remove(self) -> None:
-        self.close()
-        self.path.unlink(missing_ok=True)
+        if self.created and not self.added:
+            self.path.unlink(missing_ok=True)
 
 
 # --- engines ----------------------------------------------------------------------------------
@@ -215,7 +216,6 @@ def run_sweep(
             progress(point, len(done), len(grid))
 
     interrupted = False
-    failed = True
     try:
         if engine == "ray":
             from pddplan.sweeps.ray_engine import run_ray
@@ -227,11 +227,8 @@ def run_sweep(
             interrupted = _run_here(problem, job.settings, todo, finished)
         else:
             interrupted = _run_pool(problem, job.settings, todo, finished, workers, job)
-        failed = False
     finally:
-        if log is not None and failed and log.created and not log.added:
-            log.remove()  # nothing ran (e.g. Ray unreachable): leave no journal to resume
-        elif log is not None:
+        if log is not None:
             log.close()
     run = SweepRun(job, [done[i] for i in sorted(done)], len(grid), interrupted, resumed,
                    time.perf_counter() - start, workers, engine)  # fmt: skip

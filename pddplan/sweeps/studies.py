@@ -148,9 +148,7 @@ def demand_study(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        if log is not None and log.created and not log.added:
-            log.remove()  # nothing was planned: leave no journal to resume
-        elif log is not None:
+        if log is not None:
             log.close()
     ordered = sorted(seen)
     points = [replace(seen[r], index=i) for i, r in enumerate(ordered)]
