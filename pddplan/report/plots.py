@@ -165,9 +165,9 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
                 xs, [y * units.HOURS_PER_MONTH for y in ys], where="post", marker=".", label=name
             )
             served.append(max(xs))
-    # each step: where the first architecture's fleet changes, and what it adds
+    # each step: where the first architecture's fleet changes (the table names the fleets)
     first = analysis.architectures(run)[:1]
-    fleets = [(float(p.values[path]), _fleet_of(p, first[0])) for p in run.points if first]
+    fleets = [(float(p.values[path]), analysis.fleet_of(p, first[0])) for p in run.points if first]
     steps = [(a, b) for (a, fa), (b, fb) in itertools.pairwise(fleets)
              if fa != fb and fa is not None and fb is not None]  # fmt: skip
     for k, (a, b) in enumerate(steps[:6]):
@@ -185,11 +185,6 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="center left")
     return fig
-
-
-def _fleet_of(point: Any, architecture: str) -> str | None:
-    return next((r.fleet for r in point.results
-                 if r.architecture == architecture and r.status == "ok"), None)  # fmt: skip
 
 
 def _heatmap_figure(plt: Any, run: SweepRun, metric: str) -> Any:

@@ -89,7 +89,7 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     for c in cells:
         t.add_row(*c)
     lines: list[Any] = [t]
-    for text, key in [*((t, k) for t, k in fleets.items()), *((t, k) for t, k in notes.items())]:
+    for text, key in (*fleets.items(), *notes.items()):
         lines.append(Text(f"{key:>4}  {text}"))
     lines.append(Text("F: the fleet planned (pools as role instances x GPUs chip@datacenter; "
                       "the link); N: why there is no plan. req/s: SLA capacity; BCR: req/s per "

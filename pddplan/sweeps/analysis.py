@@ -76,6 +76,13 @@ def value_of(point: PointResult, architecture: str, metric: str) -> float | None
     return None
 
 
+def fleet_of(point: PointResult, architecture: str) -> str | None:
+    """``architecture``'s fleet at ``point``; None where it has no plan that serves the
+    demand."""
+    return next((r.fleet for r in point.results
+                 if r.architecture == architecture and r.status == "ok"), None)  # fmt: skip
+
+
 def architectures(run: SweepRun) -> list[str]:
     """The architectures' labels, in the order they were planned."""
     seen: dict[str, None] = {}
