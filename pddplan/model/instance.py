@@ -608,7 +608,7 @@ class Instance:
                 part.append(
                     np.asarray(
                         self._seconds(
-                            _Cost(*(per_request(np.where(keep, c, 0.0)) for c in _fields(cost)))
+                            _Cost(*(per_request(np.where(keep, c, 0.0)) for c in cost.parts()))
                         )
                     )
                 )
@@ -683,10 +683,6 @@ class PrefillFigures(NamedTuple):
     """The service when passes run part-full (``PassFill``); None: always full."""
 
 
-def _fields(cost: _Cost) -> tuple[Value, Value, Value, Value, Value]:
-    return cost.compute_s, cost.hbm_bytes, cost.host_bytes, cost.comm_s, cost.serial_s
-
-
 @dataclass(frozen=True, slots=True)
 class _Cost:
     """Additive pieces of prefill work on the busiest GPU."""
@@ -699,6 +695,10 @@ class _Cost:
     roofline terms."""
     serial_s: Value
     """Collectives that cannot overlap, their latency, and the overhead."""
+
+    def parts(self) -> tuple[Value, Value, Value, Value, Value]:
+        """The pieces, in field order (``_Cost(*parts)`` makes it again)."""
+        return self.compute_s, self.hbm_bytes, self.host_bytes, self.comm_s, self.serial_s
 
     def __add__(self, other: _Cost) -> _Cost:
         return _Cost(
