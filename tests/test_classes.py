@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import ROOT, problem_of
 
+import pddplan
 from pddplan.plan.space import default_singular_cuts
 from pddplan.spec.distributions import Bucket, HitDist, LengthDist
 from pddplan.spec.scenario import Workload
@@ -110,3 +112,26 @@ def test_the_router_and_the_model_send_the_same_share_singular():
         assert float(w @ (out <= cut)) == pytest.approx(float(cdf(cut)), abs=1e-3)
     assert float(w @ (out <= 652)) == pytest.approx(0.9)
     assert float(cdf(652)) == pytest.approx(0.729, abs=1e-3)
+
+
+def test_a_relay_threshold_splits_a_class_as_the_router_does(hardware):
+    """The router compares each request's payload, not its class's mean. One class of
+    1,000-token requests whose hits are uniform on 0.90-0.95: its 16 spread hits are
+    0.90 + 0.05 (i + 0.5) / 16. A threshold at the class's mean payload (hit 0.925)
+    relays the 8 points below that hit; one at hit 0.91's payload the 3 below 0.91
+    (i + 0.5 < 3.2); None relays nothing; 0 everything."""
+    base = pddplan.load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario
+    uniform = HitDist(dist="buckets", buckets=[Bucket(lo=0.9, hi=0.95, share=1.0)])
+    workload = base.workload.model_copy(
+        update={"input_tokens": LengthDist(dist="fixed", value=1000), "prefix_hit": uniform}
+    )
+    problem = problem_of(base.model_copy(update={"workload": workload}), hardware)
+    hit = problem.arrays.md_hit
+    assert hit == pytest.approx(0.925)  # every class: one hit slice, one input length
+    kv = problem.kv
+    at = [kv.transfer_bytes(1000, h) / 1e6 for h in (0.925, 0.91)]
+    shares = problem.relay_shares(hit, [None, *at, 0.0])
+    assert shares[:, 0] == pytest.approx([0.0, 8 / 16, 3 / 16, 1.0])
+    # a decode-side cache that keeps half the reuse halves every request's hit
+    halved = problem.relay_shares(hit / 2, [kv.transfer_bytes(1000, 0.4625) / 1e6])
+    assert halved[:, 0] == pytest.approx(0.5)  # hits 0.45-0.475 now, 0.4625 the middle

@@ -120,38 +120,52 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         for dc in p_dcs
     }
     cache = m.cache_at(lam, dc_share_md)
-    direct, relay, singular = m.pipelines(routing, cache.payload)
+    direct, relay, singular = m.pipelines(routing, cache.mean_hit)  # shares of each class
     # WAN links: flows from every P datacenter to every MD datacenter. Every request's
     # payload counts, the singular path's too: its transfer starts before RLD finishes it.
-    wan_time = {}  # (p_dc, md_dc) -> per-class WAN seconds
-    wan_queueing = {}  # (p_dc, md_dc) -> the part of it other flows add (mean, random)
     link_util: dict[tuple[str, str], float] = {}
     for pdc in p_dcs:
         for mdc in md_dcs:
-            if pdc == mdc:
-                # inside one datacenter: RDMA at the sending (prefill) chip's NIC
-                nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
-                sent = rdma_transfer_s(cache.payloads[mdc], nic_bytes_per_s=nic)
-                wan_time[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
-                wan_queueing[(pdc, mdc)] = np.zeros_like(sent)
-                continue
-            link, choice = _link(s, fleet, pdc, mdc)
-            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ cache.payloads[mdc])
-            link_util[(pdc, mdc)] = flow / goodput  # links are full duplex: one direction
-    for pdc in p_dcs:
-        for mdc in md_dcs:
-            if pdc == mdc:
-                continue
-            link, choice = _link(s, fleet, pdc, mdc)
-            goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-            sent, wan_queueing[(pdc, mdc)] = wan_times(
-                cache.payloads[mdc],
-                path=TcpPath.of(link),
-                goodput_bytes_per_s=goodput,
-                utilization=link_util[(pdc, mdc)],
-            )
-            wan_time[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
+            if pdc != mdc:
+                link, choice = _link(s, fleet, pdc, mdc)
+                goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
+                flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ cache.payloads[mdc])
+                link_util[(pdc, mdc)] = flow / goodput  # full duplex: one direction
+
+    def transfers(scale: np.ndarray) -> tuple[dict, dict]:
+        """(p_dc, md_dc) -> per class, the seconds until its KV is complete at MD, and
+        the part of them other flows add (mean, random), for payloads ``scale`` times the
+        class's mean."""
+        times, queueings = {}, {}
+        for pdc in p_dcs:
+            for mdc in md_dcs:
+                payload = cache.payloads[mdc] * scale
+                if pdc == mdc:  # inside one datacenter: RDMA at the sending chip's NIC
+                    nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
+                    sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
+                    queueing = np.zeros_like(sent)
+                else:
+                    link, choice = _link(s, fleet, pdc, mdc)
+                    sent, queueing = wan_times(
+                        payload,
+                        path=TcpPath.of(link),
+                        goodput_bytes_per_s=link_bytes_per_s(choice.gbps, link.tcp_efficiency),
+                        utilization=link_util[(pdc, mdc)],
+                    )
+                times[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
+                queueings[(pdc, mdc)] = queueing
+        return times, queueings
+
+    # the requests sent straight to MD are the smaller payloads of their class, the
+    # relayed ones the larger: each part's transfer at its own mean payload
+    direct_scale, direct_sd, relay_scale = m.payload_scales(routing, cache.mean_hit)
+    wan_time, wan_queueing = transfers(direct_scale)  # what a direct request waits for
+    relay_wan = transfers(relay_scale)[0] if (relay + singular).any() else wan_time
+    # the direct requests' payloads spread within their class: their transfers' spread,
+    # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
+    wider = transfers(direct_scale + direct_sd)[0]
+    with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+        spread = {k: np.nan_to_num((wider[k] - t) ** 2) for k, t in wan_time.items()}
     interval = s.workload.turn_interval_s
     if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
         context = float(w @ m.rdma_bytes)
@@ -169,10 +183,12 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             failures.append(f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})")
     # RLD: eager tokens while the WAN transfer runs, at RLD's own step (which its batch
     # sets), or the whole output on the singular path
-    mean_wan = sum(dc_share_p[a] * dc_share_md[b] * wan_time[(a, b)] for a in p_dcs for b in md_dcs)
+    mean_wan = sum(
+        dc_share_p[a] * dc_share_md[b] * relay_wan[(a, b)] for a in p_dcs for b in md_dcs
+    )
     r_util: list[float] = []
     eager = np.zeros_like(m.out)
-    if bool((relay | singular).any()):
+    if bool((relay + singular).any()):
         if not pools_r:
             raise InputError(
                 f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
@@ -180,8 +196,8 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         if m.rld_share.sum() == 0:
             failures.append("relay decode cannot meet TPOT at any batch")
         pace = m.relay_pace(
-            lam * float(w @ np.where(relay, mean_wan, 0.0)),
-            lam * float(w @ np.where(singular, m.out, 0.0)),
+            lam * float(w @ (relay * np.where(relay > 0, mean_wan, 0.0))),  # not inf x 0
+            lam * float(w @ (singular * m.out)),
             p_util,
         )
         for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
@@ -199,14 +215,15 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         p_figures[j] = stretched(p_figures[j], stretch)
         p_full[j] = stretched(p_full[j], stretch)
         p_passes[j] = stretched(p_passes[j], stretch)
-    rld_tokens_per_req = np.where(singular, m.out, np.where(relay, eager, 0.0))
-    # MD load: its tokens plus the extend steps that stall it
-    md_tokens_per_req = np.where(singular, 0.0, np.maximum(m.out - rld_tokens_per_req * relay, 0.0))
+    # per request of each class, over its shares: RLD's tokens, then MD's and the extend
+    # steps that stall it (a relayed request hands its eager tokens over; singular: never)
+    rld_tokens_per_req = singular * m.out + relay * eager
+    md_tokens_per_req = direct * m.out + relay * np.maximum(m.out - eager, 0.0)
     above = fleet.handoff.catch_up_above_tokens
-    eager = np.where(relay, rld_tokens_per_req, 0.0)  # handed to MD (singular: never)
-    catch_up = eager > above if above is not None else np.zeros_like(relay)
+    eager = np.where(relay > 0, eager, 0.0)
+    catch_up = eager > above if above is not None else np.zeros_like(eager, dtype=bool)
     chunk = fleet.handoff.chunk_tokens
-    stalls = np.where(eager > 0, np.where(catch_up, np.ceil(eager / chunk), 1.0), 0.0)
+    stalls = relay * np.where(eager > 0, np.where(catch_up, np.ceil(eager / chunk), 1.0), 0.0)
     m_util, stall_rate_steps, stall_sizes = [], [], []
     for i, (pool, _inst) in enumerate(pools_m):
         batch, step = md_points[i]
@@ -252,14 +269,19 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
     first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
     rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
-    rest, extra = {}, {}
+    # rows: a request sent straight to MD (its WAN transfer, queueing and MD's admission on
+    # the way to its first token), and, where any class relays, one sent to RLD (RDMA)
+    paths = [direct] if not (relay + singular).any() else [direct, 1.0 - direct]
+    rest, extra, spread_rows = {}, {}, {}
     for a in p_dcs:
         for b in md_dcs:
             queueing = wan_queueing[(a, b)]
             with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
                 fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
-            rest[(a, b)] = np.where(direct, fixed, rdma) + first_token
-            extra[(a, b)] = np.where(direct, queueing, 0.0)
+            rest[(a, b)] = np.stack([fixed, rdma][: len(paths)]) + first_token
+            extra[(a, b)] = np.stack([queueing, np.zeros_like(queueing)][: len(paths)])
+            spread_rows[(a, b)] = np.stack([spread[(a, b)], np.zeros_like(queueing)][: len(paths)])
+    admits = np.arange(len(paths))[:, None] == 0  # only the direct row waits at MD
     p_svc = [f.service for f in p_figures]
     svc_mean = [float(w @ svc) for svc in p_svc]
     svc_cv2 = [float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(p_svc, svc_mean, strict=True)]
@@ -297,9 +319,12 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     admissions = []  # per MD pool: its share of its datacenter's requests, its queue
     for i, (pool, _) in enumerate(pools_m):
         batch, step = md_points[i]
-        hold = md_tokens_per_req * step  # a slot's time per request, at the operating step
-        mean_hold = float(w @ hold) / float(w.sum())
-        cv2 = float(w @ (hold - mean_hold) ** 2) / float(w.sum()) / mean_hold**2 if mean_hold else 0
+        # a slot's time per request at the operating step: a class's direct requests hold
+        # it for their whole output, its relayed ones for what is left after RLD's
+        whole, rest_of = m.out * step, np.maximum(m.out - eager, 0.0) * step
+        mean_hold = float(w @ (direct * whole + relay * rest_of)) / float(w.sum())
+        second = float(w @ (direct * whole**2 + relay * rest_of**2)) / float(w.sum())
+        cv2 = second / mean_hold**2 - 1.0 if mean_hold else 0.0
         admissions.append(
             (
                 md_share[i] / max(dc_share_md[pool.datacenter], 1e-300),
@@ -311,7 +336,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     utilization=m_util[i],
                     mean_service_s=mean_hold,
                     service_cv2=cv2,
-                    applies=direct,
+                    applies=admits,
                 ),
             )
         )
@@ -331,11 +356,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     service_cv2=svc_cv2[j],
                     extra_mean_s=extra[(a, b)],
                     company_mean_s=lat.mean_s - alone,
-                    company_var_s2=lat.var_s2,
+                    company_var_s2=lat.var_s2 + spread_rows[(a, b)],
+                    drain=(min(p_full_util[j], 1.0), full_svc[j]),
                     rank=ranks[j],
                     admission=admission,
                 )
-                total += share * dc_share_md[b] * md_part * float(w @ tail)
+                per_class = sum(p * t for p, t in zip(paths, tail, strict=True))
+                total += share * dc_share_md[b] * md_part * float(w @ per_class)
         return total
 
     tails = []

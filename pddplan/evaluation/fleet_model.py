@@ -31,9 +31,8 @@ class CacheAt:
     fetch: dict[str, list[tuple[float, np.ndarray]]]
     """Per MD datacenter, per tier the hits come from: its share, each class's fetch (s)."""
     mean_hit: np.ndarray
-    """Each class's MD hit over the datacenters (by their shares)."""
-    payload: np.ndarray
-    """Each class's payload at ``mean_hit``: what the router's threshold compares."""
+    """Each class's MD hit over the datacenters (by their shares): what sets the payloads
+    the router's threshold compares."""
 
 
 class FleetModel:
@@ -199,8 +198,7 @@ class FleetModel:
             fetch[dc] = fetch_seconds(hit_bytes, self.tiers[dc], got.shares)
         payloads = {dc: np.asarray(kv.transfer_bytes(self.inp, h)) for dc, h in hits.items()}
         mean_hit = sum((dc_share[dc] * hits[dc] for dc in self.md_dcs), np.zeros_like(self.w))
-        payload = np.asarray(kv.transfer_bytes(self.inp, mean_hit))
-        return CacheAt(hits, payloads, fetch, mean_hit, payload)
+        return CacheAt(hits, payloads, fetch, mean_hit)
 
     def relay_pace(
         self, relay_seconds: float, singular_tokens: float, prefill_busy: list[float]
@@ -239,17 +237,35 @@ class FleetModel:
 
     # routing ------------------------------------------------------------------------------
     def pipelines(
-        self, routing: Routing, payload: np.ndarray | None = None
+        self, routing: Routing, hits: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Boolean masks (direct, relay, singular) over classes, by their WAN ``payload``
-        (default: at the demand)."""
-        by = self.payload if payload is None else payload
-        if routing.relay_above_mb is None:
-            relay = np.zeros_like(self.w, dtype=bool)
-        else:
-            relay = by / 1e6 > routing.relay_above_mb  # same arithmetic as the cuts
-        singular = relay & (self.out <= routing.singular_max_output_tokens)
-        return ~relay, relay & ~singular, singular
+        """Per class, the shares of its requests (direct, relay, singular) when they hit
+        ``hits`` at main decode (default: the workload's): the router compares each
+        request's own WAN payload with the threshold (``Problem.relay_shares``, as the
+        planner's cuts)."""
+        by = self.md_hit if hits is None else hits
+        relay = self.problem.relay_shares(by, [routing.relay_above_mb])[0]
+        singular = relay * (self.out <= routing.singular_max_output_tokens)
+        return 1.0 - relay, relay - singular, singular
+
+    def payload_scales(
+        self, routing: Routing, hits: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per class, the mean payload of its requests sent straight to MD, their standard
+        deviation, and the mean payload of those relayed, as multiples of the class's mean
+        payload at ``hits``: the router relays a class's larger payloads
+        (``Problem.relay_split``)."""
+        split = self.problem.relay_split(hits, [routing.relay_above_mb])
+        mean = np.asarray(self.problem.kv.transfer_bytes(self.inp, hits))
+
+        def per_mean(x: np.ndarray, empty: float) -> np.ndarray:  # a class shipping nothing
+            return np.divide(x, mean, out=np.full_like(mean, empty), where=mean > 0)
+
+        return (
+            per_mean(split.below_bytes[0], 1.0),
+            per_mean(split.below_sd_bytes[0], 0.0),
+            per_mean(split.above_bytes[0], 1.0),
+        )
 
 
 def _relay_hint(problem: Problem, fleet: Fleet) -> list[str]:

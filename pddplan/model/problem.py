@@ -16,10 +16,10 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -115,6 +115,35 @@ class ClassArrays:
     out_points: Array
     """Classes x points: output lengths spread over each class's slice (``RequestClass.
     output_points``; the class's length where it has none), their row means ``out``."""
+    inp_points: Array
+    """Classes x points: input lengths spread over each class's slice (``RequestClass.
+    input_points``; the class's length where it has none), their row means ``inp``."""
+    md_hit: Array
+    """Decode-side hit rate of the workload (before any decode-side cache choice)."""
+    md_hit_points: Array
+    """Classes x points: ``md_hit`` spread over each class's hit slice, row means
+    ``md_hit``."""
+
+
+class RelaySplit(NamedTuple):
+    """How relay thresholds split the classes (``Problem.relay_split``): cuts x classes."""
+
+    shares: Array
+    """The share of the class's requests relayed."""
+    below_bytes: Array
+    """The mean WAN payload of the class's requests not relayed (the class's mean where
+    all are)."""
+    above_bytes: Array
+    """The mean WAN payload of those relayed (the class's mean where none are)."""
+    below_sd_bytes: Array
+    """The standard deviation of the payloads not relayed (0 where all are)."""
+
+
+def _points(rows: list[tuple[tuple[float, ...], float]]) -> Array:
+    """Classes x points from each class's (points, value): its points (repeated to the
+    widest), or its value where it has none."""
+    width = max((len(p) for p, _ in rows), default=1) or 1
+    return np.array([np.resize(np.array(p or (v,), dtype=float), width) for p, v in rows])
 
 
 class Problem:
@@ -202,20 +231,63 @@ class Problem:
     @cached_property
     def arrays(self) -> ClassArrays:
         c = self.classes
-        width = max((len(x.output_points) for x in c), default=1) or 1
-        points = np.array(
-            [
-                np.resize(np.array(x.output_points or (x.output_tokens,), dtype=float), width)
-                for x in c
-            ]
-        )
         return ClassArrays(
             np.array([x.weight for x in c]),
             np.array([x.input_tokens for x in c]),
             np.array([x.output_tokens for x in c]),
             np.array([x.p_hit for x in c]),
-            points,
+            _points([(x.output_points, x.output_tokens) for x in c]),
+            _points([(x.input_points, x.input_tokens) for x in c]),
+            np.array([x.md_hit for x in c]),
+            _points([(x.md_hit_points, x.md_hit) for x in c]),
         )
+
+    def relay_shares(self, hits: Array, cuts_mb: Sequence[float | None]) -> Array:
+        """Cuts x classes: the share of each class's requests whose WAN payload is above
+        each relay threshold (MB; None relays nothing), when the classes hit ``hits`` of
+        their context at main decode (``relay_split``)."""
+        return self.relay_split(hits, cuts_mb).shares
+
+    def relay_split(self, hits: Array, cuts_mb: Sequence[float | None]) -> RelaySplit:
+        """How each relay threshold (MB; None relays nothing) splits each class, when the
+        classes hit ``hits`` of their context at main decode.
+
+        The router compares each request's own payload, and a class's requests spread
+        around its mean: over its input lengths (``ClassArrays.inp_points``) times its
+        decode-side hits (``md_hit_points``, scaled to ``hits``: a decode-side cache
+        keeps the same share of every request's reuse), taken as independent. A
+        threshold at a class's mean payload relays about half of it, and the half it
+        relays is the half with the larger payloads."""
+        a, kv = self.arrays, self.kv
+        scale = np.divide(hits, a.md_hit, out=np.zeros_like(hits), where=a.md_hit > 0)
+        hit_points = np.where(
+            a.md_hit[:, None] > 0,
+            np.clip(a.md_hit_points * scale[:, None], 0.0, 1.0),
+            hits[:, None],
+        )
+        payload = np.asarray(kv.transfer_bytes(a.inp_points[:, :, None], hit_points[:, None, :]))
+        points = payload.reshape(len(hits), -1)  # classes x points, equally likely
+        mean = points.mean(axis=1)
+        shares, below, above, below_sd = [], [], [], []
+        for cut in cuts_mb:
+            over = np.zeros(points.shape, dtype=bool) if cut is None else points / 1e6 > cut
+            n_over = over.sum(axis=1)
+            n_under = points.shape[1] - n_over
+            total_over = np.where(over, points, 0.0).sum(axis=1)
+            shares.append(n_over / points.shape[1])
+            below.append(
+                np.where(
+                    n_under > 0,
+                    (mean * points.shape[1] - total_over) / np.maximum(n_under, 1),
+                    mean,
+                )
+            )
+            above.append(np.where(n_over > 0, total_over / np.maximum(n_over, 1), mean))
+            under_mean = below[-1][:, None]
+            square = np.where(over, 0.0, (points - under_mean) ** 2).sum(axis=1)
+            below_sd.append(np.sqrt(square / np.maximum(n_under, 1)))
+        shape = (len(cuts_mb), len(hits))
+        return RelaySplit(*(np.array(x).reshape(shape) for x in (shares, below, above, below_sd)))
 
     @property
     def md_caches(self) -> list[CacheChoice]:

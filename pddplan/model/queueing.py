@@ -477,6 +477,7 @@ def prefill_wait_tail(
     company_var_s2: np.ndarray | float = 0.0,
     rank: RankCompany | None = None,
     admission: Admission | None = None,
+    drain: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """P(W + X + D + R + A > t) at a prefill pool of ``instances`` instances; 1 for negative
     ``t``.
@@ -518,6 +519,14 @@ def prefill_wait_tail(
         mean_service_s=mean_service_s,
         service_cv2=service_cv2,
     )
+    if drain is not None:
+        _, mean_wait = prefill_wait(
+            instances=instances,
+            groups=groups,
+            utilization=min(drain[0], utilization),
+            mean_service_s=drain[1],
+            service_cv2=service_cv2,
+        )
     m = np.broadcast_to(np.asarray(extra_mean_s, dtype=float), t_s.shape)
     mu = np.asarray(company_mean_s, dtype=float)
     sigma = np.sqrt(np.broadcast_to(np.asarray(company_var_s2, dtype=float), t_s.shape))

@@ -77,8 +77,11 @@ class Requirements:
         memo: dict[str, dict] = space.problem.memo("counts", (space.structure, rate), dict)
         self._p: dict[tuple[str, str, int | None], np.ndarray] = memo.setdefault("p", {})
         self._loaded: dict[
-            tuple[str, int, bool, bool, float, int], tuple[LoadedPrefill, RankCompany | None]
+            tuple[str, int, bool, bool, float, int],
+            tuple[float, LoadedPrefill, RankCompany | None],
         ] = memo.setdefault("loaded", {})
+        """Per (option, stretch, count): the full-pass mean service, the company's
+        latency and the rank model (the same in every transfer state)."""
         self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
         self._m: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("m", {})
         self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
@@ -287,6 +290,7 @@ class Requirements:
                 full = stretched(base, stretch)
                 full_sum = float(sp.w @ full.service)
                 self._loaded[key] = (
+                    full_sum,
                     loaded_prefill_latency(
                         full,
                         sp.w,
@@ -306,7 +310,7 @@ class Requirements:
                     if groups == 1
                     else None,
                 )
-            loaded, rank = self._loaded[key]
+            full_sum, loaded, rank = self._loaded[key]
             tail = prefill_wait_tail(
                 bounds - figures.latency - rests,
                 instances=n,
@@ -318,6 +322,7 @@ class Requirements:
                 company_mean_s=loaded.mean_s - figures.latency,
                 company_var_s2=loaded.var_s2,
                 rank=rank,
+                drain=(min(lam * full_sum / n, 1.0), full_sum),
             )
             direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
             per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)

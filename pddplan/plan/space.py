@@ -248,11 +248,11 @@ class Space:
         }
         """(datacenter, chip) -> (GPUs owned there, USD per GPU-hour an owned one saves)."""
         self.cuts = relay_cuts(np.concatenate(self.payloads))
-        self.relay_matrix = [
-            np.array([self.relayed(c, k) for c in self.cuts]) for k in range(len(self.caches))
-        ]
-        """Per cache choice: cuts x classes, which classes each cut relays."""
-        self.relay_float = [m.astype(float) for m in self.relay_matrix]
+        self.relay_float = [problem.relay_shares(c.hits, self.cuts) for c in self.caches]
+        """Per cache choice: cuts x classes, the share of each class's requests each cut
+        relays (``Problem.relay_shares``: the router compares each request's payload)."""
+        self.relay_matrix = [m > 0 for m in self.relay_float]
+        """Per cache choice: cuts x classes, whether each cut relays any of the class."""
         self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
         """Per cut: whether it relays anything under some cache choice."""
         search = scenario.search
@@ -466,11 +466,11 @@ class Space:
         return hit_bytes / read if read > 0 else np.where(hit_bytes > 0, np.inf, 0.0)
 
     def relayed(self, cut: float | None, cache: int = 0) -> np.ndarray:
-        """Classes the relay cut sends through RLD under a cache choice (same arithmetic as
-        the evaluator)."""
+        """Per class, the share of its requests the relay cut sends through RLD under a
+        cache choice (the evaluator's arithmetic, ``Problem.relay_shares``)."""
         if cut is None:
-            return np.zeros_like(self.w, dtype=bool)
-        return self.payloads[cache] / 1e6 > cut
+            return np.zeros_like(self.w)
+        return self.relay_float[cache][self.cuts.index(cut)]
 
     def within_limits(self, usage: list[tuple[str, str, int]]) -> bool:
         """Whether GPUs used, as (datacenter, chip, GPUs), respect every datacenter's
@@ -609,9 +609,10 @@ class Space:
 
 
 def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
-    """Candidate relay thresholds in MB: None (relay nothing), then each distinct payload
-    below the largest (relaying every class above it), then 0 (relay everything). Relaying
-    is therefore monotone in the WAN payload: a threshold rule a router can apply."""
+    """Candidate relay thresholds in MB: None (relay nothing), then each distinct class
+    payload below the largest, then 0 (relay everything). A threshold relays each request
+    whose own payload is above it (a rule a router can apply), so part of each class whose
+    payloads spread across it (``Problem.relay_shares``)."""
     distinct = sorted({float(x) for x in payload_bytes / 1e6}, reverse=True)
     cuts: list[float | None] = [None, *distinct[1:]]
     if distinct[-1] > 0:

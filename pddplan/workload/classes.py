@@ -23,6 +23,10 @@ INPUT_QUANTILES = (0.0, 0.5, 0.8, 0.95, 0.99, 1.0)
 """Input-length classes by quantile: the long tail gets its own classes."""
 OUTPUT_QUANTILES = (0.0, 0.5, 0.9, 0.99, 1.0)
 """Output-length classes by quantile."""
+SPREAD_POINTS = 16
+"""Quantile points per class for its spread of input lengths and of decode-side hits
+(``RequestClass.input_points``, ``md_hit_points``): 16 x 16 payloads a class, enough to
+place a relay threshold inside it to 1/256 of its requests' share."""
 MIN_WEIGHT = 1e-9
 """Classes lighter than this are dropped (their weight is renormalized away)."""
 
@@ -45,6 +49,13 @@ class RequestClass:
     """Output lengths spread evenly over the class's quantile slice (their mean is
     ``output_tokens``): what a mean of ``min(output, x)`` needs (relay decode's eager
     tokens); empty where the class is one length."""
+    input_points: tuple[float, ...] = ()
+    """Input lengths spread evenly over the class's quantile slice (``SPREAD_POINTS``,
+    scaled so that their mean is ``input_tokens``); empty where the class is one length."""
+    md_hit_points: tuple[float, ...] = ()
+    """Decode-side hit rates spread the same way over its hit slice (mean ``md_hit``).
+    With ``input_points``, the spread of the WAN payloads a relay threshold is applied
+    to, request by request (``pddplan.model.problem.Problem.relay_shares``)."""
 
 
 def _hit_slices(d: HitDist, edges: tuple[float, ...]) -> list[tuple[float, float, int]]:
@@ -81,14 +92,20 @@ def request_classes(
     lengths_in = _length_slices(input_tokens, input_quantiles)
     lengths_out = _length_slices(output_tokens, output_quantiles)
     points = _length_points(output_tokens, output_quantiles)
+    spread_in = _spread(input_tokens, input_quantiles)
     out = []
     for q_lo, q_hi, h in _hit_slices(prefix_hit, hit_edges):
         p_hit, md_hit = slice_mean(prefix_hit, q_lo, q_hi), slice_mean(md, q_lo, q_hi)
+        md_points = _spread_slice(md, q_lo, q_hi, md_hit)
         for (wi, li, i), (wo, lo, o) in itertools.product(lengths_in, lengths_out):
             weight = (q_hi - q_lo) * wi * wo
             if weight > MIN_WEIGHT:
                 key = f"h{h}.l{i}.o{o}"
-                out.append(RequestClass(key, weight, li, lo, p_hit, md_hit, points[o]))
+                out.append(
+                    RequestClass(
+                        key, weight, li, lo, p_hit, md_hit, points[o], spread_in[i], md_points
+                    )
+                )
     total = sum(c.weight for c in out)
     return [replace(c, weight=c.weight / total) for c in out]
 
@@ -98,6 +115,25 @@ def _length_points(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[fl
     if d.dist == "fixed":
         return [()]
     return [tuple(slice_points(d, lo, hi)) for lo, hi in itertools.pairwise(quantiles)]
+
+
+def _spread(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, ...]]:
+    """Per quantile slice, ``_spread_slice`` of ``d`` over it."""
+    if d.dist == "fixed":
+        return [()]
+    return [
+        _spread_slice(d, lo, hi, slice_mean(d, lo, hi)) for lo, hi in itertools.pairwise(quantiles)
+    ]
+
+
+def _spread_slice(d: LengthDist | HitDist, q_lo: float, q_hi: float, mean: float) -> tuple:
+    """``SPREAD_POINTS`` values of ``d`` spread evenly over [q_lo, q_hi], scaled to
+    ``mean`` (the class's representative, taken on a finer grid); () if ``d`` is fixed."""
+    if d.dist == "fixed":
+        return ()
+    x = slice_points(d, q_lo, q_hi, SPREAD_POINTS)
+    total = float(x.mean())
+    return tuple(float(v) for v in (x * (mean / total) if total > 0 else x))
 
 
 def _length_slices(d: LengthDist, quantiles: tuple[float, ...]) -> list[tuple[float, float, int]]:

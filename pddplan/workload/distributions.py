@@ -157,9 +157,11 @@ QUANTILE_GRID = 64
 """Quantile points per class used to average a distribution over a class's slice."""
 
 
-def slice_points(d: LengthDist | HitDist, q_lo: float, q_hi: float) -> np.ndarray:
-    """``d`` at ``QUANTILE_GRID`` quantiles spread evenly over [q_lo, q_hi]."""
-    q = q_lo + (np.arange(QUANTILE_GRID) + 0.5) / QUANTILE_GRID * (q_hi - q_lo)
+def slice_points(
+    d: LengthDist | HitDist, q_lo: float, q_hi: float, n: int = QUANTILE_GRID
+) -> np.ndarray:
+    """``d`` at ``n`` quantiles spread evenly over [q_lo, q_hi]."""
+    q = q_lo + (np.arange(n) + 0.5) / n * (q_hi - q_lo)
     return np.asarray(frozen_dist(d).ppf(q), dtype=float)
 
 
