@@ -231,6 +231,10 @@ def scenario_summary(s: Scenario, path: str) -> Table:
         )
     w = s.workload
     t.add_row("workload", f"trace {w.trace.file}" if w.trace else f"{w.arrival_rps:g} req/s")
+    for v in s.workload_variants or ():
+        kind = "must meet" if v.must_meet else f"weight {v.weight:g}"
+        given = ", ".join(v.changes()) or "nothing (the base workload)"
+        t.add_row(f"variant {v.name}", f"{kind}; changes {given}")
     t.add_row(
         "SLA",
         f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",
