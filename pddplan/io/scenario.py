@@ -42,7 +42,7 @@ def load_scenario(path: Path) -> Problem:
         more = _raw_id_checks(data, source) + _raw_variant_checks(data, source)
         raise InputError(e.problems + more) from None
     variant_issues = [
-        source.problem(loc, msg) for loc, msg in variant_problems(scenario.workload_variants or ())
+        source.problem(loc, msg) for loc, msg in variant_problems(scenario.workload_variants)
     ]
     base = path.parent
     hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
@@ -74,7 +74,7 @@ def _raw_variant_checks(data: Any, source: SourceMap) -> list[str]:
     validation elsewhere, when every variant is valid on its own (else its own errors are
     already listed)."""
     raw = data.get("workload_variants") if isinstance(data, dict) else None
-    if not isinstance(raw, list) or not raw:
+    if not isinstance(raw, list):
         return []
     try:
         variants = [WorkloadVariant.model_validate(v) for v in raw]

@@ -235,7 +235,8 @@ class WorkloadVariant(_WorkloadKeys):
     tenant mix): an overlay, so it gives only the workload keys it changes. A key it gives
     replaces the base's whole value; a key it leaves out keeps the base's. Giving the
     requests another way than the base (classes or a trace over distributions, say) drops
-    the base's way of giving them (``resolve_variant``)."""
+    the base's way of giving them, and a trace of its own brings its own rate unless the
+    variant gives ``arrival_rps`` (``resolve_variant``)."""
 
     name: Slug
     """A unique name: lower-case letters, digits, ``-`` and ``_``."""
@@ -268,6 +269,8 @@ def resolve_variant(base: Workload, variant: WorkloadVariant) -> Workload:
     if new_sources and new_sources != base_sources:
         for names in WORKLOAD_SOURCES.values():
             merged.update(dict.fromkeys(names))
+    if "trace" in new_sources:  # a trace of its own brings its own rate
+        merged["arrival_rps"] = None
     merged.update(changes)
     try:
         return Workload.model_validate(merged)
@@ -278,12 +281,16 @@ def resolve_variant(base: Workload, variant: WorkloadVariant) -> Workload:
         raise ValueError("; ".join(reasons)) from None
 
 
-def variant_problems(variants: Sequence[WorkloadVariant]) -> list[tuple[Loc, str]]:
-    """What is wrong with a list of variants taken together, each with its key path:
-    a name given twice, a variant with neither or both of a weight and ``must_meet``, and
-    weights that do not sum to 1."""
+def variant_problems(variants: Sequence[WorkloadVariant] | None) -> list[tuple[Loc, str]]:
+    """What is wrong with a scenario's variants taken together, each with its key path: an
+    empty list, a name given twice, a variant with neither or both of a weight and
+    ``must_meet``, and weights that do not sum to 1. None (no variants) is fine."""
     out: list[tuple[Loc, str]] = []
     key = "workload_variants"
+    if variants is None:
+        return out
+    if not variants:
+        return [((key,), "an empty list: give at least one variant, or leave the key out")]
     first: dict[str, int] = {}
     for i, v in enumerate(variants):
         if v.name in first:
@@ -518,7 +525,7 @@ class Scenario(Frozen):
     datacenters: dict[Id, Datacenter] = Field(min_length=1)
     links: tuple[Link, ...] = ()
     workload: Workload
-    workload_variants: tuple[WorkloadVariant, ...] | None = Field(default=None, min_length=1)
+    workload_variants: tuple[WorkloadVariant, ...] | None = None
     """Other workloads the plan is judged on, each an overlay of ``workload``
     (``variant_scenarios``); each is ``must_meet`` or weighted."""
     sla: Sla
@@ -645,10 +652,11 @@ def variant_scenarios(scenario: Scenario) -> list[tuple[WorkloadVariant, Scenari
     Raises ``ValueError`` listing every problem (``variant_problems``, and variants that do
     not resolve to a valid workload or scenario); ``pddplan.io.scenario.load_scenario``
     reports the same problems with their lines, so a loaded scenario never raises here."""
-    variants = scenario.workload_variants or ()
-    problems = [f"{fmt_loc(loc)}: {msg}" for loc, msg in variant_problems(variants)]
+    problems = [
+        f"{fmt_loc(loc)}: {msg}" for loc, msg in variant_problems(scenario.workload_variants)
+    ]
     out = []
-    for i, v in enumerate(variants):
+    for i, v in enumerate(scenario.workload_variants or ()):
         try:
             out.append((v, _variant_scenario(scenario, v)))
         except ValueError as e:

@@ -1,0 +1,345 @@
+"""Workload variants (issue 24): the overlay of a variant on the base workload, the located
+errors of every bad list, the shipped monthly example, and ``workload fit --window``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import DATA, ROOT
+from typer.testing import CliRunner
+
+from pddplan.cli.app import app
+from pddplan.errors import InputError
+from pddplan.io.scenario import load_scenario
+from pddplan.spec.scenario import (
+    Scenario,
+    WorkloadVariant,
+    resolve_variant,
+    variant_problems,
+    variant_scenarios,
+)
+
+runner = CliRunner()
+MONTHLY = ROOT / "scenarios" / "pdd-h100-h200-monthly.yaml"
+SLICE = DATA / "traces" / "conversation-2000.jsonl"
+
+BASE = textwrap.dedent("""\
+    name: t
+    model: llama-3.1-8b
+    datacenters:
+      a: {chips: [h100-sxm], roles: [prefill, relay_decode]}
+      b: {chips: [l40s], roles: [main_decode]}
+    links:
+      - between: [a, b]
+        rtt_ms: 10
+        tiers: [{gbps: 10, usd_per_month: 100}]
+    workload:
+      arrival_rps: 2
+      input_tokens: {dist: fixed, value: 1000}
+      output_tokens: {dist: fixed, value: 100}
+      prefix_hit: {dist: beta, mean: 0.5, concentration: 2}
+      md_prefix_hit: {dist: fixed, value: 0.3}
+      turn_interval_s: 30
+    sla: {ttft_p90_s: 1, ttft_p99_s: 2, tpot_ms: 50}
+""")
+
+
+def _write(tmp_path: Path, variants: str, base: str = BASE) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        base + "workload_variants:\n" + textwrap.indent(textwrap.dedent(variants), "  ")
+    )
+    return path
+
+
+def _line(path: Path, text: str, nth: int = 0) -> int:
+    """The 1-based line of the ``nth`` line of ``path`` that contains ``text``."""
+    found = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    return found[nth]
+
+
+def _errors(path: Path) -> list[str]:
+    """``pddplan validate``'s error lines, after checking it failed cleanly (exit 2)."""
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert all(line.startswith(f"Error: {path}:") for line in lines), lines
+    return lines
+
+
+# --- the overlay ------------------------------------------------------------------------------
+def test_a_variant_changes_only_the_keys_it_gives(tmp_path):
+    """By hand: m1 sets prefix_hit and arrival_rps, and keeps the base's lengths, its MD
+    hit and its turn interval; m2 gives nothing but its weight, so it is the base."""
+    path = _write(
+        tmp_path,
+        """\
+        - name: m1
+          weight: 0.25
+          arrival_rps: 3
+          prefix_hit: {dist: fixed, value: 0.9}
+        - name: m2
+          weight: 0.75
+        """,
+    )
+    s = load_scenario(path).scenario
+    (m1, s1), (m2, s2) = variant_scenarios(s)
+    assert (m1.name, m2.name) == ("m1", "m2")
+    w = s1.workload
+    assert w.arrival_rps == 3
+    assert w.prefix_hit is not None and w.prefix_hit.dist == "fixed" and w.prefix_hit.value == 0.9
+    assert w.input_tokens == s.workload.input_tokens and w.output_tokens == s.workload.output_tokens
+    assert w.md_prefix_hit == s.workload.md_prefix_hit and w.turn_interval_s == 30
+    assert s2.workload == s.workload
+    assert s1.name == "t/m1" and s1.workload_variants is None
+    assert s1.sla == s.sla and s1.datacenters == s.datacenters
+    assert s.workload.arrival_rps == 2  # the base is unchanged
+
+
+def test_a_variant_that_gives_the_requests_another_way_drops_the_base_way():
+    """Classes over a base given as distributions: the base's distributions (md_prefix_hit
+    too) go, its arrival rate and turn interval stay."""
+    s = Scenario.model_validate(yaml.safe_load(BASE))
+    v = WorkloadVariant(
+        name="mix",
+        must_meet=True,
+        classes=[{"weight": 1, "input_tokens": 500, "output_tokens": 50, "p_hit": 0.2}],
+    )
+    w = resolve_variant(s.workload, v)
+    assert w.classes is not None and len(w.classes) == 1
+    assert w.input_tokens is None and w.prefix_hit is None and w.md_prefix_hit is None
+    assert w.arrival_rps == 2 and w.turn_interval_s == 30
+
+
+def test_a_scenario_without_variants_has_none():
+    s = Scenario.model_validate(yaml.safe_load(BASE))
+    assert s.workload_variants is None and variant_scenarios(s) == []
+    assert variant_problems(None) == []
+
+
+def test_problem_variants_share_the_workload_free_tables(tmp_path):
+    path = _write(tmp_path, "- {name: hi, must_meet: true, arrival_rps: 5}\n")
+    problem = load_scenario(path)
+    [(v, p)] = problem.variants()
+    assert v.name == "hi" and p.scenario.workload.arrival_rps == 5
+    assert p._tables.instances is problem._tables.instances
+    assert p._tables.classes is not problem._tables.classes
+
+
+def test_a_trace_variant_is_fitted_on_load(tmp_path):
+    """A variant with a trace is replaced by the trace's fitted classes and rate, as the
+    base workload is; its arrival_rps, when given, overrides the trace's rate."""
+    trace = f"{{file: {SLICE}, cache_tokens: 2000000}}"
+    path = _write(
+        tmp_path,
+        f"""\
+        - {{name: traced, weight: 0.5, trace: {trace}}}
+        - {{name: faster, weight: 0.5, trace: {trace}, arrival_rps: 10}}
+        """,
+    )
+    s = load_scenario(path).scenario
+    (_, s1), (_, s2) = variant_scenarios(s)
+    assert s1.workload.trace is None and s1.workload.classes
+    assert s1.workload.arrival_rps == pytest.approx(2.988042, rel=1e-6)
+    assert s2.workload.arrival_rps == 10 and s2.workload.classes == s1.workload.classes
+    assert s1.workload.input_tokens is None and s1.workload.md_prefix_hit is None
+
+
+# --- bad input: one located line each, exit 2 -------------------------------------------------
+def test_an_unknown_key_in_a_variant(tmp_path):
+    path = _write(tmp_path, "- {name: a, weight: 1, prefix_hits: {dist: fixed, value: 0.5}}\n")
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'prefix_hits')}: workload_variants[0].prefix_hits: " in line
+    assert "unknown key 'prefix_hits'; did you mean 'prefix_hit'?; allowed: " in line
+    assert "must_meet" in line and "arrival_rps" in line
+
+
+def test_duplicate_names(tmp_path):
+    path = _write(
+        tmp_path,
+        """\
+        - {name: m1, weight: 0.5}
+        - {name: m2, must_meet: true}
+        - {name: m1, weight: 0.5}
+        """,
+    )
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'm1', 1)}: workload_variants[2].name: " in line
+    assert "'m1' is the name of workload_variants[0] too" in line
+
+
+def test_weights_that_do_not_sum_to_one(tmp_path):
+    path = _write(
+        tmp_path,
+        """\
+        - {name: a, weight: 0.5}
+        - {name: b, weight: 0.4}
+        - {name: c, must_meet: true}
+        """,
+    )
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'workload_variants')}: workload_variants: " in line
+    assert "weights sum to 0.9 (a 0.5, b 0.4); they must sum to 1 within 1e-06" in line
+
+
+def test_no_must_meet_and_no_weights(tmp_path):
+    path = _write(tmp_path, "- {name: a, arrival_rps: 3}\n- {name: b, must_meet: false}\n")
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'workload_variants')}: workload_variants: " in line
+    assert "no variant is must_meet and none has a weight" in line
+
+
+def test_a_variant_with_neither_or_both(tmp_path):
+    """Decided: a variant is must_meet or weighted, never both (and never neither)."""
+    path = _write(
+        tmp_path,
+        """\
+        - {name: a, weight: 0.5}
+        - {name: b, must_meet: true, weight: 0.5}
+        - {name: c, arrival_rps: 3}
+        """,
+    )
+    lines = _errors(path)
+    assert len(lines) == 2, lines
+    assert (
+        f"s.yaml:{_line(path, 'name: b')}: workload_variants[1].weight: variant 'b' is " in lines[0]
+    )
+    assert "give one of the two" in lines[0]
+    assert f"s.yaml:{_line(path, 'name: c')}: workload_variants[2]: variant 'c' has no " in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("variant", "key", "message"),
+    [
+        ("- {name: a, weight: 1.5}\n", "workload_variants[0].weight", "less than or equal to 1"),
+        ("- {name: a, weight: 0}\n", "workload_variants[0].weight", "greater than 0"),
+        ("- {name: Jan 2026, weight: 1}\n", "workload_variants[0].name", "should match pattern"),
+        ("- {weight: 1}\n", "workload_variants[0].name", "missing required key 'name'"),
+        ("- {name: a, weight: true}\n", "workload_variants[0].weight", "not the boolean true"),
+        ("[]\n", "workload_variants", "an empty list: give at least one variant"),
+    ],
+)
+def test_bad_values(tmp_path, variant, key, message):
+    path = _write(tmp_path, variant)
+    [line] = _errors(path)
+    assert f": {key}: " in line and message in line, line
+
+
+def test_a_variant_that_makes_no_workload(tmp_path):
+    """Over a base given as classes, a variant's prefix_hit alone is not a workload."""
+    base = BASE.replace(
+        """\
+  input_tokens: {dist: fixed, value: 1000}
+  output_tokens: {dist: fixed, value: 100}
+  prefix_hit: {dist: beta, mean: 0.5, concentration: 2}
+  md_prefix_hit: {dist: fixed, value: 0.3}
+""",
+        "  classes: [{weight: 1, input_tokens: 1000, output_tokens: 100, p_hit: 0.5}]\n",
+    )
+    assert "classes" in base
+    path = _write(tmp_path, "- {name: a, weight: 1, prefix_hit: {dist: fixed, value: 0.9}}\n", base)
+    [line] = _errors(path)
+    assert (
+        f"s.yaml:{_line(path, 'name: a')}: workload_variants[0]: over the base workload: " in line
+    )
+    assert "give input_tokens, output_tokens" in line
+
+
+def test_a_variant_the_md_cache_refuses(tmp_path):
+    """md_cache options with an MD hit per class need a variant with as many classes."""
+    base = (
+        BASE.replace(
+            """\
+  input_tokens: {dist: fixed, value: 1000}
+  output_tokens: {dist: fixed, value: 100}
+  prefix_hit: {dist: beta, mean: 0.5, concentration: 2}
+  md_prefix_hit: {dist: fixed, value: 0.3}
+""",
+            "  classes: [{weight: 1, input_tokens: 1000, output_tokens: 100, p_hit: 0.5}]\n",
+        )
+        + "md_cache: [{gb_per_gpu: 10, md_hit: [0.4]}]\n"
+    )
+    classes = "[{weight: 0.5, input_tokens: 900, output_tokens: 90, p_hit: 0.5}, " * 1
+    classes += "{weight: 0.5, input_tokens: 2000, output_tokens: 90, p_hit: 0.7}]"
+    path = _write(tmp_path, f"- {{name: a, weight: 1, classes: {classes}}}\n", base)
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'name: a')}: workload_variants[0]: " in line
+    assert "md_hit has 1 values; the workload has 2 classes" in line
+
+
+def test_a_variant_trace_file_that_is_missing(tmp_path):
+    path = _write(tmp_path, "- {name: a, weight: 1, trace: {file: nope.jsonl}}\n")
+    [line] = _errors(path)
+    assert f"s.yaml:{_line(path, 'nope')}: workload_variants[0].trace.file: " in line
+    assert "trace file not found" in line
+
+
+def test_list_rules_are_reported_beside_other_problems(tmp_path):
+    """Every problem of the file in one run: a bad SLA and the variants' weights."""
+    path = _write(
+        tmp_path, "- {name: a, weight: 0.3}\n", BASE.replace("tpot_ms: 50", "tpot_ms: -1")
+    )
+    lines = _errors(path)
+    assert len(lines) == 2, lines
+    assert any("sla.tpot_ms" in line for line in lines)
+    assert any("weights sum to 0.3" in line for line in lines)
+
+
+def test_variant_scenarios_refuses_bad_variants_built_in_code():
+    data = yaml.safe_load(BASE)
+    data["workload_variants"] = [{"name": "a", "weight": 0.5}]
+    s = Scenario.model_validate(data)  # the list rules are checked where variants are used
+    with pytest.raises(ValueError, match=r"weights sum to 0\.5"):
+        variant_scenarios(s)
+
+
+# --- the shipped example -------------------------------------------------------------------
+def test_the_monthly_example_validates_and_keeps_the_base():
+    result = runner.invoke(app, ["validate", str(MONTHLY), "--json"])
+    assert result.exit_code == 0, result.output
+    scenario = json.loads(result.stdout)["scenario"]
+    variants = scenario["workload_variants"]
+    assert [v["name"] for v in variants] == ["m1", "m2", "m3", "m4"]
+    assert [v["must_meet"] for v in variants] == [True, False, True, False]
+    assert [v["weight"] for v in variants if v["weight"]] == [0.5, 0.5]
+    assert [v["prefix_hit"]["mean"] for v in variants] == [0.90, 0.85, 0.80, 0.93]
+    problem = load_scenario(MONTHLY)
+    base = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    assert problem.scenario.workload == base.workload
+    for _, p in problem.variants():
+        assert p.scenario.workload.input_tokens == base.workload.input_tokens
+
+
+def test_validate_shows_the_variants():
+    result = runner.invoke(app, ["validate", str(MONTHLY)])
+    assert result.exit_code == 0, result.output
+    assert "variant m3" in result.stdout and "must meet; changes arrival_rps, prefix_hit" in (
+        result.stdout
+    )
+
+
+def test_the_schema_has_the_key():
+    result = runner.invoke(app, ["schema"])
+    schema = json.loads(result.stdout)
+    assert "workload_variants" in schema["properties"]
+    variant = schema["$defs"]["WorkloadVariant"]["properties"]
+    assert {"name", "weight", "must_meet", "prefix_hit", "classes", "trace"} <= set(variant)
+    assert variant["prefix_hit"]["description"].startswith("Prefill-side")
+
+
+def test_a_variant_has_every_workload_key():
+    from pddplan.spec.scenario import Workload
+
+    assert set(Workload.model_fields) < set(WorkloadVariant.model_fields)
+
+
+def test_input_error_names_the_variant_in_code(tmp_path):
+    """The loader's check: a scenario with variants that fail is an InputError."""
+    path = _write(tmp_path, "- {name: a, weight: 0.5}\n")
+    with pytest.raises(InputError, match=r"workload_variants: the variants' weights"):
+        load_scenario(path)
