@@ -343,3 +343,98 @@ def test_input_error_names_the_variant_in_code(tmp_path):
     path = _write(tmp_path, "- {name: a, weight: 0.5}\n")
     with pytest.raises(InputError, match=r"workload_variants: the variants' weights"):
         load_scenario(path)
+
+
+# --- workload fit --window ------------------------------------------------------------------
+DAY_MS = 86_400_000
+
+
+def _trace(tmp_path: Path, per_day: list[int]) -> Path:
+    """A synthetic trace: ``per_day[d]`` requests spread over day d, each of 1,000 tokens in
+    two blocks; every other request repeats the previous one's first block."""
+    rows, n = [], 0
+    for day, count in enumerate(per_day):
+        for i in range(count):
+            first = n - 1 if n % 2 else n
+            rows.append(
+                {
+                    "timestamp": day * DAY_MS + i * (DAY_MS // max(count, 1)),
+                    "input_length": 1000,
+                    "output_length": 100 + day,
+                    "hash_ids": [first * 2, n * 2 + 1],
+                }
+            )
+            n += 1
+    path = tmp_path / "days.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_windows_by_day_and_their_variants_yaml(tmp_path):
+    """Three days of 150, 300 and 250 requests: three variants with their shares as
+    weights, summing to 1, that validate pasted under workload_variants."""
+    trace = _trace(tmp_path, [150, 300, 250])
+    out = tmp_path / "variants.yaml"
+    result = runner.invoke(
+        app, ["workload", "fit", str(trace), "--window", "1d", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    table = result.stdout
+    assert "w1" in table and "w3" in table and "1d 00:00" in table and "2d 00:00" in table
+    variants = yaml.safe_load(out.read_text())
+    assert [v["name"] for v in variants] == ["w1", "w2", "w3"]
+    weights = [v["weight"] for v in variants]
+    assert weights[:2] == [round(150 / 700, 6), round(300 / 700, 6)]
+    assert round(sum(weights), 9) == 1
+    assert variants[0]["arrival_rps"] == pytest.approx(150 / 86400, rel=1e-5)
+    assert {c["output_tokens"] for c in variants[2]["classes"]} == {102}
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(BASE + "workload_variants:\n" + out.read_text())
+    pairs = variant_scenarios(load_scenario(scenario).scenario)
+    assert [s.workload.arrival_rps for _, s in pairs] == [v["arrival_rps"] for v in variants]
+    assert all(s.workload.classes and s.workload.input_tokens is None for _, s in pairs)
+
+
+def test_small_windows_are_merged(tmp_path):
+    """Day 0 has 40 requests (< 100): merged forward into day 1; day 3's 10 into day 2;
+    day 4 is empty and left out."""
+    trace = tmp_path / "t.jsonl"
+    trace = _trace(tmp_path, [40, 200, 150, 10])
+    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", "1d", "--json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)
+    assert view["merged"] == 2 and view["min_requests"] == 100
+    rows = [(w["name"], w["requests"], w["windows"]) for w in view["windows"]]
+    assert rows == [("w1", 240, 2), ("w2", 160, 2)]
+    assert view["windows"][0]["start_s"] == 0 and view["windows"][0]["end_s"] == 2 * 86400
+    assert sum(w["weight"] for w in view["windows"]) == pytest.approx(1)
+
+
+def test_windows_of_the_shipped_trace_slice():
+    """The first 2,000 Mooncake requests span 669 s: 5-minute windows give three; the cache
+    carries over, so the later windows hit more than the first."""
+    result = runner.invoke(app, ["workload", "fit", str(SLICE), "--window", "5m", "--json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)
+    windows = view["windows"]
+    assert [w["start_s"] for w in windows] == [0, 300, 600]
+    assert sum(w["requests"] for w in windows) == 2000
+    first, second = windows[0]["fit"], windows[1]["fit"]
+    assert second["mean_hit_rate"] > first["mean_hit_rate"]
+    assert windows[0]["arrival_rps"] == pytest.approx(windows[0]["requests"] / 300)
+
+
+@pytest.mark.parametrize("window", ["30m", "12h", "7d"])
+def test_window_units_accepted(tmp_path, window):
+    trace = _trace(tmp_path, [120])
+    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", window, "--json"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("window", ["1w", "0d", "1.5h", "d", "10", "-1h", "１d"])
+def test_window_units_refused(tmp_path, window):
+    trace = _trace(tmp_path, [120])
+    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", window])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: --window: '{window}' is not allowed")
