@@ -398,7 +398,6 @@ def test_windows_by_day_and_their_variants_yaml(tmp_path):
 def test_small_windows_are_merged(tmp_path):
     """Day 0 has 40 requests (< 100): merged forward into day 1; day 3's 10 into day 2;
     day 4 is empty and left out."""
-    trace = tmp_path / "t.jsonl"
     trace = _trace(tmp_path, [40, 200, 150, 10])
     result = runner.invoke(app, ["workload", "fit", str(trace), "--window", "1d", "--json"])
     assert result.exit_code == 0, result.output
