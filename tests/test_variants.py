@@ -437,3 +437,17 @@ def test_window_units_refused(tmp_path, window):
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: --window: '{window}' is not allowed")
+
+
+def test_a_variant_trace_without_a_rate_names_the_variant(tmp_path):
+    one = tmp_path / "one.jsonl"
+    one.write_text(
+        json.dumps({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}) + "\n"
+    )
+    path = _write(tmp_path, "- {name: a, weight: 1, trace: {file: one.jsonl}}\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"Error: {path}: workload_variants[0].trace: one.jsonl spans no time, so it gives no "
+        "arrival rate; set workload_variants[0].arrival_rps"
+    )

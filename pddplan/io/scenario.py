@@ -113,22 +113,24 @@ def _variant_scenario_problems(s: Scenario, source: SourceMap) -> list[str]:
     return out
 
 
-def _fitted(workload: Workload, path: Path, fits: dict[str, Workload]) -> Workload:
+def _fitted(
+    workload: Workload, path: Path, fits: dict[str, Workload], key: str = "workload"
+) -> Workload:
     """``fitted_workload``, once per trace, cache settings and rate in one load."""
-    key = workload.model_dump_json(include={"trace", "arrival_rps"})
-    if key not in fits:
-        fits[key] = fitted_workload(workload, path)
-    return fits[key]
+    memo = workload.model_dump_json(include={"trace", "arrival_rps"})
+    if memo not in fits:
+        fits[memo] = fitted_workload(workload, path, key)
+    return fits[memo]
 
 
 def _fit_variants(s: Scenario, path: Path, fits: dict[str, Workload]) -> Scenario:
     """``s`` with every variant whose whole workload is a trace (its own, or the base's)
     given instead as that trace's fitted classes and rate, as the base workload is."""
     variants = []
-    for v in s.workload_variants or ():
+    for i, v in enumerate(s.workload_variants or ()):
         whole = resolve_variant(s.workload, v)
         if whole.trace is not None:
-            fitted = _fitted(whole, path, fits)
+            fitted = _fitted(whole, path, fits, f"workload_variants[{i}]")
             sources = dict.fromkeys(k for names in WORKLOAD_SOURCES.values() for k in names)
             v = v.model_copy(
                 update={**sources, "classes": fitted.classes, "arrival_rps": fitted.arrival_rps}

@@ -533,9 +533,10 @@ def _quantile_bins(values: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarr
     return np.searchsorted(cuts, values, side="right")
 
 
-def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
+def fitted_workload(workload: Workload, scenario_path: Path, key: str = "workload") -> Workload:
     """The workload with the trace it references replaced by fitted classes; a given
-    ``arrival_rps`` overrides the trace's mean rate."""
+    ``arrival_rps`` overrides the trace's mean rate. ``key`` is where the scenario gives the
+    workload, for the message when it needs a rate."""
     ref = workload.trace
     assert ref is not None
     fit = fit_trace(
@@ -548,8 +549,8 @@ def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
     rate = workload.arrival_rps or fit.arrival_rps
     if rate is None:
         raise InputError(
-            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
-            "no arrival rate; set workload.arrival_rps"
+            f"{scenario_path}: {key}.trace: {ref.file} spans no time, so it gives "
+            f"no arrival rate; set {key}.arrival_rps"
         )
     return Workload(arrival_rps=rate, classes=class_specs(fit))
 
