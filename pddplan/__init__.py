@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "instance_figures": "pddplan.api",
     "fit_trace": "pddplan.api",
     "workload_yaml": "pddplan.api",
+    "fit_trace_windows": "pddplan.api",
+    "variants_yaml": "pddplan.api",
     "calibrate": "pddplan.api",
     "calibration_yaml": "pddplan.api",
     "import_hf_config": "pddplan.api",
@@ -58,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Verification": "pddplan.simulation.verify",
     "InstancePerf": "pddplan.model.figures",
     "TraceFit": "pddplan.workload.trace",
+    "WindowedFit": "pddplan.workload.trace",
     "Calibration": "pddplan.calibration.fit",
     # errors
     "PddplanError": "pddplan.errors",
@@ -88,11 +91,13 @@ __all__ = [
     "TraceFit",
     "Verification",
     "WeightsDoNotFitError",
+    "WindowedFit",
     "calibrate",
     "calibration_yaml",
     "compare",
     "evaluate",
     "fit_trace",
+    "fit_trace_windows",
     "import_hf_config",
     "instance_figures",
     "load_catalogs",
@@ -106,6 +111,7 @@ __all__ = [
     "solve",
     "study",
     "sweep",
+    "variants_yaml",
     "verify",
     "workload_yaml",
 ]
@@ -133,6 +139,7 @@ if TYPE_CHECKING:
         compare,
         evaluate,
         fit_trace,
+        fit_trace_windows,
         import_hf_config,
         instance_figures,
         load_catalogs,
@@ -145,6 +152,7 @@ if TYPE_CHECKING:
         solve,
         study,
         sweep,
+        variants_yaml,
         verify,
         workload_yaml,
     )
@@ -163,4 +171,4 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.scenario import Scenario
     from pddplan.sweeps.engine import SweepRun
-    from pddplan.workload.trace import TraceFit
+    from pddplan.workload.trace import TraceFit, WindowedFit

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.points import PointResult
-    from pddplan.workload.trace import TraceFit
+    from pddplan.workload.trace import TraceFit, WindowedFit
 
 Objective = Literal["max-bcr", "min-cost", "max-capacity"]
 OBJECTIVES: tuple[str, ...] = ("max-bcr", "min-cost", "max-capacity")
@@ -542,6 +542,41 @@ def fit_trace(
         skip_bad=skip_bad,
         hit_curve=hit_curve,
     )
+
+
+def fit_trace_windows(
+    path: str | Path,
+    window_s: float,
+    *,
+    block_tokens: int = 512,
+    cache_tokens: int | Literal["unbounded"] = "unbounded",
+    md_cache_tokens: int | Literal["unbounded"] | None = None,
+    hit_edges: tuple[float, ...] | None = None,
+    skip_bad: bool = False,
+) -> WindowedFit:
+    """A Mooncake trace replayed as ``fit_trace`` does, then cut by request timestamp into
+    windows of ``window_s`` seconds, each fitted on its own (windows with fewer than 100
+    requests merged into a neighbour)."""
+    from pddplan.workload.classes import HIT_EDGES
+    from pddplan.workload.trace import fit_trace_windows as fit
+
+    return fit(
+        Path(path),
+        window_s,
+        block_tokens=block_tokens,
+        cache_tokens=cache_tokens,
+        md_cache_tokens=md_cache_tokens,
+        hit_edges=hit_edges if hit_edges is not None else HIT_EDGES,
+        skip_bad=skip_bad,
+    )
+
+
+def variants_yaml(windowed: WindowedFit, window: str) -> str:
+    """``windowed`` as a commented list to paste under ``workload_variants:``; ``window``
+    is the window as the user wrote it (``1d``), for the header."""
+    from pddplan.io.workload import variants_yaml as dump
+
+    return dump(windowed, window)
 
 
 def workload_yaml(fit: TraceFit) -> str:

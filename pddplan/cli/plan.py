@@ -94,6 +94,15 @@ def solve(
     from pddplan.report import tables, views
 
     problem = pddplan.load_scenario(scenario)
+    variants = problem.scenario.workload_variants
+    if variants:
+        names = ", ".join(v.name for v in variants)
+        err.print(
+            f"Note: this plan serves the base workload only; the {len(variants)} "
+            f"workload_variants ({names}) are validated but not yet planned.",
+            highlight=False,
+            soft_wrap=True,
+        )
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})
     options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}

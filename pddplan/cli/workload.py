@@ -62,6 +62,20 @@ def _cache_tokens(option: str, text: str | None) -> Any:
     return tokens
 
 
+WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400}
+
+
+def _window_s(text: str) -> float:
+    """``--window``: a whole number of minutes, hours or days (``30m``, ``12h``, ``1d``)."""
+    number, unit = text[:-1], text[-1:]
+    if unit in WINDOW_UNITS and number.isascii() and number.isdigit() and int(number) > 0:
+        return int(number) * WINDOW_UNITS[unit]
+    raise pddplan.InputError(
+        f"--window: '{text}' is not allowed; give a whole number of minutes, hours or days: "
+        "30m, 12h, 1d, 7d"
+    )
+
+
 def _edges(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(","))
@@ -100,10 +114,23 @@ def workload_fit(
     md_cache_tokens: MdCacheOpt = None,
     buckets: BucketsOpt = DEFAULT_BUCKETS,
     output: Annotated[
-        Path | None, typer.Option("--out", help="Write the fitted workload block (YAML) here.")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the fitted workload block (YAML) here; with --window, the "
+            "workload_variants list.",
+        ),
     ] = None,
     skip_bad: SkipBadOpt = False,
     hit_curve: HitCurveOpt = False,
+    window: Annotated[
+        str | None,
+        typer.Option(
+            "--window",
+            help="Cut the trace by timestamp into windows (30m, 12h, 1d, 7d), fit each, and "
+            "write them with --out as workload_variants.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through prefix caches and fit the workload: hit-rate histogram,
@@ -113,6 +140,28 @@ def workload_fit(
     """
     from pddplan.report import tables, views
 
+    if window is not None:
+        window_s = _window_s(window)
+        if hit_curve:
+            raise pddplan.InputError("--hit-curve: not with --window (it measures the whole trace)")
+        windowed = pddplan.fit_trace_windows(
+            trace,
+            window_s,
+            block_tokens=block_size,
+            cache_tokens=_cache_tokens("--cache-tokens", cache_tokens),
+            md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
+            hit_edges=_edges(buckets),
+            skip_bad=skip_bad,
+        )
+        if output is not None:
+            write_file(output, pddplan.variants_yaml(windowed, window))
+            err.print(f"wrote {output}")
+        emit(
+            json_out,
+            lambda: views.trace_windows_view(windowed),
+            lambda: tables.trace_windows_report(windowed, window),
+        )
+        return
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad, hit_curve)
     if output is not None:
         write_file(output, pddplan.workload_yaml(fit))

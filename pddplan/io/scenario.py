@@ -12,7 +12,16 @@ from pddplan.io.validation import validate
 from pddplan.model.problem import Problem
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario
+from pddplan.spec.scenario import (
+    WORKLOAD_SOURCES,
+    Scenario,
+    TraceRef,
+    Workload,
+    WorkloadVariant,
+    resolve_variant,
+    variant_problems,
+    variant_scenarios,
+)
 from pddplan.spec.source import Loc, SourceMap
 from pddplan.workload.trace import fitted_workload
 
@@ -28,24 +37,106 @@ def load_scenario(path: Path) -> Problem:
     try:
         scenario = validate(Scenario, data, source)
     except InputError as e:
-        # Report the unknown ids too, so that one run lists every problem of the file.
-        raise InputError(e.problems + _raw_id_checks(data, source)) from None
+        # Report the unknown ids and the variants' list rules too, so that one run lists
+        # every problem of the file.
+        more = _raw_id_checks(data, source) + _raw_variant_checks(data, source)
+        raise InputError(e.problems + more) from None
+    variant_issues = [
+        source.problem(loc, msg) for loc, msg in variant_problems(scenario.workload_variants)
+    ]
     base = path.parent
     hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
     model_path = scenario.catalogs.models and base / scenario.catalogs.models
     hardware, models = load_hardware(hw_path), load_models(model_path)
-    problems = _cross_check(scenario, hardware, models, source)
+    problems = variant_issues + _cross_check(scenario, hardware, models, source)
+    if not problems:
+        problems = _variant_resolution_problems(scenario, source)
     if problems:
         raise InputError(problems)
+    fits: dict[str, Workload] = {}
+    if scenario.workload_variants:
+        scenario = _fit_variants(scenario, path, fits)
     if scenario.workload.trace is not None:
-        scenario = scenario.model_copy(
-            update={"workload": fitted_workload(scenario.workload, path)}
-        )
+        scenario = scenario.model_copy(update={"workload": _fitted(scenario.workload, path, fits)})
+    if scenario.workload_variants:  # against the fitted classes (md_cache's md_hit counts)
+        problems = _variant_scenario_problems(scenario, source)
+        if problems:
+            raise InputError(problems)
     problem = Problem(scenario, hardware, models[scenario.model], source=source)
     problems = problem.problems()
     if problems:
         raise InputError(problems)
     return problem
+
+
+def _raw_variant_checks(data: Any, source: SourceMap) -> list[str]:
+    """The variants' list rules (``variant_problems``) in a scenario that failed
+    validation elsewhere, when every variant is valid on its own (else its own errors are
+    already listed)."""
+    raw = data.get("workload_variants") if isinstance(data, dict) else None
+    if not isinstance(raw, list):
+        return []
+    try:
+        variants = [WorkloadVariant.model_validate(v) for v in raw]
+    except ValueError:
+        return []
+    return [source.problem(loc, msg) for loc, msg in variant_problems(variants)]
+
+
+def _variant_resolution_problems(s: Scenario, source: SourceMap) -> list[str]:
+    """Variants whose keys, laid over the base workload, make no valid workload."""
+    out = []
+    for i, v in enumerate(s.workload_variants or ()):
+        try:
+            resolve_variant(s.workload, v)
+        except ValueError as e:
+            out.append(source.problem(("workload_variants", i), f"over the base workload: {e}"))
+    return out
+
+
+def _variant_scenario_problems(s: Scenario, source: SourceMap) -> list[str]:
+    """Variants whose whole workload the rest of the scenario refuses (an ``md_cache``
+    option that needs distributions, or one MD hit per class of another count)."""
+    try:
+        variant_scenarios(s)
+    except ValueError:
+        pass
+    else:
+        return []
+    out = []
+    for i, v in enumerate(s.workload_variants or ()):
+        try:
+            variant_scenarios(s.model_copy(update={"workload_variants": (v,)}))
+        except ValueError as e:
+            reason = str(e).removeprefix("workload_variants[0]: ")
+            out.append(source.problem(("workload_variants", i), reason))
+    return out
+
+
+def _fitted(
+    workload: Workload, path: Path, fits: dict[str, Workload], key: str = "workload"
+) -> Workload:
+    """``fitted_workload``, once per trace, cache settings and rate in one load."""
+    memo = workload.model_dump_json(include={"trace", "arrival_rps"})
+    if memo not in fits:
+        fits[memo] = fitted_workload(workload, path, key)
+    return fits[memo]
+
+
+def _fit_variants(s: Scenario, path: Path, fits: dict[str, Workload]) -> Scenario:
+    """``s`` with every variant whose whole workload is a trace (its own, or the base's)
+    given instead as that trace's fitted classes and rate, as the base workload is."""
+    variants = []
+    for i, v in enumerate(s.workload_variants or ()):
+        whole = resolve_variant(s.workload, v)
+        if whole.trace is not None:
+            fitted = _fitted(whole, path, fits, f"workload_variants[{i}]")
+            sources = dict.fromkeys(k for names in WORKLOAD_SOURCES.values() for k in names)
+            v = v.model_copy(
+                update={**sources, "classes": fitted.classes, "arrival_rps": fitted.arrival_rps}
+            )
+        variants.append(v)
+    return s.model_copy(update={"workload_variants": tuple(variants)})
 
 
 def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
@@ -113,10 +204,11 @@ def _cross_check(
     for chip in s.prices_usd_per_gpu_hour:
         if chip not in hw.chips:
             bad(("prices_usd_per_gpu_hour", chip), unknown_id("chip", chip, hw.chips))
-    if s.workload.trace is not None:
-        trace = source.path.parent / s.workload.trace.file
-        if not trace.is_file():
-            bad(("workload", "trace", "file"), f"trace file not found: {trace}")
+    traces: list[tuple[Loc, TraceRef | None]] = [(("workload",), s.workload.trace)]
+    traces += [(("workload_variants", i), v.trace) for i, v in enumerate(s.workload_variants or ())]
+    for loc, ref in traces:
+        if ref is not None and not (source.path.parent / ref.file).is_file():
+            bad((*loc, "trace", "file"), f"trace file not found: {source.path.parent / ref.file}")
     return problems
 
 

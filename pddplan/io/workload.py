@@ -1,4 +1,5 @@
-"""Writing a fitted workload as a ``workload:`` block a scenario can include."""
+"""Writing a fitted workload as a ``workload:`` block a scenario can include, and a trace's
+time windows as a ``workload_variants:`` list."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from pddplan.workload.trace import TraceFit
+from pddplan.workload.trace import TraceFit, WindowedFit
 
 
 def workload_yaml(fit: TraceFit) -> str:
@@ -23,6 +24,22 @@ def workload_yaml(fit: TraceFit) -> str:
         "# Each class is a P-hit bucket x input-length quantile x output-length quantile, with",
         "# its requests' mean lengths and hit rates, so the trace's joint shape is kept.",
     ]
+    classes = _class_rows(fit)
+    if fit.arrival_rps is None:
+        header.append("# The trace spans no time: set arrival_rps before using this block.")
+    rate = round(fit.arrival_rps, 6) if fit.arrival_rps is not None else None
+    body = yaml.safe_dump(
+        {"workload": {"arrival_rps": rate, "classes": classes}},
+        sort_keys=False,
+        width=200,
+        default_flow_style=None,
+    )
+    return "\n".join(header) + "\n" + body
+
+
+def _class_rows(fit: TraceFit) -> list[dict[str, Any]]:
+    """The fitted classes as the scenario's ``classes`` rows, rounded, the first weight
+    absorbing the rounding so that the weights sum to exactly 1."""
     classes: list[dict[str, Any]] = [
         {
             "key": c.key,
@@ -36,13 +53,43 @@ def workload_yaml(fit: TraceFit) -> str:
     ]
     total = sum(c["weight"] for c in classes)
     classes[0]["weight"] = round(classes[0]["weight"] + 1.0 - total, 8)  # exact sum after rounding
-    if fit.arrival_rps is None:
-        header.append("# The trace spans no time: set arrival_rps before using this block.")
-    rate = round(fit.arrival_rps, 6) if fit.arrival_rps is not None else None
-    body = yaml.safe_dump(
-        {"workload": {"arrival_rps": rate, "classes": classes}},
-        sort_keys=False,
-        width=200,
-        default_flow_style=None,
-    )
-    return "\n".join(header) + "\n" + body
+    return classes
+
+
+def variants_yaml(windowed: WindowedFit, window: str) -> str:
+    """The trace's windows as a commented YAML list to paste under a scenario's
+    ``workload_variants:`` key: one weighted variant per window (``w1``, ``w2``, ...) with
+    its classes and arrival rate, its weight its share of the requests (rounded to 6
+    decimals, the last absorbing the rounding so that they sum to 1)."""
+    header = [
+        f"# Fitted by `pddplan workload fit --window {window}` from {Path(windowed.path).name}: "
+        f"{windowed.requests} requests over {windowed.duration_s:,.0f} s in "
+        f"{len(windowed.windows)} windows.",
+        "# Paste under a scenario's `workload_variants:` key. Each variant gives its window's",
+        "# classes and arrival rate (replacing the base workload's requests); its weight is its",
+        "# share of the requests. The prefix cache is carried from one window to the next.",
+    ]
+    if windowed.merged:
+        header.append(
+            f"# {windowed.merged} windows with fewer than {windowed.min_requests} requests "
+            "were merged into the window before them (the first into the one after)."
+        )
+    weights = [round(w.weight, 6) for w in windowed.windows]
+    weights[-1] = round(1.0 - sum(weights[:-1]), 6)
+    parts = ["\n".join(header)]
+    for w, weight in zip(windowed.windows, weights, strict=True):
+        note = (
+            f"# {w.name}: {w.start_s:,.0f}-{w.end_s:,.0f} s after the first request, "
+            f"{w.fit.requests} requests, mean hit rate {w.fit.mean_hit_rate:.4f}"
+        )
+        if w.arrival_rps is None:
+            note += "\n# It spans no time: set arrival_rps before using it."
+        entry = {
+            "name": w.name,
+            "weight": weight,
+            "arrival_rps": float(f"{w.arrival_rps:.7g}") if w.arrival_rps is not None else None,
+            "classes": _class_rows(w.fit),
+        }
+        body = yaml.safe_dump([entry], sort_keys=False, width=200, default_flow_style=None)
+        parts.append(note + "\n" + body.rstrip("\n"))
+    return "\n".join(parts) + "\n"

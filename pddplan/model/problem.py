@@ -35,7 +35,7 @@ from pddplan.model.numeric import Array
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import ROLES, Scenario
+from pddplan.spec.scenario import ROLES, Scenario, WorkloadVariant, variant_scenarios
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
 from pddplan.workload.hit_curve import RateBlend, ReuseCurve
@@ -191,6 +191,11 @@ class Problem:
             if all(_same(self._input(k), new._input(k)) for k in inputs):
                 setattr(new._tables, name, getattr(self._tables, name))
         return new
+
+    def variants(self) -> list[tuple[WorkloadVariant, Problem]]:
+        """Each workload variant with the problem that plans it alone (its scenario from
+        ``variant_scenarios``), sharing every table that does not depend on the workload."""
+        return [(v, self.with_scenario(s)) for v, s in variant_scenarios(self.scenario)]
 
     def _input(self, name: str) -> Any:
         if name == "hardware":

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import HardwareCatalog
     from pddplan.spec.scenario import Scenario
-    from pddplan.workload.trace import TraceFit
+    from pddplan.workload.trace import TraceFit, WindowedFit
 
 
 def grid(title: str, headers: Sequence[str], text: int = 0) -> Table:
@@ -231,6 +231,10 @@ def scenario_summary(s: Scenario, path: str) -> Table:
         )
     w = s.workload
     t.add_row("workload", f"trace {w.trace.file}" if w.trace else f"{w.arrival_rps:g} req/s")
+    for v in s.workload_variants or ():
+        kind = "must meet" if v.must_meet else f"weight {v.weight:g}"
+        given = ", ".join(v.changes()) or "nothing (the base workload)"
+        t.add_row(f"variant {v.name}", f"{kind}; changes {given}")
     t.add_row(
         "SLA",
         f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",
@@ -484,6 +488,46 @@ def _bar(share: float, largest: float) -> str:
     eighths = round(share / largest * HISTOGRAM_WIDTH * 8) if largest > 0 else 0
     full, rest = divmod(eighths, 8)
     return "█" * full + ("▏▎▍▌▋▊▉"[rest - 1] if rest else "")
+
+
+def _clock(seconds: float) -> str:
+    """Seconds from a trace's start as ``HH:MM`` (whole minutes, cut), with whole days as
+    ``Nd HH:MM``."""
+    minutes = int(seconds // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    text = f"{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{days}d {text}" if days else text
+
+
+def trace_windows_report(windowed: WindowedFit, window: str) -> Table:
+    """A trace cut into time windows: one row per window."""
+    t = grid(
+        f"Trace {Path(windowed.path).name} in windows of {window}: {windowed.requests:,} "
+        f"requests over {windowed.duration_s:,.1f} s (start and end after the first request)",
+        ("window", "start", "end", "requests", "share", "req/s", "mean hit", "input", "output"),
+    )
+    for w in windowed.windows:
+        t.add_row(
+            w.name,
+            _clock(w.start_s),
+            _clock(w.end_s),
+            f"{w.fit.requests:,}",
+            f"{w.weight:.1%}",
+            f"{w.arrival_rps:,.3f}" if w.arrival_rps is not None else "—",
+            f"{w.fit.mean_hit_rate:.2%}",
+            f"{w.fit.input_tokens.mean:,.0f}",
+            f"{w.fit.output_tokens.mean:,.0f}",
+        )
+    notes = ["mean input and output in tokens; the prefix cache carries over between windows"]
+    if windowed.merged:
+        notes.append(
+            f"{windowed.merged} window{'s' if windowed.merged != 1 else ''} with fewer than "
+            f"{windowed.min_requests} requests merged into a neighbour"
+        )
+    if windowed.skipped_lines:
+        notes.append(f"{windowed.skipped_lines:,} bad lines skipped")
+    t.caption = "; ".join(notes)
+    return t
 
 
 def trace_report(fit: TraceFit) -> Group:

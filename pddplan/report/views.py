@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
     from pddplan.spec.llm import KvDtype, ModelSpec
-    from pddplan.workload.trace import TraceFit
+    from pddplan.workload.trace import TraceFit, WindowedFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -166,6 +166,19 @@ def trace_fit_view(fit: TraceFit) -> dict[str, Any]:
     out["bad_lines"] = [{"line": n, "problem": p} for n, p in fit.bad_lines]
     out["hit_over_time"] = [{"t_s": t, "mean_hit_rate": h} for t, h in fit.hit_over_time]
     return _plain(out)
+
+
+def trace_windows_view(windowed: WindowedFit) -> dict[str, Any]:
+    """``pddplan workload fit --window --json``: one row per window, each with its fit."""
+    head = {k: v for k, v in dataclasses.asdict(windowed).items() if k != "windows"}
+    rows = []
+    for w in windowed.windows:
+        row = {k: getattr(w, k) for k in ("name", "start_s", "end_s", "windows", "weight")}
+        row["requests"] = w.fit.requests
+        row["arrival_rps"] = w.arrival_rps
+        row["fit"] = trace_fit_view(w.fit)
+        rows.append(row)
+    return _plain({**head, "windows": rows})
 
 
 def candidate_view(c: Candidate) -> dict[str, Any]:

@@ -136,7 +136,10 @@ def with_field_docs(schema: dict[str, Any], root: type[BaseModel]) -> dict[str, 
         todo += cls.__subclasses__()
     targets = [(root.__name__, schema), *schema.get("$defs", {}).items()]
     for name, part in targets:
-        docs = field_docs(classes[name]) if name in classes else {}
+        docs: dict[str, str] = {}  # a field declared on a base class keeps its docstring
+        for base in reversed(classes[name].__mro__) if name in classes else ():
+            if issubclass(base, Frozen) and base is not Frozen:
+                docs.update(field_docs(base))
         for field, prop in part.get("properties", {}).items():
             if field in docs and "description" not in prop:
                 prop["description"] = docs[field]

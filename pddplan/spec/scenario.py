@@ -4,10 +4,11 @@ validate each field on its own, and ``loaders.load_scenario`` checks the cross-r
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
@@ -23,6 +24,7 @@ from pddplan.spec.limits import (
     relay_table_bytes,
 )
 from pddplan.spec.llm import Dtype, KvDtype
+from pddplan.spec.source import Loc, fmt_loc
 
 Role = Literal["prefill", "relay_decode", "main_decode"]
 ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
@@ -161,8 +163,9 @@ class ClassSpec(Frozen):
     key: str | None = None
 
 
-class Workload(Frozen):
-    """Arrivals, lengths and prefix-cache hit rates; or a trace to fit them from."""
+class _WorkloadKeys(Frozen):
+    """The keys of a workload, every one optional: a ``Workload`` checks that they make one
+    whole workload, a ``WorkloadVariant`` holds the ones it changes."""
 
     arrival_rps: Annotated[float, Field(gt=0, le=MAX_ARRIVAL_RPS)] | None = None
     input_tokens: LengthDist | None = None
@@ -179,6 +182,10 @@ class Workload(Frozen):
     context must stay in the decode-side cache for its next turn to hit there. With it, a
     plan's MD cache must hold every open session's context (``kv.session_working_set_bytes``);
     without it, the MD hit rates are taken as given at any load."""
+
+
+class Workload(_WorkloadKeys):
+    """Arrivals, lengths and prefix-cache hit rates; or a trace to fit them from."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:
@@ -210,6 +217,130 @@ class Workload(Frozen):
         if missing:
             raise ValueError(f"give {', '.join(missing)} (or classes, or a trace to fit them from)")
         return self
+
+
+WORKLOAD_SOURCES: dict[str, tuple[str, ...]] = {
+    "distributions": ("input_tokens", "output_tokens", "prefix_hit", "md_prefix_hit"),
+    "classes": ("classes",),
+    "trace": ("trace",),
+}
+"""The three ways to give a workload's requests, by the keys that give each."""
+VARIANT_WEIGHT_TOLERANCE = 1e-6
+"""The weights of a scenario's weighted variants must sum to 1 within this."""
+Slug = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_\-]*$")]
+
+
+class WorkloadVariant(_WorkloadKeys):
+    """One workload the plan may have to serve besides the base ``workload`` (a month, a
+    tenant mix): an overlay, so it gives only the workload keys it changes. A key it gives
+    replaces the base's whole value; a key it leaves out keeps the base's. Giving the
+    requests another way than the base (classes or a trace over distributions, say) drops
+    the base's way of giving them, and a trace of its own brings its own rate unless the
+    variant gives ``arrival_rps`` (``resolve_variant``)."""
+
+    name: Slug
+    """A unique name: lower-case letters, digits, ``-`` and ``_``."""
+    weight: Annotated[float, Field(gt=0, le=1)] | None = None
+    """This variant's share of the time (the weights of weighted variants sum to 1)."""
+    must_meet: bool = False
+    """Whether every plan must serve this variant within the SLA (instead of a weight)."""
+
+    def changes(self) -> dict[str, Any]:
+        """The workload keys this variant gives (those it leaves out are None)."""
+        return {
+            k: getattr(self, k) for k in _WorkloadKeys.model_fields if getattr(self, k) is not None
+        }
+
+
+def _sources_of(keys: Iterable[str]) -> set[str]:
+    given = set(keys)
+    return {kind for kind, names in WORKLOAD_SOURCES.items() if given & set(names)}
+
+
+def resolve_variant(base: Workload, variant: WorkloadVariant) -> Workload:
+    """The whole workload of ``variant``: ``base`` with the variant's keys laid over it.
+
+    Raises ``ValueError`` (the reason, one sentence) when the result is not a workload, e.g.
+    a variant that gives ``prefix_hit`` alone over a base given as classes."""
+    changes = variant.changes()
+    merged = {k: getattr(base, k) for k in _WorkloadKeys.model_fields}
+    base_sources = _sources_of(k for k, v in merged.items() if v is not None)
+    new_sources = _sources_of(changes)
+    if new_sources and new_sources != base_sources:
+        for names in WORKLOAD_SOURCES.values():
+            merged.update(dict.fromkeys(names))
+    if "trace" in new_sources:  # a trace of its own brings its own rate
+        merged["arrival_rps"] = None
+    merged.update(changes)
+    try:
+        return Workload.model_validate(merged)
+    except ValidationError as e:
+        reasons = [
+            str(err["msg"]).removeprefix("Value error, ") for err in e.errors(include_url=False)
+        ]
+        raise ValueError("; ".join(reasons)) from None
+
+
+def variant_problems(variants: Sequence[WorkloadVariant] | None) -> list[tuple[Loc, str]]:
+    """What is wrong with a scenario's variants taken together, each with its key path: an
+    empty list, a name given twice, a variant with neither or both of a weight and
+    ``must_meet``, and weights that do not sum to 1. None (no variants) is fine."""
+    out: list[tuple[Loc, str]] = []
+    key = "workload_variants"
+    if variants is None:
+        return out
+    if not variants:
+        return [((key,), "an empty list: give at least one variant, or leave the key out")]
+    first: dict[str, int] = {}
+    for i, v in enumerate(variants):
+        if v.name in first:
+            out.append(
+                (
+                    (key, i, "name"),
+                    f"'{v.name}' is the name of workload_variants[{first[v.name]}] too; "
+                    "give each variant its own name",
+                )
+            )
+        first.setdefault(v.name, i)
+    if not any(v.must_meet or v.weight is not None for v in variants):
+        out.append(
+            (
+                (key,),
+                "no variant is must_meet and none has a weight: give each variant a weight "
+                "(its share of the time; the weights sum to 1) or must_meet: true",
+            )
+        )
+        return out
+    for i, v in enumerate(variants):
+        if v.must_meet and v.weight is not None:
+            out.append(
+                (
+                    (key, i, "weight"),
+                    f"variant '{v.name}' is must_meet and has a weight {v.weight:g}: give "
+                    "one of the two (must_meet: true, served in full; or a weight, its share "
+                    "of the time)",
+                )
+            )
+        elif not v.must_meet and v.weight is None:
+            out.append(
+                (
+                    (key, i),
+                    f"variant '{v.name}' has no weight and is not must_meet: give a weight "
+                    "(its share of the time; the weights sum to 1) or must_meet: true",
+                )
+            )
+    weighted = [v for v in variants if v.weight is not None]
+    total = sum(v.weight or 0.0 for v in weighted)
+    if weighted and abs(total - 1.0) > VARIANT_WEIGHT_TOLERANCE:
+        parts = ", ".join(f"{v.name} {v.weight:g}" for v in weighted)
+        out.append(
+            (
+                (key,),
+                f"the variants' weights sum to {total:.6g} ({parts}); they must sum to 1 "
+                f"within {VARIANT_WEIGHT_TOLERANCE:g}",
+            )
+        )
+    return out
 
 
 class GpuPurchase(Frozen):
@@ -394,6 +525,9 @@ class Scenario(Frozen):
     datacenters: dict[Id, Datacenter] = Field(min_length=1)
     links: tuple[Link, ...] = ()
     workload: Workload
+    workload_variants: tuple[WorkloadVariant, ...] | None = None
+    """Other workloads the plan is judged on, each an overlay of ``workload``
+    (``variant_scenarios``); each is ``must_meet`` or weighted."""
     sla: Sla
     search: Search = Search()
     objective: Literal["max-bcr", "min-cost", "max-capacity"] = "min-cost"
@@ -508,6 +642,41 @@ class Scenario(Frozen):
             if role in dc.roles
             for chip in (dc.role_chips or {}).get(role, dc.chips)
         ]
+
+
+def variant_scenarios(scenario: Scenario) -> list[tuple[WorkloadVariant, Scenario]]:
+    """Each of ``scenario``'s workload variants with the scenario that plans it alone: the
+    same scenario with the variant's whole workload (``resolve_variant``), no variants, and
+    the name ``SCENARIO/VARIANT``. Empty for a scenario without variants.
+
+    Raises ``ValueError`` listing every problem (``variant_problems``, and variants that do
+    not resolve to a valid workload or scenario); ``pddplan.io.scenario.load_scenario``
+    reports the same problems with their lines, so a loaded scenario never raises here."""
+    problems = [
+        f"{fmt_loc(loc)}: {msg}" for loc, msg in variant_problems(scenario.workload_variants)
+    ]
+    out = []
+    for i, v in enumerate(scenario.workload_variants or ()):
+        try:
+            out.append((v, _variant_scenario(scenario, v)))
+        except ValueError as e:
+            problems.append(f"workload_variants[{i}]: {e}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return out
+
+
+def _variant_scenario(scenario: Scenario, variant: WorkloadVariant) -> Scenario:
+    workload = resolve_variant(scenario.workload, variant)
+    fields = dict(scenario)
+    fields.update(name=f"{scenario.name}/{variant.name}", workload=workload, workload_variants=None)
+    try:
+        return Scenario.model_validate(fields)
+    except ValidationError as e:
+        reasons = [
+            str(err["msg"]).removeprefix("Value error, ") for err in e.errors(include_url=False)
+        ]
+        raise ValueError("; ".join(reasons)) from None
 
 
 def scenario_json_schema() -> dict[str, Any]:

@@ -222,6 +222,26 @@ def fit_trace(
     prefix cache's hit rate at every capacity (one pass of stack distances, which keeps one
     dict entry per distinct block and a counter per use). Raises ``InputError`` for a
     missing or empty file, or for bad lines unless ``skip_bad``."""
+    cols, bad, distances = _replay(
+        path, block_tokens, cache_tokens, md_cache_tokens, hit_edges, skip_bad, hit_curve
+    )
+    fit = _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+    if distances is None:
+        return fit
+    return replace(fit, hit_curve=_curve_points(distances.curve(), block_tokens))
+
+
+def _replay(
+    path: Path,
+    block_tokens: int,
+    cache_tokens: int | str,
+    md_cache_tokens: int | str | None,
+    hit_edges: tuple[float, ...],
+    skip_bad: bool,
+    hit_curve: bool,
+) -> tuple[_Columns, list[tuple[int, str]], StackDistances | None]:
+    """The trace's requests replayed in order: their columns, the bad lines, and the stack
+    distances when ``hit_curve``. Raises as ``fit_trace`` says."""
     _check_edges(hit_edges)
     cache = PrefixCache(_capacity_blocks(cache_tokens, block_tokens))
     md_cache = (
@@ -260,10 +280,119 @@ def fit_trace(
         raise InputError(
             f"{path}: the trace has no requests" + (f" ({_lines(len(bad))} skipped)" if bad else "")
         )
-    fit = _summarize(path, cols, bad, block_tokens, cache_tokens, md_cache_tokens, hit_edges)
-    if distances is None:
-        return fit
-    return replace(fit, hit_curve=_curve_points(distances.curve(), block_tokens))
+    return cols, bad, distances
+
+
+MIN_WINDOW_REQUESTS = 100
+"""A time window with fewer requests than this is merged into the window before it (the
+first window, into the one after): too few requests to fit classes from."""
+
+
+@dataclass(frozen=True)
+class TraceWindow:
+    """One time window of a trace, fitted on its own."""
+
+    name: str
+    """``w1``, ``w2``, ... in time order."""
+    start_s: float
+    """Seconds from the trace's first request to the window's start."""
+    end_s: float
+    """...to its end: the start plus whole windows, or the last request for the last one."""
+    windows: int
+    """Windows of ``window_s`` it spans (more than 1 where small windows were merged in;
+    empty windows between requests count too)."""
+    weight: float
+    """Its share of the trace's requests."""
+    arrival_rps: float | None
+    """Requests / (``end_s`` - ``start_s``); None when that is 0 (a last window whose
+    requests all arrive at its start)."""
+    fit: TraceFit
+    """The window fitted as ``fit_trace`` fits a trace, its hit rates from the cache as
+    the whole trace's replay left it (the cache is not emptied between windows)."""
+
+
+@dataclass(frozen=True)
+class WindowedFit:
+    """A trace cut into consecutive time windows by request timestamp."""
+
+    path: str
+    window_s: float
+    requests: int
+    skipped_lines: int
+    duration_s: float
+    min_requests: int
+    merged: int
+    """Windows that held requests but fewer than ``min_requests``, merged into a neighbour
+    (counted as windows that held requests less windows kept)."""
+    windows: list[TraceWindow]
+
+
+def fit_trace_windows(
+    path: Path,
+    window_s: float,
+    *,
+    block_tokens: int = DEFAULT_BLOCK_TOKENS,
+    cache_tokens: int | str = "unbounded",
+    md_cache_tokens: int | str | None = None,
+    hit_edges: tuple[float, ...] = HIT_EDGES,
+    skip_bad: bool = False,
+    min_requests: int = MIN_WINDOW_REQUESTS,
+) -> WindowedFit:
+    """Replay ``path`` once, as ``fit_trace`` does, then cut it into windows of
+    ``window_s`` seconds from its first request and fit each window on its own; windows
+    with no request are left out, and those with fewer than ``min_requests`` merged into
+    the one before (the first into the one after)."""
+    if not window_s > 0:
+        raise ArgumentError("window_s", f"{{argument}} must be positive, got {window_s:g}")
+    cols, bad, _ = _replay(
+        path, block_tokens, cache_tokens, md_cache_tokens, hit_edges, skip_bad, False
+    )
+    t = np.frombuffer(cols.time_ms, dtype=float) / 1000.0
+    index = np.floor((t - t[0]) / window_s).astype(np.int64)
+    firsts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    groups = [  # [first request, end request, first window, last window]
+        [int(a), int(b), int(index[a]), int(index[a])]
+        for a, b in zip(firsts, [*firsts[1:], len(t)], strict=True)
+    ]
+    kept: list[list[int]] = []
+    for g in groups:
+        if kept and g[1] - g[0] < min_requests:
+            kept[-1][1], kept[-1][3] = g[1], g[3]
+        else:
+            kept.append(g)
+    if len(kept) > 1 and kept[0][1] - kept[0][0] < min_requests:
+        first = kept.pop(0)
+        kept[0][0], kept[0][2] = first[0], first[2]
+    n = len(t)
+    windows = []
+    for i, (a, b, k0, k1) in enumerate(kept):
+        start = k0 * window_s
+        end = (k1 + 1) * window_s if i < len(kept) - 1 else float(t[-1] - t[0])
+        part = _Columns(
+            cols.time_ms[a:b], cols.inp[a:b], cols.out[a:b], cols.run[a:b], cols.md_run[a:b]
+        )
+        fit = _summarize(path, part, [], block_tokens, cache_tokens, md_cache_tokens, hit_edges)
+        windows.append(
+            TraceWindow(
+                name=f"w{i + 1}",
+                start_s=start,
+                end_s=end,
+                windows=k1 - k0 + 1,
+                weight=(b - a) / n,
+                arrival_rps=(b - a) / (end - start) if end > start else None,
+                fit=fit,
+            )
+        )
+    return WindowedFit(
+        path=str(path),
+        window_s=window_s,
+        requests=n,
+        skipped_lines=len(bad),
+        duration_s=float(t[-1] - t[0]),
+        min_requests=min_requests,
+        merged=len(groups) - len(kept),
+        windows=windows,
+    )
 
 
 def _curve_points(curve: HitCurve, block_tokens: int) -> list[dict[str, float]]:
@@ -404,9 +533,10 @@ def _quantile_bins(values: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarr
     return np.searchsorted(cuts, values, side="right")
 
 
-def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
+def fitted_workload(workload: Workload, scenario_path: Path, key: str = "workload") -> Workload:
     """The workload with the trace it references replaced by fitted classes; a given
-    ``arrival_rps`` overrides the trace's mean rate."""
+    ``arrival_rps`` overrides the trace's mean rate. ``key`` is where the scenario gives the
+    workload, for the message when it needs a rate."""
     ref = workload.trace
     assert ref is not None
     fit = fit_trace(
@@ -419,8 +549,8 @@ def fitted_workload(workload: Workload, scenario_path: Path) -> Workload:
     rate = workload.arrival_rps or fit.arrival_rps
     if rate is None:
         raise InputError(
-            f"{scenario_path}: workload.trace: {ref.file} spans no time, so it gives "
-            "no arrival rate; set workload.arrival_rps"
+            f"{scenario_path}: {key}.trace: {ref.file} spans no time, so it gives "
+            f"no arrival rate; set {key}.arrival_rps"
         )
     return Workload(arrival_rps=rate, classes=class_specs(fit))
 
