@@ -156,11 +156,14 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 queueings[(pdc, mdc)] = queueing
         return times, queueings
 
-    # the requests sent straight to MD are the smaller payloads of their class, the
-    # relayed ones the larger: each part's transfer at its own mean payload
-    direct_scale, direct_sd, relay_scale = m.payload_scales(routing, cache.mean_hit)
+    # the requests sent straight to MD are the smaller payloads of their class: their
+    # transfer at their own mean payload. The relayed ones' (what RLD decodes during) at
+    # the class's mean, as the planner's counts take it: the planner does not count RLD
+    # and the handoffs per threshold (RLD's busy share moved 14.0% -> 14.1% on
+    # pdd-h100-h200 at the relayed part's own payloads, against 24.4% simulated)
+    direct_scale, direct_sd = m.direct_payloads(routing, cache.mean_hit)
     wan_time, wan_queueing = transfers(direct_scale)  # what a direct request waits for
-    relay_wan = transfers(relay_scale)[0] if (relay + singular).any() else wan_time
+    relay_wan = transfers(np.ones_like(direct_scale))[0]
     # the direct requests' payloads spread within their class: their transfers' spread,
     # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
     wider = transfers(direct_scale + direct_sd)[0]

@@ -248,24 +248,17 @@ class FleetModel:
         singular = relay * (self.out <= routing.singular_max_output_tokens)
         return 1.0 - relay, relay - singular, singular
 
-    def payload_scales(
-        self, routing: Routing, hits: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per class, the mean payload of its requests sent straight to MD, their standard
-        deviation, and the mean payload of those relayed, as multiples of the class's mean
-        payload at ``hits``: the router relays a class's larger payloads
-        (``Problem.relay_split``)."""
+    def direct_payloads(self, routing: Routing, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per class, the mean payload of its requests sent straight to MD and their
+        standard deviation, as multiples of the class's mean payload at ``hits``: the
+        router relays a class's larger payloads (``Problem.relay_split``)."""
         split = self.problem.relay_split(hits, [routing.relay_above_mb])
         mean = np.asarray(self.problem.kv.transfer_bytes(self.inp, hits))
 
         def per_mean(x: np.ndarray, empty: float) -> np.ndarray:  # a class shipping nothing
             return np.divide(x, mean, out=np.full_like(mean, empty), where=mean > 0)
 
-        return (
-            per_mean(split.below_bytes[0], 1.0),
-            per_mean(split.below_sd_bytes[0], 0.0),
-            per_mean(split.above_bytes[0], 1.0),
-        )
+        return per_mean(split.below_bytes[0], 1.0), per_mean(split.below_sd_bytes[0], 0.0)
 
 
 def _relay_hint(problem: Problem, fleet: Fleet) -> list[str]:

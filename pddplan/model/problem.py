@@ -133,8 +133,6 @@ class RelaySplit(NamedTuple):
     below_bytes: Array
     """The mean WAN payload of the class's requests not relayed (the class's mean where
     all are)."""
-    above_bytes: Array
-    """The mean WAN payload of those relayed (the class's mean where none are)."""
     below_sd_bytes: Array
     """The standard deviation of the payloads not relayed (0 where all are)."""
 
@@ -262,7 +260,7 @@ class Problem:
         decode-side hits (``md_hit_points``, scaled to ``hits``: a decode-side cache
         keeps the same share of every request's reuse), taken as independent. A
         threshold at a class's mean payload relays about half of it, and the half it
-        relays is the half with the larger payloads."""
+        keeps direct is the half with the smaller payloads."""
         a, kv = self.arrays, self.kv
         scale = np.divide(hits, a.md_hit, out=np.zeros_like(hits), where=a.md_hit > 0)
         hit_points = np.where(
@@ -272,27 +270,19 @@ class Problem:
         )
         payload = np.asarray(kv.transfer_bytes(a.inp_points[:, :, None], hit_points[:, None, :]))
         points = payload.reshape(len(hits), -1)  # classes x points, equally likely
-        mean = points.mean(axis=1)
-        shares, below, above, below_sd = [], [], [], []
+        mean, n = points.mean(axis=1), points.shape[1]
+        shares, below, below_sd = [], [], []
         for cut in cuts_mb:
-            over = np.zeros(points.shape, dtype=bool) if cut is None else points / 1e6 > cut
-            n_over = over.sum(axis=1)
-            n_under = points.shape[1] - n_over
-            total_over = np.where(over, points, 0.0).sum(axis=1)
-            shares.append(n_over / points.shape[1])
-            below.append(
-                np.where(
-                    n_under > 0,
-                    (mean * points.shape[1] - total_over) / np.maximum(n_under, 1),
-                    mean,
-                )
+            kept = np.ones(points.shape, dtype=bool) if cut is None else points / 1e6 <= cut
+            n_kept = np.maximum(kept.sum(axis=1), 1)
+            kept_mean = np.where(kept.any(axis=1), (points * kept).sum(axis=1) / n_kept, mean)
+            shares.append(1.0 - kept.sum(axis=1) / n)
+            below.append(kept_mean)
+            below_sd.append(
+                np.sqrt((kept * (points - kept_mean[:, None]) ** 2).sum(axis=1) / n_kept)
             )
-            above.append(np.where(n_over > 0, total_over / np.maximum(n_over, 1), mean))
-            under_mean = below[-1][:, None]
-            square = np.where(over, 0.0, (points - under_mean) ** 2).sum(axis=1)
-            below_sd.append(np.sqrt(square / np.maximum(n_under, 1)))
         shape = (len(cuts_mb), len(hits))
-        return RelaySplit(*(np.array(x).reshape(shape) for x in (shares, below, above, below_sd)))
+        return RelaySplit(*(np.array(x).reshape(shape) for x in (shares, below, below_sd)))
 
     @property
     def md_caches(self) -> list[CacheChoice]:

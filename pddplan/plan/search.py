@@ -117,9 +117,7 @@ class _Search:
             self.last_gap = gap
             fleet = self.space.fleet(choice, "plan")
             capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
-            # 1e-4: since issue 21's tail changes planner and evaluator may differ by a few
-            # 1e-5 (small-llama-8b at 23.746 req/s: 23.7452); the cause is not yet found
-            if capacity >= rate * (1 - 1e-4):
+            if capacity >= rate * (1 - 1e-5):
                 point = (choice, cost, max(capacity, rate))
                 break
             if choice.state.md is None or not choice.state.md.tiered:
