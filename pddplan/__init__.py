@@ -25,6 +25,8 @@ _EXPORTS: dict[str, str] = {
     "load_fleet": "pddplan.api",
     "scenario_schema": "pddplan.api",
     "solve": "pddplan.api",
+    "solve_robust": "pddplan.api",
+    "variant_problem": "pddplan.api",
     "evaluate": "pddplan.api",
     "price_fleet": "pddplan.api",
     "compare": "pddplan.api",
@@ -51,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Scenario": "pddplan.spec.scenario",
     "Fleet": "pddplan.spec.fleet",
     "PlanResult": "pddplan.plan.results",
+    "RobustResult": "pddplan.plan.robust",
     "Evaluation": "pddplan.evaluation.results",
     "FleetCost": "pddplan.model.pricing",
     "Comparison": "pddplan.plan.compare",
@@ -84,6 +87,7 @@ __all__ = [
     "PddplanError",
     "PlanResult",
     "Problem",
+    "RobustResult",
     "Scenario",
     "SimResult",
     "Sweep",
@@ -109,8 +113,10 @@ __all__ = [
     "set_input_limit",
     "simulate",
     "solve",
+    "solve_robust",
     "study",
     "sweep",
+    "variant_problem",
     "variants_yaml",
     "verify",
     "workload_yaml",
@@ -150,8 +156,10 @@ if TYPE_CHECKING:
         scenario_schema,
         simulate,
         solve,
+        solve_robust,
         study,
         sweep,
+        variant_problem,
         variants_yaml,
         verify,
         workload_yaml,
@@ -166,6 +174,7 @@ if TYPE_CHECKING:
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison, Sweep
     from pddplan.plan.results import PlanResult
+    from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet

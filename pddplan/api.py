@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison, Sweep
     from pddplan.plan.results import PlanResult
+    from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import Progress as SimProgress
     from pddplan.simulation.steady import RunLength
@@ -83,12 +84,50 @@ def load_catalogs(
     return load(_path(hardware), _path(models))
 
 
-def load_fleet(path: str | Path, problem: Problem) -> Fleet:
+def load_fleet(path: str | Path, problem: Problem, variant: str | None = None) -> Fleet:
     """A fleet file, or the deployment in a plan file from ``solve``'s JSON, checked
-    against ``problem``'s scenario."""
+    against ``problem``'s scenario; ``variant``: a robust plan's routing for that workload
+    variant."""
     from pddplan.io.fleet import load_fleet as load
 
-    return load(Path(path), problem)
+    return load(Path(path), problem, variant)
+
+
+def variant_problem(problem: Problem, name: str) -> Problem:
+    """The problem of ``problem``'s workload variant ``name`` (its workload on the
+    scenario's hardware)."""
+    pairs = problem.variants()
+    for v, vp in pairs:
+        if v.name == name:
+            return vp
+    known = ", ".join(v.name for v, _ in pairs) or "none"
+    raise ArgumentError(
+        "variant",
+        f"{{argument}}: scenario {problem.scenario.name} has no variant '{name}' "
+        f"(its workload_variants: {known})",
+    )
+
+
+def solve_robust(
+    problem: Problem,
+    *,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    headroom: float | None = None,
+    singles: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+) -> RobustResult:
+    """One set of hardware that serves every workload variant of ``problem``'s scenario
+    at least cost, each variant with its own routing (``pddplan.plan.robust``), beside
+    the plan each variant would get alone (unless ``singles`` is False)."""
+    _choice("solver", solver, SOLVERS)
+    if headroom is not None:
+        if not headroom >= 0:
+            raise ArgumentError("headroom", f"{{argument}} must be >= 0, got {headroom}")
+        problem = problem.derive({"headroom": headroom})
+    from pddplan.plan.robust import solve_robust as run
+
+    return run(problem, solver=solver, time_limit_s=time_limit_s, singles=singles, clock=clock)
 
 
 def scenario_schema() -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pddplan.spec.scenario import Scenario
 
 SLOW_BY_DURATION = {
     "tests/test_api.py::test_the_documented_example_runs",
+    "tests/test_robust.py::test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation",
     "tests/test_colocation.py::test_the_planner_hosts_relay_decode_where_it_is_cheaper",
     "tests/test_colocation.py::test_the_simulator_hosts_relay_decode_on_the_prefill_passes",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[budget]",

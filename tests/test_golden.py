@@ -75,7 +75,16 @@ def _check(name: str, text: str, update: bool, *, as_json: bool) -> None:
         assert text == want, f"{name} changed; diff it against {path}"
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+ROBUST = [p for p in SCENARIOS if "\nworkload_variants:" in p.read_text()]
+"""Scenarios with workload variants: ``solve`` plans one fleet for all of them, every
+variant's counts and each variant alone (tens of seconds: slow)."""
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [pytest.param(p, marks=pytest.mark.slow) if p in ROBUST else p for p in SCENARIOS],
+    ids=[p.stem for p in SCENARIOS],
+)
 def test_solve_json_is_unchanged(scenario, request, monkeypatch):
     monkeypatch.chdir(ROOT)  # the outputs name the scenario file as the user gave it
     result = runner.invoke(app, ["solve", f"scenarios/{scenario.name}", "--json"])

@@ -113,6 +113,14 @@ FleetOpt = Annotated[
     Path | None, typer.Option(help="Fleet YAML: pools, link tiers, optional routing.")
 ]
 PlanOpt = Annotated[Path | None, typer.Option(help="Plan JSON written by 'pddplan solve --out'.")]
+VariantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        help="A workload variant of the scenario: its workload, and a robust plan's routing "
+        "for it.",
+    ),
+]
 KvDtypeOpt = Annotated[
     KvDtype | None,
     typer.Option("--kv-dtype", help="KV cache dtype (default: the model's)."),
@@ -209,11 +217,15 @@ def emit(json_out: bool, data: Callable[[], Any], render: Callable[[], Any]) -> 
 
 
 def load_deployment(
-    scenario: Path, fleet: Path | None, plan: Path | None
+    scenario: Path, fleet: Path | None, plan: Path | None, variant: str | None = None
 ) -> tuple[pddplan.Problem, pddplan.Fleet]:
-    """The problem and the deployment given as exactly one of ``--fleet`` or ``--plan``."""
+    """The problem and the deployment given as exactly one of ``--fleet`` or ``--plan``;
+    with ``variant``, that workload variant's problem and the robust plan's routing for
+    it."""
     path = fleet if fleet is not None else plan
     if path is None or (fleet is not None and plan is not None):
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
     problem = pddplan.load_scenario(scenario)
-    return problem, pddplan.load_fleet(path, problem)
+    if variant is not None:
+        problem = pddplan.variant_problem(problem, variant)
+    return problem, pddplan.load_fleet(path, problem, variant=variant)

@@ -24,6 +24,7 @@ from pddplan.cli.common import (
     ScenarioArg,
     SeedOpt,
     SolverOpt,
+    VariantOpt,
     WeightDtype,
     emit,
     err,
@@ -94,17 +95,14 @@ def solve(
     from pddplan.report import tables, views
 
     problem = pddplan.load_scenario(scenario)
-    variants = problem.scenario.workload_variants
-    if variants:
-        names = ", ".join(v.name for v in variants)
-        err.print(
-            f"Note: this plan serves the base workload only; the {len(variants)} "
-            f"workload_variants ({names}) are validated but not yet planned.",
-            highlight=False,
-            soft_wrap=True,
-        )
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})
+    if problem.scenario.workload_variants:
+        _solve_robust(
+            problem, value(objective), value(solver), time_limit, value(method), out_file,
+            verify, verify_requests, verify_time_cap_s, seed, json_out,
+        )  # fmt: skip
+        return
     options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
     result = pddplan.solve(problem, method=value(method), **options)
     checked = None
@@ -147,6 +145,7 @@ def evaluate(
             "evaluating its performance: works even where a pool cannot hold the weights.",
         ),
     ] = False,
+    variant: VariantOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
@@ -157,7 +156,7 @@ def evaluate(
     """
     from pddplan.report import tables, views
 
-    problem, deployment = load_deployment(scenario, fleet, plan)
+    problem, deployment = load_deployment(scenario, fleet, plan, variant)
     if cost_only:
         cost = pddplan.price_fleet(problem, deployment)
         emit(
@@ -272,3 +271,68 @@ COMMANDS = {
     "perf": user_errors(perf),
     "schema": schema,
 }
+
+
+def _solve_robust(
+    problem: pddplan.Problem,
+    objective: str | None,
+    solver: str | None,
+    time_limit: float | None,
+    method: str,
+    out_file: Path | None,
+    verify: bool,
+    verify_requests: int | None,
+    verify_time_cap_s: float,
+    seed: int,
+    json_out: bool,
+) -> None:
+    """``solve`` of a scenario with workload variants: one fleet for all of them; with
+    ``--verify``, each must-meet variant simulated at its planned rate."""
+    from pddplan.report import simulation, tables, views
+
+    s = problem.scenario
+    chosen = objective or s.objective
+    if chosen != "min-cost":
+        raise pddplan.ArgumentError(
+            "objective",
+            f"{{argument}}: scenario {s.name} has workload_variants, planned for min-cost "
+            f"only (one fleet for every variant), not {chosen}: give --objective min-cost",
+        )
+    if method != "milp":
+        raise pddplan.ArgumentError(
+            "method", "{argument}: workload_variants are planned by the MILP only (milp)"
+        )
+    result = pddplan.solve_robust(problem, solver=solver, time_limit_s=time_limit)  # type: ignore[arg-type]
+    view = views.robust_view(result)
+    checks = []
+    if verify and result.variants:
+        for v in result.variants:
+            if not v.must_meet:
+                continue
+            err.print(f"simulating variant {v.name} at {v.rate_rps:g} req/s", style="dim")
+            sim = pddplan.simulate(
+                pddplan.variant_problem(problem, v.name),
+                v.fleet,
+                rate_rps=v.rate_rps,
+                requests=verify_requests,
+                time_cap_s=verify_time_cap_s,
+                seed=seed,
+            )
+            checks.append((v.name, sim))
+        view["verification"] = {name: views.simulation_view(sim) for name, sim in checks}
+    if out_file is not None and result.variants:
+        write_file(out_file, json.dumps(view, indent=2) + "\n")
+
+    def report() -> object:
+        from rich.console import Group
+
+        parts = [tables.robust_report(result, s)]
+        parts += [simulation.simulation_report(views.simulation_view(sim)) for _, sim in checks]
+        return Group(*parts)
+
+    emit(json_out, lambda: view, report)
+    if out_file is not None and result.variants and not json_out:
+        err.print(f"wrote {out_file}")
+    confirmed = all(sim.verdict == "confirmed" for _, sim in checks)
+    if not result.variants or not result.confirmed or not confirmed:
+        raise typer.Exit(code=1)

@@ -18,6 +18,7 @@ from pddplan.cli.common import (
     PlanOpt,
     ScenarioArg,
     SeedOpt,
+    VariantOpt,
     emit,
     err,
     load_deployment,
@@ -125,6 +126,7 @@ def simulate(
         ),
     ] = 0.0,
     seed: SeedOpt = 0,
+    variant: VariantOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a plan request by request at steady state and compare with the analytic model.
@@ -142,7 +144,7 @@ def simulate(
     """
     from pddplan.report import simulation, views
 
-    problem, deployment = load_deployment(scenario, fleet, plan)
+    problem, deployment = load_deployment(scenario, fleet, plan, variant)
     with progress_line("simulating") as tick:
         result = pddplan.simulate(
             problem,

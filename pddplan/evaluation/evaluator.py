@@ -432,6 +432,11 @@ class Evaluator:
         """The SLA capacity: the largest arrival rate within every limit (req/s)."""
         return _capacity(self.model, self.routing)
 
+    def state(self, rate_rps: float) -> _State:
+        """Every limit at ``rate_rps`` with the fleet's router: whether all hold, those that
+        fail, and the shares of requests above the TTFT P90 and P99 bounds."""
+        return _state(self.model, rate_rps, self.routing)
+
     def meets(self, rate_rps: float) -> bool:
         """Whether the fleet serves ``rate_rps`` within every limit."""
         return _state(self.model, rate_rps, self.routing).ok

@@ -14,14 +14,16 @@ from pddplan.spec.fleet import Fleet, md_cache_problem
 from pddplan.spec.source import Loc
 
 
-def load_fleet(path: Path, problem: Problem) -> Fleet:
+def load_fleet(path: Path, problem: Problem, variant: str | None = None) -> Fleet:
     """Load a fleet file (or the ``deployment`` of a plan file written by ``pddplan solve
     --out``, whose model must be the scenario's) and check it against the problem's
     scenario: every pool's datacenter, role and chip must be allowed there, every link must
-    be one of the scenario's links and its bandwidth one of that link's tiers."""
+    be one of the scenario's links and its bandwidth one of that link's tiers. ``variant``:
+    a robust plan's workload variant, whose routing replaces the deployment's."""
     scenario, hardware = problem.scenario, problem.hardware
     data, source = read_yaml(path)
     prefix: Loc = ()
+    routing = None
     if isinstance(data, dict) and "deployment" in data:  # a plan file from `pddplan solve`
         planned_for = data.get("model")
         if planned_for is not None and planned_for != scenario.model:
@@ -29,7 +31,20 @@ def load_fleet(path: Path, problem: Problem) -> Fleet:
                 f"{source.where(('model',))}: model: the plan is for '{planned_for}', "
                 f"the scenario serves '{scenario.model}'"
             )
+        if variant is not None:
+            routed = data.get("variants") or {}
+            if variant not in routed:
+                known = ", ".join(routed) or "none: it is not a robust plan"
+                raise InputError(
+                    f"{source.where(('variants',))}: variants: no variant '{variant}' "
+                    f"in the plan (its variants: {known})"
+                )
+            routing = routed[variant].get("routing")
         data, prefix = data["deployment"], ("deployment",)
+    elif variant is not None:
+        raise InputError(f"{path}: --variant needs a robust plan file (pddplan solve --out)")
+    if routing is not None and isinstance(data, dict):
+        data = {**data, "routing": routing}
     fleet = validate(Fleet, data, source, prefix)
     problems = []
 

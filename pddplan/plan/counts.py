@@ -43,8 +43,12 @@ class Requirements:
     over the relay cuts (``space.cuts``). A count above the option's ``max_instances`` (it is
     ``max_instances + 1``) marks a combination that no allowed count makes feasible."""
 
-    def __init__(self, space: Space, rate: float) -> None:
+    def __init__(self, space: Space, rate: float, tail_scale: float = 1.0) -> None:
         self.space, self.rate = space, rate
+        self.tail_scale = tail_scale
+        """The share of the TTFT tail budgets (``TAIL_BUDGETS``) these counts keep to: 1 for
+        a plan's own; a weighted workload variant's may be more or less, its mixture with
+        the others' within the budgets (``pddplan.plan.milp.Variant``)."""
         self.wan: dict[str, np.ndarray] = {}
         """Per state's twin (``twins``): each class's P->MD transfer time plus the first
         token's way back."""
@@ -74,8 +78,15 @@ class Requirements:
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
         # the memos below depend on no price: shared by every problem with the same physical
         # inputs and structure at this rate (``Problem.memo``), e.g. a sweep's prices
+        # (the prefill and main-decode counts depend on the tail budgets' scale too, the
+        # rest not: a weighted variant's tables at several scales share it)
         memo: dict[str, dict] = space.problem.memo("counts", (space.structure, rate), dict)
-        self._p: dict[tuple[str, str, int | None], np.ndarray] = memo.setdefault("p", {})
+        tail: dict[str, dict] = (
+            memo
+            if tail_scale == 1.0
+            else space.problem.memo("counts", (space.structure, rate, tail_scale), dict)
+        )
+        self._p: dict[tuple[str, str, int | None], np.ndarray] = tail.setdefault("p", {})
         self._loaded: dict[
             tuple[str, int, bool, bool, float, int],
             tuple[float, LoadedPrefill, RankCompany | None],
@@ -83,7 +94,7 @@ class Requirements:
         """Per (option, stretch, count): the full-pass mean service, the company's
         latency and the rank model (the same in every transfer state)."""
         self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
-        self._m: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("m", {})
+        self._m: dict[tuple[str, str, str], np.ndarray] = tail.setdefault("m", {})
         self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
         self._tokens: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = memo.setdefault(
             "tokens", {}
@@ -156,31 +167,24 @@ class Requirements:
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
-        inventory = {dc: set(d.inventory) for dc, d in sp.scenario.datacenters.items()}
-        figures = {}
+        return undominated(sp, sp.options[role], [self.figures(role)])
+
+    def figures(self, role: Role, states: list[State] | None = None) -> dict[str, np.ndarray]:
+        """Per option of ``role``: the cost per hour, GPUs and power of each of its minimum
+        counts over ``states`` (default: the feasible ones) and every other choice, infinite
+        above its maximum; what ``undominated`` compares."""
+        sp = self.space
+        out = {}
         for o in sp.options[role]:
-            n = np.concatenate([self._counts(o, st) for st in self.feasible_states]).astype(float)
+            n = np.concatenate(
+                [self._counts(o, st) for st in states or self.feasible_states]
+            ).astype(float)
             n[n > o.max_instances] = np.inf
             kw = sp.hw.chips[o.chip].tdp_w * o.bought_gpus
             per = np.array([o.usd_per_instance_hour, o.bought_gpus, kw])[:, None]
             with np.errstate(invalid="ignore"):  # infinite counts of a free option: infinite
-                figures[o.key] = np.where(np.isinf(n), np.inf, n * per)
-        kept = []
-        for b in sp.options[role]:
-            fb = figures[b.key]
-            dominated = any(
-                a is not b
-                and a.datacenter == b.datacenter
-                and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
-                and a.host == b.host
-                and (a.hosting or not b.hosting)
-                and bool(np.all(figures[a.key] <= fb))
-                and (bool(np.any(figures[a.key] < fb)) or a.key < b.key)
-                for a in sp.options[role]
-            )
-            if not dominated:
-                kept.append(b)
-        return kept
+                out[o.key] = np.where(np.isinf(n), np.inf, n * per)
+        return out
 
     def _counts(self, o: PoolOption, st: State) -> np.ndarray:
         """Every minimum count of ``o`` in state ``st`` (over the other choices), or counts
@@ -254,7 +258,10 @@ class Requirements:
         sla = sp.scenario.sla
         bounds = np.array([[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]])
         # MD's admission queue holds up at most its share of each budget (``_main``)
-        budgets = np.array([b for _, b in TAIL_BUDGETS]) * (1 - MD_ADMISSION_SHARE) + 1e-12
+        budgets = (
+            np.array([b for _, b in TAIL_BUDGETS]) * self.tail_scale * (1 - MD_ADMISSION_SHARE)
+            + 1e-12
+        )
         relayed = sp.relay_float[st.cache]  # cuts x classes
         groups = o.instance.attention_groups
         base_sum = float(sp.w @ base.service)
@@ -332,7 +339,13 @@ class Requirements:
         # as the first count to try, once no fewer instances are seen to do; a higher
         # rate's as a sign that max_instances does. Counts only grow with n, so the result
         # is the smallest count in [cold, max_instances] either way.
-        lower, upper = sp.prefill_needs(o, st, lam, singular)
+        # (counts at other rates bound these only at the plan's own budgets)
+        hinted = self.tail_scale == 1.0
+        lower, upper = (
+            sp.prefill_needs(o, st, lam, singular)
+            if hinted
+            else (np.ones(len(sp.cuts), dtype=int), np.full(len(sp.cuts), o.max_instances + 1))
+        )
         need = np.full(len(sp.cuts), o.max_instances + 1)
         todo = np.arange(len(sp.cuts))
         if (upper > o.max_instances).any():
@@ -346,7 +359,8 @@ class Requirements:
             need[todo[ok]] = n
             todo = todo[~ok]
             n += 1
-        sp.remember_prefill_needs(o, st, lam, need, singular)
+        if hinted:
+            sp.remember_prefill_needs(o, st, lam, need, singular)
         return _round_up(need, o)
 
     # relay decode ---------------------------------------------------------------------------
@@ -482,7 +496,7 @@ class Requirements:
         # the requests that go straight to MD wait for a decode slot (``md_admission``):
         # the share that waits at all stays within MD's share of the tightest tail budget
         direct = 1.0 - relay @ sp.w / float(sp.w.sum())  # per cut
-        allowed = MD_ADMISSION_SHARE * min(b for _, b in TAIL_BUDGETS)
+        allowed = MD_ADMISSION_SHARE * min(b for _, b in TAIL_BUDGETS) * self.tail_scale
         offered = busy * batch
 
         def admits(n: np.ndarray) -> np.ndarray:
@@ -596,3 +610,29 @@ def _round_up(need: np.ndarray, o: PoolOption) -> np.ndarray:
     need = np.asarray(need, dtype=int)
     rounded = -(-need // o.unit_step) * o.unit_step
     return np.where(rounded > o.max_instances, o.max_instances + 1, rounded)
+
+
+def undominated(
+    space: Space, options: list[PoolOption], figures: list[dict[str, np.ndarray]]
+) -> list[PoolOption]:
+    """The ``options`` (of one role) no other of them dominates in every one of
+    ``figures`` (``Requirements.figures``, one per table: a robust plan's variants and
+    tail scales, or one; ``Requirements.undominated`` states the rule)."""
+    inventory = {dc: set(d.inventory) for dc, d in space.scenario.datacenters.items()}
+    joined = {o.key: np.concatenate([f[o.key] for f in figures], axis=1) for o in options}
+    kept = []
+    for b in options:
+        fb = joined[b.key]
+        dominated = any(
+            a is not b
+            and a.datacenter == b.datacenter
+            and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
+            and a.host == b.host
+            and (a.hosting or not b.hosting)
+            and bool(np.all(joined[a.key] <= fb))
+            and (bool(np.any(joined[a.key] < fb)) or a.key < b.key)
+            for a in options
+        )
+        if not dominated:
+            kept.append(b)
+    return kept

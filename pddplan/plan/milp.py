@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from pddplan.plan.counts import Requirements
+from pddplan.plan.counts import Requirements, undominated
 from pddplan.plan.solver import SolveResult, solve
-from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption
-from pddplan.spec.scenario import ROLES
+from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, State
+from pddplan.spec.scenario import ROLES, Role
 
 ALL_ROWS_AT_MOST = 4000
 """Add every requirement row up front when there are at most this many combinations;
@@ -51,6 +51,25 @@ class MilpOutcome:
     solves: int
     variables: int
     constraints: int
+    choices: tuple[Choice, ...] = ()
+    """Per variant (``Variant``), its choice: the shared counts, its own routing."""
+    scales: tuple[float, ...] = ()
+    """Per variant, the share of the tail budgets it was planned for (1: its own)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One workload the plan must serve with the same hardware (``pddplan.plan.robust``).
+
+    ``tables`` holds its minimum counts by tail-budget scale: a variant that must meet the
+    SLA on its own has one, at 1; a weighted variant one per scale it may be planned for
+    (``TAIL_SCALES``), and the MILP picks one per weighted variant with
+    ``sum weight x scale <= 1``: the weighted variants' tail masses, mixed by their weights,
+    stay within the budgets (what a month's SLA measures)."""
+
+    name: str
+    tables: dict[float, Requirements]
+    weight: float | None = None
 
 
 def _part(x: object) -> object:
@@ -66,19 +85,68 @@ def _name(*parts: object) -> str:
     return text
 
 
-class Formulation:
-    """The MILP for ``req`` (one arrival rate), optionally within a budget per hour."""
+class _Routing:
+    """One variant's software choices: its relay, singular and catch-up cuts, relay
+    decode's pace band and (weighted) its tail-budget scale. Names carry ``prefix``."""
 
-    def __init__(self, req: Requirements, budget_usd_per_hour: float | None = None) -> None:
-        self.req = req
-        sp = self.sp = req.space
+    def __init__(self, add: Callable, v: Variant, prefix: tuple[str, ...]) -> None:
+        self.variant = v
+        self.req = v.tables[1.0]
+        sp = self.sp = self.req.space
+        self.prefix = prefix
+
+        def name(*parts: object) -> str:
+            return _name(*prefix, *parts)
+
+        self.name = name
+        self.cut = {j: add(name("cut", j), cat="Binary") for j in range(len(sp.cuts))}
+        # reach[j] = 1 when the chosen cut relays at least what cut j relays (cuts are
+        # ordered from relaying nothing to relaying most): sum over j' >= j of cut[j']
+        self.reach = {
+            j: add(name("reach", j), lowBound=0, upBound=1) for j in range(1, len(sp.cuts))
+        }
+        self.singular = {s: add(name("singular", s), cat="Binary") for s in sp.singular_cuts}
+        self.catch_up = {
+            h: add(name("catch_up", "never" if h is None else h), cat="Binary")
+            for h in sp.catch_up_cuts
+        }
+        # relay decode's pace band (one-hot), "none" exactly when no RLD is used
+        self.band = {b.key: add(name("band", b.key), cat="Binary") for b in self.req.bands()}
+        self.scale = (
+            {x: add(name("scale", x), cat="Binary") for x in sorted(v.tables)}
+            if v.weight is not None
+            else {}
+        )
+
+
+class Formulation:
+    """The MILP for ``req`` (one arrival rate), optionally within a budget per hour; or, given
+    ``variants``, one set of hardware (options, counts, transfer state) that serves each of
+    them with its own routing (a robust plan, ``pddplan.plan.robust``)."""
+
+    def __init__(
+        self,
+        req: Requirements | None = None,
+        budget_usd_per_hour: float | None = None,
+        *,
+        variants: list[Variant] | None = None,
+        hardware: Choice | None = None,
+    ) -> None:
+        self.hardware = hardware
+        if variants is None:
+            assert req is not None
+            variants = [Variant("", {1.0: req})]
+        self.variants = variants
+        self.req = variants[0].tables[1.0]
+        sp = self.sp = self.req.space
         self.prob = pulp.LpProblem("pdd_plan", pulp.LpMinimize)
         add = self.prob.add_variable
-        self.by_role = {r: req.undominated(r) for r in ROLES}
-        hosts = {o.key for o in self.by_role["prefill"]}  # relay decode on prefill: its host kept
-        self.by_role["relay_decode"] = [
-            o for o in self.by_role["relay_decode"] if o.host is None or o.host in hosts
-        ]
+        many = len(variants) > 1
+        self.routes = [_Routing(add, v, (f"v{i}",) if many else ()) for i, v in enumerate(variants)]
+        # the transfer states every variant's link load allows
+        keys = set.intersection(*({st.key for st in r.req.feasible_states} for r in self.routes))
+        self.states = [st for st in self.req.feasible_states if st.key in keys]
+        self.by_role = self._options()
         self.options = [o for r in ROLES for o in self.by_role[r]]
         self.use = {o.key: add(_name("use", o.key), cat="Binary") for o in self.options}
         self.units = {
@@ -90,21 +158,11 @@ class Formulation:
             )
             for o in self.options
         }
-        self.states = req.feasible_states
         self.transfer = {st.key: add(_name("transfer", st.key), cat="Binary") for st in self.states}
-        self.cut = {j: add(_name("cut", j), cat="Binary") for j in range(len(sp.cuts))}
-        # reach[j] = 1 when the chosen cut relays at least what cut j relays (cuts are
-        # ordered from relaying nothing to relaying most): sum over j' >= j of cut[j']
-        self.reach = {
-            j: add(_name("reach", j), lowBound=0, upBound=1) for j in range(1, len(sp.cuts))
-        }
-        self.singular = {s: add(_name("singular", s), cat="Binary") for s in sp.singular_cuts}
-        self.catch_up = {
-            h: add(_name("catch_up", "never" if h is None else h), cat="Binary")
-            for h in sp.catch_up_cuts
-        }
-        # relay decode's pace band (one-hot), "none" exactly when no RLD is used
-        self.band = {b.key: add(_name("band", b.key), cat="Binary") for b in req.bands()}
+        # the single plan's routing by the names the rest of the planner reads
+        r0 = self.routes[0]
+        self.cut, self.reach, self.singular = r0.cut, r0.reach, r0.singular
+        self.catch_up, self.band = r0.catch_up, r0.band
         # owned GPUs in use, per (datacenter, chip) with inventory: priced at running cost
         self.owned = {
             k: add(_name("owned", *k), lowBound=0, upBound=n)
@@ -113,6 +171,41 @@ class Formulation:
         }
         self.rows: set[tuple] = set()
         self._objective_and_structure(budget_usd_per_hour)
+
+    def _options(self) -> dict[Role, list[PoolOption]]:
+        """Per role, the options the plan may buy: those no other option dominates in every
+        variant at every tail scale (``counts.undominated``; an option dominated in each
+        variant by a different one may still be the cheapest cover of all of them), of the
+        options every variant has."""
+        if len(self.variants) == 1:
+            by_role = {r: self.req.undominated(r) for r in ROLES}
+        elif not self.states:  # no link serves every variant: infeasible (``min_cost``)
+            by_role = {r: list(self.sp.options[r]) for r in ROLES}
+            if self.hardware is not None:  # its options, dominated or not
+                for role, o in self.hardware.options.items():
+                    if o is not None and all(x.key != o.key for x in by_role[role]):
+                        by_role[role].append(
+                            next(x for x in self.sp.options[role] if x.key == o.key)
+                        )
+        else:
+            by_role = {}
+            for role in ROLES:
+                everywhere = [
+                    o
+                    for o in self.sp.options[role]
+                    if all(any(x.key == o.key for x in r.sp.options[role]) for r in self.routes)
+                ]
+                figures = [
+                    req.figures(role, [self._state(r, st) for st in self.states])
+                    for r in self.routes
+                    for req in r.variant.tables.values()
+                ]
+                by_role[role] = undominated(self.sp, everywhere, figures)
+        hosts = {o.key for o in by_role["prefill"]}  # relay decode on prefill: its host kept
+        by_role["relay_decode"] = [
+            o for o in by_role["relay_decode"] if o.host is None or o.host in hosts
+        ]
+        return by_role
 
     def instances(self, o: PoolOption) -> pulp.LpAffineExpression:
         return o.unit_step * self.units[o.key]
@@ -140,13 +233,6 @@ class Formulation:
             prob += n <= o.max_instances * self.use[o.key], _name("count_needs_use", o.key)
             prob += self.units[o.key] >= self.use[o.key], _name("use_needs_count", o.key)
         prob += pulp.lpSum(self.transfer.values()) == 1, "one_transfer"
-        prob += pulp.lpSum(self.cut.values()) == 1, "one_cut"
-        last = len(sp.cuts) - 1
-        for j, var in self.reach.items():
-            below = self.reach[j + 1] if j < last else 0
-            prob += var == below + self.cut[j], _name("reach_chain", j)
-        prob += pulp.lpSum(self.singular.values()) == 1, "one_singular"
-        prob += pulp.lpSum(self.catch_up.values()) == 1, "one_catch_up"
         for st in self.states:
             senders = [o for o in by_role["prefill"] if st.sent_by(o)]
             receivers = [o for o in by_role["main_decode"] if st.received_by(o)]
@@ -173,18 +259,20 @@ class Formulation:
                 self.use[o.key] <= pulp.lpSum(self.use[p.key] for p in beside),
                 _name("relay_beside_prefill", o.key),
             )
-        # one pace band; "none" exactly without relay decode
-        prob += pulp.lpSum(self.band.values()) == 1, "one_band"
-        prob += (
-            self.band[NO_RLD.key] + pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"])
-            == 1,
-            "band_none_without_relay_decode",
-        )
-        relaying = [self.cut[j] for j, relays in enumerate(sp.relays_any) if relays]
-        prob += (
-            pulp.lpSum(relaying) <= pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"]),
-            "relay_needs_relay_decode",
-        )
+        rld_used = pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"])
+        for r in self.routes:
+            self._routing_structure(r, rld_used)
+        weighted = [r for r in self.routes if r.variant.weight is not None]
+        if weighted:  # the weighted variants' tail masses, mixed, within the budgets
+            prob += (
+                pulp.lpSum(
+                    (r.variant.weight or 0.0) * x * var
+                    for r in weighted
+                    for x, var in r.scale.items()
+                )
+                <= 1 + 1e-9,
+                "mixture_tail_budget",
+            )
         # datacenter limits
         s, hw = sp.scenario, sp.hw
         for dc_id, dc in s.datacenters.items():
@@ -208,26 +296,74 @@ class Formulation:
                     prob += self.owned[(dc_id, chip)] <= used, _name("owned_in_use", dc_id, chip)
         if budget is not None:
             prob += self.cost() <= budget, "budget"
-        # cheap valid bounds: prefill utilization alone
+        if self.hardware is not None:  # the hardware is given: only the routing is free
+            given = self.hardware
+            bought = {o.key: given.instances[o.role] for o in given.options.values() if o}
+            for o in self.options:
+                prob += self.instances(o) == bought.get(o.key, 0), _name("given", o.key)
+            if given.state.key in self.transfer:  # else its link is over its cap here
+                prob += self.transfer[given.state.key] == 1, "given_transfer"
+        # cheap valid bounds: prefill utilization alone, in every variant
         for o in by_role["prefill"]:
-            n_util = int(self.req.prefill_utilization_floor(o))
+            n_util = max(int(r.req.prefill_utilization_floor(self._own(r, o))) for r in self.routes)
             prob += self.instances(o) >= n_util * self.use[o.key], _name("prefill_floor", o.key)
+
+    def _routing_structure(self, r: _Routing, rld_used: pulp.LpAffineExpression) -> None:
+        prob, name = self.prob, r.name
+        prob += pulp.lpSum(r.cut.values()) == 1, name("one_cut")
+        last = len(r.sp.cuts) - 1
+        for j, var in r.reach.items():
+            below = r.reach[j + 1] if j < last else 0
+            prob += var == below + r.cut[j], name("reach_chain", j)
+        prob += pulp.lpSum(r.singular.values()) == 1, name("one_singular")
+        prob += pulp.lpSum(r.catch_up.values()) == 1, name("one_catch_up")
+        # one pace band; "none" exactly without relay decode
+        prob += pulp.lpSum(r.band.values()) == 1, name("one_band")
+        prob += r.band[NO_RLD.key] + rld_used == 1, name("band_none_without_relay_decode")
+        relaying = [r.cut[j] for j, relays in enumerate(r.sp.relays_any) if relays]
+        prob += pulp.lpSum(relaying) <= rld_used, name("relay_needs_relay_decode")
+        if r.scale:
+            prob += pulp.lpSum(r.scale.values()) == 1, name("one_scale")
+
+    def _own(self, r: _Routing, o: PoolOption) -> PoolOption:
+        """Variant ``r``'s option of ``o``'s key (its figures are at that workload)."""
+        if r is self.routes[0]:
+            return o
+        return next(x for x in r.sp.options[o.role] if x.key == o.key)
+
+    def _state(self, r: _Routing, st: State) -> State:
+        if r is self.routes[0]:
+            return st
+        return next(x for x in r.req.feasible_states if x.key == st.key)
 
     # requirement rows -----------------------------------------------------------------------
     def combinations(self) -> list[tuple]:
-        sp = self.sp
+        """Every requirement row's key: (variant, scale, role, option, state, cuts...), the
+        option and state the variant's own."""
         out: list[tuple] = []
-        for st in self.states:
-            for o in self.by_role["prefill"]:
+        for i, r in enumerate(self.routes):
+            for x in sorted(r.variant.tables):
+                out += [(i, x, *c) for c in self._combinations(r)]
+        return out
+
+    def _combinations(self, r: _Routing) -> list[tuple]:
+        sp = r.sp
+        out: list[tuple] = []
+        for shared in self.states:
+            st = self._state(r, shared)
+            for p in self.by_role["prefill"]:
+                o = self._own(r, p)
                 if st.sent_by(o):
                     if o.hosting:  # its passes stretch with the hosted load: per singular cut
                         out += [("prefill", o, st, s) for s in sp.singular_cuts]
                     else:
                         out.append(("prefill", o, st))
-            for o in self.by_role["relay_decode"]:
+            for q in self.by_role["relay_decode"]:
+                o = self._own(r, q)
                 if o.datacenter == st.p_dc and any(st.sent_by(p) for p in self.by_role["prefill"]):
                     out += [("relay_decode", o, st, s) for s in sp.singular_cuts]
-            for o in self.by_role["main_decode"]:
+            for m in self.by_role["main_decode"]:
+                o = self._own(r, m)
                 if st.received_by(o):
                     out += [
                         ("main_decode", o, st, s, h)
@@ -242,24 +378,27 @@ class Formulation:
         one is on (a set of pace bands: their sum), so the row binds when every choice's
         sum is 1. Relay and main decode's counts depend on the pace band: bands with equal
         counts share a row, and a main-decode row every band shares binds on no band."""
-        role, o, st, *rest = combo
-        req = self.req
+        i, scale, role, o, st, *rest = combo
+        r = self.routes[i]
+        req = r.variant.tables[scale]
         on = [[self.use[o.key]], [self.transfer[st.key]]]
+        if r.scale:
+            on.append([r.scale[scale]])
         if role == "prefill":
             if rest:  # hosting relay decode: per singular cut
-                return [(req.prefill(o, st, rest[0]), [*on, [self.singular[rest[0]]]])]
+                return [(req.prefill(o, st, rest[0]), [*on, [r.singular[rest[0]]]])]
             return [(req.prefill(o, st), on)]
-        on.append([self.singular[rest[0]]])
+        on.append([r.singular[rest[0]]])
         if role == "relay_decode":
-            bands = self.sp.bands
+            bands = r.sp.bands
             needs = [req.relay(o, st, rest[0], b) for b in bands]
         else:
-            on.append([self.catch_up[rest[1]]])
+            on.append([r.catch_up[rest[1]]])
             bands = req.bands()
             needs = [req.main(o, st, rest[0], rest[1], b) for b in bands]
         groups: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
         for b, need in zip(bands, needs, strict=True):
-            groups.setdefault(need.tobytes(), (need, []))[1].append(self.band[b.key])
+            groups.setdefault(need.tobytes(), (need, []))[1].append(r.band[b.key])
         every = len(groups) == 1 and role == "main_decode"
         return [(need, on if every else [*on, group]) for need, group in groups.values()]
 
@@ -267,7 +406,8 @@ class Formulation:
         if combo in self.rows:
             return
         self.rows.add(combo)
-        role, o, st, *rest = combo
+        i, scale, role, o, st, *rest = combo
+        r = self.routes[i]
         for k, (need, on) in enumerate(self._needs(combo)):
             big = int(need.max())
             if big == 0:
@@ -278,108 +418,149 @@ class Formulation:
             terms: dict = {self.units[o.key]: float(o.unit_step)}
             for j in range(1, len(need)):
                 if need[j] != need[j - 1]:
-                    terms[self.reach[j]] = -float(need[j] - need[j - 1])
+                    terms[r.reach[j]] = -float(need[j] - need[j - 1])
             for choice in on:
                 for var in choice:
                     terms[var] = terms.get(var, 0.0) - big
+            parts = [] if not r.scale else [scale]
             row = pulp.LpConstraint(
                 pulp.LpAffineExpression(terms),
                 sense=pulp.LpConstraintGE,
                 rhs=float(need[0]) - big * len(on),
-                name=_name("need", role, o.key, st.key, *[_part(x) for x in rest], k),
+                name=r.name("need", role, o.key, st.key, *[_part(x) for x in rest], *parts, k),
             )
             self.prob += row
 
     def add_floors(self) -> None:
         """Valid rows that tighten the LP relaxation: each prefill and main-decode option's
         count is at least its smallest need in the chosen transfer state (over every cut,
-        singular and catch-up choice), once the option is used."""
-        req = self.req
-        for o in [*self.by_role["prefill"], *self.by_role["main_decode"]]:
-            least = {}
-            for st in self.states:
+        singular and catch-up choice), once the option is used, in every variant."""
+        for r in self.routes:
+            for shared in [*self.by_role["prefill"], *self.by_role["main_decode"]]:
+                self._floor(r, shared)
+
+    def _floor(self, r: _Routing, shared: PoolOption) -> None:
+        """``add_floors`` for one variant: its smallest need over every choice of its own
+        (a weighted variant's over its tail scales too)."""
+        o = self._own(r, shared)
+        least = {}
+        for common in self.states:
+            st = self._state(r, common)
+            needs = []
+            for req in r.variant.tables.values():
                 if o.role == "prefill":
                     if st.sent_by(o):
-                        least[st.key] = int(req.prefill(o, st).min())
+                        needs.append(int(req.prefill(o, st).min()))
                 elif st.received_by(o):
-                    least[st.key] = min(
+                    needs += [
                         int(req.main(o, st, s, h, b).min())
                         for b in req.bands()
-                        for s in self.sp.singular_cuts
-                        for h in self.sp.catch_up_cuts
-                    )
-            least = {k: min(v, o.max_instances) for k, v in least.items() if v > 0}
-            if not least:
-                continue
-            big = max(least.values())
-            self.prob += (
-                self.instances(o)
-                >= pulp.lpSum(n * self.transfer[k] for k, n in least.items())
-                - big * (1 - self.use[o.key]),
-                _name("floor", o.key),
-            )
-
-    def rows_for(self, choice: Choice) -> list[tuple]:
-        o = choice.options
-        p = o["prefill"]
-        combos: list[tuple] = [
-            ("prefill", p, choice.state, choice.singular)
-            if p is not None and p.hosting
-            else ("prefill", p, choice.state)
-        ]
-        if o["relay_decode"] is not None:
-            combos.append(("relay_decode", o["relay_decode"], choice.state, choice.singular))
-        combos.append(
-            ("main_decode", o["main_decode"], choice.state, choice.singular, choice.catch_up)
+                        for s in r.sp.singular_cuts
+                        for h in r.sp.catch_up_cuts
+                    ]
+            if needs:
+                least[st.key] = min(needs)
+        least = {k: min(v, o.max_instances) for k, v in least.items() if v > 0}
+        if not least:
+            return
+        big = max(least.values())
+        self.prob += (
+            self.instances(o)
+            >= pulp.lpSum(n * self.transfer[k] for k, n in least.items())
+            - big * (1 - self.use[o.key]),
+            r.name("floor", o.key),
         )
+
+    def rows_for(self, choices: list[Choice], scales: list[float]) -> list[tuple]:
+        """The requirement rows the variants' choices (at their scales) must satisfy."""
+        combos: list[tuple] = []
+        for i, (choice, x) in enumerate(zip(choices, scales, strict=True)):
+            o = choice.options
+            p = o["prefill"]
+            combos.append(
+                (i, x, "prefill", p, choice.state, choice.singular)
+                if p is not None and p.hosting
+                else (i, x, "prefill", p, choice.state)
+            )
+            if o["relay_decode"] is not None:
+                combos.append(
+                    (i, x, "relay_decode", o["relay_decode"], choice.state, choice.singular)
+                )
+            combos.append(
+                (i, x, "main_decode", o["main_decode"], choice.state, choice.singular,
+                 choice.catch_up)
+            )  # fmt: skip
         return combos
 
     def choice(self, values: dict[str, float], *, normalize: bool = True) -> Choice:
-        """The solution as a ``Choice``. With ``normalize``, a solution that relays nothing
-        reports the first singular and catch-up cuts (the solver's pick among them is
-        arbitrary); row generation needs the raw pick (``normalize=False``)."""
+        """The first variant's choice (a single plan's: ``choices``)."""
+        return self.choices(values, normalize=normalize)[0][0]
+
+    def choices(
+        self, values: dict[str, float], *, normalize: bool = True
+    ) -> tuple[list[Choice], list[float]]:
+        """The solution as a ``Choice`` per variant (each with its own options' figures and
+        routing, the counts shared) and the tail-budget scale of each. With ``normalize``, a
+        variant that relays nothing reports the first singular and catch-up cuts (the
+        solver's pick among them is arbitrary); row generation needs the raw pick
+        (``normalize=False``)."""
 
         def on(var: pulp.LpVariable) -> bool:
             return values.get(var.name, 0.0) > 0.5
 
-        options: dict = {r: None for r in ROLES}
-        instances = {r: 0 for r in ROLES}
-        for o in self.options:
-            if on(self.use[o.key]):
-                options[o.role] = o
+        bought = [o for o in self.options if on(self.use[o.key])]
+        shared = next(st for st in self.states if on(self.transfer[st.key]))
+        out, scales = [], []
+        for r in self.routes:
+            options: dict = {role: None for role in ROLES}
+            instances = {role: 0 for role in ROLES}
+            for o in bought:
+                options[o.role] = self._own(r, o)
                 instances[o.role] = o.unit_step * round(values.get(self.units[o.key].name, 0.0))
-        state = next(st for st in self.states if on(self.transfer[st.key]))
-        j = next(j for j, v in self.cut.items() if on(v))
-        singular = next(s for s, v in self.singular.items() if on(v))
-        catch_up = next(h for h, v in self.catch_up.items() if on(v))
-        band = next(b for b in self.req.bands() if on(self.band[b.key]))
-        if normalize and self.sp.cuts[j] is None:  # nothing relayed: the others do not matter
-            singular, catch_up = self.sp.singular_cuts[0], self.sp.catch_up_cuts[0]
-        return Choice(options, instances, state, self.sp.cuts[j], singular, catch_up, band)
+            j = next(j for j, v in r.cut.items() if on(v))
+            singular = next(s for s, v in r.singular.items() if on(v))
+            catch_up = next(h for h, v in r.catch_up.items() if on(v))
+            band = next(b for b in r.req.bands() if on(r.band[b.key]))
+            if normalize and r.sp.cuts[j] is None:  # nothing relayed: the others do not matter
+                singular, catch_up = r.sp.singular_cuts[0], r.sp.catch_up_cuts[0]
+            state = self._state(r, shared)
+            out.append(Choice(options, instances, state, r.sp.cuts[j], singular, catch_up, band))
+            scales.append(next(x for x, v in r.scale.items() if on(v)) if r.scale else 1.0)
+        return out, scales
 
 
 def min_cost(
-    req: Requirements,
+    req: Requirements | None = None,
     *,
+    variants: list[Variant] | None = None,
     solver: str = "cbc",
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-6,
     budget_usd_per_hour: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     lower_bound: float | None = None,
+    hardware: Choice | None = None,
 ) -> MilpOutcome:
-    """The cheapest deployment that serves ``req.rate`` within every limit. ``clock``: the
-    time source ``time_limit_s`` is measured on. ``lower_bound``: a cost per hour no plan
-    is below (``pddplan.plan.bounds.relaxed_optimum``), added as a row so that the solver
-    starts from it rather than from its own weaker LP bound."""
+    """The cheapest deployment that serves ``req.rate`` within every limit; given
+    ``variants``, the cheapest hardware that serves each variant's rate with its own
+    routing (``Formulation``). ``clock``: the time source ``time_limit_s`` is measured on.
+    ``lower_bound``: a cost per hour no plan is below
+    (``pddplan.plan.bounds.relaxed_optimum``), added as a row so that the solver starts
+    from it rather than from its own weaker LP bound. ``hardware``: a plan's options,
+    counts and transfer state, fixed; what is left to choose is the routing (does that
+    hardware serve these variants, and how)."""
     start = clock()
-    if not req.feasible_states:
+    first = variants[0].tables[1.0] if variants else req
+    if first is None or not first.feasible_states:
         return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
-    f = Formulation(req, budget_usd_per_hour)
+    f = Formulation(req, budget_usd_per_hour, variants=variants, hardware=hardware)
+    if not f.states or (hardware is not None and hardware.state.key not in f.transfer):
+        return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
     if lower_bound is not None and math.isfinite(lower_bound):
         f.prob += f.cost() >= lower_bound * (1 - 1e-9), "cost_lower_bound"
     combos = f.combinations()
-    if len(combos) <= ALL_ROWS_AT_MOST:
+    # several variants: their dominance test has counted every row already
+    if variants is not None or len(combos) <= ALL_ROWS_AT_MOST:
         for c in combos:
             f.add_row(c)
         f.add_floors()
@@ -393,14 +574,15 @@ def min_cost(
         solves += 1
         if result.status not in ("optimal", "time_limit"):
             break
-        missing = [
-            c for c in f.rows_for(f.choice(result.values, normalize=False)) if c not in f.rows
-        ]
+        picked = f.choices(result.values, normalize=False)
+        missing = [c for c in f.rows_for(*picked) if c not in f.rows]
         if not missing:
             break
-        pairs = {(c[1].key, c[2].key) for c in missing}
-        for c in combos:  # every row of the (option, state) pairs just used
-            if (c[1].key, c[2].key) in pairs:
+        # every row of the (option, state) pairs the solution just used, in every variant
+        # and at every tail scale (the next solution is likely to use them too)
+        used = {(c[3].key, c[4].key) for c in missing}
+        for c in combos:
+            if (c[3].key, c[4].key) in used:
                 f.add_row(c)
     seconds = clock() - start
     size = (f.prob.numVariables(), f.prob.numConstraints())
@@ -416,13 +598,16 @@ def min_cost(
         bound = lower_bound  # the solver printed none: the relaxation's bound still holds
         objective = result.objective or 0.0
         gap = max(0.0, objective - bound) / max(1.0, abs(objective))
+    choices, scales = f.choices(result.values)
     return MilpOutcome(
         result.status,
-        f.choice(result.values),
+        choices[0],
         result.objective,
         bound,
         gap,
         seconds,
         solves,
         *size,
+        tuple(choices),
+        tuple(scales),
     )

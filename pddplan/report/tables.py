@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.plan.results import PlanResult
+    from pddplan.plan.robust import RobustResult
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import HardwareCatalog
     from pddplan.spec.scenario import Scenario
@@ -709,3 +710,124 @@ def calibration_report(view: dict[str, Any]) -> Group:
         f"{view['starts']} starts)"
     )
     return Group(knobs, points, rms)
+
+
+def robust_report(r: RobustResult, s: Scenario) -> Group:
+    """``pddplan solve`` for a scenario with workload variants: the shared fleet, each
+    variant at it (latency against the SLA, utilizations, headroom), the weighted
+    variants' mixture, the price of robustness and the single-variant plans under every
+    variant."""
+    parts: list[Any] = []
+    month = units.HOURS_PER_MONTH
+    if r.cost_per_hour_usd is None or not r.variants:
+        parts.append(Text(f"{r.scenario}: no robust plan (status {r.status})", style="bold yellow"))
+        parts += [Text(n) for n in r.notes]
+        return Group(*parts)
+    fleet = r.variants[0].fleet
+    bought = "; ".join(
+        f"{p.instances} x {p.gpus_per_instance} {p.chip} ({p.role}) in {p.datacenter}"
+        for p in fleet.pools
+    )
+    links = ", ".join(f"{x.gbps:g} Gbit/s {'-'.join(x.between)}" for x in fleet.links)
+    verdict = "holds" if r.confirmed else "does NOT hold"
+    parts.append(
+        Text(
+            f"Buy {bought}; {links}: ${r.cost_per_hour_usd * month:,.0f}/month. One fleet for "
+            f"{len(r.variants)} workload variants; the SLA {verdict} on every must-meet "
+            "variant and on the weighted variants' mixture.",
+            style="bold",
+        )
+    )
+    parts.append(
+        Text(
+            f"{r.scenario}: objective min-cost over workload variants, status {r.status}",
+            style="green" if r.status == "optimal" else "bold yellow",
+        )
+    )
+    t = grid(
+        "Each variant at the shared fleet",
+        ("variant", "kind", "rate\nreq/s", "SLA cap.\nreq/s", "TTFT P90\ns", "TTFT P99\ns",
+         "TPOT P99\nms", "busiest pool"),
+        text=1,
+    )  # fmt: skip
+    routers = grid("Each variant's router", ("variant", "relay if payload", "singular if out"))
+    for v in r.variants:
+        e = v.evaluation
+        kind = "must" if v.weight is None else f"w{v.weight:g} x{v.tail_scale:g}"
+        busiest = max(e.pools, key=lambda p: p.utilization)
+        t.add_row(
+            v.name + ("" if v.meets else " (misses)"),
+            kind,
+            f"{v.rate_rps:,.2f}",
+            f"{e.sla_capacity_rps:,.2f}",
+            f"{e.ttft_s['p90']:.2f}",
+            f"{e.ttft_s['p99']:.2f}",
+            f"{e.tpot_ms['p99']:.1f}",
+            f"{busiest.role} {busiest.utilization:.0%}",
+        )
+        routing = e.routing
+        relay = routing["relay_above_mb"]
+        routers.add_row(
+            v.name,
+            "never" if relay is None else f"> {relay:,.1f} MB",
+            f"<= {routing['singular_max_output_tokens']} tokens"
+            if relay is not None and routing["singular_max_output_tokens"]
+            else "—",
+        )
+    caption = (
+        f"SLA: TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s, TPOT "
+        f"{s.sla.tpot_ms:g} ms. SLA cap.: the capacity under that variant (its headroom "
+        "over the rate). w x: a weighted variant's weight and the share of the tail "
+        "budgets it was planned for"
+    )
+    if r.mixture is not None:
+        caption += (
+            f". Weighted mixture: {r.mixture[0]:.2%} of requests above the TTFT P90 bound "
+            f"(budget 10%), {r.mixture[1]:.3%} above P99 (budget 1%)"
+        )
+    t.caption = caption
+    t.caption_justify = "left"
+    parts += [t, routers]
+    if r.singles:
+        names = [v.name for v in r.variants]
+        c = grid("Each variant planned alone, under every variant", ("plan", "$/month", *names))
+        breaks: dict[str, str] = {}
+        for p in r.singles:
+            cells = []
+            for u in names:
+                check = next((x for x in p.under if x.variant == u), None)
+                if check is None:
+                    cells.append("—")
+                elif check.serves:
+                    cells.append(f"ok {num(check.capacity_rps, ',.2f')}")
+                else:
+                    mark = breaks.setdefault(_first_limit(check.breaks), f"[{len(breaks) + 1}]")
+                    cells.append(f"breaks {mark}")
+            cost = num(p.cost_per_hour_usd * month if p.cost_per_hour_usd else None, ",.0f")
+            c.add_row(p.name, cost, *cells)
+        price = r.price_of_robustness_usd_per_hour
+        c.caption = (
+            "each plan's hardware with the routing that serves the variant, if any (ok: its "
+            "SLA capacity, req/s). Price of robustness against the dearest single plan: "
+            + (f"${price * month:+,.0f}/month" if price is not None else "—")
+            + "".join(f". {mark}: {limit}" for limit, mark in breaks.items())
+        )
+        c.caption_justify = "left"
+        parts.append(c)
+    solver = Table(title="Solver", box=box.SIMPLE_HEAD)
+    solver.add_column("figure")
+    solver.add_column("value", justify="right")
+    solver.add_row("backend", r.solver)
+    solver.add_row("status", r.status)
+    solver.add_row("time (counts and MILP)", f"{r.seconds:.2f} s")
+    solver.add_row("gap", f"{r.gap:.3%}" if r.gap is not None else "—")
+    solver.add_row("model size", f"{r.variables} variables, {r.constraints} constraints")
+    parts.append(solver)
+    parts += [Text(n) for n in r.notes]
+    return Group(*parts)
+
+
+def _first_limit(failures: str) -> str:
+    """The first limit of a '; '-joined failure list, shortened for a cell."""
+    first = failures.split("; ")[0] if failures else "no routing serves it"
+    return first.removeprefix("the ")

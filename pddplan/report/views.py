@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.plan.compare import Candidate, Comparison, Section, Sweep
     from pddplan.plan.results import PlanResult
+    from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import Figure, SimResult
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
@@ -451,3 +452,63 @@ def calibration_view(fit: Calibration) -> dict[str, Any]:
             ],
         }
     )
+
+
+def robust_view(r: RobustResult) -> dict[str, Any]:
+    """``pddplan solve --json`` (and ``--out``) for a scenario with workload variants: the
+    shared hardware (``deployment``, the first variant's routing), each variant's routing
+    and figures at the shared fleet, the mixture, and the single-variant plans."""
+    out: dict[str, Any] = {
+        "scenario": r.scenario,
+        "model": r.model,
+        "status": r.status,
+        "objective": "min-cost",
+        "robust": True,
+        "solver": {
+            "solver": r.solver,
+            "seconds": r.seconds,
+            "gap": r.gap,
+            "bound_usd_per_hour": r.bound,
+            "variables": r.variables,
+            "constraints": r.constraints,
+        },
+        "cost_per_hour_usd": r.cost_per_hour_usd,
+        "cost_per_month_usd": (
+            r.cost_per_hour_usd * units.HOURS_PER_MONTH if r.cost_per_hour_usd is not None else None
+        ),
+        "confirmed": r.confirmed,
+        "price_of_robustness_usd_per_hour": r.price_of_robustness_usd_per_hour,
+        "mixture_tail": (
+            {"above_ttft_p90": r.mixture[0], "above_ttft_p99": r.mixture[1]}
+            if r.mixture is not None
+            else None
+        ),
+        "notes": r.notes,
+    }
+    if r.variants:
+        out["deployment"] = r.variants[0].fleet.model_dump(mode="json")
+        out["variants"] = {
+            v.name: {
+                "weight": v.weight,
+                "must_meet": v.must_meet,
+                "planned_rps": v.rate_rps,
+                "tail_scale": v.tail_scale,
+                "meets": v.meets,
+                "share_above_ttft_p90": v.tail_masses[0],
+                "share_above_ttft_p99": v.tail_masses[1],
+                "routing": v.fleet.routing.model_dump(mode="json") if v.fleet.routing else None,
+                "evaluation": evaluation_view(v.evaluation),
+            }
+            for v in r.variants
+        }
+    out["single_variant_plans"] = [
+        {
+            "variant": p.name,
+            "status": p.status,
+            "cost_per_hour_usd": p.cost_per_hour_usd,
+            "deployment": p.fleet.model_dump(mode="json") if p.fleet is not None else None,
+            "under": [dataclasses.asdict(c) for c in p.under],
+        }
+        for p in r.singles
+    ]
+    return _plain(out)

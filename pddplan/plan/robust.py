@@ -1,0 +1,317 @@
+"""Robust plans: one set of hardware that serves every workload variant of a scenario.
+
+A scenario's ``workload_variants`` (a month of traffic each, say) share the hardware a plan
+buys (options, instance counts, link tier, decode-side cache) and each keep their own
+routing (relay, singular and catch-up cuts, relay decode's pace band): router thresholds
+are software and follow the traffic. One MILP (``pddplan.plan.milp.Formulation`` with
+``variants``) holds every variant's requirement rows on the shared counts:
+
+- a variant with ``must_meet: true`` keeps the TTFT tail budgets on its own (its counts at
+  tail scale 1);
+- weighted variants share the budgets on their mixture: each is planned for a share
+  ``scale_v`` of them, one of ``TAIL_SCALES``, with ``sum_v weight_v x scale_v <= 1``, so
+  ``sum_v weight_v x tail mass_v <= budget`` (what a monthly SLA measures). The scales
+  are a grid: the plan is optimal over it, not over every split of the budget.
+
+Every variant's plan is then scored by the evaluator under its own workload, the
+weighted variants' tail masses mixed, and set against the plans each variant would get
+alone (``single``): their costs (the price of robustness against the dearest) and each of
+them under every variant (which break where).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pddplan.errors import InputError
+from pddplan.evaluation.evaluator import Evaluator
+from pddplan.evaluation.results import Evaluation
+from pddplan.model.problem import Problem
+from pddplan.plan import milp
+from pddplan.plan.counts import Requirements
+from pddplan.plan.space import Choice, NoOptionsError, Space
+from pddplan.spec.fleet import Fleet
+from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
+
+TAIL_SCALES = (0.5, 1.0, 1.5, 2.0)
+"""The shares of the TTFT tail budgets a weighted variant may be planned for."""
+CAPACITY_TOLERANCE = 1e-5
+"""A variant's evaluated SLA capacity may fall this far (relative) below its rate."""
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One variant at the shared fleet."""
+
+    name: str
+    weight: float | None
+    must_meet: bool
+    rate_rps: float
+    """The rate planned for: its demand x (1 + headroom)."""
+    tail_scale: float
+    """The share of the tail budgets it was planned for (1 for a must-meet variant)."""
+    fleet: Fleet
+    """The shared hardware with this variant's routing."""
+    evaluation: Evaluation
+    """The evaluator's report at ``rate_rps``."""
+    tail_masses: tuple[float, float]
+    """Its share of requests above the TTFT P90 and P99 bounds at ``rate_rps``."""
+    meets: bool
+    """Must-meet: its SLA capacity reaches ``rate_rps``. Weighted: every limit but the
+    tail budgets holds there (those hold on the mixture)."""
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """One single-variant plan's hardware under one variant."""
+
+    variant: str
+    serves: bool
+    """Some routing of that hardware serves the variant's rate within its limits (a must-meet
+    variant at its own budgets, a weighted one at its own budgets too: alone, the mixture
+    is not defined)."""
+    capacity_rps: float | None = None
+    """The SLA capacity with that routing (None where no routing serves the rate)."""
+    breaks: str = ""
+    """Where none serves: the limits the plan's own routing fails at the variant's rate."""
+
+
+@dataclass(frozen=True)
+class SinglePlan:
+    """The plan a variant would get alone, and what its hardware does under every variant."""
+
+    name: str
+    status: str
+    cost_per_hour_usd: float | None
+    fleet: Fleet | None
+    under: list[CrossCheck] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RobustResult:
+    scenario: str
+    status: str
+    """``optimal``, ``time_limit``, ``infeasible`` or ``time_limit_no_incumbent``."""
+    seconds: float
+    """To the robust plan: the variants' counts and the MILP (the single plans after)."""
+    variables: int
+    constraints: int
+    cost_per_hour_usd: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    variants: list[VariantResult] = field(default_factory=list)
+    mixture: tuple[float, float] | None = None
+    """The weighted variants' tail masses mixed by their weights (P90, P99 bounds)."""
+    singles: list[SinglePlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    solver: str = "cbc"
+    model: str = ""
+
+    @property
+    def price_of_robustness_usd_per_hour(self) -> float | None:
+        """The robust plan's cost less the dearest single-variant plan's."""
+        costs = [p.cost_per_hour_usd for p in self.singles if p.cost_per_hour_usd is not None]
+        if self.cost_per_hour_usd is None or len(costs) != len(self.singles) or not costs:
+            return None
+        return self.cost_per_hour_usd - max(costs)
+
+    @property
+    def confirmed(self) -> bool:
+        """Every variant meets its part and the mixture is within the budgets."""
+        if not self.variants:
+            return False
+        within = self.mixture is None or all(
+            m <= b + 1e-9 for m, (_, b) in zip(self.mixture, TAIL_BUDGETS, strict=True)
+        )
+        return within and all(v.meets for v in self.variants)
+
+
+def _rate(problem: Problem) -> float:
+    s = problem.scenario
+    return (s.workload.arrival_rps or 0.0) * (1 + s.headroom)
+
+
+def solve_robust(
+    problem: Problem,
+    *,
+    solver: str | None = None,
+    time_limit_s: float | None = None,
+    singles: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+) -> RobustResult:
+    """The cheapest hardware that serves every one of ``problem``'s workload variants
+    (module docstring), each variant's plan alone beside it unless ``singles`` is False."""
+    scenario = problem.scenario
+    if not scenario.workload_variants:
+        raise InputError(f"scenario {scenario.name}: no workload_variants to plan for")
+    solver = solver or scenario.solver.name
+    limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
+    start = clock()
+    pairs = problem.variants()
+    spaces, variants = [], []
+    for v, vp in pairs:
+        try:
+            space = Space(vp)
+        except NoOptionsError as e:
+            raise InputError(f"workload variant {v.name}: {e}") from None
+        rate = _rate(vp)
+        scales = TAIL_SCALES if v.weight is not None else (1.0,)
+        tables = {x: Requirements(space, rate, x) for x in scales}
+        spaces.append(space)
+        variants.append(milp.Variant(v.name, tables, v.weight))
+    out = milp.min_cost(
+        variants=variants,
+        solver=solver,
+        time_limit_s=max(limit - (clock() - start), 1e-3),
+        clock=clock,
+    )
+    seconds = clock() - start
+    if out.status == "infeasible":
+        _raise_if_one_is_infeasible(problem, pairs, solver, limit, clock)
+    if not out.choices:
+        notes = (
+            ["every variant is feasible alone; no one set of hardware serves them all within "
+             "the datacenters' limits"]
+            if out.status == "infeasible"
+            else []
+        )  # fmt: skip
+        return RobustResult(
+            scenario.name, out.status, seconds, out.variables, out.constraints,
+            notes=notes, solver=solver, model=scenario.model,
+        )  # fmt: skip
+    results = [
+        _at_shared(v, vp, space.fleet(choice, f"{scenario.name}-robust"), scale)
+        for (v, vp), space, choice, scale in zip(
+            pairs, spaces, out.choices, out.scales, strict=True
+        )
+    ]
+    weighted = [r for r in results if r.weight is not None]
+    mixture = (
+        (
+            sum((r.weight or 0.0) * r.tail_masses[0] for r in weighted),
+            sum((r.weight or 0.0) * r.tail_masses[1] for r in weighted),
+        )
+        if weighted
+        else None
+    )
+    alone = _singles(pairs, variants, spaces, solver, start + limit, clock) if singles else []
+    return RobustResult(
+        scenario.name,
+        out.status,
+        seconds,
+        out.variables,
+        out.constraints,
+        out.cost_per_hour,
+        out.bound,
+        out.gap,
+        results,
+        mixture,
+        alone,
+        solver=solver,
+        model=scenario.model,
+    )
+
+
+def _at_shared(v: WorkloadVariant, vp: Problem, fleet: Fleet, scale: float) -> VariantResult:
+    rate = _rate(vp)
+    ev = Evaluator(vp, fleet)
+    state = ev.state(rate)
+    if v.weight is None:
+        meets = ev.capacity >= rate * (1 - CAPACITY_TOLERANCE)
+    else:  # the tail budgets hold on the mixture, every other limit here
+        meets = not [f for f in state.failures if not f.startswith("the TTFT P")]
+    return VariantResult(
+        v.name,
+        v.weight,
+        v.must_meet,
+        rate,
+        scale,
+        fleet,
+        ev.report(rate),
+        (state.tail90, state.tail99),
+        meets,
+    )
+
+
+def _singles(
+    pairs: list[tuple[WorkloadVariant, Problem]],
+    variants: list[milp.Variant],
+    spaces: list[Space],
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+) -> list[SinglePlan]:
+    """Each variant planned alone (the MILP at its own budgets, from its own counts), and
+    each such plan's hardware under every variant: the MILP with the hardware fixed picks
+    the routing, if any, that serves that variant's rate."""
+    out = []
+    alone = [milp.Variant(v.name, {1.0: v.tables[1.0]}) for v in variants]
+    for (v, _vp), var, space in zip(pairs, alone, spaces, strict=True):
+        left = max(deadline - clock(), 1e-3)
+        plan = milp.min_cost(variants=[var], solver=solver, time_limit_s=left, clock=clock)
+        if plan.choice is None:
+            out.append(SinglePlan(v.name, plan.status, None, None))
+            continue
+        fleet = space.fleet(plan.choice, f"{v.name}-alone")
+        under = [
+            _under(plan.choice, fleet, u, up, other, solver, deadline, clock)
+            for (u, up), other in zip(pairs, alone, strict=True)
+        ]
+        out.append(SinglePlan(v.name, plan.status, plan.cost_per_hour, fleet, under))
+    return out
+
+
+def _under(
+    choice: Choice,
+    fleet: Fleet,
+    u: WorkloadVariant,
+    up: Problem,
+    variant: milp.Variant,
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+) -> CrossCheck:
+    routed = milp.min_cost(
+        variants=[variant],
+        hardware=choice,
+        solver=solver,
+        time_limit_s=max(deadline - clock(), 1e-3),
+        clock=clock,
+    )
+    rate = _rate(up)
+    tried = [fleet, fleet.model_copy(update={"routing": None})]  # its own; the best relay cut
+    if routed.choice is not None:  # the planner's routing for this hardware
+        tried.insert(0, variant.tables[1.0].space.fleet(routed.choice, fleet.name))
+    capacity = max(Evaluator(up, f).capacity for f in tried)
+    if capacity >= rate * (1 - CAPACITY_TOLERANCE):
+        return CrossCheck(u.name, True, capacity)
+    failures = Evaluator(up, fleet).state(rate).failures
+    return CrossCheck(u.name, False, None, "; ".join(failures))
+
+
+def _raise_if_one_is_infeasible(
+    problem: Problem,
+    pairs: list[tuple[WorkloadVariant, Problem]],
+    solver: str,
+    limit: float,
+    clock: Callable[[], float],
+) -> None:
+    """An ``InputError`` at the first variant no plan serves even alone, with the smallest
+    relaxation that would let one."""
+    from pddplan.plan.search import solve_plan
+
+    for i, (v, vp) in enumerate(pairs):
+        plan = solve_plan(vp, objective="min-cost", solver=solver, time_limit_s=limit, clock=clock)
+        if plan.status != "infeasible":
+            continue
+        fixes = [r for r in plan.relaxations if r.factor is not None]
+        fix = min(fixes, key=lambda r: abs(r.factor - 1) if r.factor else 0.0, default=None)
+        raise InputError(
+            problem.located(
+                ("workload_variants", i),
+                f"variant {v.name}: no plan serves it even alone"
+                + (f"; {fix.message}" if fix is not None else ""),
+            )
+        )

@@ -1,0 +1,236 @@
+"""Robust plans (``pddplan.plan.robust``): one set of hardware for every workload variant,
+each with its own routing; the weighted variants' tail budgets shared on their mixture.
+Tiny MILPs worked by hand, and the planner on a shipped scenario's variants."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_main
+
+import pddplan
+from pddplan.plan import milp
+from pddplan.plan.space import NO_RLD, Band, PoolOption, State
+
+
+def _option(role: str, key: str, usd_per_gpu_hour: float) -> PoolOption:
+    dc = "dc-b" if role == "main_decode" else "dc-a"
+    return PoolOption(role, dc, key, 8, None, usd_per_gpu_hour, 1, 10, 1, 0.01)
+
+
+A, B = _option("prefill", "a", 1.0), _option("prefill", "b", 2.5)
+R, M = _option("relay_decode", "r", 5 / 8), _option("main_decode", "m", 0.5)
+SLOW = State("dc-a", "dc-b", 1.0, usd_per_hour=1.0)
+FAST = State("dc-a", "dc-b", 10.0, usd_per_hour=6.0)
+"""Per instance: a $8, b $20, r $5, m $4 an hour; the slow link $1, the fast one $6."""
+
+
+class _Tables:
+    """Minimum counts given by hand, per (option, state) and relay cut [none, all]."""
+
+    def __init__(self, need: dict[tuple[str, str], list[int]]) -> None:
+        self.need = need
+        self.space = SimpleNamespace(
+            options={"prefill": [A, B], "relay_decode": [R], "main_decode": [M]},
+            cuts=[None, 0.0],
+            relays_any=np.array([False, True]),
+            singular_cuts=(0,),
+            catch_up_cuts=(None,),
+            scenario=SimpleNamespace(
+                datacenters={
+                    dc: SimpleNamespace(max_gpus=None, max_power_kw=None, pue=1.0, inventory={})
+                    for dc in ("dc-a", "dc-b")
+                }
+            ),
+            hw=None,
+            owned={},
+            bands=[Band(0, 0.01)],
+        )
+        self.feasible_states = [SLOW, FAST]
+
+    def _table(self, o, st):
+        return np.array(self.need[(o.chip, "slow" if st == SLOW else "fast")])
+
+    prefill = _table
+
+    def relay(self, o, st, singular, band):
+        return self._table(o, st)
+
+    def main(self, o, st, singular, catch_up, band=NO_RLD):
+        return self._table(o, st)
+
+    def bands(self):
+        return [NO_RLD, *self.space.bands]
+
+    def prefill_utilization_floor(self, o):
+        return 1
+
+    def undominated(self, role):
+        return self.space.options[role]
+
+    def figures(self, role, states):
+        """Each count's cost and GPUs (what dominance compares), infinite above the maximum."""
+        out = {}
+        for o in self.space.options[role]:
+            n = np.concatenate([self._table(o, st) for st in states]).astype(float)
+            n[n > o.max_instances] = np.inf
+            out[o.key] = np.array([n * o.usd_per_instance_hour, n * o.bought_gpus])
+        return out
+
+
+BASE = {
+    ("a", "slow"): [3, 2], ("a", "fast"): [2, 2], ("b", "slow"): [1, 1], ("b", "fast"): [1, 1],
+    ("m", "slow"): [2, 1], ("m", "fast"): [2, 2], ("r", "slow"): [0, 1], ("r", "fast"): [0, 1],
+}  # fmt: skip
+
+
+def test_one_fleet_for_two_must_meet_variants_by_hand():
+    """V1 alone: 2 a + r + m on the slow link, relaying ($26). V2 (b dear, a and m hungrier)
+    alone: 2 a + r + 2 m on the fast link, relaying ($35). Together, on the slow link: V1
+    either way, V2 relaying: 3 a + r + 2 m + 1 = $38; on the fast link V1 needs 3 m
+    (2 a + r + 3 m + 6 = $39); b needs 3 under V2 ($69 and up). Optimum $38: dearer than
+    either alone, V2 relaying."""
+    v1 = {**BASE, ("m", "fast"): [3, 3]}
+    v2 = {**BASE, ("a", "slow"): [4, 3], ("a", "fast"): [3, 2], ("b", "slow"): [3, 3],
+          ("b", "fast"): [3, 3], ("m", "slow"): [2, 2]}  # fmt: skip
+    alone = [milp.min_cost(variants=[milp.Variant(n, {1.0: _Tables(t)})]) for n, t in
+             (("v1", v1), ("v2", v2))]  # fmt: skip
+    assert [x.cost_per_hour for x in alone] == pytest.approx([26.0, 35.0])
+    out = milp.min_cost(
+        variants=[milp.Variant("v1", {1.0: _Tables(v1)}), milp.Variant("v2", {1.0: _Tables(v2)})]
+    )
+    assert out.status == "optimal" and out.cost_per_hour == pytest.approx(38.0)
+    c1, c2 = out.choices
+    assert c1.instances == c2.instances == {"prefill": 3, "relay_decode": 1, "main_decode": 2}
+    assert c1.state == c2.state == SLOW and c2.cut == 0.0
+    assert c1.options["prefill"].chip == "a"
+
+
+def test_the_mixture_lets_one_weighted_variant_take_more_of_the_budget():
+    """Two variants of weight 1/2. Prefill a's count on the slow link without relay, by the
+    share of the tail budgets planned for: W1 4, 3, 2, 2 at 0.5, 1, 1.5, 2; W2 2 at every
+    share. Each at its own budgets (1, 1) needs 3 a (3 a + 2 m + 1 = $33), so b + 2 m + 1
+    = $29 is cheapest; W1 at 1.5 and W2 at 0.5 (1/2 x 1.5 + 1/2 x 0.5 = 1) need 2 a:
+    2 a + 2 m + 1 = $25."""
+    w1 = {x: {**BASE, ("a", "slow"): [n, 2]} for x, n in ((0.5, 4), (1.0, 3), (1.5, 2), (2.0, 2))}
+    w2 = {x: {**BASE, ("a", "slow"): [2, 2]} for x in (0.5, 1.0, 1.5, 2.0)}
+    for t in (*w1.values(), *w2.values()):  # no relay decode, no fast link: only a's count
+        t[("r", "slow")] = t[("r", "fast")] = [0, 99]
+        t[("a", "fast")] = t[("m", "fast")] = [99, 99]
+    variants = [
+        milp.Variant("w1", {x: _Tables(t) for x, t in w1.items()}, 0.5),
+        milp.Variant("w2", {x: _Tables(t) for x, t in w2.items()}, 0.5),
+    ]
+    out = milp.min_cost(variants=variants)
+    assert out.cost_per_hour == pytest.approx(2 * 8 + 2 * 4 + 1)
+    assert out.scales == (1.5, 0.5)
+    must = [milp.Variant(v.name, {1.0: v.tables[1.0]}) for v in variants]
+    alone = milp.min_cost(variants=must)
+    assert alone.cost_per_hour == pytest.approx(20 + 2 * 4 + 1)
+    assert alone.choice.options["prefill"].chip == "b"
+
+
+def test_fixed_hardware_leaves_only_the_routing():
+    """V2's hardware alone (2 a + r + 2 m, fast link) under V1: V1 is served (relaying or
+    not); the slow-link plan of V1 alone (2 a + r + m) under V2 is not (V2 needs 3 a)."""
+    v1 = BASE
+    v2 = {**BASE, ("a", "slow"): [4, 3], ("a", "fast"): [3, 2], ("b", "slow"): [3, 3],
+          ("b", "fast"): [3, 3], ("m", "slow"): [2, 2]}  # fmt: skip
+    plan2 = milp.min_cost(variants=[milp.Variant("v2", {1.0: _Tables(v2)})]).choice
+    plan1 = milp.min_cost(variants=[milp.Variant("v1", {1.0: _Tables(v1)})]).choice
+    served = milp.min_cost(variants=[milp.Variant("v1", {1.0: _Tables(v1)})], hardware=plan2)
+    assert served.status == "optimal" and served.cost_per_hour == pytest.approx(35.0)
+    broken = milp.min_cost(variants=[milp.Variant("v2", {1.0: _Tables(v2)})], hardware=plan1)
+    assert broken.choice is None and broken.status == "infeasible"
+
+
+# --- the planner on a scenario ----------------------------------------------------------------
+VARIANTS = textwrap.dedent("""\
+    workload_variants:
+      - {name: calm, must_meet: true, prefix_hit: {dist: beta, mean: 0.6, concentration: 3}}
+      - {name: busy, must_meet: true, arrival_rps: 22}
+      - {name: low-hit, weight: 0.5, prefix_hit: {dist: beta, mean: 0.33, concentration: 3}}
+      - {name: usual, weight: 0.5}
+""")
+
+
+@pytest.fixture(scope="module")
+def small_variants(tmp_path_factory):
+    path = tmp_path_factory.mktemp("robust") / "small-variants.yaml"
+    path.write_text((ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + VARIANTS)
+    problem = pddplan.load_scenario(path)
+    return path, problem, pddplan.solve_robust(problem)
+
+
+def test_the_robust_plan_serves_every_variant_and_costs_at_least_each_alone(small_variants):
+    _, _, r = small_variants
+    assert r.status == "optimal" and r.confirmed
+    singles = [p.cost_per_hour_usd for p in r.singles]
+    assert all(c is not None for c in singles)
+    assert r.cost_per_hour_usd >= max(singles) - 1e-9  # it serves each: no cheaper than any
+    assert r.price_of_robustness_usd_per_hour == pytest.approx(r.cost_per_hour_usd - max(singles))
+    # one set of hardware: every variant's fleet has the same pools and links
+    pools = {tuple((p.role, p.chip, p.instances) for p in v.fleet.pools) for v in r.variants}
+    assert len(pools) == 1 and len({v.fleet.links for v in r.variants}) == 1
+    for v in r.variants:
+        e = v.evaluation
+        if v.must_meet:  # its own budgets: the evaluator's capacity reaches its rate
+            assert e.sla_capacity_rps >= v.rate_rps * (1 - 1e-5)
+    # the weighted mixture is within the budgets
+    weighted = [v for v in r.variants if v.weight is not None]
+    assert sum(v.weight * v.tail_scale for v in weighted) <= 1 + 1e-9
+    assert r.mixture[0] <= 0.10 + 1e-9 and r.mixture[1] <= 0.01 + 1e-9
+
+
+def test_each_single_plan_is_checked_under_every_variant(small_variants):
+    _, _, r = small_variants
+    names = [v.name for v in r.variants]
+    for p in r.singles:
+        assert [c.variant for c in p.under] == names
+        own = next(c for c in p.under if c.variant == p.name)
+        assert own.serves  # a plan serves the variant it was made for
+        for c in p.under:
+            assert c.serves == (c.capacity_rps is not None)
+            assert c.serves or c.breaks
+    # the dearest single plan's hardware, where it serves every variant, is robust: the
+    # robust plan then costs no more
+    dearest = max(r.singles, key=lambda p: p.cost_per_hour_usd)
+    if all(c.serves for c in dearest.under):
+        assert r.cost_per_hour_usd <= dearest.cost_per_hour_usd + 1e-9
+
+
+def test_solve_writes_a_robust_plan_that_simulate_reads_per_variant(small_variants, tmp_path):
+    path, problem, _ = small_variants
+    out = tmp_path / "plan.json"
+    run = run_main("solve", str(path), "--out", str(out), "--json")
+    assert run.exit_code == 0, run.stderr
+    plan = json.loads(out.read_text())
+    assert plan["robust"] and set(plan["variants"]) == {"calm", "busy", "low-hit", "usual"}
+    for name, v in plan["variants"].items():
+        fleet = pddplan.load_fleet(out, pddplan.variant_problem(problem, name), variant=name)
+        assert fleet.routing.model_dump(mode="json") == v["routing"]
+    bad = run_main("evaluate", str(path), "--plan", str(out), "--variant", "nope")
+    assert bad.exit_code == 2 and "no variant 'nope'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_variants_plan_for_min_cost_only(small_variants):
+    path, _, _ = small_variants
+    run = run_main("solve", str(path), "--objective", "max-bcr")
+    assert run.exit_code == 2 and "min-cost only" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation(tmp_path):
+    path = tmp_path / "too-busy.yaml"
+    text = VARIANTS.replace("arrival_rps: 22", "arrival_rps: 400")
+    path.write_text((ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + text)
+    run = run_main("solve", str(path))
+    assert run.exit_code == 2, run.stdout
+    (line,) = run.stderr.strip().splitlines()
+    assert f"{path.name}:" in line and "workload_variants[1]" in line and "variant busy" in line
+    assert "no plan serves it even alone" in line and "Traceback" not in run.stderr
