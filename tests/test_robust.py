@@ -4,6 +4,7 @@ Tiny MILPs worked by hand, and the planner on a shipped scenario's variants."""
 
 from __future__ import annotations
 
+import io
 import json
 import textwrap
 from types import SimpleNamespace
@@ -234,3 +235,20 @@ def test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation(tmp_path):
     (line,) = run.stderr.strip().splitlines()
     assert f"{path.name}:" in line and "workload_variants[1]" in line and "variant busy" in line
     assert "no plan serves it even alone" in line and "Traceback" not in run.stderr
+
+
+def test_the_report_fits_80_columns(small_variants):
+    """Every figure whole at 80 columns: no cell cut to an ellipsis."""
+    from rich.console import Console
+
+    from pddplan.report import tables
+
+    _, problem, r = small_variants
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(tables.robust_report(r, problem.scenario))
+    text = console.export_text()
+    assert "…" not in text
+    for v in r.variants:
+        assert f"{v.rate_rps:,.2f}" in text and f"{v.evaluation.sla_capacity_rps:,.2f}" in text
+    flat = " ".join(text.split())  # captions wrap
+    assert "Weighted mixture" in flat and "Price of robustness" in flat

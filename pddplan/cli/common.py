@@ -138,6 +138,7 @@ HeadroomOpt = Annotated[
 
 FLAGS = {
     "rate_rps": "--rate-rps",
+    "variant": "--variant",
     "requests": "--requests",
     "precision": "--precision",
     "context_parallel": "--context-parallel",

@@ -747,7 +747,7 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
     t = grid(
         "Each variant at the shared fleet",
         ("variant", "kind", "rate\nreq/s", "SLA cap.\nreq/s", "TTFT P90\ns", "TTFT P99\ns",
-         "TPOT P99\nms", "busiest pool"),
+         "TPOT P99\nms", "busiest\npool"),
         text=1,
     )  # fmt: skip
     routers = grid("Each variant's router", ("variant", "relay if payload", "singular if out"))
@@ -763,7 +763,7 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
             f"{e.ttft_s['p90']:.2f}",
             f"{e.ttft_s['p99']:.2f}",
             f"{e.tpot_ms['p99']:.1f}",
-            f"{busiest.role} {busiest.utilization:.0%}",
+            f"{ROLE_LABELS[busiest.role]} {busiest.utilization:.0%}",
         )
         routing = e.routing
         relay = routing["relay_above_mb"]
