@@ -252,3 +252,49 @@ def test_the_report_fits_80_columns(small_variants):
         assert f"{v.rate_rps:,.2f}" in text and f"{v.evaluation.sla_capacity_rps:,.2f}" in text
     flat = " ".join(text.split())  # captions wrap
     assert "Weighted mixture" in flat and "Price of robustness" in flat
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_robust_milp_matches_brute_force_over_the_hardware(seed):
+    """Random hand tables for two must-meet variants: every purchase (prefill option and
+    count, relay decode or not, main-decode count, link) is tried, each variant routed by
+    the MILP with that hardware fixed; the cheapest that serves both is the robust optimum."""
+    import itertools
+
+    from pddplan.plan.space import Choice
+
+    rng = np.random.default_rng(seed)
+
+    def tables() -> dict[tuple[str, str], list[int]]:
+        out = {}
+        for key in ("a", "b", "m"):
+            for st in ("slow", "fast"):
+                none = int(rng.integers(1, 5))
+                out[(key, st)] = [none, max(1, none - int(rng.integers(0, 2)))]
+        out[("r", "slow")] = out[("r", "fast")] = [0, 1]
+        return out
+
+    variants = [milp.Variant(f"v{i}", {1.0: _Tables(tables())}) for i in range(2)]
+    best = None
+    for p, n_p, n_r, n_m, st in itertools.product(
+        (A, B), range(1, 5), (0, 1), range(1, 5), (SLOW, FAST)
+    ):
+        hw = Choice(
+            {"prefill": p, "relay_decode": R if n_r else None, "main_decode": M},
+            {"prefill": n_p, "relay_decode": n_r, "main_decode": n_m},
+            st,
+            None,
+            0,
+            None,
+        )
+        cost = sum(
+            o.usd_per_instance_hour * n
+            for o, n in ((p, n_p), (R, n_r), (M, n_m))
+            if n
+        ) + st.usd_per_hour  # fmt: skip
+        if best is not None and cost >= best:
+            continue
+        if all(milp.min_cost(variants=[v], hardware=hw).choice is not None for v in variants):
+            best = cost
+    out = milp.min_cost(variants=variants)
+    assert out.status == "optimal" and out.cost_per_hour == pytest.approx(best)
