@@ -459,11 +459,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
                 message = message.replace("relaxing it alone", "relaxing any one alone")
             t.add_row(", ".join(families), "—", message)
         parts.append(t)
-    solver = Table(title="Solver", box=box.SIMPLE_HEAD)
-    solver.add_column("figure")
-    solver.add_column("value", justify="right")
-    solver.add_row("backend", st.solver)
-    solver.add_row("status", st.status)
+    solver = _solver_table(st.solver, st.status)
     solver.add_row("time", f"{st.seconds:.2f} s")
     solver.add_row("MILP solves", str(st.milp_solves))
     if st.settled:
@@ -483,6 +479,16 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
     parts.append(solver)
     return Group(*parts)
+
+
+def _solver_table(backend: str, status: str) -> Table:
+    """The solver's figures, its backend and status first (the caller adds the rest)."""
+    t = Table(title="Solver", box=box.SIMPLE_HEAD)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row("backend", backend)
+    t.add_row("status", status)
+    return t
 
 
 def _bar(share: float, largest: float) -> str:
@@ -814,11 +820,7 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
         )
         c.caption_justify = "left"
         parts.append(c)
-    solver = Table(title="Solver", box=box.SIMPLE_HEAD)
-    solver.add_column("figure")
-    solver.add_column("value", justify="right")
-    solver.add_row("backend", r.solver)
-    solver.add_row("status", r.status)
+    solver = _solver_table(r.solver, r.status)
     solver.add_row("time (counts and MILP)", f"{r.seconds:.2f} s")
     solver.add_row("gap", f"{r.gap:.3%}" if r.gap is not None else "—")
     solver.add_row("model size", f"{r.variables} variables, {r.constraints} constraints")
