@@ -753,14 +753,14 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
     t = grid(
         "Each variant at the shared fleet",
         ("variant", "kind", "rate\nreq/s", "SLA cap.\nreq/s", "TTFT P90\ns", "TTFT P99\ns",
-         "TPOT P99\nms", "busiest\npool"),
+         "TPOT P99\nms", "busy\nP/RLD/MD"),
         text=1,
     )  # fmt: skip
     routers = grid("Each variant's router", ("variant", "relay if payload", "singular if out"))
     for v in r.variants:
         e = v.evaluation
         kind = "must" if v.weight is None else f"w{v.weight:g} x{v.tail_scale:g}"
-        busiest = max(e.pools, key=lambda p: p.utilization)
+        busy = {p.role: p.utilization for p in e.pools}
         t.add_row(
             v.name + ("" if v.meets else " (misses)"),
             kind,
@@ -769,7 +769,10 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
             f"{e.ttft_s['p90']:.2f}",
             f"{e.ttft_s['p99']:.2f}",
             f"{e.tpot_ms['p99']:.1f}",
-            f"{ROLE_LABELS[busiest.role]} {busiest.utilization:.0%}",
+            "/".join(
+                f"{busy[role]:.0%}" if role in busy else "—"
+                for role in ("prefill", "relay_decode", "main_decode")
+            ),
         )
         routing = e.routing
         relay = routing["relay_above_mb"]
@@ -783,8 +786,8 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
     caption = (
         f"SLA: TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s, TPOT "
         f"{s.sla.tpot_ms:g} ms. SLA cap.: the capacity under that variant (its headroom "
-        "over the rate). w x: a weighted variant's weight and the share of the tail "
-        "budgets it was planned for"
+        "over the rate); busy: each role's pool at the rate. w x: a weighted variant's "
+        "weight and the share of the tail budgets it was planned for"
     )
     if r.mixture is not None:
         caption += (
