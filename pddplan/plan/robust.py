@@ -151,11 +151,13 @@ def solve_robust(
     start = clock()
     pairs = problem.variants()
     spaces, variants = [], []
-    for v, vp in pairs:
+    for i, (v, vp) in enumerate(pairs):
         try:
             space = Space(vp)
         except NoOptionsError as e:
-            raise InputError(f"workload variant {v.name}: {e}") from None
+            raise InputError(
+                problem.located(("workload_variants", i), f"variant {v.name}: {e}")
+            ) from None
         rate = _rate(vp)
         scales = TAIL_SCALES if v.weight is not None else (1.0,)
         tables = {x: Requirements(space, rate, x) for x in scales}
@@ -196,7 +198,8 @@ def solve_robust(
         if weighted
         else None
     )
-    alone = _singles(pairs, variants, spaces, solver, start + limit, clock) if singles else []
+    # each variant alone, within a time limit of their own (the robust plan's again)
+    alone = _singles(pairs, variants, spaces, solver, clock() + limit, clock) if singles else []
     return RobustResult(
         scenario.name,
         out.status,
