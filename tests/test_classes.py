@@ -135,3 +135,25 @@ def test_a_relay_threshold_splits_a_class_as_the_router_does(hardware):
     # a decode-side cache that keeps half the reuse halves every request's hit
     halved = problem.relay_shares(hit / 2, [kv.transfer_bytes(1000, 0.4625) / 1e6])
     assert halved[:, 0] == pytest.approx(0.5)  # hits 0.45-0.475 now, 0.4625 the middle
+
+
+def test_the_requests_kept_direct_are_the_smaller_payloads(hardware):
+    """The same uniform hit slice (0.90-0.95, 1,000 tokens): a threshold at the mean
+    payload keeps the 8 points of hit >= 0.925 direct, hits 0.9 + 0.05 (i + 0.5) / 16 for
+    i = 8..15: mean hit 0.9375, and their payloads' standard deviation is
+    bpt x 1,000 x 0.05 x (1/16) sqrt((8^2 - 1) / 12) (8 evenly spaced points)."""
+    base = pddplan.load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario
+    uniform = HitDist(dist="buckets", buckets=[Bucket(lo=0.9, hi=0.95, share=1.0)])
+    workload = base.workload.model_copy(
+        update={"input_tokens": LengthDist(dist="fixed", value=1000), "prefix_hit": uniform}
+    )
+    problem = problem_of(base.model_copy(update={"workload": workload}), hardware)
+    kv, hit = problem.kv, problem.arrays.md_hit
+    split = problem.relay_split(hit, [kv.transfer_bytes(1000, 0.925) / 1e6, None])
+    assert split.below_bytes[0] == pytest.approx(kv.transfer_bytes(1000, 0.9375))
+    sd = kv.bytes_per_token * 1000 * 0.05 * (1 / 16) * np.sqrt(63 / 12)
+    assert split.below_sd_bytes[0] == pytest.approx(sd)
+    # relaying nothing: the whole class, its mean and its 16 points' spread
+    assert split.below_bytes[1] == pytest.approx(kv.transfer_bytes(1000, 0.925))
+    whole = kv.bytes_per_token * 1000 * 0.05 * (1 / 16) * np.sqrt((16**2 - 1) / 12)
+    assert split.below_sd_bytes[1] == pytest.approx(whole)

@@ -261,3 +261,21 @@ def test_fill_table_ends_at_full_passes() -> None:
     assert fill is not None
     np.testing.assert_allclose(fill.first[:, -1] + fill.rest[:, -1], figures.service, rtol=1e-12)
     assert (np.diff(fill.first, axis=1) <= 1e-15).all()
+
+
+def test_a_backlog_drains_at_the_full_pass_service():
+    """One server at 80% busy, mean service 1 s, cs2 1: P(W > t) = 0.8 e^(-t / 5) (mean
+    wait of those that wait (1 + 1) x 1 / (2 x 0.2) = 5 s). Drained by full passes of
+    0.5 s at 50% load, those that wait wait (1 + 1) x 0.5 / (2 x 0.5) = 1 s on average,
+    and as many wait (the busy share)."""
+    import math
+
+    import numpy as np
+
+    from pddplan.model.queueing import prefill_wait_tail
+
+    t = np.array([2.0])
+    kwargs = dict(instances=1, groups=1, utilization=0.8, mean_service_s=1.0, service_cv2=1.0)
+    assert prefill_wait_tail(t, **kwargs)[0] == pytest.approx(0.8 * math.exp(-2 / 5))
+    drained = prefill_wait_tail(t, drain=(0.5, 0.5), **kwargs)[0]
+    assert drained == pytest.approx(0.8 * math.exp(-2 / 1))

@@ -77,6 +77,11 @@ class _State:
     """The mean MD hit at this rate."""
 
 
+TTFT_FAILURE = "the TTFT P"
+"""How a failure of a TTFT tail budget begins (the rest of ``_State.failures`` are other
+limits): a robust plan's weighted variants keep those budgets on their mixture only."""
+
+
 def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     s, fleet, w = m.s, m.fleet, m.w
     failures: list[str] = []
@@ -168,7 +173,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
     wider = transfers(direct_scale + direct_sd)[0]
     with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
-        spread = {k: np.nan_to_num((wider[k] - t) ** 2) for k, t in wan_time.items()}
+        spread = {k: np.nan_to_num((wider[k] - t) ** 2, posinf=np.inf) for k, t in wan_time.items()}
     interval = s.workload.turn_interval_s
     if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
         context = float(w @ m.rdma_bytes)
@@ -373,7 +378,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         tails.append(ttft_tail(bound))
         if tails[-1] > budget + 1e-12:
             failures.append(
-                f"the TTFT P{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
+                f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
                 f"above it, budget {budget:.0%})"
             )
     tail90, tail99 = tails

@@ -33,11 +33,11 @@ def load_fleet(path: Path, problem: Problem, variant: str | None = None) -> Flee
             )
         if variant is not None:
             routed = data.get("variants") or {}
-            if variant not in routed:
-                known = ", ".join(routed) or "none: it is not a robust plan"
+            if not isinstance(routed, dict) or not isinstance(routed.get(variant), dict):
+                known = ", ".join(routed) if isinstance(routed, dict) else ""
                 raise InputError(
                     f"{source.where(('variants',))}: variants: no variant '{variant}' "
-                    f"in the plan (its variants: {known})"
+                    f"in the plan (its variants: {known or 'none: it is not a robust plan'})"
                 )
             routing = routed[variant].get("routing")
         data, prefix = data["deployment"], ("deployment",)

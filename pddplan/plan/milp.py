@@ -177,16 +177,13 @@ class Formulation:
         variant at every tail scale (``counts.undominated``; an option dominated in each
         variant by a different one may still be the cheapest cover of all of them), of the
         options every variant has."""
-        if len(self.variants) == 1:
+        if self.hardware is not None:  # exactly its options (dominated or not)
+            given = {o.key for o in self.hardware.options.values() if o is not None}
+            by_role = {r: [o for o in self.sp.options[r] if o.key in given] for r in ROLES}
+        elif len(self.variants) == 1:
             by_role = {r: self.req.undominated(r) for r in ROLES}
         elif not self.states:  # no link serves every variant: infeasible (``min_cost``)
             by_role = {r: list(self.sp.options[r]) for r in ROLES}
-            if self.hardware is not None:  # its options, dominated or not
-                for role, o in self.hardware.options.items():
-                    if o is not None and all(x.key != o.key for x in by_role[role]):
-                        by_role[role].append(
-                            next(x for x in self.sp.options[role] if x.key == o.key)
-                        )
         else:
             by_role = {}
             for role in ROLES:
@@ -264,13 +261,14 @@ class Formulation:
             self._routing_structure(r, rld_used)
         weighted = [r for r in self.routes if r.variant.weight is not None]
         if weighted:  # the weighted variants' tail masses, mixed, within the budgets
+            total = sum(r.variant.weight or 0.0 for r in weighted)  # 1, to validation's 1e-6
             prob += (
                 pulp.lpSum(
                     (r.variant.weight or 0.0) * x * var
                     for r in weighted
                     for x, var in r.scale.items()
                 )
-                <= 1 + 1e-9,
+                <= total * (1 + 1e-9),
                 "mixture_tail_budget",
             )
         # datacenter limits
@@ -559,7 +557,8 @@ def min_cost(
     if lower_bound is not None and math.isfinite(lower_bound):
         f.prob += f.cost() >= lower_bound * (1 - 1e-9), "cost_lower_bound"
     combos = f.combinations()
-    # several variants: their dominance test has counted every row already
+    # given variants (one or several), their tables are counted whole already (the
+    # dominance test, or the caller's robust plan): every row at once
     if variants is not None or len(combos) <= ALL_ROWS_AT_MOST:
         for c in combos:
             f.add_row(c)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pddplan.errors import InputError
-from pddplan.evaluation.evaluator import Evaluator
+from pddplan.evaluation.evaluator import TTFT_FAILURE, Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
@@ -111,7 +111,9 @@ class RobustResult:
 
     @property
     def price_of_robustness_usd_per_hour(self) -> float | None:
-        """The robust plan's cost less the dearest single-variant plan's."""
+        """The robust plan's cost less the dearest single-variant plan's: at least 0 when
+        that plan is a must-meet variant's; a weighted variant planned alone at its own
+        budgets may cost more than the robust plan, which may give it a larger share."""
         costs = [p.cost_per_hour_usd for p in self.singles if p.cost_per_hour_usd is not None]
         if self.cost_per_hour_usd is None or len(costs) != len(self.singles) or not costs:
             return None
@@ -150,32 +152,15 @@ def solve_robust(
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
     start = clock()
     pairs = problem.variants()
-    spaces, variants = [], []
-    for i, (v, vp) in enumerate(pairs):
-        try:
-            space = Space(vp)
-        except NoOptionsError as e:
-            raise InputError(
-                problem.located(("workload_variants", i), f"variant {v.name}: {e}")
-            ) from None
-        rate = _rate(vp)
-        scales = TAIL_SCALES if v.weight is not None else (1.0,)
-        tables = {x: Requirements(space, rate, x) for x in scales}
-        spaces.append(space)
-        variants.append(milp.Variant(v.name, tables, v.weight))
-    out = milp.min_cost(
-        variants=variants,
-        solver=solver,
-        time_limit_s=max(limit - (clock() - start), 1e-3),
-        clock=clock,
-    )
+    m = robust_milp(problem, pairs, solver, start + limit, clock)
+    out, plans, alone, spaces = m.outcome, m.alone_plans, m.alone, m.spaces
     seconds = clock() - start
     if out.status == "infeasible":
         _raise_if_one_is_infeasible(problem, pairs, solver, limit, clock)
     if not out.choices:
         notes = (
-            ["every variant is feasible alone; no one set of hardware serves them all within "
-             "the datacenters' limits"]
+            ["every variant is feasible alone; no one set of hardware serves them all (the "
+             "datacenters' limits, or no link tier within its cap for every variant)"]
             if out.status == "infeasible"
             else []
         )  # fmt: skip
@@ -198,8 +183,10 @@ def solve_robust(
         if weighted
         else None
     )
-    # each variant alone, within a time limit of their own (the robust plan's again)
-    alone = _singles(pairs, variants, spaces, solver, clock() + limit, clock) if singles else []
+    # each variant's own plan under every variant, within a time limit of their own
+    checks = (
+        _singles(pairs, alone, plans, spaces, solver, clock() + limit, clock) if singles else []
+    )
     return RobustResult(
         scenario.name,
         out.status,
@@ -211,7 +198,7 @@ def solve_robust(
         out.gap,
         results,
         mixture,
-        alone,
+        checks,
         solver=solver,
         model=scenario.model,
     )
@@ -224,7 +211,7 @@ def _at_shared(v: WorkloadVariant, vp: Problem, fleet: Fleet, scale: float) -> V
     if v.weight is None:
         meets = ev.capacity >= rate * (1 - CAPACITY_TOLERANCE)
     else:  # the tail budgets hold on the mixture, every other limit here
-        meets = not [f for f in state.failures if not f.startswith("the TTFT P")]
+        meets = not [f for f in state.failures if not f.startswith(TTFT_FAILURE)]
     return VariantResult(
         v.name,
         v.weight,
@@ -238,22 +225,89 @@ def _at_shared(v: WorkloadVariant, vp: Problem, fleet: Fleet, scale: float) -> V
     )
 
 
+@dataclass(frozen=True)
+class RobustMilp:
+    """``robust_milp``'s parts: the robust MILP's outcome, and each variant's own."""
+
+    outcome: milp.MilpOutcome
+    variants: list[milp.Variant]
+    alone: list[milp.Variant]
+    """Each variant at its own budgets, alone."""
+    alone_plans: list[milp.MilpOutcome]
+    spaces: list[Space]
+
+
+def robust_milp(
+    problem: Problem,
+    pairs: list[tuple[WorkloadVariant, Problem]],
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float] = time.perf_counter,
+) -> RobustMilp:
+    """The variants' count tables, each variant's own plan, and the robust MILP, bounded
+    below by them: a robust plan serves each must-meet variant at its own budgets and each
+    weighted one at no more than the largest share of them, so it costs at least each
+    variant's plan at that share (with the optimum often equal to the dearest, the
+    solver then stops at once)."""
+    spaces, variants = [], []
+    for i, (v, vp) in enumerate(pairs):
+        try:
+            space = Space(vp)
+        except NoOptionsError as e:
+            raise InputError(
+                problem.located(("workload_variants", i), f"variant {v.name}: {e}")
+            ) from None
+        rate = _rate(vp)
+        scales = TAIL_SCALES if v.weight is not None else (1.0,)
+        tables = {x: Requirements(space, rate, x) for x in scales}
+        spaces.append(space)
+        variants.append(milp.Variant(v.name, tables, v.weight))
+    alone = [milp.Variant(x.name, {1.0: x.tables[1.0]}) for x in variants]
+    plans, bounds = [], []
+    for x, own in zip(variants, alone, strict=True):
+        plans.append(_min_cost([own], solver, deadline, clock))
+        loosest = max(x.tables)
+        if loosest == 1.0:
+            bounds.append(plans[-1])
+        else:
+            loose = milp.Variant(x.name, {1.0: x.tables[loosest]})
+            bounds.append(_min_cost([loose], solver, deadline, clock))
+    lower = (
+        max(b.cost_per_hour or 0.0 for b in bounds)
+        if all(b.status in ("optimal", "infeasible") for b in bounds)
+        else None
+    )
+    out = _min_cost(variants, solver, deadline, clock, lower)
+    return RobustMilp(out, variants, alone, plans, spaces)
+
+
+def _min_cost(
+    variants: list[milp.Variant],
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+    lower: float | None = None,
+) -> milp.MilpOutcome:
+    left = max(deadline - clock(), 1e-3)
+    return milp.min_cost(
+        variants=variants, solver=solver, time_limit_s=left, clock=clock, lower_bound=lower
+    )
+
+
 def _singles(
     pairs: list[tuple[WorkloadVariant, Problem]],
-    variants: list[milp.Variant],
+    alone: list[milp.Variant],
+    plans: list[milp.MilpOutcome],
     spaces: list[Space],
     solver: str,
     deadline: float,
     clock: Callable[[], float],
 ) -> list[SinglePlan]:
-    """Each variant planned alone (the MILP at its own budgets, from its own counts), and
-    each such plan's hardware under every variant: the MILP with the hardware fixed picks
-    the routing, if any, that serves that variant's rate."""
+    """Each variant's own plan (the MILP at its own budgets, from its own counts) and its
+    hardware under every variant: the MILP with the hardware fixed picks the routing, if
+    any, that serves that variant's rate."""
     out = []
-    alone = [milp.Variant(v.name, {1.0: v.tables[1.0]}) for v in variants]
-    for (v, _vp), var, space in zip(pairs, alone, spaces, strict=True):
-        left = max(deadline - clock(), 1e-3)
-        plan = milp.min_cost(variants=[var], solver=solver, time_limit_s=left, clock=clock)
+    for (v, _vp), plan, space in zip(pairs, plans, spaces, strict=True):
         if plan.choice is None:
             out.append(SinglePlan(v.name, plan.status, None, None))
             continue

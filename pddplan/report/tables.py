@@ -27,6 +27,7 @@ from pddplan.report.documents import (
 )
 from pddplan.report.format import num
 from pddplan.report.views import CHIP_FIGURES
+from pddplan.spec.scenario import TAIL_BUDGETS
 
 if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
@@ -790,9 +791,11 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
         "weight and the share of the tail budgets it was planned for"
     )
     if r.mixture is not None:
+        (_, b90), (_, b99) = TAIL_BUDGETS
         caption += (
             f". Weighted mixture: {r.mixture[0]:.2%} of requests above the TTFT P90 bound "
-            f"(budget 10%), {r.mixture[1]:.3%} above P99 (budget 1%)"
+            f"(budget {b90:.0%}), {r.mixture[1]:.3%} above P99 (budget {b99:.0%}); a weighted "
+            "variant's share is one that fits the budgets, not the only one"
         )
     t.caption = caption
     t.caption_justify = "left"
@@ -812,7 +815,9 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
                 else:
                     mark = breaks.setdefault(_first_limit(check.breaks), f"[{len(breaks) + 1}]")
                     cells.append(f"breaks {mark}")
-            cost = num(p.cost_per_hour_usd * month if p.cost_per_hour_usd else None, ",.0f")
+            cost = num(
+                p.cost_per_hour_usd * month if p.cost_per_hour_usd is not None else None, ",.0f"
+            )
             c.add_row(p.name, cost, *cells)
         price = r.price_of_robustness_usd_per_hour
         c.caption = (

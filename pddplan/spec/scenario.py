@@ -241,7 +241,8 @@ class WorkloadVariant(_WorkloadKeys):
     name: Slug
     """A unique name: lower-case letters, digits, ``-`` and ``_``."""
     weight: Annotated[float, Field(gt=0, le=1)] | None = None
-    """This variant's share of the time (the weights of weighted variants sum to 1)."""
+    """This variant's share of the requests the SLA is measured over (the weights of weighted
+    variants sum to 1): the mixture of their TTFT tails weighs each by it."""
     must_meet: bool = False
     """Whether every plan must serve this variant within the SLA (instead of a weight)."""
 
@@ -307,7 +308,7 @@ def variant_problems(variants: Sequence[WorkloadVariant] | None) -> list[tuple[L
             (
                 (key,),
                 "no variant is must_meet and none has a weight: give each variant a weight "
-                "(its share of the time; the weights sum to 1) or must_meet: true",
+                "(its share of the requests; the weights sum to 1) or must_meet: true",
             )
         )
         return out
@@ -326,7 +327,7 @@ def variant_problems(variants: Sequence[WorkloadVariant] | None) -> list[tuple[L
                 (
                     (key, i),
                     f"variant '{v.name}' has no weight and is not must_meet: give a weight "
-                    "(its share of the time; the weights sum to 1) or must_meet: true",
+                    "(its share of the requests; the weights sum to 1) or must_meet: true",
                 )
             )
     weighted = [v for v in variants if v.weight is not None]
