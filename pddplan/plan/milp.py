@@ -469,6 +469,32 @@ class Formulation:
             r.name("floor", o.key),
         )
 
+    def start_from(self, choices: list[Choice]) -> None:
+        """Every integer variable's initial value from a solution: the variants' choices
+        (one hardware, each variant's routing), every weighted variant at its own budgets."""
+        hw = choices[0]
+        picked = {o.key for o in hw.options.values() if o is not None}
+        for o in self.options:
+            self.use[o.key].setInitialValue(int(o.key in picked))
+            count = hw.instances[o.role] if o.key in picked else 0
+            self.units[o.key].setInitialValue(count // o.unit_step)
+        for st in self.states:
+            self.transfer[st.key].setInitialValue(int(st.key == hw.state.key))
+        for r, c in zip(self.routes, choices, strict=True):
+            j = r.sp.cuts.index(c.cut)
+            for k, var in r.cut.items():
+                var.setInitialValue(int(k == j))
+            for k, var in r.reach.items():
+                var.setInitialValue(int(j >= k))
+            for s_cut, var in r.singular.items():
+                var.setInitialValue(int(s_cut == c.singular))
+            for h_cut, var in r.catch_up.items():
+                var.setInitialValue(int(h_cut == c.catch_up))
+            for key, var in r.band.items():
+                var.setInitialValue(int(key == c.band.key))
+            for scale, var in r.scale.items():
+                var.setInitialValue(int(scale == 1.0))
+
     def rows_for(self, choices: list[Choice], scales: list[float]) -> list[tuple]:
         """The requirement rows the variants' choices (at their scales) must satisfy."""
         combos: list[tuple] = []
@@ -538,6 +564,7 @@ def min_cost(
     clock: Callable[[], float] = time.perf_counter,
     lower_bound: float | None = None,
     hardware: Choice | None = None,
+    initial: list[Choice] | None = None,
 ) -> MilpOutcome:
     """The cheapest deployment that serves ``req.rate`` within every limit; given
     ``variants``, the cheapest hardware that serves each variant's rate with its own
@@ -546,7 +573,8 @@ def min_cost(
     (``pddplan.plan.bounds.relaxed_optimum``), added as a row so that the solver starts
     from it rather than from its own weaker LP bound. ``hardware``: a plan's options,
     counts and transfer state, fixed; what is left to choose is the routing (does that
-    hardware serve these variants, and how)."""
+    hardware serve these variants, and how). ``initial``: a solution to start the solver
+    from, one choice per variant (``Formulation.start_from``)."""
     start = clock()
     first = variants[0].tables[1.0] if variants else req
     if first is None or not first.feasible_states:
@@ -563,13 +591,21 @@ def min_cost(
         for c in combos:
             f.add_row(c)
         f.add_floors()
+    if initial is not None:
+        f.start_from(initial)
     solves, missing = 0, []
     result: SolveResult | None = None
     while True:
         left = time_limit_s - (clock() - start)
         if left <= 0:
             break
-        result = solve(f.prob, solver=solver, time_limit_s=left, mip_gap=mip_gap)
+        result = solve(
+            f.prob,
+            solver=solver,
+            time_limit_s=left,
+            mip_gap=mip_gap,
+            warm_start=initial is not None,
+        )
         solves += 1
         if result.status not in ("optimal", "time_limit"):
             break

@@ -277,8 +277,40 @@ def robust_milp(
         if all(b.status in ("optimal", "infeasible") for b in bounds)
         else None
     )
-    out = _min_cost(variants, solver, deadline, clock, lower)
+    initial = _incumbent(plans, alone, lower, solver, deadline, clock)
+    out = _min_cost(variants, solver, deadline, clock, lower, initial)
     return RobustMilp(out, variants, alone, plans, spaces)
+
+
+def _incumbent(
+    plans: list[milp.MilpOutcome],
+    alone: list[milp.Variant],
+    lower: float | None,
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+) -> list[Choice] | None:
+    """A robust solution to start the solver from: the cheapest variant's own plan whose
+    hardware, routed by the MILP for each variant at its own budgets, serves them all (a
+    plan below the lower bound cannot; one at it is the optimum, proven at once)."""
+    floor = (lower or 0.0) * (1 - 1e-9)
+    mine = sorted(
+        (p for p in plans if p.choice is not None and (p.cost_per_hour or 0.0) >= floor),
+        key=lambda p: p.cost_per_hour or 0.0,
+    )
+    for plan in mine:
+        routed = []
+        for v in alone:
+            left = max(deadline - clock(), 1e-3)
+            got = milp.min_cost(
+                variants=[v], hardware=plan.choice, solver=solver, time_limit_s=left, clock=clock
+            )
+            if got.choice is None:
+                break
+            routed.append(got.choice)
+        else:
+            return routed
+    return None
 
 
 def _min_cost(
@@ -287,10 +319,16 @@ def _min_cost(
     deadline: float,
     clock: Callable[[], float],
     lower: float | None = None,
+    initial: list[Choice] | None = None,
 ) -> milp.MilpOutcome:
     left = max(deadline - clock(), 1e-3)
     return milp.min_cost(
-        variants=variants, solver=solver, time_limit_s=left, clock=clock, lower_bound=lower
+        variants=variants,
+        solver=solver,
+        time_limit_s=left,
+        clock=clock,
+        lower_bound=lower,
+        initial=initial,
     )
 
 

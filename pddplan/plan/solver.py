@@ -54,11 +54,13 @@ def solve(
     solver: str = "cbc",
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-4,
+    warm_start: bool = False,
 ) -> SolveResult:
-    """Solve ``problem`` in place and report what came back."""
+    """Solve ``problem`` in place and report what came back. ``warm_start``: start CBC from
+    the variables' initial values (a feasible solution; HiGHS ignores them)."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "solver.log"
-        backend = _backend(solver, time_limit_s, mip_gap, log)
+        backend = _backend(solver, time_limit_s, mip_gap, log, warm_start)
         start = time.perf_counter()
         with _stdout_to_stderr():
             try:
@@ -84,7 +86,9 @@ def solve(
     return SolveResult("time_limit", objective, bound, gap, seconds, values)
 
 
-def _backend(name: str, time_limit_s: float, mip_gap: float, log: Path) -> pulp.LpSolver:
+def _backend(
+    name: str, time_limit_s: float, mip_gap: float, log: Path, warm_start: bool = False
+) -> pulp.LpSolver:
     if name == "cbc":
         return pulp.PULP_CBC_CMD(
             msg=False,
@@ -93,6 +97,7 @@ def _backend(name: str, time_limit_s: float, mip_gap: float, log: Path) -> pulp.
             logPath=str(log),
             cuts=False,
             options=["heuristicsOnOff off"],
+            warmStart=warm_start,
             _skip_v4_deprecation=True,
         )
     if name == "highs":
