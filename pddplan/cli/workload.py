@@ -85,6 +85,19 @@ def _edges(text: str) -> tuple[float, ...]:
         ) from None
 
 
+def _fit_options(
+    block_size: int, cache_tokens: str, md_cache_tokens: str | None, buckets: str, skip_bad: bool
+) -> dict[str, Any]:
+    """The fit's keyword arguments from the command's options (each checked)."""
+    return {
+        "block_tokens": block_size,
+        "cache_tokens": _cache_tokens("--cache-tokens", cache_tokens),
+        "md_cache_tokens": _cache_tokens("--md-cache-tokens", md_cache_tokens),
+        "hit_edges": _edges(buckets),
+        "skip_bad": skip_bad,
+    }
+
+
 def _fit(
     trace: Path,
     block_size: int,
@@ -94,15 +107,8 @@ def _fit(
     skip_bad: bool,
     hit_curve: bool = False,
 ) -> pddplan.TraceFit:
-    return pddplan.fit_trace(
-        trace,
-        block_tokens=block_size,
-        cache_tokens=_cache_tokens("--cache-tokens", cache_tokens),
-        md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
-        hit_edges=_edges(buckets),
-        skip_bad=skip_bad,
-        hit_curve=hit_curve,
-    )
+    options = _fit_options(block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+    return pddplan.fit_trace(trace, hit_curve=hit_curve, **options)
 
 
 @workload_app.command("fit", cls=Command)
@@ -144,15 +150,8 @@ def workload_fit(
         window_s = _window_s(window)
         if hit_curve:
             raise pddplan.InputError("--hit-curve: not with --window (it measures the whole trace)")
-        windowed = pddplan.fit_trace_windows(
-            trace,
-            window_s,
-            block_tokens=block_size,
-            cache_tokens=_cache_tokens("--cache-tokens", cache_tokens),
-            md_cache_tokens=_cache_tokens("--md-cache-tokens", md_cache_tokens),
-            hit_edges=_edges(buckets),
-            skip_bad=skip_bad,
-        )
+        options = _fit_options(block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
+        windowed = pddplan.fit_trace_windows(trace, window_s, **options)
         if output is not None:
             write_file(output, pddplan.variants_yaml(windowed, window))
             err.print(f"wrote {output}")
