@@ -22,6 +22,9 @@ from pddplan.spec.scenario import Scenario
 SLOW_BY_DURATION = {
     "tests/test_api.py::test_the_documented_example_runs",
     "tests/test_robust.py::test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation",
+    "tests/test_robust.py::test_solve_writes_a_robust_plan_that_simulate_reads_per_variant",
+    "tests/test_sweep.py::test_resume_skips_journalled_points_and_refuses_another_sweep",
+    "tests/test_solve.py::test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not[max-bcr]",
     "tests/test_colocation.py::test_the_planner_hosts_relay_decode_where_it_is_cheaper",
     "tests/test_colocation.py::test_the_simulator_hosts_relay_decode_on_the_prefill_passes",
     "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[budget]",
