@@ -156,7 +156,7 @@ def solve_robust(
     out, plans, alone, spaces = m.outcome, m.alone_plans, m.alone, m.spaces
     seconds = clock() - start
     if out.status == "infeasible":
-        _raise_if_one_is_infeasible(problem, pairs, solver, limit, clock)
+        _raise_if_one_is_infeasible(problem, pairs, m.alone_plans, solver, limit, clock)
     if not out.choices:
         notes = (
             ["every variant is feasible alone; no one set of hardware serves them all (the "
@@ -389,15 +389,19 @@ def _under(
 def _raise_if_one_is_infeasible(
     problem: Problem,
     pairs: list[tuple[WorkloadVariant, Problem]],
+    alone_plans: list[milp.MilpOutcome],
     solver: str,
     limit: float,
     clock: Callable[[], float],
 ) -> None:
     """An ``InputError`` at the first variant no plan serves even alone, with the smallest
-    relaxation that would let one."""
+    relaxation that would let one (the variants whose own plan ``robust_milp`` found are
+    not planned again)."""
     from pddplan.plan.search import solve_plan
 
-    for i, (v, vp) in enumerate(pairs):
+    for i, ((v, vp), own) in enumerate(zip(pairs, alone_plans, strict=True)):
+        if own.status != "infeasible":
+            continue
         plan = solve_plan(vp, objective="min-cost", solver=solver, time_limit_s=limit, clock=clock)
         if plan.status != "infeasible":
             continue
