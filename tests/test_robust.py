@@ -7,71 +7,32 @@ from __future__ import annotations
 import io
 import json
 import textwrap
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import ROOT, run_main
+from test_solve import _HandTables
 
 import pddplan
 from pddplan.plan import milp
-from pddplan.plan.space import NO_RLD, Band, PoolOption, State
 
-
-def _option(role: str, key: str, usd_per_gpu_hour: float) -> PoolOption:
-    dc = "dc-b" if role == "main_decode" else "dc-a"
-    return PoolOption(role, dc, key, 8, None, usd_per_gpu_hour, 1, 10, 1, 0.01)
-
-
-A, B = _option("prefill", "a", 1.0), _option("prefill", "b", 2.5)
-R, M = _option("relay_decode", "r", 5 / 8), _option("main_decode", "m", 0.5)
-SLOW = State("dc-a", "dc-b", 1.0, usd_per_hour=1.0)
-FAST = State("dc-a", "dc-b", 10.0, usd_per_hour=6.0)
+_HAND = _HandTables(max_gpus_a=None)
+A, B = _HAND.space.options["prefill"]
+(R,), (M,) = _HAND.space.options["relay_decode"], _HAND.space.options["main_decode"]
+SLOW, FAST = _HAND.slow, _HAND.fast
 """Per instance: a $8, b $20, r $5, m $4 an hour; the slow link $1, the fast one $6."""
 
 
-class _Tables:
-    """Minimum counts given by hand, per (option, state) and relay cut [none, all]."""
+class _Tables(_HandTables):
+    """``test_solve``'s hand tables with counts given per (option, "slow" | "fast") and relay
+    cut [none, all]."""
 
     def __init__(self, need: dict[tuple[str, str], list[int]]) -> None:
+        super().__init__(max_gpus_a=None)
         self.need = need
-        self.space = SimpleNamespace(
-            options={"prefill": [A, B], "relay_decode": [R], "main_decode": [M]},
-            cuts=[None, 0.0],
-            relays_any=np.array([False, True]),
-            singular_cuts=(0,),
-            catch_up_cuts=(None,),
-            scenario=SimpleNamespace(
-                datacenters={
-                    dc: SimpleNamespace(max_gpus=None, max_power_kw=None, pue=1.0, inventory={})
-                    for dc in ("dc-a", "dc-b")
-                }
-            ),
-            hw=None,
-            owned={},
-            bands=[Band(0, 0.01)],
-        )
-        self.feasible_states = [SLOW, FAST]
 
     def _table(self, o, st):
-        return np.array(self.need[(o.chip, "slow" if st == SLOW else "fast")])
-
-    prefill = _table
-
-    def relay(self, o, st, singular, band):
-        return self._table(o, st)
-
-    def main(self, o, st, singular, catch_up, band=NO_RLD):
-        return self._table(o, st)
-
-    def bands(self):
-        return [NO_RLD, *self.space.bands]
-
-    def prefill_utilization_floor(self, o):
-        return 1
-
-    def undominated(self, role):
-        return self.space.options[role]
+        return np.array(self.need[(o.chip, "slow" if st.key == SLOW.key else "fast")])
 
     def figures(self, role, states):
         """Each count's cost and GPUs (what dominance compares), infinite above the maximum."""
