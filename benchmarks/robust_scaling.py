@@ -1,6 +1,6 @@
 """Robust plans: problem size against solve time (issue 24).
 
-    python benchmarks/robust_scaling.py [--solvers cbc,highs]
+    python benchmarks/robust_scaling.py [--solvers cbc,highs] [--sizes 1,2,3,4] [--covering]
 
 Plans ``scenarios/pdd-h100-h200-monthly.yaml`` over its first 1, 2, 3 and 4 workload
 variants (the weights of the weighted ones scaled to sum to 1) as ``solve`` does
@@ -10,12 +10,17 @@ variant has one, a weighted one one per tail scale), the options kept after cros
 dominance, the robust MILP's variables and constraints, the seconds in all and in the robust
 MILP (its formulation included), and the cost. One process, one run per row: compare rows
 of one run (the machine is noisy).
+
+``--covering`` plans instead four variants of the same scenario that no variant's own plan
+serves together (a prefill-heavy month, a long-output one, and two weighted ones): the robust
+MILP then starts from no solution and must close the gap to the lower bound itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,10 +33,38 @@ from pddplan.plan.robust import robust_milp  # noqa: E402
 from pddplan.spec.scenario import ROLES  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "pdd-h100-h200-monthly.yaml"
+COVERING = """\
+workload_variants:
+  - name: heavy-prefill
+    must_meet: true
+    prefix_hit: {dist: beta, mean: 0.70, concentration: 10}
+  - name: long-output
+    must_meet: true
+    arrival_rps: 5
+    output_tokens: {dist: lognormal, median: 1600, sigma: 0.8, max: 8192}
+    prefix_hit: {dist: beta, mean: 0.97, concentration: 20}
+  - name: w1
+    weight: 0.5
+    prefix_hit: {dist: beta, mean: 0.75, concentration: 10}
+  - name: w2
+    weight: 0.5
+    arrival_rps: 4.5
+    output_tokens: {dist: lognormal, median: 1000, sigma: 0.8, max: 8192}
+
+"""
 
 
-def row(k: int, solver: str) -> str:
-    problem = pddplan.load_scenario(SCENARIO)  # fresh: no table shared between rows
+def covering_scenario(folder: Path) -> Path:
+    """The monthly scenario with ``COVERING`` for its variants."""
+    text = SCENARIO.read_text()
+    start, end = text.index("workload_variants:"), text.index("md_cache:")
+    path = folder / "pdd-h100-h200-covering.yaml"
+    path.write_text(text[:start] + COVERING + text[end:])
+    return path
+
+
+def row(scenario: Path, k: int, solver: str) -> str:
+    problem = pddplan.load_scenario(scenario)  # fresh: no table shared between rows
     pairs = problem.variants()[:k]
     total = sum(v.weight or 0.0 for v, _ in pairs)
     pairs = [
@@ -57,7 +90,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solvers", default="cbc,highs")
     parser.add_argument("--sizes", default="1,2,3,4")
+    parser.add_argument("--covering", action="store_true", help="variants no own plan covers")
     args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp())
+    scenario = covering_scenario(folder) if args.covering else SCENARIO
     print(
         "| variants | count tables | options kept (P/RLD/MD) | variables | constraints | "
         "total s | robust MILP s | solver | status | $/hour |"
@@ -65,7 +101,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for solver in args.solvers.split(","):
         for k in (int(x) for x in args.sizes.split(",")):
-            print(row(k, solver), flush=True)
+            print(row(scenario, k, solver), flush=True)
 
 
 if __name__ == "__main__":

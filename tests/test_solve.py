@@ -172,6 +172,7 @@ def test_dominance_weighs_cost_gpus_power_and_inventory(inventory, kept):
     t.space.hw = SimpleNamespace(chips={k: SimpleNamespace(tdp_w=700) for k in "abc"})
     t._counts = lambda o, st: Requirements._counts(t, o, st)
     t.figures = lambda role, states=None: Requirements.figures(t, role, states)
+    t._kept = {}  # Requirements.undominated's memo
     got = Requirements.undominated(t, "prefill")
     assert [o.chip for o in got] == kept
 

@@ -76,6 +76,7 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
+        self._kept: dict[Role, list[PoolOption]] = {}  # ``undominated``, per role
         # the memos below depend on no price: shared by every problem with the same physical
         # inputs and structure at this rate (``Problem.memo``), e.g. a sweep's prices
         # (the prefill and main-decode counts depend on the tail budgets' scale too, the
@@ -167,7 +168,9 @@ class Requirements:
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
-        return undominated(sp, sp.options[role], [self.figures(role)])
+        if role not in self._kept:
+            self._kept[role] = undominated(sp, sp.options[role], [self.figures(role)])
+        return list(self._kept[role])
 
     def figures(self, role: Role, states: list[State] | None = None) -> dict[str, np.ndarray]:
         """Per option of ``role``: the cost per hour, GPUs and power of each of its minimum
@@ -498,20 +501,20 @@ class Requirements:
         direct = 1.0 - relay @ sp.w / float(sp.w.sum())  # per cut
         allowed = MD_ADMISSION_SHARE * min(b for _, b in TAIL_BUDGETS) * self.tail_scale
         offered = busy * batch
+        direct_rows = np.broadcast_to(direct, busy.shape)
 
         def admits(n: np.ndarray) -> np.ndarray:
-            ok = np.ones(n.shape, dtype=bool)
-            for v in np.unique(n):
-                at = n == v
-                # pooled over the largest power of two <= v instances (fewer pooled wait
-                # more), at the tabulated utilization at or above the load
-                pooled = 1 << (int(v).bit_length() - 1)
-                waits = sp.md_wait_table(o, batch, pooled)
-                util = busy[at] / v
-                i = np.minimum(np.searchsorted(ADMISSION_GRID, util), len(ADMISSION_GRID) - 1)
-                p_wait = np.where(util >= ADMISSION_GRID[-1], 1.0, waits[i])
-                ok[at] = p_wait * np.broadcast_to(direct, busy.shape)[at] <= allowed * (1 + 1e-9)
-            return ok
+            # pooled over the largest power of two <= n instances (fewer pooled wait more),
+            # at the tabulated utilization at or above the load
+            util = busy / n
+            i = np.minimum(np.searchsorted(ADMISSION_GRID, util), len(ADMISSION_GRID) - 1)
+            pooled = np.left_shift(1, np.frexp(n)[1].astype(np.int64) - 1)
+            p_wait = np.ones(n.shape)
+            for p in np.unique(pooled):
+                at = pooled == p
+                p_wait[at] = sp.md_wait_table(o, batch, int(p))[i[at]]
+            p_wait[util >= ADMISSION_GRID[-1]] = 1.0
+            return p_wait * direct_rows <= allowed * (1 + 1e-9)
 
         # Erlang C (a slower chain: every part-full batch at the full batch's step) falls
         # below any level within ~8 standard deviations of the load's slots (Halfin-Whitt:
@@ -619,20 +622,26 @@ def undominated(
     ``figures`` (``Requirements.figures``, one per table: a robust plan's variants and
     tail scales, or one; ``Requirements.undominated`` states the rule)."""
     inventory = {dc: set(d.inventory) for dc, d in space.scenario.datacenters.items()}
-    joined = {o.key: np.concatenate([f[o.key] for f in figures], axis=1) for o in options}
-    kept = []
-    for b in options:
-        fb = joined[b.key]
-        dominated = any(
-            a is not b
-            and a.datacenter == b.datacenter
+
+    def dominates(a: PoolOption, b: PoolOption) -> bool:
+        if not (
+            a.datacenter == b.datacenter
             and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
             and a.host == b.host
             and (a.hosting or not b.hosting)
-            and bool(np.all(joined[a.key] <= fb))
-            and (bool(np.any(joined[a.key] < fb)) or a.key < b.key)
-            for a in options
-        )
+        ):
+            return False
+        strictly = False
+        for f in figures:  # table by table: most pairs fail at the first
+            fa, fb = f[a.key], f[b.key]
+            if not np.all(fa <= fb):
+                return False
+            strictly = strictly or bool(np.any(fa < fb))
+        return strictly or a.key < b.key
+
+    kept = []
+    for b in options:
+        dominated = any(a is not b and dominates(a, b) for a in options)
         if not dominated:
             kept.append(b)
     return kept

@@ -245,10 +245,12 @@ def robust_milp(
     clock: Callable[[], float] = time.perf_counter,
 ) -> RobustMilp:
     """The variants' count tables, each variant's own plan, and the robust MILP, bounded
-    below by them: a robust plan serves each must-meet variant at its own budgets and each
-    weighted one at no more than the largest share of them, so it costs at least each
-    variant's plan at that share (with the optimum often equal to the dearest, the
-    solver then stops at once)."""
+    below by them and started from the cheapest own plan that serves every variant: a
+    robust plan serves each must-meet variant at its own budgets and each weighted one at
+    no more than the largest share of them, so it costs at least each variant's plan at
+    that share (with the optimum often equal to the dearest, the solver then stops at
+    once). The weighted variants' plans at the largest share are solved only where the
+    must-meet variants' plans leave a gap to the start."""
     spaces, variants = [], []
     for i, (v, vp) in enumerate(pairs):
         try:
@@ -263,21 +265,20 @@ def robust_milp(
         spaces.append(space)
         variants.append(milp.Variant(v.name, tables, v.weight))
     alone = [milp.Variant(x.name, {1.0: x.tables[1.0]}) for x in variants]
-    plans, bounds = [], []
-    for x, own in zip(variants, alone, strict=True):
-        plans.append(_min_cost([own], solver, deadline, clock))
-        loosest = max(x.tables)
-        if loosest == 1.0:
-            bounds.append(plans[-1])
-        else:
-            loose = milp.Variant(x.name, {1.0: x.tables[loosest]})
-            bounds.append(_min_cost([loose], solver, deadline, clock))
-    lower = (
-        max(b.cost_per_hour or 0.0 for b in bounds)
-        if all(b.status in ("optimal", "infeasible") for b in bounds)
-        else None
-    )
-    initial = _incumbent(plans, alone, lower, solver, deadline, clock)
+    plans = [_min_cost([own], solver, deadline, clock) for own in alone]
+    # the must-meet variants' own plans bound the robust cost below; a weighted variant's
+    # own plan does not (the robust plan may serve it at a looser share), its plan at the
+    # loosest share does: those are planned only where the must-meet bound leaves a gap
+    bounds = [p for p, x in zip(plans, variants, strict=True) if x.weight is None]
+    lower = _lower(bounds)
+    initial, cost = _incumbent(plans, alone, lower, solver, deadline, clock)
+    if lower is None or cost is None or cost > lower * (1 + 1e-9):
+        for x in variants:
+            if x.weight is not None:
+                loose = milp.Variant(x.name, {1.0: x.tables[max(x.tables)]})
+                bounds.append(_min_cost([loose], solver, deadline, clock))
+        lower = _lower(bounds)
+        initial, _ = _incumbent(plans, alone, lower, solver, deadline, clock)
     out = _min_cost(variants, solver, deadline, clock, lower, initial)
     return RobustMilp(out, variants, alone, plans, spaces)
 
@@ -289,10 +290,11 @@ def _incumbent(
     solver: str,
     deadline: float,
     clock: Callable[[], float],
-) -> list[Choice] | None:
-    """A robust solution to start the solver from: the cheapest variant's own plan whose
-    hardware, routed by the MILP for each variant at its own budgets, serves them all (a
-    plan below the lower bound cannot; one at it is the optimum, proven at once)."""
+) -> tuple[list[Choice] | None, float | None]:
+    """A robust solution to start the solver from, and its cost per hour: the cheapest
+    variant's own plan whose hardware, routed by the MILP for each variant at its own
+    budgets, serves them all (a plan below the lower bound cannot; one at it is the
+    optimum, proven at once); (None, None) where none does."""
     floor = (lower or 0.0) * (1 - 1e-9)
     mine = sorted(
         (p for p in plans if p.choice is not None and (p.cost_per_hour or 0.0) >= floor),
@@ -309,8 +311,16 @@ def _incumbent(
                 break
             routed.append(got.choice)
         else:
-            return routed
-    return None
+            return routed, plan.cost_per_hour
+    return None, None
+
+
+def _lower(bounds: list[milp.MilpOutcome]) -> float | None:
+    """The robust cost's lower bound from plans each at most as constrained as the robust
+    plan (the dearest), or None where there is none or one of them is not proven."""
+    if not bounds or any(b.status not in ("optimal", "infeasible") for b in bounds):
+        return None
+    return max(b.cost_per_hour or 0.0 for b in bounds)
 
 
 def _min_cost(

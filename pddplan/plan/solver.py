@@ -55,12 +55,16 @@ def solve(
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-4,
     warm_start: bool = False,
+    preprocess: bool = True,
 ) -> SolveResult:
     """Solve ``problem`` in place and report what came back. ``warm_start``: start CBC from
-    the variables' initial values (a feasible solution; HiGHS ignores them)."""
+    the variables' initial values (a feasible solution; HiGHS ignores them).
+    ``preprocess``: CBC's preprocessing (HiGHS presolves either way), which strengthens
+    rows pass after pass; what it gains depends on the MILP (``min_cost`` turns it off for
+    a robust plan's)."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "solver.log"
-        backend = _backend(solver, time_limit_s, mip_gap, log, warm_start)
+        backend = _backend(solver, time_limit_s, mip_gap, log, warm_start, preprocess)
         start = time.perf_counter()
         with _stdout_to_stderr():
             try:
@@ -87,7 +91,12 @@ def solve(
 
 
 def _backend(
-    name: str, time_limit_s: float, mip_gap: float, log: Path, warm_start: bool = False
+    name: str,
+    time_limit_s: float,
+    mip_gap: float,
+    log: Path,
+    warm_start: bool = False,
+    preprocess: bool = True,
 ) -> pulp.LpSolver:
     if name == "cbc":
         return pulp.PULP_CBC_CMD(
@@ -96,7 +105,7 @@ def _backend(
             gapRel=mip_gap,
             logPath=str(log),
             cuts=False,
-            options=["heuristicsOnOff off"],
+            options=["heuristicsOnOff off"] + ([] if preprocess else ["preprocess off"]),
             warmStart=warm_start,
             _skip_v4_deprecation=True,
         )
