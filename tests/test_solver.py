@@ -56,6 +56,23 @@ def test_hand_solvable_optimum(backend):
     }
 
 
+@pytest.mark.parametrize("preprocess", [True, False])
+def test_cbc_without_preprocessing_finds_the_same_optimum(preprocess, monkeypatch):
+    """``preprocess=False`` reaches CBC's command line (a robust plan's MILPs run so) and
+    changes the time, not the answer."""
+    sent: list[list[str]] = []
+    original = pulp.PULP_CBC_CMD.solve_CBC
+
+    def spy(self, lp, use_mps=True):
+        sent.append(list(self.options))
+        return original(self, lp, use_mps)
+
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "solve_CBC", spy)
+    result = solve(knapsack(), solver="cbc", preprocess=preprocess)
+    assert result.status == "optimal" and result.objective == pytest.approx(20.0)
+    assert ("preprocess off" in sent[0]) is not preprocess
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_infeasible(backend):
     p = knapsack()
