@@ -1,0 +1,101 @@
+"""Where the analytic TTFT tail and the simulator part, segment by segment (issue 21).
+
+    python benchmarks/ttft_segments.py [--seeds 1002,1004,1006,1007,1008] [--time-cap-s 30]
+
+For each seed of ``tail_fidelity.py``'s generator: its min-cost plan, simulated at the plan's
+SLA capacity (seed 0); each request's TTFT split into its segments as the simulator records
+them (prefill queue, prefill pass, KV transfer, and the rest: MD admission and the first
+decode step), their mean and P90 over the requests; the simulated and analytic TTFT P50 /
+P90 / P99; and the analytic percentiles again with the first decode step charged at the
+simulated mean of the last segment instead of the TPOT bound (a counterfactual: the
+evaluator's ``first_token``, which is ``FleetModel.tpot_s``, set for the TTFT only; the
+planner and every check but the TTFT keep the bound). Diagnostics, not a test: it reaches
+into the simulator's records and the evaluator's state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from tail_fidelity import draw  # noqa: E402
+
+import pddplan  # noqa: E402
+from pddplan.evaluation import evaluator  # noqa: E402
+from pddplan.simulation import run  # noqa: E402
+
+
+def segments(seed: int, time_cap_s: float) -> str:
+    kept = {}
+    summarize = run._summarize
+
+    def keep(s, fleet, sim, steady, *args, **kwargs):  # the per-request records
+        kept["records"] = steady.records
+        return summarize(s, fleet, sim, steady, *args, **kwargs)
+
+    run._summarize = keep
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "scenario.yaml"
+            path.write_text(yaml.safe_dump(draw(seed), sort_keys=False))
+            problem = pddplan.load_scenario(path)
+            plan = pddplan.solve(problem)
+            rate = plan.evaluation.sla_capacity_rps
+            r = pddplan.simulate(problem, plan.fleet, rate_rps=rate, seed=0, time_cap_s=time_cap_s)
+    finally:
+        run._summarize = summarize
+    rec = kept["records"]
+    parts = {
+        "queue": rec.queue_s,
+        "pass": rec.prefill_s - rec.queue_s,
+        "transfer": rec.transfer_s,
+        "first step": rec.ttft_s - rec.prefill_s - rec.transfer_s,
+    }
+    cells = [f"{x.mean() * 1e3:.1f} / {np.percentile(x, 90) * 1e3:.1f}" for x in parts.values()]
+    sim = np.percentile(rec.ttft_s, [50, 90, 99])
+    model = [r.ttft_s[k].predicted for k in ("p50", "p90", "p99")]
+    first = float(parts["first step"].mean())
+    state = evaluator.Evaluator(problem, plan.fleet)
+    state.model.tpot_s = first  # the counterfactual: only the TTFT reads it here
+    what_if = evaluator._percentiles(state.state(rate), 100.0)
+    tpot = problem.scenario.sla.tpot_ms
+
+    def row(xs) -> str:
+        return " / ".join(f"{x:.3f}" for x in xs)
+
+    def err(xs) -> str:
+        return " / ".join(f"{(x - s) / s:+.0%}" for x, s in zip(xs, sim, strict=True))
+
+    wf = [what_if[k] for k in ("p50", "p90", "p99")]
+    return (
+        f"| {seed} | {rate:.2f} | {' | '.join(cells)} | {tpot:g} | {row(sim)} | "
+        f"{row(model)} ({err(model)}) | {row(wf)} ({err(wf)}) |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1002,1004,1006,1007,1008")
+    parser.add_argument("--time-cap-s", type=float, default=30.0)
+    args = parser.parse_args()
+    print(
+        "| seed | req/s | queue ms (mean / P90) | pass ms | transfer ms | first step ms | "
+        "TPOT bound ms | simulated TTFT P50 / P90 / P99 s | analytic | analytic, first step "
+        "at the simulated mean |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for seed in (int(x) for x in args.seeds.split(",")):
+        print(segments(seed, args.time_cap_s), flush=True)
+
+
+if __name__ == "__main__":
+    main()
