@@ -9,8 +9,14 @@ decode step), their mean and P90 over the requests; the simulated and analytic T
 P90 / P99; and the analytic percentiles again with the first decode step charged at the
 simulated mean of the last segment instead of the TPOT bound (a counterfactual: the
 evaluator's ``first_token``, which is ``FleetModel.tpot_s``, set for the TTFT only; the
-planner and every check but the TTFT keep the bound). Diagnostics, not a test: it reaches
-into the simulator's records and the evaluator's state.
+planner and every check but the TTFT keep the bound).
+
+A second table gives the model's side of the same segments, as the evaluator hands them to
+``prefill_wait_tail`` for a direct request (request-weighted over the classes): the prefill
+pool's utilization (the wait's load), the pass alone plus the fixed part of the transfer,
+the company delay's mean and standard deviation (added to the pass), the transfer's queueing
+delay (an exponential of this mean), and the link's busy share, simulated / analytic.
+Diagnostics, not a test: it reaches into the simulator's records and the evaluator's state.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pddplan.evaluation import evaluator  # noqa: E402
 from pddplan.simulation import run  # noqa: E402
 
 
-def segments(seed: int, time_cap_s: float) -> str:
+def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
     kept = {}
     summarize = run._summarize
 
@@ -67,6 +73,8 @@ def segments(seed: int, time_cap_s: float) -> str:
     state = evaluator.Evaluator(problem, plan.fleet)
     state.model.tpot_s = first  # the counterfactual: only the TTFT reads it here
     what_if = evaluator._percentiles(state.state(rate), 100.0)
+    state.model.tpot_s = problem.scenario.sla.tpot_ms / 1e3
+    model_side = _model_segments(state, rate, r)
     tpot = problem.scenario.sla.tpot_ms
 
     def row(xs) -> str:
@@ -78,7 +86,42 @@ def segments(seed: int, time_cap_s: float) -> str:
     wf = [what_if[k] for k in ("p50", "p90", "p99")]
     return (
         f"| {seed} | {rate:.2f} | {' | '.join(cells)} | {tpot:g} | {row(sim)} | "
-        f"{row(model)} ({err(model)}) | {row(wf)} ({err(wf)}) |"
+        f"{row(model)} ({err(model)}) | {row(wf)} ({err(wf)}) |",
+        f"| {seed} | {model_side} |",
+    )
+
+
+def _model_segments(state: evaluator.Evaluator, rate: float, r) -> str:
+    """The model's segment figures of a direct request (``prefill_wait_tail``'s arguments at
+    T = 0), weighted over the classes; the first P pool and MD datacenter."""
+    seen = []
+    tail = evaluator.prefill_wait_tail
+
+    def spy(t_s, **kwargs):
+        seen.append((np.asarray(t_s), kwargs))
+        return tail(t_s, **kwargs)
+
+    evaluator.prefill_wait_tail = spy
+    try:
+        state.state(rate).ttft_tail(0.0)
+    finally:
+        evaluator.prefill_wait_tail = tail
+    t_s, kw = seen[-1]  # the call at T = 0 (the state computed its bounds first)
+    w = state.model.w / state.model.w.sum()
+
+    def mean(x) -> float:
+        return float(w @ np.broadcast_to(np.asarray(x, dtype=float), t_s.shape)[0])
+
+    first = state.model.tpot_s
+    fixed = -mean(t_s) - first  # pass alone + fixed transfer (T = 0 less the first step)
+    company = mean(kw["company_mean_s"])
+    company_sd = mean(np.sqrt(kw["company_var_s2"]))
+    queueing = mean(kw["extra_mean_s"])
+    link = next(iter(r.link_utilization.values()), None)
+    busy = f"{link.simulated:.1%} / {link.predicted:.1%}" if link is not None else "—"
+    return (
+        f"{kw['utilization']:.1%} | {fixed * 1e3:.1f} | {company * 1e3:.1f} ± "
+        f"{company_sd * 1e3:.1f} | {queueing * 1e3:.1f} | {busy}"
     )
 
 
@@ -93,8 +136,18 @@ def main() -> None:
         "at the simulated mean |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    second = []
     for seed in (int(x) for x in args.seeds.split(",")):
-        print(segments(seed, args.time_cap_s), flush=True)
+        first, other = segments(seed, args.time_cap_s)
+        print(first, flush=True)
+        second.append(other)
+    print()
+    print(
+        "| seed | P busy (model) | pass alone + fixed transfer ms | company ms (mean ± sd) | "
+        "transfer queueing mean ms | link busy, simulated / model |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    print("\n".join(second))
 
 
 if __name__ == "__main__":
