@@ -41,6 +41,8 @@ from pddplan.simulation import run  # noqa: E402
 
 
 def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
+    """The two tables' rows of ``seed``: the simulated segments with the analytic TTFT (and
+    its counterfactual), and the model's side of the segments."""
     kept = {}
     summarize = run._summarize
 
@@ -70,11 +72,11 @@ def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
     sim = np.percentile(rec.ttft_s, [50, 90, 99])
     model = [r.ttft_s[k].predicted for k in ("p50", "p90", "p99")]
     first = float(parts["first step"].mean())
-    state = evaluator.Evaluator(problem, plan.fleet)
-    state.model.tpot_s = first  # the counterfactual: only the TTFT reads it here
-    what_if = evaluator._percentiles(state.state(rate), 100.0)
-    state.model.tpot_s = problem.scenario.sla.tpot_ms / 1e3
-    model_side = _model_segments(state, rate, r)
+    ev = evaluator.Evaluator(problem, plan.fleet)
+    ev.model.tpot_s = first  # the counterfactual: the TTFT's first step (and the TPOT check)
+    what_if = evaluator._percentiles(ev.state(rate), 100.0)
+    ev.model.tpot_s = problem.scenario.sla.tpot_ms / 1e3
+    model_side = _model_segments(ev, rate, r)
     tpot = problem.scenario.sla.tpot_ms
 
     def row(xs) -> str:
@@ -91,7 +93,7 @@ def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
     )
 
 
-def _model_segments(state: evaluator.Evaluator, rate: float, r) -> str:
+def _model_segments(ev: evaluator.Evaluator, rate: float, r) -> str:
     """The model's segment figures of a direct request (``prefill_wait_tail``'s arguments at
     T = 0), weighted over the classes; the first P pool and MD datacenter."""
     seen = []
@@ -103,16 +105,16 @@ def _model_segments(state: evaluator.Evaluator, rate: float, r) -> str:
 
     evaluator.prefill_wait_tail = spy
     try:
-        state.state(rate).ttft_tail(0.0)
+        ev.state(rate).ttft_tail(0.0)
     finally:
         evaluator.prefill_wait_tail = tail
     t_s, kw = seen[-1]  # the call at T = 0 (the state computed its bounds first)
-    w = state.model.w / state.model.w.sum()
+    w = ev.model.w / ev.model.w.sum()
 
     def mean(x) -> float:
         return float(w @ np.broadcast_to(np.asarray(x, dtype=float), t_s.shape)[0])
 
-    first = state.model.tpot_s
+    first = ev.model.tpot_s
     fixed = -mean(t_s) - first  # pass alone + fixed transfer (T = 0 less the first step)
     company = mean(kw["company_mean_s"])
     company_sd = mean(np.sqrt(kw["company_var_s2"]))
