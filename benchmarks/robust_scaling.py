@@ -86,22 +86,27 @@ def row(scenario: Path, k: int, solver: str) -> str:
     )
 
 
+def table(scenario: Path, solvers: str, sizes: str) -> None:
+    """The markdown table: a row per solver and number of variants."""
+    print(
+        "| variants | count tables | options kept (P/RLD/MD) | variables | constraints | "
+        "total s | robust MILP s | solver | status | $/hour |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for solver in solvers.split(","):
+        for k in (int(x) for x in sizes.split(",")):
+            print(row(scenario, k, solver), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solvers", default="cbc,highs")
     parser.add_argument("--sizes", default="1,2,3,4")
     parser.add_argument("--covering", action="store_true", help="variants no own plan covers")
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp())
-    scenario = covering_scenario(folder) if args.covering else SCENARIO
-    print(
-        "| variants | count tables | options kept (P/RLD/MD) | variables | constraints | "
-        "total s | robust MILP s | solver | status | $/hour |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for solver in args.solvers.split(","):
-        for k in (int(x) for x in args.sizes.split(",")):
-            print(row(scenario, k, solver), flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        scenario = covering_scenario(Path(folder)) if args.covering else SCENARIO
+        table(scenario, args.solvers, args.sizes)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ them (prefill queue, prefill pass, KV transfer, and the rest: MD admission and t
 decode step), their mean and P90 over the requests; the simulated and analytic TTFT P50 /
 P90 / P99; and the analytic percentiles again with the first decode step charged at the
 simulated mean of the last segment instead of the TPOT bound (a counterfactual: the
-evaluator's ``first_token``, which is ``FleetModel.tpot_s``, set for the TTFT only; the
-planner and every check but the TTFT keep the bound).
+evaluator's ``first_token`` is ``FleetModel.tpot_s``, which the TPOT check reads too, so
+only the percentiles are reported from it; the planner keeps the bound).
 
 A second table gives the model's side of the same segments, as the evaluator hands them to
 ``prefill_wait_tail`` for a direct request (request-weighted over the classes): the prefill

@@ -154,6 +154,52 @@ def test_the_robust_plan_serves_every_variant_and_costs_at_least_each_alone(smal
     assert r.mixture[0] <= 0.10 + 1e-9 and r.mixture[1] <= 0.01 + 1e-9
 
 
+def test_the_weighted_plans_bound_only_where_the_must_meet_ones_leave_a_gap(small_variants):
+    """Every variant's own plan costs the same here, so the must-meet ones bound the robust
+    cost at its start: the weighted variants are not planned again at a looser share."""
+    from pddplan.plan import robust
+
+    _, problem, _ = small_variants
+    solved = []
+    original = robust._min_cost
+
+    def spy(variants, *args, **kwargs):
+        solved.append([next(iter(v.tables.values())).tail_scale for v in variants])
+        return original(variants, *args, **kwargs)
+
+    robust._min_cost = spy
+    try:
+        m = robust.robust_milp(problem, problem.variants(), "cbc", deadline=float("inf"))
+    finally:
+        robust._min_cost = original
+    assert m.outcome.status == "optimal"
+    assert solved[:4] == [[1.0]] * 4 and len(solved) == 5  # four own plans, the robust MILP
+
+
+def test_the_loosest_share_the_mixture_allows():
+    """sum w x scale <= sum w with the others at their tightest (0.5): two weights of 1/2
+    allow 1.5 each; three of 1/3 allow 2; one weighted variant alone only its own budgets."""
+    from pddplan.plan.robust import _loosest
+
+    grid = dict.fromkeys((0.5, 1.0, 1.5, 2.0))
+    must = milp.Variant("m", {1.0: None})
+    two = [must] + [milp.Variant(f"w{i}", grid, 0.5) for i in range(2)]
+    assert _loosest(two) == [1.0, 1.5, 1.5]
+    assert _loosest([milp.Variant(f"w{i}", grid, 1 / 3) for i in range(3)]) == [2.0] * 3
+    assert _loosest([must, milp.Variant("w", grid, 1.0)]) == [1.0, 1.0]
+
+
+def test_the_lower_bound_takes_the_proven_plans_only():
+    from pddplan.plan.robust import _lower
+
+    def plan(status, cost):
+        return milp.MilpOutcome(status, None, cost, None, None, 0.0, 0, 0, 0)
+
+    got = _lower([plan("optimal", 10.0), plan("time_limit", 12.0), plan("infeasible", None)])
+    assert got == 10.0
+    assert _lower([plan("time_limit", 12.0)]) is None and _lower([]) is None
+
+
 def test_each_single_plan_is_checked_under_every_variant(small_variants):
     _, _, r = small_variants
     names = [v.name for v in r.variants]

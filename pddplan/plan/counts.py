@@ -508,6 +508,7 @@ class Requirements:
             # at the tabulated utilization at or above the load
             util = busy / n
             i = np.minimum(np.searchsorted(ADMISSION_GRID, util), len(ADMISSION_GRID) - 1)
+            # (frexp's exponent: exact for counts below 2^53)
             pooled = np.left_shift(1, np.frexp(n)[1].astype(np.int64) - 1)
             p_wait = np.ones(n.shape)
             for p in np.unique(pooled):
@@ -621,6 +622,7 @@ def undominated(
     """The ``options`` (of one role) no other of them dominates in every one of
     ``figures`` (``Requirements.figures``, one per table: a robust plan's variants and
     tail scales, or one; ``Requirements.undominated`` states the rule)."""
+    assert figures, "dominance needs at least one table of figures"
     inventory = {dc: set(d.inventory) for dc, d in space.scenario.datacenters.items()}
 
     def dominates(a: PoolOption, b: PoolOption) -> bool:

@@ -247,10 +247,10 @@ def robust_milp(
     """The variants' count tables, each variant's own plan, and the robust MILP, bounded
     below by them and started from the cheapest own plan that serves every variant: a
     robust plan serves each must-meet variant at its own budgets and each weighted one at
-    no more than the largest share of them, so it costs at least each variant's plan at
-    that share (with the optimum often equal to the dearest, the solver then stops at
-    once). The weighted variants' plans at the largest share are solved only where the
-    must-meet variants' plans leave a gap to the start."""
+    no more than the loosest share the mixture allows it (``_loosest``), so it costs at
+    least each variant's plan at that share (with the optimum often equal to the dearest,
+    the solver then stops at once). The weighted variants' plans at that share are solved
+    only where the must-meet variants' plans leave a gap to the start."""
     spaces, variants = [], []
     for i, (v, vp) in enumerate(pairs):
         try:
@@ -268,17 +268,25 @@ def robust_milp(
     plans = [_min_cost([own], solver, deadline, clock) for own in alone]
     # the must-meet variants' own plans bound the robust cost below; a weighted variant's
     # own plan does not (the robust plan may serve it at a looser share), its plan at the
-    # loosest share does: those are planned only where the must-meet bound leaves a gap
-    bounds = [p for p, x in zip(plans, variants, strict=True) if x.weight is None]
-    lower = _lower(bounds)
+    # loosest share the mixture allows it does: those are planned only where the must-meet
+    # bound leaves a gap to the start (or there is no must-meet variant)
+    must = [p for p, x in zip(plans, variants, strict=True) if x.weight is None]
+
+    def loose() -> list[milp.MilpOutcome]:
+        return [
+            plans[i]
+            if scale == 1.0
+            else _min_cost([milp.Variant(x.name, {1.0: x.tables[scale]})], solver, deadline, clock)
+            for i, (x, scale) in enumerate(zip(variants, _loosest(variants), strict=True))
+            if x.weight is not None
+        ]
+
+    lower = _lower(must or loose())
     initial, cost = _incumbent(plans, alone, lower, solver, deadline, clock)
-    if lower is None or cost is None or cost > lower * (1 + 1e-9):
-        for x in variants:
-            if x.weight is not None:
-                loose = milp.Variant(x.name, {1.0: x.tables[max(x.tables)]})
-                bounds.append(_min_cost([loose], solver, deadline, clock))
-        lower = _lower(bounds)
-        initial, _ = _incumbent(plans, alone, lower, solver, deadline, clock)
+    gap = lower is None or cost is None or cost > lower * (1 + 1e-9)
+    if must and len(must) < len(variants) and gap:
+        # the start stays: a plan that serves every variant costs no less than a bound
+        lower = _lower(must + loose())
     out = _min_cost(variants, solver, deadline, clock, lower, initial)
     return RobustMilp(out, variants, alone, plans, spaces)
 
@@ -317,10 +325,28 @@ def _incumbent(
 
 def _lower(bounds: list[milp.MilpOutcome]) -> float | None:
     """The robust cost's lower bound from plans each at most as constrained as the robust
-    plan (the dearest), or None where there is none or one of them is not proven."""
-    if not bounds or any(b.status not in ("optimal", "infeasible") for b in bounds):
-        return None
-    return max(b.cost_per_hour or 0.0 for b in bounds)
+    plan: the dearest of those proven optimal (an infeasible one adds nothing; the robust
+    MILP finds that out itself), or None where none is."""
+    proven = [b.cost_per_hour for b in bounds if b.status == "optimal" and b.cost_per_hour]
+    return max(proven) if proven else None
+
+
+def _loosest(variants: list[milp.Variant]) -> list[float]:
+    """Per variant, the loosest of its tail scales the mixture row allows it with the other
+    weighted variants at their tightest (``sum w x scale <= sum w``; 1 for a must-meet
+    variant): the robust plan serves it at no looser a share, so costs at least its plan
+    there."""
+    weighted = [x for x in variants if x.weight is not None]
+    total = sum(x.weight or 0.0 for x in weighted) * (1 + 1e-9)
+    out = []
+    for x in variants:
+        if x.weight is None:
+            out.append(1.0)
+            continue
+        others = sum((y.weight or 0.0) * min(y.tables) for y in weighted if y is not x)
+        cap = (total - others) / x.weight
+        out.append(max((k for k in x.tables if k <= cap * (1 + 1e-12)), default=min(x.tables)))
+    return out
 
 
 def _min_cost(
