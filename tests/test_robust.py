@@ -200,6 +200,25 @@ def test_the_lower_bound_takes_the_proven_plans_only():
     assert _lower([plan("time_limit", 12.0)]) is None and _lower([]) is None
 
 
+def test_a_variant_is_reported_at_its_planned_rate_with_headroom_counted_once(
+    small_variants, tmp_path
+):
+    """With headroom 0.5 a variant's rate is its demand x 1.5; its evaluation, made at that
+    rate, is the planned load itself (not that rate x 1.5 again)."""
+    from pddplan.plan.robust import _at_shared
+
+    _, _, r = small_variants
+    path = tmp_path / "headroom.yaml"
+    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + "headroom: 0.5\n"
+    path.write_text(text + VARIANTS)
+    v, vp = pddplan.load_scenario(path).variants()[0]
+    got = _at_shared(v, vp, r.variants[0].fleet, 1.0)
+    assert got.rate_rps == pytest.approx(vp.scenario.workload.arrival_rps * 1.5)
+    assert got.evaluation.demand_rps == pytest.approx(got.rate_rps)
+    assert got.evaluation.planned_rps == pytest.approx(got.rate_rps)
+    assert got.evaluation.ttft_planned_s is None
+
+
 def test_each_single_plan_is_checked_under_every_variant(small_variants):
     _, _, r = small_variants
     names = [v.name for v in r.variants]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import TTFT_FAILURE, Evaluator
@@ -219,7 +219,8 @@ def _at_shared(v: WorkloadVariant, vp: Problem, fleet: Fleet, scale: float) -> V
         rate,
         scale,
         fleet,
-        ev.report(rate),
+        # the report's demand is the planned rate already: not that rate x (1 + headroom)
+        replace(ev.report(rate), planned_rps=rate, ttft_planned_s=None),
         (state.tail90, state.tail99),
         meets,
     )
