@@ -30,6 +30,7 @@ from pddplan.simulation.steady import BATCHES, MIN_BATCH, RunLength, run_steady
 from pddplan.simulation.verify import MARGIN, Tightening, _tighter
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.fleet import Routing
+from pddplan.spec.scenario import ClassSpec
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.classes import workload_classes
 from pddplan.workload.sessions import SessionOptions, SessionSource, block_tokens
@@ -173,6 +174,52 @@ def test_decode_instance_steps_and_stalls(models, hardware):
     step = inst.decode_step_s(1, 4224.0)
     assert _decode_alone(inst, stall=0.0) == pytest.approx(100 * step, rel=1e-6)
     assert _decode_alone(inst, stall=0.5) == pytest.approx(100 * step + 0.5, rel=1e-6)
+
+
+def test_sampled_hits_average_the_target_in_whole_blocks():
+    """Hits come in whole cache blocks. One class of 4,000-token prompts at a 60% hit is
+    37.5 blocks of 64 tokens: rounded to 38 every time, every request would hit 60.8% (2%
+    fewer new tokens to send); rounded up half the time, they average 37.5."""
+    s, _, _ = triple(load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml"))
+    one = ClassSpec(weight=1.0, input_tokens=4000, output_tokens=100, p_hit=0.6)
+    workload = s.workload.model_copy(
+        update={"input_tokens": None, "output_tokens": None, "prefix_hit": None, "classes": (one,)}
+    )
+    options = SessionOptions(rate_rps=20, ready_after_s=1, tpot_s=0.05)
+    src = SessionSource(workload, 5000, options, seed=0)
+    target = 0.6 * 4000 / src.block_tokens
+    assert target % 1 == 0.5  # the case rounding decides
+    seen = {i for ids in src.warm for i in ids}
+    reused = []
+    for _, _, _, ids in src:
+        reused.append(sum(i in seen for i in ids))
+        seen.update(ids)
+    warm = np.array([r for r in reused if r > 0])  # requests that continued a session
+    assert len(warm) > 4500
+    assert set(warm.tolist()) == {math.floor(target), math.ceil(target)}
+    assert warm.mean() == pytest.approx(target, abs=0.05)
+
+
+def test_a_sequence_joins_at_the_next_step_boundary(models, hardware):
+    """Continuous batching forms its batch between steps: a sequence that arrives 30% into
+    the step of another waits the 70% left of it, then makes its first token in the next
+    step, at the batch of two; on an idle instance the first token is one step away. The
+    counter: after 0.3 of a step of one (S = 0.3) the joiner starts at S = 1, so its first
+    token is (1 + 1 - 0.3) steps of two after it arrives."""
+    cal = resolve_calibration(hardware, "h200-sxm")
+    inst = make_instance(models["llama-3.1-8b"], hardware.chips["h200-sxm"], 1, cal)
+    one = inst.decode_step_s(1, 4224.0)  # the context's 256-token cell, as the step memo
+    two = inst.decode_step_s(2, 4224.0)
+    ev = Events()
+    d = DecodeInstance(
+        ev, inst, max_seqs=8, kv_bytes=1e12, step_memo={}, gaps={}, on_leave=lambda *_: None
+    )
+    firsts: dict[str, float] = {}
+    ev.at(0.0, lambda _: firsts.setdefault("a", d.join("a", 4200.0, 100, 1.0)))
+    ev.at(0.3 * one, lambda _: firsts.setdefault("b", d.join("b", 4200.0, 100, 1.0)))
+    ev.run()  # both sequences to their ends
+    assert firsts["a"] == pytest.approx(one, rel=1e-9)
+    assert firsts["b"] - 0.3 * one == pytest.approx(1.7 * two, rel=1e-9)
 
 
 def _decode_alone(inst, *, stall: float) -> float:

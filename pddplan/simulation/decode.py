@@ -25,8 +25,9 @@ class DecodeInstance:
     performance model's ``decode_step_s(n, mean context)``, recomputed whenever a sequence
     joins or leaves (piecewise constant between). A step counter ``S`` advances at
     ``1 / step`` per second, except during stalls (an extend step for a handoff stops every
-    sequence). A sequence that joins at ``S0`` with ``k`` tokens to go leaves at
-    ``S0 + k``. Admission is limited to ``max_seqs`` sequences (the plan's operating batch)
+    sequence). A sequence that joins at counter ``S`` starts at the next step boundary,
+    ``S0 = ceil(S)`` (the step in progress runs without it), and with ``k`` tokens to go
+    leaves at ``S0 + k``. Admission is limited to ``max_seqs`` sequences (the plan's operating batch)
     and to the KV memory, against the bytes each sequence is admitted with.
     """
 
@@ -105,22 +106,28 @@ class DecodeInstance:
 
     def join(self, req: Any, context: float, tokens: int, kv_need: float) -> float:
         """Admit ``req`` with ``tokens`` to decode at ``context`` tokens; returns the time of
-        its first token (the next step after any stall, at the new batch's step time)."""
+        its first token. An engine forms its batch between steps (continuous batching at
+        iteration level): a sequence that arrives while a step runs waits for it to end,
+        then makes its first token in the next step, at the new batch's step time (after
+        any stall). On an idle instance the next step starts at once."""
         now = self.ev.now
         self._advance(now)
+        if self.n == 0:  # no step in progress: the counter restarts at a step boundary
+            self.S, self._ctx_sum = float(math.ceil(self.S - EPS)), 0.0
+        start = float(math.ceil(self.S - EPS))  # the next step boundary
         self.n += 1
         self.kv_free -= kv_need
-        self._ctx_sum += context - self.S
-        self._members[req] = (self.S, context, kv_need, tokens)
-        heapq.heappush(self._heap, (self.S + tokens, next(self._seq), req))
+        self._ctx_sum += context - start
+        self._members[req] = (start, context, kv_need, tokens)
+        heapq.heappush(self._heap, (start + tokens, next(self._seq), req))
         self.step = self._step_s()
         self._reschedule()
-        return max(now, self.stall_until) + self.step
+        return max(now, self.stall_until) + (start + 1 - self.S) * self.step
 
     def tokens_done(self, req: Any) -> int:
         self._advance(self.ev.now)
         s0, _, _, tokens = self._members[req]
-        return min(int(tokens), int(self.S - s0 + EPS))
+        return min(int(tokens), max(int(self.S - s0 + EPS), 0))
 
     def remove(self, req: Any) -> int:
         """Take ``req`` out before it finishes (a handoff); returns the tokens it made."""

@@ -110,6 +110,7 @@ class SessionSource:
     ) -> None:
         self.workload, self.n, self.options = workload, n, options
         self._rng = np.random.default_rng(seed)
+        self._round_rng = np.random.default_rng([seed, 1])  # the hits' rounding
         self.block_tokens = block_tokens(workload)
         self._contexts: dict[int, array] = {}
         self._waiting: list[tuple[float, int]] = []  # (ready at, session)
@@ -179,8 +180,12 @@ class SessionSource:
             length = np.maximum(1, np.rint(inp))  # rint, like round, rounds half to even
             tokens_out = np.maximum(0, np.rint(out))
             blocks = -(-length // block)
-            # rounded, not floored, so that the hits average the target
-            want = np.minimum(np.rint(hit * length / block), blocks)
+            # whole blocks, rounded up with the chance of the fraction (its own stream):
+            # the hits average the target even where every request has the same prompt
+            # and hit (37.5 blocks rounded to 38 would raise a fixed 60% hit to 60.8%)
+            exact = hit * length / block
+            up = self._round_rng.random(m) < exact - np.floor(exact)
+            want = np.minimum(np.floor(exact) + up, blocks)
             think = rng.exponential(options.think_s, m) if options.think_s > 0 else np.zeros(m)
             # when the session is ready for its next turn
             again = (options.ready_after_s + tokens_out * options.tpot_s + think).tolist()
