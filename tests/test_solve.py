@@ -70,13 +70,17 @@ class _HandTables:
             hw=None,
             owned={},
             bands=[Band(0, 0.01)],  # one pace band: RLD's pace is moot here
+            first_steps=lambda st: {0.05: [self.m]},  # one MD option, one first step
         )
         self.feasible_states = [self.slow, self.fast]
 
     def _table(self, o, st):
         return np.array(self.need[(o.chip, st.key)])
 
-    def prefill(self, o, st):
+    def prefill(self, o, st, singular=None, *, first_s):
+        return self._table(o, st)
+
+    def prefill_least(self, o, st):
         return self._table(o, st)
 
     def relay(self, o, st, singular, band):
@@ -565,7 +569,10 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
             for st in hinted.feasible_states:
                 for o in warm.options["prefill"]:
                     if o.datacenter == st.p_dc and st.p_chip in (None, o.chip):
-                        assert np.array_equal(cold.prefill(o, st), hinted.prefill(o, st))
+                        for f in warm.first_steps(st):
+                            assert np.array_equal(
+                                cold.prefill(o, st, first_s=f), hinted.prefill(o, st, first_s=f)
+                            )
 
 
 def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
@@ -576,19 +583,19 @@ def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
     cold = Requirements(Space(problem_of(s, hardware, models)), rate)
     o = cold.space.options["prefill"][0]
     states = [st for st in cold.feasible_states if st.p_chip in (None, o.chip)]
-    expected = [cold.prefill(o, st) for st in states]
+    expected = [cold.prefill_least(o, st) for st in states]
     assert states and max(e.max() for e in expected) < 40
     monkeypatch.setattr(
         Space,
         "prefill_needs",
-        lambda self, o, st, r, singular=None: (
+        lambda self, o, st, r, singular=None, first_s=None: (
             np.full(len(self.cuts), 40),
             np.full(len(self.cuts), 41),
         ),
     )
     hinted = Requirements(Space(problem_of(s, hardware, models)), rate)
     for st, want in zip(states, expected, strict=True):
-        assert np.array_equal(hinted.prefill(o, st), want)
+        assert np.array_equal(hinted.prefill_least(o, st), want)
 
 
 def test_main_decode_count_holds_the_open_sessions(hardware, models):

@@ -275,7 +275,6 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 f"{pool.datacenter} (busy {u:.1%})"
             )
     # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
-    first_token = m.tpot_s  # the first decode step, charged at the TPOT bound
     rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
     # rows: a request sent straight to MD (its WAN transfer, queueing and MD's admission on
     # the way to its first token), and, where any class relays, one sent to RLD (RDMA)
@@ -286,10 +285,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             queueing = wan_queueing[(a, b)]
             with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
                 fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
-            rest[(a, b)] = np.stack([fixed, rdma][: len(paths)]) + first_token
+            rest[(a, b)] = np.stack([fixed, rdma][: len(paths)])
             extra[(a, b)] = np.stack([queueing, np.zeros_like(queueing)][: len(paths)])
             spread_rows[(a, b)] = np.stack([spread[(a, b)], np.zeros_like(queueing)][: len(paths)])
     admits = np.arange(len(paths))[:, None] == 0  # only the direct row waits at MD
+    # the first token: MD's first step (``Problem.first_step_s``) on the direct row, relay
+    # decode's step, at most the TPOT bound, on the relayed one
+    firsts = [np.array([[f], [m.tpot_s]][: len(paths)]) for f in m.md_first]
     p_svc = [f.service for f in p_figures]
     svc_mean = [float(w @ svc) for svc in p_svc]
     svc_cv2 = [float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(p_svc, svc_mean, strict=True)]
@@ -324,7 +326,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     ]
 
     # MD's admission: a request that goes straight to MD waits for a decode slot there
-    admissions = []  # per MD pool: its share of its datacenter's requests, its queue
+    admissions = []  # per MD pool: its share of its datacenter's requests, first step, queue
     for i, (pool, _) in enumerate(pools_m):
         batch, step = md_points[i]
         # a slot's time per request at the operating step: a class's direct requests hold
@@ -337,6 +339,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             (
                 md_share[i] / max(dc_share_md[pool.datacenter], 1e-300),
                 pool.datacenter,
+                firsts[i],
                 md_admission(
                     batch=batch,
                     instances=pool.instances,
@@ -354,9 +357,9 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
             a = pool.datacenter
             alone = p_figures[j].latency
-            for md_part, b, admission in admissions:
+            for md_part, b, first, admission in admissions:
                 tail = prefill_wait_tail(
-                    T - alone - rest[(a, b)],
+                    T - alone - rest[(a, b)] - first,
                     instances=pool.instances,
                     groups=pools_p[j][1].attention_groups,
                     utilization=min(p_util[j], 1.0),

@@ -126,6 +126,12 @@ class FleetModel:
             for pool, _ in self.roles["main_decode"]
         ]
         """Per MD pool: its step at every batch up to its largest (its admission queue)."""
+        self.md_first = [
+            problem.first_step_s(pool.chip, pool.gpus_per_instance, gb or 0.0)
+            for pool, _ in self.roles["main_decode"]
+        ]
+        """Per MD pool: a request's first step there, from its admission to its first token
+        (``Problem.first_step_s``, as the planner charges it)."""
         self.md_dcs = sorted({p.datacenter for p, _ in self.roles["main_decode"]})
         self.tiers = self._tiers() if self.tiered else {}
         """A tiered cache's capacity per MD datacenter (``pddplan.model.md_cache``)."""

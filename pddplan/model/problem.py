@@ -32,6 +32,7 @@ from pddplan.model.kv import KvModel
 from pddplan.model.md_cache import CacheChoice, tier_price
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
+from pddplan.model.queueing import first_decode_step_s
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -505,6 +506,14 @@ class Problem:
             batch = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserve)
             table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
         return table[key]
+
+    def first_step_s(self, chip: str, gpus: int, reserve_gb_per_gpu: float = 0.0) -> float:
+        """Main decode's first step on ``gpus`` x ``chip`` (``first_decode_step_s``) at its
+        operating point with ``reserve_gb_per_gpu`` held back, at the utilization cap."""
+        batch, step = self.decode_point(chip, gpus, reserve_gb_per_gpu)
+        return first_decode_step_s(
+            batch, step, self.decode_steps(chip, gpus), self.scenario.search.max_utilization
+        )
 
     def decode_steps(self, chip: str, gpus: int) -> tuple[Array, Array]:
         """Decode step seconds on ``gpus`` x ``chip`` at batches from 1 to its largest

@@ -345,6 +345,34 @@ def md_admission(
     return Admission(wait, mean, applies)
 
 
+STEP_IN_PROGRESS = 0.5
+"""The share of a decode step a request admitted to a busy instance waits before its own
+step, on average: engines form their batch between steps, and a request arrives at a
+random point of the step in progress (the residual of a fixed-length step: half of it)."""
+
+
+def first_decode_step_s(
+    batch: int, step_s: float, steps: tuple[np.ndarray, np.ndarray], utilization: float
+) -> float:
+    """The mean time from a request's admission at main decode to its first token: the rest
+    of the step in progress (``STEP_IN_PROGRESS`` of a step) and one step, at the batch an
+    instance runs when it is ``utilization`` busy at its operating point (``batch`` at
+    ``step_s``, ``Problem.decode_point``).
+
+    Busy ``u`` at the operating point, an instance makes ``u x batch / step_s`` tokens a
+    second; a part-full batch steps faster, so the batch it runs is the ``b`` with
+    ``b / step(b)`` equal to that (``steps``: ``Problem.decode_steps``), below ``u x batch``
+    (the occupancy the operating step alone would give). The planner and the evaluator
+    both take ``utilization`` at the utilization cap, the most any plan runs main decode
+    at: a charge per main-decode option, the same in every plan that buys it."""
+    if batch < 1 or utilization <= 0:
+        return (1.0 + STEP_IN_PROGRESS) * step_s
+    batches, seconds = steps
+    made = np.maximum.accumulate(batches / seconds)  # tokens a second, by batch
+    running = float(np.interp(utilization * batch / step_s, made, batches))
+    return (1.0 + STEP_IN_PROGRESS) * float(np.interp(running, batches, seconds))
+
+
 MD_CHAIN_SLOTS = 2048
 """Above this many slots ``md_wait_probability`` takes Erlang C instead of the chain (an
 upper bound on it; near full load, where either is above a tail budget's share, the two

@@ -89,41 +89,45 @@ def relaxed_optimum(
     best = math.inf
     tables = []
     for st in req.feasible_states:
-        main = [o for o in sp.options["main_decode"] if st.received_by(o)]
         relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
-        for senders, p_costs, rld, hosted in _pairings(req, st):
-            prefill = p_costs.min(axis=0)  # singular cuts x relay cuts
-            if not np.isfinite(prefill).any():
-                continue
-            # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
-            # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
-            # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
-            for band in req.bands():
-                if band.index < 0:
-                    if hosted:
-                        continue  # without relay decode: the plain pairing's
-                    r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
-                elif rld:
-                    r_costs = _costs(
-                        sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
-                    )
-                    if hosted:  # on the host's instances: at most one per instance
-                        counts = np.stack(
-                            [req.prefill(senders[0], st, x) for x in sp.singular_cuts]
-                        )
-                        r_costs = np.where(
-                            req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
-                        )
-                else:
+        # per first step of the MD options receiving in st: their prefill counts
+        for first_s, main in sp.first_steps(st).items():
+            for senders, p_costs, rld, hosted in _pairings(req, st, first_s):
+                prefill = p_costs.min(axis=0)  # singular cuts x relay cuts
+                if not np.isfinite(prefill).any():
                     continue
-                m_costs = _costs(
-                    sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
-                )
-                relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
-                totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
-                best = min(best, float(totals.min()))
-                roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
-                tables.append((st, band, totals, relays, roles))
+                # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+                # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
+                # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
+                for band in req.bands():
+                    if band.index < 0:
+                        if hosted:
+                            continue  # without relay decode: the plain pairing's
+                        r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
+                    elif rld:
+                        r_costs = _costs(
+                            sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
+                        )
+                        if hosted:  # on the host's instances: at most one per instance
+                            counts = np.stack(
+                                [
+                                    req.prefill(senders[0], st, x, first_s=first_s)
+                                    for x in sp.singular_cuts
+                                ]
+                            )
+                            r_costs = np.where(
+                                req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
+                            )
+                    else:
+                        continue
+                    m_costs = _costs(
+                        sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+                    )
+                    relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
+                    totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
+                    best = min(best, float(totals.min()))
+                    roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
+                    tables.append((st, band, totals, relays, roles))
     if not math.isfinite(best):
         return RelaxedOptimum(math.inf)
     tol = 1e-9 * max(1.0, best)
@@ -167,7 +171,7 @@ def relaxed_optimum(
     return RelaxedOptimum(best, tuple(exact))
 
 
-def _pairings(req: Requirements, st) -> list[tuple[list, np.ndarray, list, bool]]:
+def _pairings(req: Requirements, st, first_s: float) -> list[tuple[list, np.ndarray, list, bool]]:
     """The (prefill options, their costs per singular and relay cut, relay-decode options,
     hosted) the relaxation pairs in state ``st``: every sender with the relay-decode pools
     of their own, each sender's count without hosted tokens (a hosting option's least);
@@ -176,13 +180,13 @@ def _pairings(req: Requirements, st) -> list[tuple[list, np.ndarray, list, bool]
     sp = req.space
     nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
     senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
-    costs = _costs(sp, [(o, req.prefill(o, st)) for o in senders], ncut)
+    costs = _costs(sp, [(o, req.prefill(o, st, first_s=first_s)) for o in senders], ncut)
     apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
     out = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, False)]
     for p in senders:
         on = [o for o in sp.options["relay_decode"] if o.host == p.key]
         if p.hosting and on:
-            needs = np.stack([req.prefill(p, st, x) for x in sp.singular_cuts])
+            needs = np.stack([req.prefill(p, st, x, first_s=first_s) for x in sp.singular_cuts])
             out.append(([p], _costs(sp, [(p, needs)], (nsing, ncut)), on, True))
     return out
 
@@ -198,7 +202,8 @@ def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int
         options = {**options, "relay_decode": None}
         band, s, h = NO_RLD, sp.singular_cuts[0], sp.catch_up_cuts[0]
     instances = {r: 0 for r in ROLES}
-    instances["prefill"] = int(req.prefill(options["prefill"], st, s)[j])
+    first_s = sp.first_step_s(options["main_decode"], st)
+    instances["prefill"] = int(req.prefill(options["prefill"], st, s, first_s=first_s)[j])
     if options["relay_decode"] is not None:
         instances["relay_decode"] = int(req.relay(options["relay_decode"], st, s, band)[j])
     instances["main_decode"] = int(req.main(options["main_decode"], st, s, h, band)[j])

@@ -175,28 +175,31 @@ class Requirements:
     def figures(self, role: Role, states: list[State] | None = None) -> dict[str, np.ndarray]:
         """Per option of ``role``: the cost per hour, GPUs and power of each of its minimum
         counts over ``states`` (default: the feasible ones) and every other choice, infinite
-        above its maximum; what ``undominated`` compares."""
+        above its maximum; a main-decode option's first step in each state too (a slower
+        one raises the prefill counts). What ``undominated`` compares."""
         sp = self.space
+        states = states or self.feasible_states
         out = {}
         for o in sp.options[role]:
-            n = np.concatenate(
-                [self._counts(o, st) for st in states or self.feasible_states]
-            ).astype(float)
+            n = np.concatenate([self._counts(o, st) for st in states]).astype(float)
             n[n > o.max_instances] = np.inf
             kw = sp.hw.chips[o.chip].tdp_w * o.bought_gpus
             per = np.array([o.usd_per_instance_hour, o.bought_gpus, kw])[:, None]
             with np.errstate(invalid="ignore"):  # infinite counts of a free option: infinite
-                out[o.key] = np.where(np.isinf(n), np.inf, n * per)
+                out[o.key] = np.where(np.isinf(n), np.inf, n * per).ravel()
+            if role == "main_decode":
+                firsts = [sp.first_step_s(o, st) if st.received_by(o) else np.inf for st in states]
+                out[o.key] = np.concatenate([out[o.key], firsts])
         return out
 
     def _counts(self, o: PoolOption, st: State) -> np.ndarray:
         """Every minimum count of ``o`` in state ``st`` (over the other choices), or counts
         above the maximum where ``o`` cannot serve that state."""
         sp = self.space
-        if o.role == "prefill":
+        if o.role == "prefill":  # per first step of the MD options receiving in st
             if st.sent_by(o):
-                return self.prefill(o, st)
-            return np.full(len(sp.cuts), o.max_instances + 1)
+                return np.concatenate([self.prefill(o, st, first_s=f) for f in sp.first_steps(st)])
+            return np.full(len(sp.cuts) * len(sp.first_steps(st)), o.max_instances + 1)
         if o.role == "relay_decode":
             if o.datacenter == st.p_dc:
                 return np.concatenate([self.relay_all(o, st, b).ravel() for b in sp.bands])
@@ -220,16 +223,25 @@ class Requirements:
         )
         return int(min(_round_up(need, o)[0], o.max_instances))
 
-    def prefill(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
-        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut.
+    def prefill(
+        self, o: PoolOption, st: State, singular: int | None = None, *, first_s: float
+    ) -> np.ndarray:
+        """Smallest P count meeting utilization and both TTFT tail budgets, per relay cut,
+        with main decode's first step (``Space.first_step_s``) taking ``first_s`` of a
+        direct request's TTFT (the TPOT bound, relay decode's, of a relayed one's).
         An option that may host relay decode is counted as hosting it at singular cut
         ``singular``: its passes stretch by the hosted batch its instances then carry
         (``host_stretch``); with None, not stretched (a lower bound on those counts)."""
         singular = singular if o.hosting else None
-        key = (o.key, self.twins[st.key], singular)
+        key = (o.key, self.twins[st.key], singular, first_s)
         if key not in self._p:
-            self._p[key] = self._prefill(o, st, singular)
+            self._p[key] = self._prefill(o, st, singular, first_s)
         return self._p[key]
+
+    def prefill_least(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
+        """``prefill`` with the fastest first step of the main-decode options receiving in
+        ``st``: a lower bound on ``o``'s count whichever of them the plan buys."""
+        return self.prefill(o, st, singular, first_s=min(self.space.first_steps(st)))
 
     def host_stretch(self, o: PoolOption, st: State, singular: int | None, n: int) -> np.ndarray:
         """Per relay cut, how much longer each pass of ``n`` instances of a hosting prefill
@@ -245,18 +257,23 @@ class Requirements:
         relay_s, tokens = self._load(st, singular)
         return np.asarray(point.stretch(relay_pace(point.steps(busy), relay_s, tokens, n)[1]))
 
-    def _prefill(self, o: PoolOption, st: State, singular: int | None) -> np.ndarray:
+    def _prefill(
+        self, o: PoolOption, st: State, singular: int | None, first_s: float
+    ) -> np.ndarray:
         sp, lam = self.space, self.rate
         base = sp.prefill_times(o)
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         queueing = self.wan_queueing[self.twins[st.key]]
-        # the first token: one step at the bound; the link's queueing is the random part
+        # the link's queueing is the random part of the transfer
         with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
             fixed = np.where(np.isfinite(queueing), self.wan[self.twins[st.key]] - queueing, np.inf)
         # a class's tail depends on the cut only through whether the cut relays it: rows
         # (P90 direct, P90 relayed, P99 direct, P99 relayed), combined per cut below
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic)
-        rests = np.stack([fixed, rest_relay] * 2) + sp.tpot_s
+        # the first token: MD's first step on the direct rows, at most the TPOT bound (relay
+        # decode's step) on the relayed ones
+        firsts = np.array([[first_s], [sp.tpot_s]] * 2)
+        rests = np.stack([fixed, rest_relay] * 2) + firsts
         extra = np.stack([queueing, np.zeros_like(queueing)] * 2)
         sla = sp.scenario.sla
         bounds = np.array([[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]])
@@ -345,7 +362,7 @@ class Requirements:
         # (counts at other rates bound these only at the plan's own budgets)
         hinted = self.tail_scale == 1.0
         lower, upper = (
-            sp.prefill_needs(o, st, lam, singular)
+            sp.prefill_needs(o, st, lam, singular, first_s)
             if hinted
             else (np.ones(len(sp.cuts), dtype=int), np.full(len(sp.cuts), o.max_instances + 1))
         )
@@ -363,7 +380,7 @@ class Requirements:
             todo = todo[~ok]
             n += 1
         if hinted:
-            sp.remember_prefill_needs(o, st, lam, need, singular)
+            sp.remember_prefill_needs(o, st, lam, need, singular, first_s)
         return _round_up(need, o)
 
     # relay decode ---------------------------------------------------------------------------

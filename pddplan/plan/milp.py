@@ -383,9 +383,20 @@ class Formulation:
         if r.scale:
             on.append([r.scale[scale]])
         if role == "prefill":
+            singular = rest[0] if rest else None
             if rest:  # hosting relay decode: per singular cut
-                return [(req.prefill(o, st, rest[0]), [*on, [r.singular[rest[0]]]])]
-            return [(req.prefill(o, st), on)]
+                on.append([r.singular[rest[0]]])
+            # per first step of the main-decode options receiving in st: equal counts share
+            # a row, one all of them share binds on none
+            by_need: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
+            for first_s, receivers in r.sp.first_steps(st).items():
+                used = [self.use[m.key] for m in receivers if m.key in self.use]
+                if used:
+                    need = req.prefill(o, st, singular, first_s=first_s)
+                    by_need.setdefault(need.tobytes(), (need, []))[1].extend(used)
+            if len(by_need) == 1:
+                return [(need, on) for need, _ in by_need.values()]
+            return [(need, [*on, group]) for need, group in by_need.values()]
         on.append([r.singular[rest[0]]])
         if role == "relay_decode":
             bands = r.sp.bands
@@ -448,7 +459,7 @@ class Formulation:
             for req in r.variant.tables.values():
                 if o.role == "prefill":
                     if st.sent_by(o):
-                        needs.append(int(req.prefill(o, st).min()))
+                        needs.append(int(req.prefill_least(o, st).min()))
                 elif st.received_by(o):
                     needs += [
                         int(req.main(o, st, s, h, b).min())

@@ -374,7 +374,10 @@ def routings(req: Requirements, choice: Choice) -> list[Choice]:
     assert prefill is not None and main is not None
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
     relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
-    prefill_ok = np.stack([req.prefill(prefill, st, x) <= n["prefill"] for x in sp.singular_cuts])
+    first_s = sp.first_step_s(main, st)
+    prefill_ok = np.stack(
+        [req.prefill(prefill, st, x, first_s=first_s) <= n["prefill"] for x in sp.singular_cuts]
+    )
     bands = [NO_RLD] if relay is None else list(sp.bands)
     found: dict[tuple[int, int], tuple[int, Band]] = {}
     for band in bands:

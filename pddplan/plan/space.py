@@ -270,6 +270,7 @@ class Space:
         self.bands: list[Band] = pace_bands(self.fastest_rld_step_s, slowest) if rld else []
         """Relay decode's pace bands (``NO_RLD`` aside)."""
         self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
+        self._first_steps: dict[str, dict[float, list[PoolOption]]] = {}
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
 
     @cached_property
@@ -530,14 +531,39 @@ class Space:
         handoff stall)."""
         return self.problem.extend_pass_s(o.chip, o.gpus, tokens, k)
 
+    def first_step_s(self, o: PoolOption, st: State) -> float:
+        """A request's first step at main-decode option ``o`` in state ``st`` (with its cache
+        choice's HBM held back): ``Problem.first_step_s``, the figure the evaluator takes
+        for a pool of ``o``."""
+        return self.problem.first_step_s(o.chip, o.gpus, st.cache_gb or 0.0)
+
+    def first_steps(self, st: State) -> dict[float, list[PoolOption]]:
+        """The main-decode options receiving in ``st`` by their first step
+        (``first_step_s``), fastest first: the prefill counts of ``st`` differ only
+        between these groups."""
+        key = st.key
+        if key not in self._first_steps:
+            groups: dict[float, list[PoolOption]] = {}
+            for o in self.options["main_decode"]:
+                if st.received_by(o):
+                    groups.setdefault(self.first_step_s(o, st), []).append(o)
+            self._first_steps[key] = dict(sorted(groups.items()))
+        return self._first_steps[key]
+
     def prefill_needs(
-        self, o: PoolOption, st: State, rate: float, singular: int | None = None
+        self,
+        o: PoolOption,
+        st: State,
+        rate: float,
+        singular: int | None = None,
+        first_s: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per relay cut, bounds on ``o``'s minimum prefill count in state ``st`` at ``rate``
-        from the counts found at other rates (they do not decrease with the rate): the
-        nearest rate below gives the lower, the nearest above the upper
-        (``max_instances + 1``: unknown). Counts before rounding to the purchase step."""
-        found = self._prefill_needs.get((o.key, st.key, singular), [])
+        (with MD's first step ``first_s``) from the counts found at other rates (they do not
+        decrease with the rate): the nearest rate below gives the lower, the nearest above
+        the upper (``max_instances + 1``: unknown). Counts before rounding to the purchase
+        step."""
+        found = self._prefill_needs.get((o.key, st.key, singular, first_s), [])
         i = bisect.bisect_left(found, rate, key=lambda e: e[0])
         unknown = np.full(len(self.cuts), o.max_instances + 1)
         if i < len(found) and found[i][0] == rate:
@@ -547,11 +573,17 @@ class Space:
         return lower, upper
 
     def remember_prefill_needs(
-        self, o: PoolOption, st: State, rate: float, need: np.ndarray, singular: int | None = None
+        self,
+        o: PoolOption,
+        st: State,
+        rate: float,
+        need: np.ndarray,
+        singular: int | None = None,
+        first_s: float | None = None,
     ) -> None:
         """Keep ``o``'s minimum prefill counts at ``rate`` (at singular cut ``singular``,
-        hosting relay decode) for ``prefill_needs``."""
-        found = self._prefill_needs.setdefault((o.key, st.key, singular), [])
+        hosting relay decode; with MD's first step ``first_s``) for ``prefill_needs``."""
+        found = self._prefill_needs.setdefault((o.key, st.key, singular, first_s), [])
         bisect.insort(found, (rate, need), key=lambda e: e[0])
 
     def prefill_times(self, option: PoolOption) -> PrefillFigures:
