@@ -87,7 +87,7 @@ class Requirements:
             if tail_scale == 1.0
             else space.problem.memo("counts", (space.structure, rate, tail_scale), dict)
         )
-        self._p: dict[tuple[str, str, int | None], np.ndarray] = tail.setdefault("p", {})
+        self._p: dict[tuple[str, str, int | None, float], np.ndarray] = tail.setdefault("p", {})
         self._loaded: dict[
             tuple[str, int, bool, bool, float, int],
             tuple[float, LoadedPrefill, RankCompany | None],

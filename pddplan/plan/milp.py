@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from pddplan.plan.bounds import plan_cost
 from pddplan.plan.counts import Requirements, undominated
 from pddplan.plan.solver import SolveResult, solve
 from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, State
@@ -653,7 +654,7 @@ def min_cost(
     return MilpOutcome(
         result.status,
         choices[0],
-        result.objective,
+        plan_cost(f.sp, choices[0]),  # exact: the solver's objective is a float sum
         bound,
         gap,
         seconds,
