@@ -164,7 +164,8 @@ class Requirements:
         same host (a separate pool never stands for it, nor it for one), a prefill option
         that may not host relay decode never for one that may. Swapping B for A in any plan
         then keeps it feasible and no dearer, so the MILP needs only the undominated
-        options. Of options equal in all three, the first by key stays."""
+        options. Of options equal in all three (and, for main decode, in the prefill counts
+        its first step sets), the fastest first step, then the first by key, stays."""
         sp = self.space
         if not self.feasible_states:
             return list(sp.options[role])
@@ -175,8 +176,8 @@ class Requirements:
     def figures(self, role: Role, states: list[State] | None = None) -> dict[str, np.ndarray]:
         """Per option of ``role``: the cost per hour, GPUs and power of each of its minimum
         counts over ``states`` (default: the feasible ones) and every other choice, infinite
-        above its maximum; a main-decode option's first step in each state too (a slower
-        one raises the prefill counts). What ``undominated`` compares."""
+        above its maximum; for a main-decode option the prefill counts its first step sets
+        too (``_prefill_behind``). What ``undominated`` compares."""
         sp = self.space
         states = states or self.feasible_states
         out = {}
@@ -188,9 +189,29 @@ class Requirements:
             with np.errstate(invalid="ignore"):  # infinite counts of a free option: infinite
                 out[o.key] = np.where(np.isinf(n), np.inf, n * per).ravel()
             if role == "main_decode":
-                firsts = [sp.first_step_s(o, st) if st.received_by(o) else np.inf for st in states]
-                out[o.key] = np.concatenate([out[o.key], firsts])
+                out[o.key] = np.concatenate([out[o.key], self._prefill_behind(o, states)])
         return out
+
+    def _prefill_behind(self, m: PoolOption, states: list[State]) -> np.ndarray:
+        """What main-decode option ``m``'s first step does to prefill: per state, every
+        prefill option's counts (per singular cut where it may host relay decode) with
+        ``m``'s first step; above any count where ``m`` does not receive. An MD option that
+        dominates another on its own figures does so only if these are no larger too."""
+        sp = self.space
+        out = []
+        for st in states:
+            senders = [
+                (p, s)
+                for p in sp.options["prefill"]
+                if st.sent_by(p)
+                for s in (sp.singular_cuts if p.hosting else [None])
+            ]
+            if not st.received_by(m):
+                out.append(np.full(len(senders) * len(sp.cuts), np.inf))
+                continue
+            f = sp.first_step_s(m, st)
+            out += [self.prefill(p, st, s, first_s=f).astype(float) for p, s in senders]
+        return np.concatenate(out) if out else np.zeros(0)
 
     def _counts(self, o: PoolOption, st: State) -> np.ndarray:
         """Every minimum count of ``o`` in state ``st`` (over the other choices), or counts
@@ -234,8 +255,10 @@ class Requirements:
         (``host_stretch``); with None, not stretched (a lower bound on those counts)."""
         singular = singular if o.hosting else None
         key = (o.key, self.twins[st.key], singular, first_s)
-        if key not in self._p:
-            self._p[key] = self._prefill(o, st, singular, first_s)
+        if key not in self._p:  # every first step of the state in one search
+            firsts = sorted({*self.space.first_steps(st), first_s})
+            for f, need in zip(firsts, self._prefill(o, st, singular, firsts), strict=True):
+                self._p[(o.key, self.twins[st.key], singular, f)] = need
         return self._p[key]
 
     def prefill_least(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
@@ -258,9 +281,12 @@ class Requirements:
         return np.asarray(point.stretch(relay_pace(point.steps(busy), relay_s, tokens, n)[1]))
 
     def _prefill(
-        self, o: PoolOption, st: State, singular: int | None, first_s: float
-    ) -> np.ndarray:
+        self, o: PoolOption, st: State, singular: int | None, firsts: list[float]
+    ) -> list[np.ndarray]:
+        """``prefill`` at each of ``firsts``: one search over the count, each count's tails
+        evaluated for every first step at once (rows per first step)."""
         sp, lam = self.space, self.rate
+        nf, ncut = len(firsts), len(sp.cuts)
         base = sp.prefill_times(o)
         nic = sp.hw.chips[o.chip].nic_bytes_per_s
         queueing = self.wan_queueing[self.twins[st.key]]
@@ -271,12 +297,15 @@ class Requirements:
         # (P90 direct, P90 relayed, P99 direct, P99 relayed), combined per cut below
         rest_relay = rdma_transfer_s(sp.rdma_bytes, nic_bytes_per_s=nic)
         # the first token: MD's first step on the direct rows, at most the TPOT bound (relay
-        # decode's step) on the relayed ones
-        firsts = np.array([[first_s], [sp.tpot_s]] * 2)
-        rests = np.stack([fixed, rest_relay] * 2) + firsts
-        extra = np.stack([queueing, np.zeros_like(queueing)] * 2)
+        # decode's step) on the relayed ones; the four rows once per first step
+        rests = np.concatenate(
+            [np.stack([fixed, rest_relay] * 2) + np.array([[f], [sp.tpot_s]] * 2) for f in firsts]
+        )
+        extra = np.tile(np.stack([queueing, np.zeros_like(queueing)] * 2), (nf, 1))
         sla = sp.scenario.sla
-        bounds = np.array([[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]])
+        bounds = np.tile(
+            [[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]], (nf, 1)
+        )
         # MD's admission queue holds up at most its share of each budget (``_main``)
         budgets = (
             np.array([b for _, b in TAIL_BUDGETS]) * self.tail_scale * (1 - MD_ADMISSION_SHARE)
@@ -289,14 +318,15 @@ class Requirements:
         tried: dict[int, np.ndarray] = {}
 
         def meets(n: int) -> np.ndarray:
-            """Per cut: whether ``n`` instances meet utilization and both tail budgets."""
+            """Per first step and cut, flattened: whether ``n`` instances meet utilization
+            and both tail budgets."""
             if n not in tried:
                 stretch = self.host_stretch(o, st, singular, n)
-                ok = np.zeros(len(sp.cuts), dtype=bool)
+                ok = np.zeros((nf, ncut), dtype=bool)
                 for s in np.unique(stretch):
                     at = stretch == s
-                    ok[at] = _meets(n, float(s))[at]
-                tried[n] = ok
+                    ok[:, at] = _meets(n, float(s))[:, at]
+                tried[n] = ok.ravel()
             return tried[n]
 
         def _meets(n: int, stretch: float) -> np.ndarray:
@@ -307,7 +337,7 @@ class Requirements:
             svc_sum = float(sp.w @ figures.service)
             util = lam * 1.0 * svc_sum / n
             if util > sp.rho:
-                return np.zeros(len(sp.cuts), dtype=bool)
+                return np.zeros((nf, ncut), dtype=bool)
             mean = float(sp.w @ filled.service)
             cv2 = float(sp.w @ (filled.service - mean) ** 2) / mean**2  # stretch-free
             # the same in every transfer state the option sends in: computed once
@@ -351,9 +381,13 @@ class Requirements:
                 rank=rank,
                 drain=(min(lam * full_sum / n, 1.0), full_sum),
             )
-            direct, relay = tail[0::2] * sp.w, tail[1::2] * sp.w  # (P90, P99) x classes
-            per_cut = direct.sum(axis=1) + relayed @ (relay - direct).T  # cuts x (P90, P99)
-            return np.all(per_cut <= budgets, axis=1)
+            tail = tail.reshape(nf, 4, -1) * sp.w
+            direct, relay = tail[:, 0::2], tail[:, 1::2]  # first steps x (P90, P99) x classes
+            # first steps x cuts x (P90, P99)
+            per_cut = direct.sum(axis=2)[:, None, :] + np.einsum(
+                "ck,fqk->fcq", relayed, relay - direct
+            )
+            return np.all(per_cut <= budgets, axis=2)
 
         # counts found at other rates are hints (they grow with the rate): a lower rate's
         # as the first count to try, once no fewer instances are seen to do; a higher
@@ -361,13 +395,15 @@ class Requirements:
         # is the smallest count in [cold, max_instances] either way.
         # (counts at other rates bound these only at the plan's own budgets)
         hinted = self.tail_scale == 1.0
-        lower, upper = (
-            sp.prefill_needs(o, st, lam, singular, first_s)
-            if hinted
-            else (np.ones(len(sp.cuts), dtype=int), np.full(len(sp.cuts), o.max_instances + 1))
-        )
-        need = np.full(len(sp.cuts), o.max_instances + 1)
-        todo = np.arange(len(sp.cuts))
+        if hinted:
+            hints = [sp.prefill_needs(o, st, lam, singular, f) for f in firsts]
+            lower = np.concatenate([lo for lo, _ in hints])
+            upper = np.concatenate([up for _, up in hints])
+        else:
+            lower = np.ones(nf * ncut, dtype=int)
+            upper = np.full(nf * ncut, o.max_instances + 1)
+        need = np.full(nf * ncut, o.max_instances + 1)
+        todo = np.arange(nf * ncut)
         if (upper > o.max_instances).any():
             todo = todo[meets(o.max_instances)]
         cold = max(1, math.ceil(lam * base_sum / sp.rho) - 1)
@@ -379,9 +415,11 @@ class Requirements:
             need[todo[ok]] = n
             todo = todo[~ok]
             n += 1
+        needs = list(need.reshape(nf, ncut))
         if hinted:
-            sp.remember_prefill_needs(o, st, lam, need, singular, first_s)
-        return _round_up(need, o)
+            for f, each in zip(firsts, needs, strict=True):
+                sp.remember_prefill_needs(o, st, lam, each, singular, f)
+        return [_round_up(each, o) for each in needs]
 
     # relay decode ---------------------------------------------------------------------------
     def relay(self, o: PoolOption, st: State, singular: int, band: Band) -> np.ndarray:
@@ -642,6 +680,15 @@ def undominated(
     assert figures, "dominance needs at least one table of figures"
     inventory = {dc: set(d.inventory) for dc, d in space.scenario.datacenters.items()}
 
+    def preferred(o: PoolOption) -> tuple[float, str]:
+        """Of options equal in every figure, which stays: for main decode the fastest
+        first step (the plan's TTFT, and so its capacity, is the better for it), then the
+        first by key."""
+        if o.role != "main_decode":
+            return 0.0, o.key
+        firsts = [space.first_step_s(o, st) for st in space.states if st.received_by(o)]
+        return max(firsts, default=math.inf), o.key
+
     def dominates(a: PoolOption, b: PoolOption) -> bool:
         if not (
             a.datacenter == b.datacenter
@@ -656,7 +703,7 @@ def undominated(
             if not np.all(fa <= fb):
                 return False
             strictly = strictly or bool(np.any(fa < fb))
-        return strictly or a.key < b.key
+        return strictly or preferred(a) < preferred(b)
 
     kept = []
     for b in options:
