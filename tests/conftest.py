@@ -52,7 +52,7 @@ SLOW_BY_DURATION = {
     "tests/test_solve.py::test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not[min-cost]",
     "tests/test_explain.py::test_a_tight_ttft_is_relaxed_to_a_value_checked_by_solving_again",
     "tests/test_explain.py::test_a_full_link_is_named_with_the_bandwidth_that_serves_the_demand",
-    "tests/test_studies.py::test_the_demand_step_is_where_independent_solves_change_fleet",
+    "tests/test_studies.py::test_the_demand_steps_are_where_independent_solves_change_fleet",
     "tests/test_studies.py::test_the_demand_study_resumes_from_its_journal",
     "tests/test_simulate.py::test_small_scenario_at_its_demand_is_confirmed_at_steady_state",
     "tests/test_simulate.py::test_solve_verify_on_the_small_scenario",
