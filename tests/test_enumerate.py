@@ -187,7 +187,7 @@ def test_max_capacity_matches_brute_force(seed, hardware, models):
     # (``MD_ADMISSION_SHARE``) where the evaluator charges the queue's own tail: a
     # deployment the MILP finds infeasible at a rate may carry a little more under the
     # evaluator (seed 202: two main-decode chips of different first steps, 16.467 against
-    # 16.475 req/s), so the capacities agree to 0.1%
+    # 16.475 req/s), so there the capacities agree to 0.1%
     assert milp.evaluation.sla_capacity_rps == pytest.approx(
-        brute.evaluation.sla_capacity_rps, rel=1e-3
+        brute.evaluation.sla_capacity_rps, rel=1e-3 if seed == 202 else 2e-4
     )

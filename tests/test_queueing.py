@@ -27,15 +27,14 @@ def test_first_decode_step_by_hand():
     busy there is 0.9 x 100 / 0.020 = 4,500 tokens a second. The batch that makes them
     solves b / (0.010 + 0.0001 b) = 4,500: b = 45 / 0.55 = 81.8 sequences, stepping in
     18.18 ms; with half a step in progress before it, the first token comes 27.27 ms after
-    admission. Without a load (utilization 0) it falls back to 1.5 steps at the operating
-    point; a busier pool
+    admission. Idle (utilization 0), one step of one sequence (10.1 ms); a busier pool
     waits longer; the step at the full batch bounds it (1.5 x 20 ms)."""
     batches = np.arange(1, 101, dtype=float)
     steps = (batches, 0.010 + 0.0001 * batches)
     first = first_decode_step_s(100, 0.020, steps, 0.9)
     assert first == pytest.approx(1.5 * (0.010 + 0.0001 * 45 / 0.55), rel=1e-3)
     assert first == pytest.approx(0.02727, rel=1e-3)
-    assert first_decode_step_s(100, 0.020, steps, 0.0) == pytest.approx(0.030)
+    assert first_decode_step_s(100, 0.020, steps, 0.0) == pytest.approx(0.0101)  # idle
     busier = first_decode_step_s(100, 0.020, steps, 0.99)
     assert first < busier < 0.030
 

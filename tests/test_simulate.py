@@ -205,7 +205,8 @@ def test_a_sequence_joins_at_the_next_step_boundary(models, hardware):
     the step of another waits the 70% left of it, then makes its first token in the next
     step, at the batch of two; on an idle instance the first token is one step away. The
     counter: after 0.3 of a step of one (S = 0.3) the joiner starts at S = 1, so its first
-    token is (1 + 1 - 0.3) steps of two after it arrives."""
+    token is (1 + 1 - 0.3) steps of two after it arrives (the rest of the step in progress
+    is taken at the new batch's step too: the counter has one step time at a time)."""
     cal = resolve_calibration(hardware, "h200-sxm")
     inst = make_instance(models["llama-3.1-8b"], hardware.chips["h200-sxm"], 1, cal)
     one = inst.decode_step_s(1, 4224.0)  # the context's 256-token cell, as the step memo

@@ -365,9 +365,11 @@ def first_decode_step_s(
     (the occupancy the operating step alone would give). The planner and the evaluator
     both take ``utilization`` at the utilization cap, the most any plan runs main decode
     at: a charge per main-decode option, the same in every plan that buys it."""
-    if batch < 1 or utilization <= 0:
-        return (1.0 + STEP_IN_PROGRESS) * step_s
     batches, seconds = steps
+    if batch < 1:  # nothing fits: a bound
+        return (1.0 + STEP_IN_PROGRESS) * step_s
+    if utilization <= 0:  # idle: no step in progress, one step of one sequence
+        return float(np.interp(1.0, batches, seconds))
     made = np.maximum.accumulate(batches / seconds)  # tokens a second, by batch
     running = float(np.interp(utilization * batch / step_s, made, batches))
     return (1.0 + STEP_IN_PROGRESS) * float(np.interp(running, batches, seconds))
