@@ -223,6 +223,26 @@ def test_a_sequence_joins_at_the_next_step_boundary(models, hardware):
     assert firsts["b"] - 0.3 * one == pytest.approx(1.7 * two, rel=1e-9)
 
 
+def test_relay_decode_on_prefill_joins_when_the_pass_ends(models, hardware):
+    """Relay decode hosted on a prefill instance steps with its passes: a sequence that
+    joins 90% into a 100 ms pass (started 4 ms after the first sequence joined, mid-step
+    of the decode counter) makes its first token when the pass ends and the next one
+    does: 10 ms + 100 ms later, not at the counter's own step boundary."""
+    cal = resolve_calibration(hardware, "h200-sxm")
+    inst = make_instance(models["llama-3.1-8b"], hardware.chips["h200-sxm"], 1, cal)
+    ev = Events()
+    d = DecodeInstance(
+        ev, inst, max_seqs=8, kv_bytes=1e12, step_memo={}, gaps={}, on_leave=lambda *_: None
+    )
+    firsts: dict[str, float] = {}
+    ev.at(0.0, lambda _: firsts.setdefault("a", d.join("a", 4200.0, 100, 1.0)))
+    ev.at(0.004, lambda _: d.pace(0.1))
+    ev.at(0.094, lambda _: firsts.setdefault("b", d.join("b", 4200.0, 100, 1.0)))
+    ev.at(0.2, lambda _: d.pace(None))
+    ev.run()
+    assert firsts["b"] == pytest.approx(0.094 + 0.010 + 0.100, rel=1e-9)
+
+
 def _decode_alone(inst, *, stall: float) -> float:
     """When a 100-token sequence alone leaves a decode instance (a stall at 0.2 s)."""
     ev = Events()

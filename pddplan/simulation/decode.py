@@ -62,6 +62,8 @@ class DecodeInstance:
         self.paced: float | None = None
         """Hosted on a prefill instance: the step its current pass sets (None: the
         instance's own decode step, prefill idle)."""
+        self._pass_end = 0.0
+        """When the current prefill pass ends (hosted, ``paced``)."""
 
     def fits(self, kv_need: float) -> bool:
         return self.n < self.max_seqs and kv_need <= self.kv_free
@@ -76,6 +78,8 @@ class DecodeInstance:
         at the instance's own decode step)."""
         self._advance(self.ev.now)
         self.paced = seconds
+        if seconds is not None:
+            self._pass_end = self.ev.now + seconds
         self.step = self._step_s()
         self._reschedule()
 
@@ -112,9 +116,18 @@ class DecodeInstance:
         any stall). On an idle instance the next step starts at once."""
         now = self.ev.now
         self._advance(now)
-        if self.n == 0:  # no step in progress: the counter restarts at a step boundary
-            self.S, self._ctx_sum = float(math.ceil(self.S - EPS)), 0.0
-        start = float(math.ceil(self.S - EPS))  # the next step boundary
+        if self.paced is not None:
+            # hosted on a prefill instance: its steps are the passes, and the counter's
+            # boundaries are not theirs (a pass starts mid-step of the counter): it starts
+            # when the pass in progress ends
+            rest = max(self._pass_end - max(now, self.stall_until), 0.0)
+            if self.n == 0:
+                self._ctx_sum = 0.0
+            start = self.S + rest / self.paced
+        else:
+            if self.n == 0:  # no step in progress: the counter restarts at a step boundary
+                self.S, self._ctx_sum = float(math.ceil(self.S - EPS)), 0.0
+            start = float(math.ceil(self.S - EPS))  # the next step boundary
         self.n += 1
         self.kv_free -= kv_need
         self._ctx_sum += context - start
