@@ -38,6 +38,24 @@ ALL_ROWS_AT_MOST = 4000
 beyond, rows are generated for the (option, state) pairs solutions use."""
 
 
+def _rows_by_need(
+    pairs: list[tuple[np.ndarray, list[pulp.LpVariable]]],
+    on: list[list[pulp.LpVariable]],
+    *,
+    one_binds_on_none: bool,
+) -> list[tuple[np.ndarray, list[list[pulp.LpVariable]]]]:
+    """Requirement rows from (counts, binaries) pairs of one choice (pace bands, or MD
+    options by first step), of which at most one is on: equal counts share a row over the
+    sum of their binaries; with ``one_binds_on_none``, a single row every pair shares binds
+    on none of them (only on ``on``)."""
+    groups: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
+    for need, binaries in pairs:
+        groups.setdefault(need.tobytes(), (need, []))[1].extend(binaries)
+    if one_binds_on_none and len(groups) == 1:
+        return [(need, on) for need, _ in groups.values()]
+    return [(need, [*on, group]) for need, group in groups.values()]
+
+
 @dataclass(frozen=True)
 class MilpOutcome:
     """What one minimum-cost solve at a fixed rate returned."""
@@ -376,7 +394,9 @@ class Formulation:
         cut), the choices it binds on. Each choice is a list of binaries of which at most
         one is on (a set of pace bands: their sum), so the row binds when every choice's
         sum is 1. Relay and main decode's counts depend on the pace band: bands with equal
-        counts share a row, and a main-decode row every band shares binds on no band."""
+        counts share a row, and a main-decode row every band shares binds on no band;
+        prefill's on the main-decode option's first step, the same way
+        (``_rows_by_need``)."""
         i, scale, role, o, st, *rest = combo
         r = self.routes[i]
         req = r.variant.tables[scale]
@@ -387,17 +407,14 @@ class Formulation:
             singular = rest[0] if rest else None
             if rest:  # hosting relay decode: per singular cut
                 on.append([r.singular[rest[0]]])
-            # per first step of the main-decode options receiving in st: equal counts share
-            # a row, one all of them share binds on none
-            by_need: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
-            for first_s, receivers in r.sp.first_steps(st).items():
-                used = [self.use[m.key] for m in receivers if m.key in self.use]
-                if used:
-                    need = req.prefill(o, st, singular, first_s=first_s)
-                    by_need.setdefault(need.tobytes(), (need, []))[1].extend(used)
-            if len(by_need) == 1:
-                return [(need, on) for need, _ in by_need.values()]
-            return [(need, [*on, group]) for need, group in by_need.values()]
+            # per first step of the main-decode options receiving in st (their use
+            # binaries): one all of them share binds on none
+            pairs = [
+                (req.prefill(o, st, singular, first_s=first_s), used)
+                for first_s, receivers in r.sp.first_steps(st).items()
+                if (used := [self.use[m.key] for m in receivers if m.key in self.use])
+            ]
+            return _rows_by_need(pairs, on, one_binds_on_none=True)
         on.append([r.singular[rest[0]]])
         if role == "relay_decode":
             bands = r.sp.bands
@@ -406,11 +423,8 @@ class Formulation:
             on.append([r.catch_up[rest[1]]])
             bands = req.bands()
             needs = [req.main(o, st, rest[0], rest[1], b) for b in bands]
-        groups: dict[bytes, tuple[np.ndarray, list[pulp.LpVariable]]] = {}
-        for b, need in zip(bands, needs, strict=True):
-            groups.setdefault(need.tobytes(), (need, []))[1].append(r.band[b.key])
-        every = len(groups) == 1 and role == "main_decode"
-        return [(need, on if every else [*on, group]) for need, group in groups.values()]
+        pairs = [(need, [r.band[b.key]]) for b, need in zip(bands, needs, strict=True)]
+        return _rows_by_need(pairs, on, one_binds_on_none=role == "main_decode")
 
     def add_row(self, combo: tuple) -> None:
         if combo in self.rows:
