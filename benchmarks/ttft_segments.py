@@ -14,8 +14,10 @@ planner keeps its charge).
 A second table gives the model's side of the same segments, as the evaluator hands them to
 ``prefill_wait_tail`` for a direct request (request-weighted over the classes): the prefill
 pool's utilization (the wait's load), the pass alone plus the fixed part of the transfer,
-the company delay's mean and standard deviation (added to the pass), the transfer's queueing
-delay (an exponential of this mean), and the link's busy share, simulated / analytic.
+the company delay's mean and standard deviation (added to the pass), on instances of several
+attention groups the share of arrivals that wait only for the pass in progress and its mean
+rest (``pass_in_progress``), the transfer's queueing delay (an exponential of this mean), and
+the link's busy share, simulated / analytic.
 Diagnostics, not a test: it reaches into the simulator's records and the evaluator's state.
 """
 
@@ -37,6 +39,7 @@ from tail_fidelity import draw  # noqa: E402
 
 import pddplan  # noqa: E402
 from pddplan.evaluation import evaluator  # noqa: E402
+from pddplan.model.queueing import prefill_wait  # noqa: E402
 from pddplan.simulation import run  # noqa: E402
 
 
@@ -120,11 +123,23 @@ def _model_segments(ev: evaluator.Evaluator, rate: float, r) -> str:
     company = mean(kw["company_mean_s"])
     company_sd = mean(np.sqrt(kw["company_var_s2"]))
     queueing = mean(kw["extra_mean_s"])
+    in_pass = kw.get("in_pass")
+    if in_pass is None:
+        pass_cell = "—"
+    else:
+        c, _ = prefill_wait(
+            instances=kw["instances"],
+            groups=kw["groups"],
+            utilization=kw["utilization"],
+            mean_service_s=kw["mean_service_s"],
+            service_cv2=kw["service_cv2"],
+        )
+        pass_cell = f"{max(0.0, in_pass.busy - c):.1%}, {in_pass.rest_s * 1e3:.1f}"
     link = next(iter(r.link_utilization.values()), None)
     busy = f"{link.simulated:.1%} / {link.predicted:.1%}" if link is not None else "—"
     return (
         f"{kw['utilization']:.1%} | {fixed * 1e3:.1f} | {company * 1e3:.1f} ± "
-        f"{company_sd * 1e3:.1f} | {queueing * 1e3:.1f} | {busy}"
+        f"{company_sd * 1e3:.1f} | {pass_cell} | {queueing * 1e3:.1f} | {busy}"
     )
 
 
@@ -147,9 +162,10 @@ def main() -> None:
     print()
     print(
         "| seed | P busy (model) | pass alone + fixed transfer ms | company ms (mean ± sd) | "
-        "transfer queueing mean ms | link busy, simulated / model |"
+        "pass in progress only: share, rest ms | transfer queueing mean ms | "
+        "link busy, simulated / model |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(second))
 
 

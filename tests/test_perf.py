@@ -241,7 +241,7 @@ def test_prefill_figures_equal_the_per_request_functions(models, hardware, prefi
     inst = make_instance(models["deepseek-v3"], hardware.chips["h200-sxm"], 16, cal)
     inputs = np.array([100.0, 2048.0, 5000.5, 64000.0])
     hits = np.array([0.0, 0.5, 0.97, 1.0])
-    lat, svc, pass_s, owner, new, room, fill = inst.prefill_figures(inputs, hits)
+    lat, svc, pass_s, owner, new, room, fill, _ = inst.prefill_figures(inputs, hits)
     assert np.bincount(owner, weights=pass_s) == pytest.approx(lat, rel=1e-12)
     # part-full passes (``PassFill``): a full chunk of company is the full-pass service
     assert fill.first[:, -1] + fill.rest[:, -1] == pytest.approx(svc, rel=1e-12)

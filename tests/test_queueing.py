@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PassFill, PrefillFigures
 from pddplan.model.queueing import (
+    PassInProgress,
+    RankCompany,
     erlang_c,
     filled_service,
     first_decode_step_s,
+    pass_in_progress,
     prefill_wait_tail,
     rank_company,
     wait_tail,
@@ -297,3 +300,95 @@ def test_a_backlog_drains_at_the_full_pass_service():
     assert prefill_wait_tail(t, **kwargs)[0] == pytest.approx(0.8 * math.exp(-2 / 5))
     drained = prefill_wait_tail(t, drain=(0.5, 0.5), **kwargs)[0]
     assert drained == pytest.approx(0.8 * math.exp(-2 / 1))
+
+
+def _two_groups_one_pass() -> PrefillFigures:
+    """One class of one chunk of 100 tokens, a 1 s pass alone, on an instance of two
+    attention groups of 100 tokens a pass: a full pass (one such chunk on each group) costs
+    each request 0.5 s of the instance. ``whole`` is the instance as one server: 1 s with
+    no company, 0.75 s with a chunk of company, 0.5 s with two."""
+    whole = PassFill(
+        grid=np.array([0.0, 200.0]),
+        first=np.array([[1.0, 0.5]]),
+        rest=np.array([[0.0, 0.0]]),
+        chunk=200.0,
+        groups=1,
+    )
+    return PrefillFigures(
+        latency=np.array([1.0]),
+        service=np.array([0.5]),
+        pass_s=np.array([1.0]),
+        pass_owner=np.array([0]),
+        new_tokens=np.array([100.0]),
+        room_tokens=np.array([0.0]),
+        whole=whole,
+    )
+
+
+def test_pass_in_progress_by_hand() -> None:
+    """``_two_groups_one_pass`` at lambda = ln 2 per instance. A 1 s pass in progress brings
+    N ~ Poisson(ln 2) requests: none w.p. 1/2, one w.p. ln2 / 2, more w.p. the rest, so a
+    request that finds the instance busy costs 0.5 + 0.75 ln2 / 2 + 0.5 (1/2 - ln2 / 2) s;
+    busy U = lambda / (1 + lambda (1 - that)). The rest of a 1 s pass is 0.5 s (1.2 x that
+    stretched). Company: the instance holds one more chunk beside the request's own, so one
+    request of company at most, w.p. 1 - e^(-ln 2) = 1/2, adding a full pass's 0.5 s."""
+    lam = math.log(2.0)
+    busy_cost = 0.5 + 0.75 * lam / 2 + 0.5 * (0.5 - lam / 2)
+    got = pass_in_progress(
+        _two_groups_one_pass(), np.array([1.0]), lam, groups=2, company_service_s=0.5
+    )
+    assert got is not None
+    assert got.busy == pytest.approx(lam / (1 + lam * (1 - busy_cost)), rel=1e-9)  # 0.623
+    assert got.rest_s == pytest.approx(0.5)
+    np.testing.assert_allclose(got.company.probs, [0.5, 0.5])
+    np.testing.assert_allclose(got.company.delays, [[0.0], [0.5]])
+    stretched = pass_in_progress(
+        _two_groups_one_pass(), np.array([1.0]), lam, groups=2, company_service_s=0.5,
+        stretch=1.2,
+    )  # fmt: skip
+    assert stretched is not None and stretched.rest_s == pytest.approx(0.6)
+    # one attention group, or no load: nothing of the kind
+    one = pass_in_progress(
+        _two_groups_one_pass(), np.array([1.0]), lam, groups=1, company_service_s=0.5
+    )
+    idle = pass_in_progress(
+        _two_groups_one_pass(), np.array([1.0]), 0.0, groups=2, company_service_s=0.5
+    )
+    assert one is None and idle is None
+
+
+def test_a_free_group_waits_for_the_pass_in_progress_by_hand() -> None:
+    """One instance whose groups are all busy w.p. C = 0.3 (M/G/1 at 30%, mean service 1 s,
+    cs2 1: those wait (1 + 1) x 1 / (2 x 0.7) s on average) and which is in a pass w.p.
+    0.8: a further 0.5 of arrivals wait only for the rest of the pass, 0.5 s on average.
+    P(W > t) = 0.3 e^(-0.7 t) + 0.5 e^(-2 t); company that always adds 0.25 s once the
+    request waits shifts both waiting terms by 0.25 s."""
+    t = np.array([0.0, 0.5, 2.0])
+    kwargs = dict(instances=1, groups=1, utilization=0.3, mean_service_s=1.0, service_cv2=1.0)
+    none = RankCompany(np.array([1.0]), np.array([[0.0]]))
+    in_pass = PassInProgress(busy=0.8, rest_s=0.5, company=none)
+    got = prefill_wait_tail(t, in_pass=in_pass, **kwargs)
+    np.testing.assert_allclose(got[1:], 0.3 * np.exp(-0.7 * t[1:]) + 0.5 * np.exp(-2 * t[1:]))
+    assert prefill_wait_tail(t, **kwargs)[1:] == pytest.approx(0.3 * np.exp(-0.7 * t[1:]))
+    fixed = PassInProgress(0.8, 0.5, RankCompany(np.array([1.0]), np.array([[0.25]])))
+    late = prefill_wait_tail(t, in_pass=fixed, **kwargs)
+    s = np.maximum(t - 0.25, 0.0)
+    np.testing.assert_allclose(late[1:], 0.3 * np.exp(-0.7 * s[1:]) + 0.5 * np.exp(-2 * s[1:]))
+    # busy below C: no one waits for the pass alone
+    low = prefill_wait_tail(t, in_pass=PassInProgress(0.2, 0.5, none), **kwargs)
+    np.testing.assert_allclose(low, prefill_wait_tail(t, **kwargs))
+
+
+def test_the_whole_instance_fill_runs_from_alone_to_full_passes() -> None:
+    """The instance as one server: with no company a first chunk costs its pass alone, with
+    the instance's every chunk full of company a full pass's share (the service); company
+    only lowers a request's cost."""
+    problem = load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml")
+    figures = problem.prefill_figures("h100-sxm", 16, False)
+    whole = figures.whole
+    assert whole is not None and figures.fill is not None
+    assert whole.groups == 1 and whole.chunk == figures.fill.chunk * figures.fill.groups
+    first = np.unique(figures.pass_owner, return_index=True)[1]
+    np.testing.assert_allclose(whole.first[:, 0], figures.pass_s[first], rtol=1e-12)
+    np.testing.assert_allclose(whole.first[:, -1] + whole.rest[:, -1], figures.service, rtol=1e-12)
+    assert (np.diff(whole.first, axis=1) <= 1e-15).all()

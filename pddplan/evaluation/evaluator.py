@@ -42,6 +42,7 @@ from pddplan.model.queueing import (
     loaded_prefill_latency,
     md_admission,
     p99_gap,
+    pass_in_progress,
     percentile,
     prefill_wait_tail,
     rank_company,
@@ -311,6 +312,20 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     ]
     full_svc = [float(w @ f.service) for f in p_full]
 
+    # a request that finds a group free waits for the pass in progress, with company
+    in_passes = [
+        pass_in_progress(
+            figures,
+            w,
+            lam * share / pool.instances,
+            groups=inst.attention_groups,
+            company_service_s=full_svc[j],
+            stretch=float(w @ lat.mean_s) / max(float(w @ figures.latency), 1e-300),
+        )
+        for j, ((pool, inst), figures, lat, share) in enumerate(
+            zip(pools_p, p_full, loaded, m.p_share, strict=True)
+        )
+    ]
     ranks = [
         rank_company(
             figures,
@@ -371,6 +386,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     drain=(min(p_full_util[j], 1.0), full_svc[j]),
                     rank=ranks[j],
                     admission=admission,
+                    in_pass=in_passes[j],
                 )
                 per_class = sum(p * t for p, t in zip(paths, tail, strict=True))
                 total += share * dc_share_md[b] * md_part * float(w @ per_class)

@@ -179,13 +179,16 @@ def stretched(figures: _Timed, stretch: float) -> _Timed:
     if stretch == 1.0:
         return figures
     if isinstance(figures, PrefillFigures):
-        fill = figures.fill
+        fill, whole = figures.fill, figures.whole
         return figures._replace(
             latency=figures.latency * stretch,
             service=figures.service * stretch,
             pass_s=figures.pass_s * stretch,
             fill=fill._replace(first=fill.first * stretch, rest=fill.rest * stretch)
             if fill is not None
+            else None,
+            whole=whole._replace(first=whole.first * stretch, rest=whole.rest * stretch)
+            if whole is not None
             else None,
         )
     return figures._replace(x=figures.x * stretch, nxt=figures.nxt * stretch)

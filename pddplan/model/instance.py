@@ -24,6 +24,7 @@ All quantities are SI (bytes, seconds, FLOP/s).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, cast
 
@@ -264,7 +265,7 @@ class Instance:
             read += m.moe_layers * touched * self._bytes(expert, expert=True)
         return read
 
-    def _compute_s(self, tokens: Value, attn_flops: Value, mfu: float, *, groups: float) -> Value:
+    def _compute_s(self, tokens: Value, attn_flops: Value, mfu: float, *, groups: Value) -> Value:
         """Seconds of math on the busiest GPU for ``tokens`` tokens plus ``attn_flops`` of
         attention scores. Layers run one after another: attention (projections and scores),
         the dense MLPs, then the routed experts. With many requests every part spreads over
@@ -405,7 +406,7 @@ class Instance:
         share: Value,
         host_tokens: Value = 0.0,
         *,
-        groups: float,
+        groups: Value,
     ) -> _Cost:
         """The cost of ``new_tokens`` tokens on top of ``prefix_tokens`` earlier ones.
 
@@ -599,28 +600,53 @@ class Instance:
         # attention group (``PassFill``): the first chunk apart from the rest
         first = np.zeros(len(owner), dtype=bool)
         first[np.unique(owner_, return_index=True)[1]] = True
-        grid = np.concatenate([[0.0], np.geomspace(1.0, float(chunk), FILL_GRID_POINTS)])
-        by_grid: list[list[Array]] = [[], []]
         groups = self.attention_groups
-        for x in grid:
-            cost = self._pass_cost(t, p, t / (groups * np.minimum(chunk, t + x)), h, groups=groups)
-            for part, keep in zip(by_grid, (first, ~first), strict=True):
-                part.append(
-                    np.asarray(
-                        self._seconds(
-                            _Cost(*(per_request(np.where(keep, c, 0.0)) for c in cost.parts()))
+
+        def fill_table(
+            width: float, share: Callable[[Array], Value], spread: float | Callable[[Array], Value]
+        ) -> tuple[Array, Array, Array]:
+            """``PassFill``'s grid, first and rest: a class's chunks' seconds when ``x`` tokens
+            of company share their passes, ``x`` on a grid from 0 to ``width``; a chunk of
+            ``t`` then carries ``share(t + x)`` of its pass's fixed costs, its attention
+            spread over ``spread`` groups (or ``spread(t + x)``)."""
+            grid = np.concatenate([[0.0], np.geomspace(1.0, width, FILL_GRID_POINTS)])
+            parts: list[list[Array]] = [[], []]
+            for x in grid:
+                groups_x = spread(t + x) if callable(spread) else spread
+                cost = self._pass_cost(t, p, share(t + x), h, groups=groups_x)
+                for part, keep in zip(parts, (first, ~first), strict=True):
+                    part.append(
+                        np.asarray(
+                            self._seconds(
+                                _Cost(*(per_request(np.where(keep, c, 0.0)) for c in cost.parts()))
+                            )
                         )
                     )
-                )
+            return grid, np.stack(parts[0], axis=1), np.stack(parts[1], axis=1)
+
+        # per attention group, every group as busy: company on the chunk's own group
         fill = PassFill(
-            grid,
-            np.stack(by_grid[0], axis=1),
-            np.stack(by_grid[1], axis=1),
+            *fill_table(float(chunk), lambda tx: t / (groups * np.minimum(chunk, tx)), groups),
             float(chunk),
             groups,
         )
+        # per instance: company anywhere on it, keeping as many groups busy as it fills
+        width = groups * float(chunk)
+        whole = (
+            PassFill(
+                *fill_table(
+                    width,
+                    lambda tx: t / np.minimum(width, tx),
+                    lambda tx: np.clip(tx / chunk, 1.0, groups),
+                ),
+                width,
+                1,
+            )
+            if groups > 1
+            else None
+        )
         return PrefillFigures(
-            latency, np.asarray(service), np.asarray(alone), owner_, new_tokens, room, fill
+            latency, np.asarray(service), np.asarray(alone), owner_, new_tokens, room, fill, whole
         )
 
     def prefill_service_s(self, input_tokens: float, hit_rate: float) -> float:
@@ -681,6 +707,13 @@ class PrefillFigures(NamedTuple):
     room_tokens: Array | None = None
     fill: PassFill | None = None
     """The service when passes run part-full (``PassFill``); None: always full."""
+    whole: PassFill | None = None
+    """The same with the instance as one server (``PassFill.groups`` 1, ``chunk`` the
+    instance's chunks on all its groups): company anywhere on the instance, a lone chunk
+    paying all of a pass's fixed costs, its attention on the groups the pass fills. The
+    instance's busy time (its passes back to back, whatever they carry), which an arrival
+    waits behind: its attention groups run in one pass. None with one attention group
+    (``fill`` is that)."""
 
 
 @dataclass(frozen=True, slots=True)

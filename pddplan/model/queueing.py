@@ -487,11 +487,86 @@ def rank_company(
     n = np.arange(n_max + 1, dtype=float)
     probs = p * (1.0 - p) ** n
     probs[-1] = (1.0 - p) ** n_max  # P(N >= n_max)
-    if n_max + 1 > RANK_COMPANY_ATOMS:  # coarser: each bin's mass at its largest N
-        edges = np.unique(np.linspace(0, n_max + 1, RANK_COMPANY_ATOMS + 1).astype(int))
+    return _company(probs, joins, cap)
+
+
+def _company(probs: np.ndarray, joins: float, cap: np.ndarray) -> RankCompany:
+    """``RankCompany`` of ``probs[n]``, the chance of ``n`` requests of company (the last
+    atom: that many or more), each adding ``joins`` seconds up to a class's ``cap``; at
+    most ``RANK_COMPANY_ATOMS`` atoms (past it, counts binned, each bin at its largest)."""
+    n = np.arange(len(probs), dtype=float)
+    if len(probs) > RANK_COMPANY_ATOMS:
+        edges = np.unique(np.linspace(0, len(probs), RANK_COMPANY_ATOMS + 1).astype(int))
         probs = np.add.reduceat(probs, edges[:-1])
         n = n[edges[1:] - 1]
     return RankCompany(probs, np.minimum(n[:, None] * joins, cap[None, :]))
+
+
+class PassInProgress(NamedTuple):
+    """What an arrival at an instance of several attention groups meets
+    (``pass_in_progress``): with probability ``busy`` less the chance that no group is
+    free, only the rest of the pass in progress, exponential of mean ``rest_s``; and, when
+    it waits at all, ``company``: the requests that go in its pass with it."""
+
+    busy: float
+    rest_s: float
+    company: RankCompany
+
+
+def pass_in_progress(
+    figures: PrefillFigures,
+    weights: np.ndarray,
+    rate_per_instance: float,
+    *,
+    groups: int,
+    company_service_s: float,
+    stretch: float = 1.0,
+) -> PassInProgress | None:
+    """The pass in progress at a prefill instance of ``groups`` attention groups, at
+    ``rate_per_instance`` requests per second; None with one group or without load.
+
+    Its groups run their chunks in one pass, and a chunked-prefill scheduler starts a
+    request only when a pass ends. So an arrival that finds a group free but the instance
+    in a pass waits for the rest of that pass, and goes in the next one with every request
+    that arrived during it:
+
+    - ``busy``: the instance's busy share, any group in a pass (``filled_service`` of
+      ``PrefillFigures.whole``: a lone chunk pays all of a pass's fixed costs);
+    - ``rest_s = E[D^2] / (2 E[D])`` over the workload's passes (``figures.pass_s``, each
+      class's passes at its weight), each ``stretch`` times its time alone (the company of
+      the other groups that loads it, ``loaded_prefill_latency``);
+    - ``company``: ``N ~ Poisson(rate x D)`` requests, ``D`` the pass in progress drawn by
+      its length (those that arrive before the request and after it alike: a Poisson
+      stream seen from one of its arrivals), each adding ``company_service_s`` (a full
+      pass's share: the fixed costs are shared) up to the room of the whole instance,
+      ``groups`` chunks a pass less the request's own tokens."""
+    whole, room, new = figures.whole, figures.room_tokens, figures.new_tokens
+    if groups <= 1 or whole is None or room is None or new is None or rate_per_instance <= 0:
+        return None
+    busy = filled_service(figures._replace(fill=whole), weights, rate_per_instance).utilization
+    w = weights[figures.pass_owner]
+    d = figures.pass_s * stretch
+    rest = float(w @ d**2) / (2.0 * float(w @ d))
+    # the pass in progress by length: binned at weighted quantiles, as ``filled_service``
+    q = w * d
+    order = np.argsort(d, kind="stable")
+    cum = np.cumsum(q[order]) / float(q.sum())
+    bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
+    q_sum = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
+    qd_sum = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
+    keep = q_sum > 0
+    d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
+    total = float(weights.sum())
+    cap = np.maximum(groups * (room + new) - new, 0.0)
+    cap = cap * company_service_s / max(float(weights @ new) / total, 1e-12)
+    full = math.ceil(float(cap.max()) / company_service_s) if cap.max() > 0 else 0
+    mu = rate_per_instance * d_bin
+    n_max = min(full, int(np.ceil(mu.max() + 10.0 * np.sqrt(mu.max()) + 10.0)))
+    n = np.arange(n_max + 1, dtype=float)
+    log_pmf = n * np.log(np.maximum(mu[:, None], 1e-300)) - mu[:, None] - special.gammaln(n + 1)
+    probs = q_bin @ np.exp(log_pmf)
+    probs[-1] += max(0.0, 1.0 - float(probs.sum()))  # that many or more
+    return PassInProgress(min(busy, 1.0), rest, _company(probs, company_service_s, cap))
 
 
 def prefill_wait_tail(
@@ -508,6 +583,7 @@ def prefill_wait_tail(
     rank: RankCompany | None = None,
     admission: Admission | None = None,
     drain: tuple[float, float] | None = None,
+    in_pass: PassInProgress | None = None,
 ) -> np.ndarray:
     """P(W + X + D + R + A > t) at a prefill pool of ``instances`` instances; 1 for negative
     ``t``.
@@ -573,7 +649,9 @@ def prefill_wait_tail(
             close = np.abs(rates[i] - rates[j]) <= 1e-7 * rates[j]
             rates[i] = np.where(close, rates[j] * (1 + 1e-5 * (i - j)), rates[i])
 
-    def terms(waits: bool, admits: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    def terms(
+        waits: bool, admits: np.ndarray, rates: list[np.ndarray] = rates
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """The exponentials present, as (rate, coefficient) with the coefficient 0 where
         absent: the wait if ``waits``, the link's queueing where it counts, MD's admission
         wait where ``admits``. ``P(sum > s) = sum_j c_j e^(-r_j s)``, ``c_j = prod_(i != j)
@@ -599,19 +677,31 @@ def prefill_wait_tail(
             out = out + coef * _exponential_excess(r, s, sd, z, noisy)
         return np.where(t < 0, 1.0, out)
 
+    # the pass in progress, where a group is free but the instance is in a pass
+    p_pass = 0.0 if in_pass is None else max(0.0, in_pass.busy - c)
+    rank = rank if in_pass is None else in_pass.company
+    pass_rates = list(rates)
+    if in_pass is not None and p_pass > 0:
+        pass_rates[0] = np.full(t_s.shape, 1.0 / in_pass.rest_s)
+        for i in range(1, len(pass_rates)):
+            close = np.abs(pass_rates[i] - pass_rates[0]) <= 1e-7 * pass_rates[0]
+            pass_rates[i] = np.where(close, pass_rates[0] * (1 + 1e-5 * i), pass_rates[i])
     any_noisy = bool(noisy.any())
     if rank is not None:  # the company's atoms on a leading axis
         shape = (len(rank.probs),) + (1,) * (t_s.ndim - 1) + rank.delays.shape[1:]
         behind = t_s[None] - rank.delays.reshape(shape)
 
+    def waited(exps: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        if rank is None:
+            return tail(t_s, exps)
+        return np.tensordot(rank.probs, tail(behind, exps), axes=1)
+
     def given(admits: np.ndarray) -> np.ndarray:
         """The tail given which entries wait for MD's admission."""
-        exps = terms(True, admits)
-        if rank is None:
-            waited = tail(t_s, exps)
-        else:
-            waited = np.tensordot(rank.probs, tail(behind, exps), axes=1)
-        return (1.0 - c) * tail(t_s, terms(False, admits)) + c * waited
+        out = (1.0 - c - p_pass) * tail(t_s, terms(False, admits)) + c * waited(terms(True, admits))
+        if p_pass > 0:
+            out = out + p_pass * waited(terms(True, admits, pass_rates))
+        return out
 
     out = given(no)
     if admission is not None:

@@ -24,9 +24,11 @@ from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wa
 from pddplan.model.queueing import (
     ADMISSION_GRID,
     LoadedPrefill,
+    PassInProgress,
     RankCompany,
     filled_service,
     loaded_prefill_latency,
+    pass_in_progress,
     prefill_wait_tail,
     rank_company,
 )
@@ -90,10 +92,11 @@ class Requirements:
         self._p: dict[tuple[str, str, int | None, float], np.ndarray] = tail.setdefault("p", {})
         self._loaded: dict[
             tuple[str, int, bool, bool, float, int],
-            tuple[float, LoadedPrefill, RankCompany | None],
+            tuple[float, LoadedPrefill, PassInProgress | None, RankCompany | None],
         ] = memo.setdefault("loaded", {})
         """Per (option, stretch, count): the full-pass mean service, the company's
-        latency and the rank model (the same in every transfer state)."""
+        latency, the pass in progress and the rank model (the same in every transfer
+        state)."""
         self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
         self._m: dict[tuple[str, str, str], np.ndarray] = tail.setdefault("m", {})
         self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
@@ -346,15 +349,25 @@ class Requirements:
                 # company: a joiner adds its full-pass service (the fixed costs are shared)
                 full = stretched(base, stretch)
                 full_sum = float(sp.w @ full.service)
+                loaded = loaded_prefill_latency(
+                    full,
+                    sp.w,
+                    groups=groups,
+                    utilization=lam * full_sum / n,
+                    instances=n,
+                    passes=stretched(sp.prefill_passes(o), stretch),
+                )
                 self._loaded[key] = (
                     full_sum,
-                    loaded_prefill_latency(
+                    loaded,
+                    pass_in_progress(
                         full,
                         sp.w,
+                        lam / n,
                         groups=groups,
-                        utilization=lam * full_sum / n,
-                        instances=n,
-                        passes=stretched(sp.prefill_passes(o), stretch),
+                        company_service_s=full_sum,
+                        stretch=float(sp.w @ loaded.mean_s)
+                        / max(float(sp.w @ full.latency), 1e-300),
                     ),
                     rank_company(
                         figures,
@@ -367,7 +380,7 @@ class Requirements:
                     if groups == 1
                     else None,
                 )
-            full_sum, loaded, rank = self._loaded[key]
+            full_sum, loaded, in_pass, rank = self._loaded[key]
             tail = prefill_wait_tail(
                 bounds - figures.latency - rests,
                 instances=n,
@@ -380,6 +393,7 @@ class Requirements:
                 company_var_s2=loaded.var_s2,
                 rank=rank,
                 drain=(min(lam * full_sum / n, 1.0), full_sum),
+                in_pass=in_pass,
             )
             tail = tail.reshape(nf, 4, -1) * sp.w
             direct, relay = tail[:, 0::2], tail[:, 1::2]  # first steps x (P90, P99) x classes
