@@ -78,23 +78,10 @@ def filled_service(
     owner = figures.pass_owner
     count = np.bincount(owner, minlength=len(w))
     t_bar = float(w @ figures.new_tokens) / max(float(w @ count), 1e-300)
-    # the pass an arrival falls in: by length, binned at weighted quantiles of duration
-    d = figures.pass_s
-    q = w[owner] * d
-    order = np.argsort(d, kind="stable")
-    cum = np.cumsum(q[order]) / max(float(q.sum()), 1e-300)
-    bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
-    q_sum = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
-    qd_sum = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
-    keep = q_sum > 0
-    d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
     # the company's count (a full pass from ``n_full`` on) and its tokens on the group
     n_full = min(math.ceil(fill.groups * fill.chunk / max(t_bar, 1e-300)), FILL_MAX_COMPANY)
+    pmf = _arrivals_in_a_pass(figures.pass_s, w[owner], rate_per_instance, n_full)
     n = np.arange(n_full + 1, dtype=float)
-    mu = rate_per_instance * d_bin[:, None]
-    log_pmf = n * np.log(np.maximum(mu, 1e-300)) - mu - special.gammaln(n + 1)
-    pmf = q_bin @ np.exp(log_pmf)
-    pmf[-1] += max(0.0, 1.0 - float(pmf.sum()))
     x = np.minimum(n * t_bar / fill.groups, fill.chunk)
     x[-1] = fill.chunk
     # E[f(x)] for f linear between the grid's points: the count's mass on the points
@@ -109,6 +96,29 @@ def filled_service(
     util = min(rate_per_instance * a / (1.0 + rate_per_instance * b), 1.0)
     service = (1.0 - util) * alone + util * busy + rest
     return Filled(service, rate_per_instance * float(w @ service))
+
+
+def _arrivals_in_a_pass(
+    pass_s: np.ndarray, weights: np.ndarray, rate: float, n_max: int
+) -> np.ndarray:
+    """``P(N = n)`` for ``n = 0 .. n_max`` (the last: that many or more), ``N`` the arrivals
+    at ``rate`` during the pass an arrival falls in: ``Poisson(rate x D)``, ``D`` one of the
+    passes ``pass_s`` (each at its ``weights``) drawn in proportion to its length, binned at
+    ``FILL_DURATION_BINS`` weighted quantiles of duration."""
+    q = weights * pass_s
+    order = np.argsort(pass_s, kind="stable")
+    cum = np.cumsum(q[order]) / max(float(q.sum()), 1e-300)
+    bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
+    q_sum = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
+    qd_sum = np.bincount(bins, weights=(q * pass_s)[order], minlength=FILL_DURATION_BINS)
+    keep = q_sum > 0
+    d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
+    n = np.arange(n_max + 1, dtype=float)
+    mu = rate * d_bin[:, None]
+    log_pmf = n * np.log(np.maximum(mu, 1e-300)) - mu - special.gammaln(n + 1)
+    pmf = q_bin @ np.exp(log_pmf)
+    pmf[-1] += max(0.0, 1.0 - float(pmf.sum()))
+    return np.asarray(pmf)
 
 
 def erlang_c(servers: float, offered_erlangs: float) -> float:
@@ -547,25 +557,14 @@ def pass_in_progress(
     w = weights[figures.pass_owner]
     d = figures.pass_s * stretch
     rest = float(w @ d**2) / (2.0 * float(w @ d))
-    # the pass in progress by length: binned at weighted quantiles, as ``filled_service``
-    q = w * d
-    order = np.argsort(d, kind="stable")
-    cum = np.cumsum(q[order]) / float(q.sum())
-    bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
-    q_sum = np.bincount(bins, weights=q[order], minlength=FILL_DURATION_BINS)
-    qd_sum = np.bincount(bins, weights=(q * d)[order], minlength=FILL_DURATION_BINS)
-    keep = q_sum > 0
-    d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
     total = float(weights.sum())
     cap = np.maximum(groups * (room + new) - new, 0.0)
     cap = cap * company_service_s / max(float(weights @ new) / total, 1e-12)
+    # counts past the instance's room add nothing; past ``mean + 10 sd + 10``, nothing seen
     full = math.ceil(float(cap.max()) / company_service_s) if cap.max() > 0 else 0
-    mu = rate_per_instance * d_bin
-    n_max = min(full, int(np.ceil(mu.max() + 10.0 * np.sqrt(mu.max()) + 10.0)))
-    n = np.arange(n_max + 1, dtype=float)
-    log_pmf = n * np.log(np.maximum(mu[:, None], 1e-300)) - mu[:, None] - special.gammaln(n + 1)
-    probs = q_bin @ np.exp(log_pmf)
-    probs[-1] += max(0.0, 1.0 - float(probs.sum()))  # that many or more
+    most = rate_per_instance * float(d.max())
+    n_max = min(full, math.ceil(most + 10.0 * math.sqrt(most) + 10.0))
+    probs = _arrivals_in_a_pass(d, w, rate_per_instance, n_max)
     return PassInProgress(min(busy, 1.0), rest, _company(probs, company_service_s, cap))
 
 
@@ -593,7 +592,11 @@ def prefill_wait_tail(
       several, a request joins the groups of one instance (the first to end a pass takes
       it, wherever its groups stand) and waits there, not for the pool's first free group:
       the servers are that instance's ``groups`` attention groups, each holding a request
-      for ``groups`` times its service time at full load, at ``utilization``.
+      for ``groups`` times its service time at full load, at ``utilization``. With
+      ``in_pass`` (``pass_in_progress``), an arrival that finds a group free but the
+      instance in a pass waits for the rest of the pass: with probability
+      ``max(0, in_pass.busy - C)``, exponential of mean ``in_pass.rest_s``; and
+      ``in_pass.company`` stands for ``rank``.
     - ``X``, the link's queueing (``network.wan_queueing_mean_s``): exponential of mean
       ``extra_mean_s`` (0: none; inf: a tail of 1).
     - ``D``, what the other attention groups add to the request's passes
@@ -612,8 +615,9 @@ def prefill_wait_tail(
 
         P(D + sum > t) = Q(z) + sum_k c_k exp(-r_k (t - mu) + r_k^2 sigma^2 / 2) Phi(z - r_k sigma)
 
-    ``P(W + X + D + R > t) = (1 - C) P(X + D > t) + C sum_n P(R = d_n) P(Exp(a) + X + D > t - d_n)``,
-    and likewise over whether ``A`` is 0.
+    ``P(W + X + D + R > t) = (1 - C) P(X + D > t) + C sum_n P(R = d_n) P(Exp(a) + X + D > t - d_n)``
+    (with ``in_pass``, ``1 - C - p`` and a third term, ``p`` of the same with the rest of the
+    pass for ``Exp(a)``), and likewise over whether ``A`` is 0.
     """
     t_s = np.asarray(t_s, dtype=float)
     if utilization >= 1.0:
@@ -644,10 +648,16 @@ def prefill_wait_tail(
     rates = [np.full(t_s.shape, 1.0 / mean_wait), np.where(with_x, 1.0 / np.where(with_x, m, 1), 1)]
     if admission is not None:
         rates.append(np.full(t_s.shape, 1.0 / admission.mean_s))
-    for i in range(1, len(rates)):  # equal rates: the limit, by a nudge apart
-        for j in range(i):
-            close = np.abs(rates[i] - rates[j]) <= 1e-7 * rates[j]
-            rates[i] = np.where(close, rates[j] * (1 + 1e-5 * (i - j)), rates[i])
+
+    def apart(rates: list[np.ndarray]) -> list[np.ndarray]:
+        """Equal rates nudged apart (the hypoexponential's limit)."""
+        for i in range(1, len(rates)):
+            for j in range(i):
+                close = np.abs(rates[i] - rates[j]) <= 1e-7 * rates[j]
+                rates[i] = np.where(close, rates[j] * (1 + 1e-5 * (i - j)), rates[i])
+        return rates
+
+    rates = apart(rates)
 
     def terms(
         waits: bool, admits: np.ndarray, rates: list[np.ndarray] = rates
@@ -680,12 +690,9 @@ def prefill_wait_tail(
     # the pass in progress, where a group is free but the instance is in a pass
     p_pass = 0.0 if in_pass is None else max(0.0, in_pass.busy - c)
     rank = rank if in_pass is None else in_pass.company
-    pass_rates = list(rates)
+    pass_rates = rates
     if in_pass is not None and p_pass > 0:
-        pass_rates[0] = np.full(t_s.shape, 1.0 / in_pass.rest_s)
-        for i in range(1, len(pass_rates)):
-            close = np.abs(pass_rates[i] - pass_rates[0]) <= 1e-7 * pass_rates[0]
-            pass_rates[i] = np.where(close, pass_rates[0] * (1 + 1e-5 * i), pass_rates[i])
+        pass_rates = apart([np.full(t_s.shape, 1.0 / in_pass.rest_s), *rates[1:]])
     any_noisy = bool(noisy.any())
     if rank is not None:  # the company's atoms on a leading axis
         shape = (len(rank.probs),) + (1,) * (t_s.ndim - 1) + rank.delays.shape[1:]
