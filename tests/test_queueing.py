@@ -241,28 +241,36 @@ def test_md_wait_is_shorter_where_part_full_batches_step_faster():
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)  # slower without the speed-up
 
 
-def test_filled_service_by_hand() -> None:
-    """One class, one pass of a full chunk (t = chunk): 1 s alone, 0.5 s in a full pass
-    (its share of the fixed costs), a 1 s pass. At lambda = ln 2 a pass in progress brings
-    company with probability 1 - e^(-lambda) = 1/2, so a request that finds the instance
-    busy costs 0.75 s; U = lambda x 1 / (1 + lambda x 0.25) (``filled_service``), and the
-    service 1 - 0.25 U."""
-    fill = PassFill(
-        grid=np.array([0.0, 100.0]),
+def _one_pass_of_100(**width: float) -> PrefillFigures:
+    """One class of one 100-token chunk: a 1 s pass alone, 0.5 s of an instance in a full
+    pass; a ``PassFill`` of one server (``fill=`` or ``whole=`` its width in tokens) linear
+    from 1 s with no company to 0.5 s with a full pass."""
+    ((field, tokens),) = width.items()
+    table = PassFill(
+        grid=np.array([0.0, tokens]),
         first=np.array([[1.0, 0.5]]),
         rest=np.array([[0.0, 0.0]]),
-        chunk=100.0,
+        chunk=tokens,
         groups=1,
     )
-    figures = PrefillFigures(
+    return PrefillFigures(
         latency=np.array([1.0]),
         service=np.array([0.5]),
         pass_s=np.array([1.0]),
         pass_owner=np.array([0]),
         new_tokens=np.array([100.0]),
         room_tokens=np.array([0.0]),
-        fill=fill,
+        **{field: table},
     )
+
+
+def test_filled_service_by_hand() -> None:
+    """One class, one pass of a full chunk (t = chunk): 1 s alone, 0.5 s in a full pass
+    (its share of the fixed costs), a 1 s pass. At lambda = ln 2 a pass in progress brings
+    company with probability 1 - e^(-lambda) = 1/2, so a request that finds the instance
+    busy costs 0.75 s; U = lambda x 1 / (1 + lambda x 0.25) (``filled_service``), and the
+    service 1 - 0.25 U."""
+    figures = _one_pass_of_100(fill=100.0)
     lam = math.log(2.0)
     u = lam / (1.0 + lam / 4.0)
     got = filled_service(figures, np.array([1.0]), lam)
@@ -307,22 +315,7 @@ def _two_groups_one_pass() -> PrefillFigures:
     attention groups of 100 tokens a pass: a full pass (one such chunk on each group) costs
     each request 0.5 s of the instance. ``whole`` is the instance as one server: 1 s with
     no company, 0.75 s with a chunk of company, 0.5 s with two."""
-    whole = PassFill(
-        grid=np.array([0.0, 200.0]),
-        first=np.array([[1.0, 0.5]]),
-        rest=np.array([[0.0, 0.0]]),
-        chunk=200.0,
-        groups=1,
-    )
-    return PrefillFigures(
-        latency=np.array([1.0]),
-        service=np.array([0.5]),
-        pass_s=np.array([1.0]),
-        pass_owner=np.array([0]),
-        new_tokens=np.array([100.0]),
-        room_tokens=np.array([0.0]),
-        whole=whole,
-    )
+    return _one_pass_of_100(whole=200.0)
 
 
 def test_pass_in_progress_by_hand() -> None:
