@@ -80,7 +80,7 @@ def filled_service(
     t_bar = float(w @ figures.new_tokens) / max(float(w @ count), 1e-300)
     # the company's count (a full pass from ``n_full`` on) and its tokens on the group
     n_full = min(math.ceil(fill.groups * fill.chunk / max(t_bar, 1e-300)), FILL_MAX_COMPANY)
-    pmf = _arrivals_in_a_pass(figures.pass_s, w[owner], rate_per_instance, n_full)
+    pmf = _arrivals_in_a_pass(figures, weights, rate_per_instance, n_full)
     n = np.arange(n_full + 1, dtype=float)
     x = np.minimum(n * t_bar / fill.groups, fill.chunk)
     x[-1] = fill.chunk
@@ -98,14 +98,25 @@ def filled_service(
     return Filled(service, rate_per_instance * float(w @ service))
 
 
-def _arrivals_in_a_pass(
-    pass_s: np.ndarray, weights: np.ndarray, rate: float, n_max: int
-) -> np.ndarray:
-    """``P(N = n)`` for ``n = 0 .. n_max`` (the last: that many or more), ``N`` the arrivals
-    at ``rate`` during the pass an arrival falls in: ``Poisson(rate x D)``, ``D`` one of the
-    passes ``pass_s`` (each at its ``weights``) drawn in proportion to its length, binned at
-    ``FILL_DURATION_BINS`` weighted quantiles of duration."""
-    q = weights * pass_s
+PASS_BINS_MEMO = 256
+"""How many workloads' binned passes ``_pass_bins`` keeps (then it starts again)."""
+_pass_bins_memo: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
+
+
+def _pass_bins(
+    pass_s: np.ndarray, owner: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The passes ``pass_s`` (of the classes ``owner``, at the class ``weights``) an arrival
+    falls in, in proportion to their length: binned at ``FILL_DURATION_BINS`` weighted
+    quantiles of duration, each bin's mean duration and probability. The same at every
+    rate, and asked for at every count the planner tries: kept per the arrays' identity
+    (prefill figures are never changed in place), with the arrays, so that an identity
+    is not reused while kept."""
+    key = (id(pass_s), id(owner), id(weights))
+    kept = _pass_bins_memo.get(key)
+    if kept is not None and kept[0] is pass_s and kept[1] is owner and kept[2] is weights:
+        return kept[3], kept[4]
+    q = (weights / float(weights.sum()))[owner] * pass_s
     order = np.argsort(pass_s, kind="stable")
     cum = np.cumsum(q[order]) / max(float(q.sum()), 1e-300)
     bins = np.minimum((cum * FILL_DURATION_BINS).astype(int), FILL_DURATION_BINS - 1)
@@ -113,6 +124,20 @@ def _arrivals_in_a_pass(
     qd_sum = np.bincount(bins, weights=(q * pass_s)[order], minlength=FILL_DURATION_BINS)
     keep = q_sum > 0
     d_bin, q_bin = qd_sum[keep] / q_sum[keep], q_sum[keep] / q_sum[keep].sum()
+    if len(_pass_bins_memo) >= PASS_BINS_MEMO:
+        _pass_bins_memo.clear()
+    _pass_bins_memo[key] = (pass_s, owner, weights, d_bin, q_bin)
+    return d_bin, q_bin
+
+
+def _arrivals_in_a_pass(
+    figures: PrefillFigures, weights: np.ndarray, rate: float, n_max: int
+) -> np.ndarray:
+    """``P(N = n)`` for ``n = 0 .. n_max`` (the last: that many or more), ``N`` the arrivals
+    at ``rate`` during the pass an arrival falls in: ``Poisson(rate x D)``, ``D`` one of
+    ``figures``' passes at the class ``weights`` drawn in proportion to its length
+    (``_pass_bins``). Passes ``k`` times as long: ``rate`` times ``k``."""
+    d_bin, q_bin = _pass_bins(figures.pass_s, figures.pass_owner, weights)
     n = np.arange(n_max + 1, dtype=float)
     mu = rate * d_bin[:, None]
     log_pmf = n * np.log(np.maximum(mu, 1e-300)) - mu - special.gammaln(n + 1)
@@ -555,16 +580,20 @@ def pass_in_progress(
         return None
     busy = filled_service(figures._replace(fill=whole), weights, rate_per_instance).utilization
     w = weights[figures.pass_owner]
-    d = figures.pass_s * stretch
-    rest = float(w @ d**2) / (2.0 * float(w @ d))
+    d = figures.pass_s
+    rest = stretch * float(w @ d**2) / (2.0 * float(w @ d))
     total = float(weights.sum())
     cap = np.maximum(groups * (room + new) - new, 0.0)
     cap = cap * company_service_s / max(float(weights @ new) / total, 1e-12)
     # counts past the instance's room add nothing; past ``mean + 10 sd + 10``, nothing seen
     full = math.ceil(float(cap.max()) / company_service_s) if cap.max() > 0 else 0
-    most = rate_per_instance * float(d.max())
+    most = rate_per_instance * stretch * float(d.max())
     n_max = min(full, math.ceil(most + 10.0 * math.sqrt(most) + 10.0))
-    probs = _arrivals_in_a_pass(d, w, rate_per_instance, n_max)
+    probs = _arrivals_in_a_pass(figures, weights, rate_per_instance * stretch, n_max)
+    # cut where fewer than RANK_COMPANY_TAIL of arrivals see more (the mass to the last atom)
+    seen = np.cumsum(probs[::-1])[::-1] >= RANK_COMPANY_TAIL  # P(N >= n)
+    last = int(np.flatnonzero(seen)[-1]) if seen.any() else 0
+    probs = np.append(probs[:last], probs[last:].sum())
     return PassInProgress(min(busy, 1.0), rest, _company(probs, company_service_s, cap))
 
 
