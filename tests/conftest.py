@@ -20,6 +20,8 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
 SLOW_BY_DURATION = {
+    "tests/test_evaluate.py::test_md_cache_must_hold_the_open_sessions",
+    "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-h100-h200-monthly]",
     "tests/test_api.py::test_the_documented_example_runs",
     "tests/test_robust.py::test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation",
     "tests/test_robust.py::test_solve_writes_a_robust_plan_that_simulate_reads_per_variant",
