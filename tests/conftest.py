@@ -20,6 +20,9 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
 SLOW_BY_DURATION = {
+    "tests/test_solve.py::test_each_shipped_scenario_solves[domestic-910c-h20]",
+    "tests/test_golden.py::test_solve_json_is_unchanged[domestic-910c-h20]",
+    "tests/test_solve.py::test_the_relaxations_plans_are_the_milps_optimum",
     "tests/test_evaluate.py::test_md_cache_must_hold_the_open_sessions",
     "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-h100-h200-monthly]",
     "tests/test_api.py::test_the_documented_example_runs",
