@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PassFill, PrefillFigures
 from pddplan.model.queueing import (
+    LoadedPrefill,
     PassInProgress,
     RankCompany,
     erlang_c,
@@ -335,9 +336,10 @@ def test_pass_in_progress_by_hand() -> None:
     assert got.rest_s == pytest.approx(0.5)
     np.testing.assert_allclose(got.company.probs, [0.5, 0.5])
     np.testing.assert_allclose(got.company.delays, [[0.0], [0.5]])
+    loaded = LoadedPrefill(mean_s=np.array([1.2]), var_s2=np.array([0.0]))  # 1.2 x alone
     stretched = pass_in_progress(
         _two_groups_one_pass(), np.array([1.0]), lam, groups=2, company_service_s=0.5,
-        stretch=1.2,
+        loaded=loaded,
     )  # fmt: skip
     assert stretched is not None and stretched.rest_s == pytest.approx(0.6)
     # one attention group, or no load: nothing of the kind

@@ -320,7 +320,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             lam * share / pool.instances,
             groups=inst.attention_groups,
             company_service_s=full_svc[j],
-            stretch=float(w @ lat.mean_s) / max(float(w @ figures.latency), 1e-300),
+            loaded=lat,
         )
         for j, ((pool, inst), figures, lat, share) in enumerate(
             zip(pools_p, p_full, loaded, m.p_share, strict=True)

@@ -555,7 +555,7 @@ def pass_in_progress(
     *,
     groups: int,
     company_service_s: float,
-    stretch: float = 1.0,
+    loaded: LoadedPrefill | None = None,
 ) -> PassInProgress | None:
     """The pass in progress at a prefill instance of ``groups`` attention groups, at
     ``rate_per_instance`` requests per second; None with one group or without load.
@@ -568,8 +568,8 @@ def pass_in_progress(
     - ``busy``: the instance's busy share, any group in a pass (``filled_service`` of
       ``PrefillFigures.whole``: a lone chunk pays all of a pass's fixed costs);
     - ``rest_s = E[D^2] / (2 E[D])`` over the workload's passes (``figures.pass_s``, each
-      class's passes at its weight), each ``stretch`` times its time alone (the company of
-      the other groups that loads it, ``loaded_prefill_latency``);
+      class's passes at its weight), each as much longer than alone as ``loaded`` (the
+      other groups' company, ``loaded_prefill_latency``) makes the mean request's prefill;
     - ``company``: ``N ~ Poisson(rate x D)`` requests, ``D`` the pass in progress drawn by
       its length (those that arrive before the request and after it alike: a Poisson
       stream seen from one of its arrivals), each adding ``company_service_s`` (a full
@@ -579,6 +579,9 @@ def pass_in_progress(
     if groups <= 1 or whole is None or room is None or new is None or rate_per_instance <= 0:
         return None
     busy = filled_service(figures._replace(fill=whole), weights, rate_per_instance).utilization
+    stretch = 1.0
+    if loaded is not None:
+        stretch = float(weights @ loaded.mean_s) / max(float(weights @ figures.latency), 1e-300)
     w = weights[figures.pass_owner]
     d = figures.pass_s
     rest = stretch * float(w @ d**2) / (2.0 * float(w @ d))

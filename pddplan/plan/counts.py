@@ -366,8 +366,7 @@ class Requirements:
                         lam / n,
                         groups=groups,
                         company_service_s=full_sum,
-                        stretch=float(sp.w @ loaded.mean_s)
-                        / max(float(sp.w @ full.latency), 1e-300),
+                        loaded=loaded,
                     ),
                     rank_company(
                         figures,
