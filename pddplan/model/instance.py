@@ -603,17 +603,16 @@ class Instance:
         groups = self.attention_groups
 
         def fill_table(
-            width: float, share: Callable[[Array], Value], spread: float | Callable[[Array], Value]
+            width: float, share: Callable[[Array], Value], spread: Callable[[Array], Value]
         ) -> tuple[Array, Array, Array]:
             """``PassFill``'s grid, first and rest: a class's chunks' seconds when ``x`` tokens
             of company share their passes, ``x`` on a grid from 0 to ``width``; a chunk of
             ``t`` then carries ``share(t + x)`` of its pass's fixed costs, its attention
-            spread over ``spread`` groups (or ``spread(t + x)``)."""
+            spread over ``spread(t + x)`` groups."""
             grid = np.concatenate([[0.0], np.geomspace(1.0, width, FILL_GRID_POINTS)])
             parts: list[list[Array]] = [[], []]
             for x in grid:
-                groups_x = spread(t + x) if callable(spread) else spread
-                cost = self._pass_cost(t, p, share(t + x), h, groups=groups_x)
+                cost = self._pass_cost(t, p, share(t + x), h, groups=spread(t + x))
                 for part, keep in zip(parts, (first, ~first), strict=True):
                     part.append(
                         np.asarray(
@@ -626,7 +625,9 @@ class Instance:
 
         # per attention group, every group as busy: company on the chunk's own group
         fill = PassFill(
-            *fill_table(float(chunk), lambda tx: t / (groups * np.minimum(chunk, tx)), groups),
+            *fill_table(
+                float(chunk), lambda tx: t / (groups * np.minimum(chunk, tx)), lambda _: groups
+            ),
             float(chunk),
             groups,
         )
