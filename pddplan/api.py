@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.threads import one_blas_thread
 
 if TYPE_CHECKING:
     from pddplan.calibration.fit import Calibration
@@ -108,6 +109,7 @@ def variant_problem(problem: Problem, name: str) -> Problem:
     )
 
 
+@one_blas_thread
 def solve_robust(
     problem: Problem,
     *,
@@ -138,6 +140,7 @@ def scenario_schema() -> dict[str, Any]:
 
 
 # --- planning -------------------------------------------------------------------------------
+@one_blas_thread
 def solve(
     problem: Problem,
     *,
@@ -186,6 +189,7 @@ def solve(
     )
 
 
+@one_blas_thread
 def evaluate(problem: Problem, fleet: Fleet, *, demand_rps: float | None = None) -> Evaluation:
     """What ``fleet`` delivers on ``problem``: SLA capacity, cost, BCR, TTFT percentiles and
     utilizations at ``demand_rps`` req/s (default: the scenario's demand)."""
@@ -202,6 +206,7 @@ def price_fleet(problem: Problem, fleet: Fleet) -> FleetCost:
     return fleet_cost(problem, fleet)
 
 
+@one_blas_thread
 def compare(
     problem: Problem,
     *,
@@ -231,6 +236,7 @@ def compare(
     )
 
 
+@one_blas_thread
 def price_sweep(
     problem: Problem,
     chip: str,
@@ -261,6 +267,7 @@ def price_sweep(
     )
 
 
+@one_blas_thread
 def sweep(
     problem: Problem,
     vary: Sequence[str],
@@ -331,6 +338,7 @@ def sweep(
     )
 
 
+@one_blas_thread
 def study(
     problem: Problem,
     name: str,
@@ -370,6 +378,7 @@ def study(
 
 
 # --- checking a plan ------------------------------------------------------------------------
+@one_blas_thread
 def simulate(
     problem: Problem,
     fleet: Fleet,
@@ -419,6 +428,7 @@ def simulate(
     )
 
 
+@one_blas_thread
 def verify(
     problem: Problem,
     plan: PlanResult | None = None,
@@ -447,6 +457,7 @@ def verify(
 
 
 # --- the model, the workload and the catalogs -------------------------------------------------
+@one_blas_thread
 def instance_figures(
     model: str,
     chip: str,
@@ -515,6 +526,7 @@ def instance_figures(
     )
 
 
+@one_blas_thread
 def calibrate(
     paths: Sequence[str | Path],
     *,
@@ -555,6 +567,7 @@ def calibration_yaml(fit: Calibration, sources: list[str]) -> str:
     return dump(fit, sources)
 
 
+@one_blas_thread
 def fit_trace(
     path: str | Path,
     *,
@@ -583,6 +596,7 @@ def fit_trace(
     )
 
 
+@one_blas_thread
 def fit_trace_windows(
     path: str | Path,
     window_s: float,

@@ -47,6 +47,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "units",
     },
     "api": {
+        "threads",
         "sweeps",
         "calibration",
         "io",
@@ -72,7 +73,8 @@ MAY_IMPORT: dict[str, set[str]] = {
         "spec",
         "errors",
     },
-    "cli": {"__init__", "report", "atomic"},
+    "cli": {"__init__", "report", "atomic", "threads"},
+    "threads": set(),
     "__main__": {"cli"},
     "catalogs": set(),
 }
@@ -89,6 +91,7 @@ LIBRARIES = {
     "orjson": {"workload/trace.py"},
     "ray": {"sweeps/ray_engine.py"},
     "pyarrow": {"report/sweeps.py"},
+    "threadpoolctl": {"threads.py"},
 }
 """Each outside library and the only places that may import it."""
 

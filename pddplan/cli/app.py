@@ -22,6 +22,7 @@ from pddplan.cli import calibrate, compare, plan, simulate, sweep
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err
 from pddplan.cli.workload import workload_app
+from pddplan.threads import limit_process
 
 STDOUT_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 """Errors of a write to a full medium: the output could not be written, one line, exit 2."""
@@ -74,7 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     """The console entry point: ``app`` with typer's usage errors (unknown option, value out
     of range, missing argument) printed as one ``Error:`` line, exit code 2; a reader that
     closes the pipe (``| head``) ends it quietly (exit 1, as click), a full stdout is one
-    line and exit 2."""
+    line and exit 2. One BLAS thread for the whole process (``pddplan.threads``), set before
+    any command loads numpy."""
+    limit_process()
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="pddplan", standalone_mode=False)
