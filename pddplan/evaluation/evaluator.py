@@ -57,6 +57,16 @@ MAX_TTFT_S = 1e6
 """Percentile search gives up above this latency (reported as unbounded)."""
 BISECT_STEPS = 60
 """Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
+CAPACITY_TOLERANCE = 1e-6
+"""The SLA capacity's bisection stops when its bracket is this narrow (relative) and reports
+the bracket's low end; a capacity within it of a rate serves that rate (``serves``)."""
+
+
+def serves(capacity_rps: float, rate_rps: float) -> bool:
+    """Whether a deployment of SLA capacity ``capacity_rps`` serves ``rate_rps``: its
+    capacity is at least the rate, to the bisection's tolerance. The planner confirms its
+    plans and the evaluator reports ``below_demand`` by this one test."""
+    return capacity_rps >= rate_rps * (1 - CAPACITY_TOLERANCE)
 
 
 # --- the state at one arrival rate ------------------------------------------------------------
@@ -476,7 +486,7 @@ class Evaluator:
         if capacity == 0.0:
             status = "sla_infeasible"
             notes += _state(m, 1e-9, routing).failures
-        elif capacity + 1e-9 < demand:
+        elif not serves(capacity, demand):
             status = "below_demand"
         else:
             status = "ok"
@@ -520,11 +530,10 @@ def meets_sla(problem: Problem, fleet: Fleet, rate_rps: float) -> bool:
     return Evaluator(problem, fleet).meets(rate_rps)
 
 
-def sla_capacity(problem: Problem, fleet: Fleet, *, served_rps: float = 0.0) -> float:
-    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``).
-    ``served_rps``, a rate the caller knows the fleet serves, shortens the search."""
+def sla_capacity(problem: Problem, fleet: Fleet) -> float:
+    """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``)."""
     ev = Evaluator(problem, fleet)
-    return _capacity(ev.model, ev.routing, served_rps)
+    return _capacity(ev.model, ev.routing)
 
 
 def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, float]:
@@ -536,21 +545,21 @@ def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, flo
     return _priced(ev.model, fleet, _state(ev.model, demand, ev.routing)).total, ev.capacity
 
 
-def _capacity(m: FleetModel, routing: Routing, served_rps: float = 0.0) -> float:
+def _capacity(m: FleetModel, routing: Routing) -> float:
     """The largest arrival rate whose state is within every limit (0 if none), kept on the
     problem (``Problem.memo``): it depends on no price, so a sweep over prices bisects
     each fleet's once."""
-    key = (m.fleet.model_dump_json(exclude={"name"}), routing.model_dump_json(), served_rps)
-    return m.problem.memo("capacities", key, lambda: _bisect_capacity(m, routing, served_rps))
+    key = (m.fleet.model_dump_json(exclude={"name"}), routing.model_dump_json())
+    return m.problem.memo("capacities", key, lambda: _bisect_capacity(m, routing))
 
 
-def _bisect_capacity(m: FleetModel, routing: Routing, served_rps: float) -> float:
-    """``_capacity``: doubling from 1 req/s (or from ``served_rps`` when that rate is within
-    every limit) until a rate is not, then bisection."""
+def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
+    """``_capacity``: doubling from 1 req/s until a rate is not within every limit, then
+    bisection. The brackets depend on nothing but the fleet, so one deployment has one
+    capacity wherever it is asked for (a search's hint would move the result within the
+    bisection's tolerance, and a table would print two figures for one fleet)."""
     lo, hi = 0.0, 1.0
-    if served_rps > 0 and _state(m, served_rps, routing).ok:
-        lo, hi = served_rps, 2 * served_rps
-    elif not _state(m, 1e-9, routing).ok:
+    if not _state(m, 1e-9, routing).ok:
         return 0.0
     while _state(m, hi, routing).ok:
         lo, hi = hi, 2 * hi
@@ -559,7 +568,7 @@ def _bisect_capacity(m: FleetModel, routing: Routing, served_rps: float) -> floa
     for _ in range(BISECT_STEPS):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _state(m, mid, routing).ok else (lo, mid)
-        if hi - lo <= 1e-6 * max(hi, 1e-9):
+        if hi - lo <= CAPACITY_TOLERANCE * max(hi, 1e-9):
             break
     return lo
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.plan.counts import Requirements
-from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space
+from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space, hardware_key
 from pddplan.spec.scenario import ROLES, Role
 
 
@@ -65,7 +65,11 @@ class RelaxedOptimum:
 
 
 def relaxed_optimum(
-    req: Requirements, budget_usd_per_hour: float | None = None, *, ties: int = 1
+    req: Requirements,
+    budget_usd_per_hour: float | None = None,
+    *,
+    ties: int = 1,
+    rejected: frozenset[tuple] = frozenset(),
 ) -> RelaxedOptimum:
     """A lower bound on the minimum-cost MILP's optimum at ``req.rate``, and the plans that
     reach it.
@@ -82,7 +86,9 @@ def relaxed_optimum(
     are one plan here (the one relaying most; ``pddplan.plan.search`` tunes the router);
     distinct deployments of equal cost (two layouts of the same GPUs, say) are returned up
     to ``ties`` of them (at most ``MAX_TIES``), for the search to pick the one with the
-    largest SLA capacity."""
+    largest SLA capacity. Deployments whose ``hardware_key`` is in ``rejected`` (the
+    evaluator found them short) are not returned: when every minimizer is, none is exact
+    and the MILP, with a cut for each, finds the next."""
     sp = req.space
     ncut = len(sp.cuts)
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
@@ -153,11 +159,9 @@ def relaxed_optimum(
             ):
                 options = {"prefill": p, "relay_decode": rd, "main_decode": m}
                 choice = _as_choice(req, st, band, r, row % ncatch, j, options)
-                key = (
-                    st.key,
-                    tuple((o.key, choice.instances[k]) for k, o in choice.options.items() if o),
-                )
-                found.setdefault(key, choice)
+                key = hardware_key(choice)
+                if key not in rejected:
+                    found.setdefault(key, choice)
             if len(found) >= enough or cells >= MAX_TIED_CELLS:
                 break
         if len(found) >= enough or cells >= MAX_TIED_CELLS:

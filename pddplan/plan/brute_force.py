@@ -6,8 +6,10 @@ counts (multiples of each option's purchase step, up to its maximum), a relay cu
 singular cut and a catch-up cut: the same choices ``pddplan.plan.space.Space`` offers the
 MILP. Datacenter limits (GPUs, power, inventory) and the budget are checked directly.
 
-- min cost: candidates in increasing cost order; the first the evaluator finds within the
-  SLA at the demand is the optimum. Every limit is monotone in the instance counts (more
+- min cost: candidates in increasing cost order; the first cost at which the evaluator finds
+  one serving the demand is the optimum, and of the candidates of that cost that serve it,
+  the tie rule (``pddplan.plan.search.widest``: most SLA capacity, then the shortest TTFT
+  P99 at the demand, then the first) picks the plan, as the MILP's search does. Every limit is monotone in the instance counts (more
   instances never raise a utilization, a queueing wait or a stall fraction), so a skeleton
   (options, state, cuts) the evaluator rejects at its largest counts is skipped whole.
 - max BCR / max capacity: candidates in decreasing order of an upper bound on their
@@ -26,11 +28,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from pddplan.errors import ArgumentError
-from pddplan.evaluation.evaluator import meets_sla, sla_capacity
+from pddplan.evaluation.evaluator import meets_sla, serves, sla_capacity
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
-from pddplan.plan.search import finish_plan
+from pddplan.plan.search import finish_plan, widest
 from pddplan.plan.space import Choice, PoolOption, Space
+from pddplan.spec.status import PlanStatus
 
 MAX_CANDIDATES = 2_000_000
 """Refuse to enumerate more candidates than this (use the MILP)."""
@@ -143,8 +146,14 @@ def enumerate_plan(
         return space.fleet(c, f"{scenario.name}-plan")
 
     if objective == "min-cost":
+        # the first cost at which a candidate serves the demand; of those at that cost that
+        # do, the one the tie rule prefers (``search.widest``), as the MILP's search picks
         at_most: dict[tuple, bool] = {}  # skeleton -> feasible at its largest counts
-        for _, _, c in sorted(candidates, key=lambda x: (x[0], x[1])):
+        least: float | None = None
+        served: list[tuple[Choice, float]] = []
+        for cost, _, c in sorted(candidates, key=lambda x: (x[0], x[1])):
+            if least is not None and cost > least * (1 + 1e-9) + 1e-9:
+                break
             skeleton = _skeleton_key(c)
             if skeleton not in at_most:
                 scored += 1
@@ -152,9 +161,14 @@ def enumerate_plan(
             if not at_most[skeleton]:
                 continue
             scored += 1
-            if meets_sla(problem, fleet(c), demand):
-                best = c
-                break
+            if not meets_sla(problem, fleet(c), demand):
+                continue
+            capacity = sla_capacity(problem, fleet(c))
+            if serves(capacity, demand):
+                least = cost if least is None else least
+                served.append((c, capacity))
+        if served:
+            best = widest(space, served, demand)[0]
     else:
         bounded = []
         for cost, i, c in candidates:
@@ -173,7 +187,7 @@ def enumerate_plan(
                 break
             scored += 1
             capacity = capacities[-minus_i] = sla_capacity(problem, fleet(c))
-            if capacity <= 0 or (objective == "max-bcr" and capacity + 1e-9 < demand):
+            if capacity <= 0 or (objective == "max-bcr" and not serves(capacity, demand)):
                 continue
             value = capacity / cost if objective == "max-bcr" else capacity
             if value > best_value * (1 + 1e-12):
@@ -190,13 +204,13 @@ def enumerate_plan(
                     scored += 1
                     capacities[-minus_i] = sla_capacity(problem, fleet(c))
                 capacity = capacities[-minus_i]
-                if capacity + 1e-9 >= demand and capacity / cost >= threshold:
+                if serves(capacity, demand) and capacity / cost >= threshold:
                     best = c
                     break
     stats = SolveStats(
         objective,
         "enumerate",
-        "optimal" if best is not None else "infeasible",
+        PlanStatus.OPTIMAL if best is not None else PlanStatus.INFEASIBLE,
         time.perf_counter() - start,
         candidates=len(candidates),
         evaluated=scored,

@@ -495,6 +495,33 @@ class Formulation:
             r.name("floor", o.key),
         )
 
+    def exclude(self, rejected: Choice, index: int) -> None:
+        """A cut that the evaluator's rejection of ``rejected`` (its hardware, under every
+        router setting its counts carry, misses the rate) adds: a solution must differ from
+        it in an option or the transfer state, or buy more instances of one of its options
+        (``docs/milp.md``, "Check and cut"). The plans it also removes, the same hardware
+        with fewer instances, cost less than the optimum it was, so they were infeasible
+        already: the cut removes that one deployment."""
+        prob, terms = self.prob, []
+        for role in ROLES:
+            o = rejected.options[role]
+            if o is None:  # without relay decode: buying any is a difference
+                terms += [self.use[x.key] for x in self.by_role[role]]
+                continue
+            if o.key not in self.use:  # not an option here: nothing to exclude
+                return
+            terms.append(1 - self.use[o.key])
+            top = o.max_instances // o.unit_step
+            have = rejected.instances[role] // o.unit_step
+            if have < top:  # more of it: a binary that may be on only above the count
+                more = self.prob.add_variable(_name("more", index, o.key), cat="Binary")
+                prob += self.units[o.key] >= (have + 1) * more, _name("more_than", index, o.key)
+                terms.append(more)
+        if rejected.state.key not in self.transfer:
+            return
+        terms.append(1 - self.transfer[rejected.state.key])
+        prob += pulp.lpSum(terms) >= 1, _name("rejected", index)
+
     def start_from(self, choices: list[Choice]) -> None:
         """Every integer variable's initial value from a solution: the variants' choices
         (one hardware, each variant's routing), every weighted variant at its own budgets."""
@@ -591,6 +618,7 @@ def min_cost(
     lower_bound: float | None = None,
     hardware: Choice | None = None,
     initial: list[Choice] | None = None,
+    rejected: tuple[Choice, ...] = (),
 ) -> MilpOutcome:
     """The cheapest deployment that serves ``req.rate`` within every limit; given
     ``variants``, the cheapest hardware that serves each variant's rate with its own
@@ -600,7 +628,8 @@ def min_cost(
     from it rather than from its own weaker LP bound. ``hardware``: a plan's options,
     counts and transfer state, fixed; what is left to choose is the routing (does that
     hardware serve these variants, and how). ``initial``: a solution to start the solver
-    from, one choice per variant (``Formulation.start_from``)."""
+    from, one choice per variant (``Formulation.start_from``). ``rejected``: deployments the
+    evaluator found short of the rate, each excluded by a cut (``Formulation.exclude``)."""
     start = clock()
     first = variants[0].tables[1.0] if variants else req
     if first is None or not first.feasible_states:
@@ -610,6 +639,8 @@ def min_cost(
         return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
     if lower_bound is not None and math.isfinite(lower_bound):
         f.prob += f.cost() >= lower_bound * (1 - 1e-9), "cost_lower_bound"
+    for i, choice in enumerate(rejected):
+        f.exclude(choice, i)
     combos = f.combinations()
     # given variants (one or several), their tables are counted whole already (the
     # dominance test, or the caller's robust plan): every row at once

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 
 from pddplan.evaluation.results import Evaluation
 from pddplan.spec.fleet import Fleet
+from pddplan.spec.status import PlanStatus
 
 
 @dataclass(frozen=True)
 class SolveStats:
     objective: str
     solver: str
-    status: str
+    status: PlanStatus
     seconds: float
     milp_solves: int = 0
     settled: int = 0
@@ -39,15 +40,35 @@ class SolveStats:
     """--method enumerate: candidates within the limits."""
     evaluated: int = 0
     """--method enumerate: candidates scored by the evaluator before the optimum was proven."""
+    check_rounds: int = 0
+    """Check-and-cut rounds: plans the evaluator found short of the rate they were planned
+    for, each excluded and the rate solved again (``docs/milp.md``, "Check and cut")."""
+    rejected: tuple[RejectedPlan, ...] = ()
+    """What the evaluator rejected in those rounds."""
+
+
+@dataclass(frozen=True)
+class RejectedPlan:
+    """A deployment the planner found and the evaluator rejected: short of the rate it was
+    planned for under every router setting its counts carry."""
+
+    rate_rps: float
+    sla_capacity_rps: float
+    deployment: str
 
 
 @dataclass(frozen=True)
 class BcrStep:
-    """One plan the max-BCR search evaluated: what it costs and what it serves."""
+    """One plan the max-BCR search evaluated: what it costs and what it serves (the
+    evaluator's SLA capacity of exactly this deployment), and the deployment."""
 
     cost_per_hour_usd: float
     sla_capacity_rps: float
     bcr: float
+    deployment: str = ""
+    """Its pools, link and relay cut in one line (``pddplan.plan.search.describe``)."""
+    plan: bool = False
+    """Whether it is the plan returned."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +133,9 @@ class Verdict:
 class PlanResult:
     scenario: str
     model: str
-    status: str
-    """optimal, time_limit, time_limit_no_incumbent, infeasible, not_converged."""
+    status: PlanStatus
+    """``optimal`` (proven and confirmed), ``time_limit`` (the best confirmed plan found,
+    with its gap, or none) or ``infeasible``."""
     stats: SolveStats
     fleet: Fleet | None = None
     evaluation: Evaluation | None = None

@@ -34,6 +34,7 @@ from pddplan.plan.counts import Requirements
 from pddplan.plan.space import Choice, NoOptionsError, Space
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
+from pddplan.spec.status import PlanStatus
 
 TAIL_SCALES = (0.5, 1.0, 1.5, 2.0)
 """The shares of the TTFT tail budgets a weighted variant may be planned for."""
@@ -92,8 +93,8 @@ class SinglePlan:
 @dataclass(frozen=True)
 class RobustResult:
     scenario: str
-    status: str
-    """``optimal``, ``time_limit``, ``infeasible`` or ``time_limit_no_incumbent``."""
+    status: PlanStatus
+    """``optimal``, ``time_limit`` (with the best plan found, or none) or ``infeasible``."""
     seconds: float
     """To the robust plan: the variants' counts and the MILP (the single plans after)."""
     variables: int
@@ -135,6 +136,14 @@ def _rate(problem: Problem) -> float:
     return (s.workload.arrival_rps or 0.0) * (1 + s.headroom)
 
 
+def _status(milp_status: str) -> PlanStatus:
+    """The MILP's outcome as a plan's status: a time limit with or without a plan is
+    ``time_limit`` (the plan, or its absence, says which)."""
+    if milp_status == "time_limit_no_incumbent":
+        return PlanStatus.TIME_LIMIT
+    return PlanStatus(milp_status)
+
+
 def solve_robust(
     problem: Problem,
     *,
@@ -165,7 +174,7 @@ def solve_robust(
             else []
         )  # fmt: skip
         return RobustResult(
-            scenario.name, out.status, seconds, out.variables, out.constraints,
+            scenario.name, _status(out.status), seconds, out.variables, out.constraints,
             notes=notes, solver=solver, model=scenario.model,
         )  # fmt: skip
     results = [
@@ -189,7 +198,7 @@ def solve_robust(
     )
     return RobustResult(
         scenario.name,
-        out.status,
+        _status(out.status),
         seconds,
         out.variables,
         out.constraints,

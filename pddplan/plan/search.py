@@ -3,7 +3,7 @@
 Each rate's minimum cost (``_Search.at``) is the relaxation's plan when that meets the
 datacenter rows it drops (``pddplan.plan.bounds.relaxed_optimum``: then no MILP runs), else
 the MILP's (``pddplan.plan.milp.min_cost``). The plan returned is then the one of equal
-cost the evaluator prefers, with its router tuned (``_Search.tuned``).
+cost the evaluator confirms and prefers, with its router tuned (``_Search._preferred``).
 
 - **min cost** at the scenario's demand: one such rate.
 - **max SLA capacity** within ``budget_usd_per_hour``: bisection on the arrival rate; each
@@ -43,12 +43,13 @@ from pddplan.evaluation.evaluator import (
     MAX_RATE_RPS,
     cost_and_capacity,
     evaluate,
+    serves,
     sla_capacity,
     ttft_p99,
 )
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
-from pddplan.plan.bounds import MAX_TIES, cost_floor, relaxed_optimum
+from pddplan.plan.bounds import MAX_TIES, cost_floor, plan_cost, relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.explain import (
     MIN_RATE_RPS,
@@ -57,19 +58,24 @@ from pddplan.plan.explain import (
     marginals,
     verdict,
 )
-from pddplan.plan.results import BcrStep, PlanResult, Relaxation, SolveStats
-from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space
+from pddplan.plan.results import BcrStep, PlanResult, RejectedPlan, Relaxation, SolveStats
+from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
 from pddplan.spec.fleet import Fleet
+from pddplan.spec.status import PlanStatus
 
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
 MAX_RATE_POINTS = 400
 """A guard on the rate searches: past this many minimum-cost points (MILPs, or relaxations
 whose plan was optimal), the search stops as if the time limit had run out (max BCR:
-``not_converged``; otherwise ``time_limit``)."""
+``time_limit``)."""
+CUT_ROUNDS = 12
+"""How many deployments ``_Search.at`` may find rejected by the evaluator at one rate (each
+cut and the rate solved again) before it gives up on a proven plan there and plans the
+rate scaled by the shortfall instead (``RESIZES``), reported as ``time_limit``."""
 RESIZES = 4
-"""How many times ``_Search.at`` plans a tiered-cache plan again for a higher rate when the
-evaluator finds it short (each time by the shortfall it found)."""
+"""After ``CUT_ROUNDS``: how many times ``_Search.at`` plans for a higher rate, each time by
+the shortfall the evaluator found."""
 
 
 class _Search:
@@ -93,52 +99,100 @@ class _Search:
         self.tables: dict[float, Requirements] = {}
         """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
         self.solved: dict[float, Requirements] = {}
-        """Requirements of the rates solved, for ``tuned``."""
-        self.resized = 0
-        """How many plans the evaluator found short and were planned again (``at``)."""
+        """Requirements of the rates solved, for the router settings (``_preferred``)."""
+        self.rounds = 0
+        """Check-and-cut rounds: deployments the evaluator found short of the rate they
+        were planned for (``at``)."""
+        self.rejected: list[RejectedPlan] = []
+        """Each deployment the evaluator rejected."""
+        self.lower_bound = 0.0
+        """The relaxation's bound on the minimum cost at the rate ``_cheapest`` last solved."""
+        self.unproven = False
+        """Whether a rate's plan was found by resizing (``CUT_ROUNDS`` ran out): confirmed,
+        not proven the cheapest."""
         self.settled: set[float] = set()
         """The rates whose relaxation's plan was the optimum (no MILP ran there)."""
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
-        """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``;
-        (None, inf, 0) when no plan serves it.
+        """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``
+        that the evaluator confirms; (None, inf, 0) when no plan serves it.
 
-        Where the evaluator finds the plan short of ``rate``, it is planned again for the
-        rate scaled by the shortfall, up to ``RESIZES`` times. Two things make that happen:
-        a plan with a tiered decode-side cache is sized for a share of reuses kept, while
-        the evaluator takes the hits its capacity gives, which are more (and more hits move
-        eager tokens from relay decode to main decode: smaller transfers end sooner); and
-        the evaluator adds the spread of the direct requests' transfers to the TTFT tail,
-        which the planner's counts leave out (``docs/model.md``)."""
+        Check and cut (``docs/milp.md``): the planner's counts are meant never to be below
+        what the evaluator needs, but where a plan's deployment is short of ``rate`` under
+        every router setting its counts carry, it is excluded (a cut) and the rate solved
+        again, so the plan returned is the cheapest the evaluator confirms. Each rejection is
+        a round (``rounds``). After ``CUT_ROUNDS`` rejections at one rate the search stops
+        proving and plans for the rate scaled by the shortfall, up to ``RESIZES`` times: a
+        confirmed plan, not a proven one (the search's status is then ``time_limit``)."""
         if rate in self.points:
             return self.points[rate]
-        target = rate
         point: tuple[Choice | None, float, float] = (None, math.inf, 0.0)
-        for _ in range(RESIZES + 1):
-            choice, cost, gap = self._cheapest(target)
+        rejected: list[Choice] = []
+        target, lower = rate, 0.0
+        for attempt in range(CUT_ROUNDS + RESIZES + 1):
+            resizing = attempt >= CUT_ROUNDS
+            choice, cost, gap = self._cheapest(
+                target, tuple(rejected) if not resizing else (), at_rate=rate
+            )
             if choice is None or cost is None:
                 break
             self.last_gap = gap
-            fleet = self.space.fleet(choice, "plan")
-            capacity = sla_capacity(self.space.problem, fleet, served_rps=rate * (1 - 1e-9))
-            if capacity >= rate * (1 - 1e-5):
-                point = (choice, cost, max(capacity, rate))
+            if not resizing:
+                lower = self.lower_bound
+            confirmed, capacity = self.confirmed(choice, rate)
+            if confirmed is not None:
+                confirmed, capacity = self._preferred(confirmed, cost, rate)
+                point = (confirmed, cost, capacity)
+                if resizing:  # confirmed, not proven: its gap against the rate's bound
+                    self.unproven = True
+                    self.last_gap = max(0.0, cost - lower) / cost if cost > 0 else 0.0
                 break
-            self.resized += 1
-            target *= rate / max(capacity, 1e-12) * (1 + 1e-3)
+            self.rounds += 1
+            self.rejected.append(RejectedPlan(rate, capacity, describe(choice)))
+            if not resizing:
+                rejected.append(choice)
+            else:
+                target *= rate / max(capacity, 1e-12) * (1 + 1e-3)
         self.points[rate] = point
         return point
 
-    def _cheapest(self, rate: float) -> tuple[Choice | None, float | None, float | None]:
-        """The minimum-cost plan at ``rate``: the relaxation's where it is exact, else the
-        MILP's (None when there is none, or no time is left)."""
+    def confirmed(self, choice: Choice, rate: float) -> tuple[Choice | None, float]:
+        """``choice`` with the router setting its counts carry (``routings``) that gives the
+        largest SLA capacity, if that serves ``rate``, and the capacity; (None, the largest
+        capacity) when no setting does."""
+        problem, fleet = self.space.problem, self.space.fleet
+        req = self.solved[rate]
+        best, best_capacity = choice, self._capacity(choice)
+        if serves(best_capacity, rate):
+            return best, best_capacity
+        for c in routings(req, choice)[:ROUTING_TRIALS]:
+            capacity = sla_capacity(problem, fleet(c, "plan"))
+            if capacity > best_capacity * (1 + 1e-9):
+                best, best_capacity = c, capacity
+        if serves(best_capacity, rate):
+            return best, best_capacity
+        return None, best_capacity
+
+    def _capacity(self, choice: Choice) -> float:
+        return sla_capacity(self.space.problem, self.space.fleet(choice, "plan"))
+
+    def _cheapest(
+        self, rate: float, rejected: tuple[Choice, ...] = (), *, at_rate: float | None = None
+    ) -> tuple[Choice | None, float | None, float | None]:
+        """The minimum-cost plan at ``rate`` but for the ``rejected`` deployments: the
+        relaxation's where it is exact, else the MILP's (None when there is none, or no time
+        is left). Its tables are kept for ``at_rate`` (default ``rate``), the rate the plan
+        is confirmed at."""
         left = self.deadline - self.clock()
         if left <= 0 or self.solves + len(self.settled) >= MAX_RATE_POINTS:
             self.timed_out = True
             return None, None, None
-        req = self.tables.pop(rate, None) or Requirements(self.space, rate)
+        req = self.tables.pop(rate, None) or self.solved.get(rate) or Requirements(self.space, rate)
         self.solved[rate] = req
-        relaxed = relaxed_optimum(req, self.budget)
+        self.solved.setdefault(at_rate if at_rate is not None else rate, req)
+        keys = frozenset(hardware_key(c) for c in rejected)
+        relaxed = relaxed_optimum(req, self.budget, rejected=keys)
+        self.lower_bound = relaxed.cost
         if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
             self.settled.add(rate)
             return relaxed.choices[0], relaxed.cost, 0.0
@@ -152,6 +206,7 @@ class _Search:
             budget_usd_per_hour=self.budget,
             clock=self.clock,
             lower_bound=relaxed.cost,
+            rejected=rejected,
         )
         self.solves += out.solves
         self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
@@ -159,42 +214,32 @@ class _Search:
             self.timed_out = True
         return out.choice, out.cost_per_hour, out.gap
 
-    def _widest(self, choices: tuple[Choice, ...], rate: float) -> Choice:
-        """Of deployments of equal cost, the one with the largest SLA capacity; of equal
-        capacities, the one with the shortest P99 TTFT at the demand (then the first)."""
-        if len(choices) == 1:
-            return choices[0]
-        problem, fleet = self.space.problem, self.space.fleet
-        capacities = [sla_capacity(problem, fleet(c, "plan"), served_rps=rate) for c in choices]
-        top = max(capacities)
-        widest = [c for c, b in zip(choices, capacities, strict=True) if b >= top * (1 - 1e-9)]
-        if len(widest) == 1:
-            return widest[0]
-        demand = problem.scenario.workload.arrival_rps or rate
-        tails = [ttft_p99(problem, fleet(c, "plan"), demand) for c in widest]
-        return widest[int(np.argmin(tails))]
-
-    def tuned(self, choice: Choice) -> Choice:
-        """``choice``, or another deployment of equal cost at its rate that the evaluator
-        prefers (``_widest``), with the router settings, among those its hardware carries
-        there, that give it the largest SLA capacity. The minimum-cost MILP is indifferent
-        between them, yet on one fleet they can move the TTFT tail several times. Done for
-        the plan returned only: the searches' other rates keep the first of equals."""
-        rate = next(r for r, p in self.points.items() if p[0] is choice)
-        problem, fleet = self.space.problem, self.space.fleet
+    def _preferred(self, choice: Choice, cost: float, rate: float) -> tuple[Choice, float]:
+        """The tie rule, at every rate the search solves: of the deployments of ``choice``'s
+        cost at ``rate`` (the relaxation's minimizers, up to ``MAX_TIES``, when it has that
+        cost) that the evaluator confirms, each with the router setting its counts carry
+        that gives it the largest SLA capacity (``routings``), the one with the largest
+        capacity; of equal capacities, the shortest TTFT P99 at the demand; then the first
+        found (the relaxation's order: the most relaying first). The minimum-cost MILP is
+        indifferent between them, yet on one fleet they can move the TTFT tail several
+        times. Returns it and its capacity."""
         req = self.solved[rate]
-        ties: tuple[Choice, ...] = (choice,)
-        if rate in self.settled:
-            ties = relaxed_optimum(req, self.budget, ties=MAX_TIES).choices
-        best = self._widest(ties, rate)
-        best_capacity = sla_capacity(problem, fleet(best, "plan"), served_rps=rate)
-        for c in routings(req, best)[:ROUTING_TRIALS]:
-            capacity = sla_capacity(problem, fleet(c, "plan"), served_rps=rate)
-            if capacity > best_capacity * (1 + 1e-9):
-                best, best_capacity = c, capacity
-        if best is not choice:
-            self.points[rate] = (best, self.points[rate][1], max(best_capacity, rate))
-        return best
+        ties = [choice]
+        for c in relaxed_optimum(req, self.budget, ties=MAX_TIES).choices:
+            if hardware_key(c) != hardware_key(choice) and math.isclose(
+                plan_cost(self.space, c), cost, rel_tol=1e-9, abs_tol=1e-9
+            ):
+                ties.append(c)
+        scored = []
+        for c in ties:
+            best, capacity = c, self._capacity(c)
+            for other in routings(req, c)[:ROUTING_TRIALS]:
+                b = self._capacity(other)
+                if b > capacity * (1 + 1e-9):
+                    best, capacity = other, b
+            if serves(capacity, rate):
+                scored.append((best, capacity))
+        return widest(self.space, scored, rate)
 
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_optimum``); its tables
@@ -237,10 +282,14 @@ def solve_plan(
     except NoOptionsError as e:
         deadline = start + limit
         relaxations = explain_infeasible(problem, solver, deadline, clock) if explain else []
-        stats = SolveStats(objective, solver, "infeasible", clock() - start)
+        stats = SolveStats(objective, solver, PlanStatus.INFEASIBLE, clock() - start)
         note = Relaxation("options", 1.0, None, str(e))
         return PlanResult(
-            scenario.name, scenario.model, "infeasible", stats, relaxations=[note, *relaxations]
+            scenario.name,
+            scenario.model,
+            PlanStatus.INFEASIBLE,
+            stats,
+            relaxations=[note, *relaxations],
         )
     search = _Search(
         space,
@@ -256,9 +305,7 @@ def solve_plan(
         choice, iterations = _max_capacity(search)
     else:
         choice, iterations, bound, best_bcr = _max_bcr(search, demand)
-    if choice is not None and not search.timed_out:
-        choice = search.tuned(choice)
-    status = _status(search, choice, bound)
+    status = _status(search, choice)
     seconds = clock() - start
     stats = SolveStats(
         objective,
@@ -272,16 +319,23 @@ def solve_plan(
         iterations=iterations,
         bcr_bound=bound,
         bcr_best=best_bcr,
+        check_rounds=search.rounds,
+        rejected=tuple(search.rejected),
     )
     stats = replace(stats, gap_note=_gap_note(stats))
-    if choice is None and explain and status == "infeasible" and objective == "max-capacity":
+    if (
+        choice is None
+        and explain
+        and status == PlanStatus.INFEASIBLE
+        and objective == "max-capacity"
+    ):
         relaxations = [budget_needed(space, solver, start + limit, clock)]
-    elif choice is None and explain and status == "infeasible":
+    elif choice is None and explain and status == PlanStatus.INFEASIBLE:
         relaxations = explain_infeasible(problem, solver, start + limit, clock)
     else:
         relaxations = []
     result = finish_plan(space, stats, choice, relaxations=relaxations)
-    steps = _bcr_steps(search) if objective == "max-bcr" else []
+    steps = _bcr_steps(search, choice) if objective == "max-bcr" else []
     return replace(result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps)
 
 
@@ -321,12 +375,44 @@ def finish_plan(
     return replace(plan, verdict=verdict(space, plan))
 
 
-def _status(search: _Search, choice: Choice | None, bound: float | None) -> str:
+def widest(space: Space, scored: list[tuple[Choice, float]], rate: float) -> tuple[Choice, float]:
+    """The tie rule's order over deployments of equal cost that serve ``rate``, each with its
+    SLA capacity: the largest capacity; of equal capacities (to 1e-9), the shortest TTFT P99
+    at the demand (``rate`` without one); then the first. The MILP's search and
+    ``--method enumerate`` both pick by it."""
+    top = max(b for _, b in scored)
+    best = [(c, b) for c, b in scored if b >= top * (1 - 1e-9)]
+    if len(best) == 1:
+        return best[0]
+    problem = space.problem
+    demand = problem.scenario.workload.arrival_rps or rate
+    tails = [ttft_p99(problem, space.fleet(c, "plan"), demand) for c, _ in best]
+    return best[int(np.argmin(tails))]
+
+
+def describe(choice: Choice) -> str:
+    """A deployment in one line: each pool's role, count, layout and chip, the link, the
+    router's relay cut."""
+    names = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+    pools = [
+        f"{names[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
+        + (" (on P)" if o.host is not None else "")
+        + (" CP" if o.context_parallel else "")
+        for role, o in choice.options.items()
+        if o is not None and choice.instances[role] > 0
+    ]
+    st = choice.state
+    link = f"{st.gbps:g} Gbps" if st.gbps is not None else "RDMA"
+    cut = "relay nothing" if choice.cut is None else f"relay above {choice.cut:,.1f} MB"
+    return f"{' + '.join(pools)}; {link}; {cut}"
+
+
+def _status(search: _Search, choice: Choice | None) -> PlanStatus:
     if choice is None:
-        return "time_limit_no_incumbent" if search.timed_out else "infeasible"
-    if search.timed_out:
-        return "not_converged" if bound is not None else "time_limit"
-    return "optimal"
+        return PlanStatus.TIME_LIMIT if search.timed_out else PlanStatus.INFEASIBLE
+    if search.timed_out or search.unproven:
+        return PlanStatus.TIME_LIMIT
+    return PlanStatus.OPTIMAL
 
 
 def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | None):
@@ -343,7 +429,7 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
 
 def _gap_note(stats: SolveStats) -> str | None:
     """Why a time-limited plan carries no gap or no finite bound (None: it carries both)."""
-    if stats.status not in ("time_limit", "not_converged"):
+    if stats.status != PlanStatus.TIME_LIMIT:
         return None
     bound = stats.bcr_bound
     if stats.objective == "max-bcr" and (bound is None or not math.isfinite(bound)):
@@ -361,7 +447,7 @@ def _gap_note(stats: SolveStats) -> str | None:
 
 
 ROUTING_TRIALS = 6
-"""Router settings ``_Search.tuned`` evaluates besides the solved one."""
+"""Router settings ``_Search._preferred`` evaluates besides the solved one."""
 
 
 def routings(req: Requirements, choice: Choice) -> list[Choice]:
@@ -575,13 +661,16 @@ def _cheapest_reaching(
     return None
 
 
-def _bcr_steps(search: _Search) -> list[BcrStep]:
-    """Every distinct plan the search solved, cheapest first."""
-    seen: dict[tuple[float, float], BcrStep] = {}
+def _bcr_steps(search: _Search, plan: Choice | None) -> list[BcrStep]:
+    """Every distinct deployment the search solved, cheapest first, each with its own
+    evaluated capacity; ``plan`` marked."""
+    seen: dict[str, BcrStep] = {}
     for choice, cost, capacity in search.points.values():
         if choice is not None and cost > 0:
-            key = (round(cost, 9), round(capacity, 9))
-            seen.setdefault(key, BcrStep(cost, capacity, capacity / cost))
+            label = describe(choice)
+            step = BcrStep(cost, capacity, capacity / cost, label, choice is plan)
+            if label not in seen or step.plan:
+                seen[label] = step
     return sorted(seen.values(), key=lambda s: (s.cost_per_hour_usd, s.sla_capacity_rps))
 
 

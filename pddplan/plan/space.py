@@ -201,6 +201,15 @@ class Choice:
     """Relay decode's count band (``NO_RLD`` without relay decode)."""
 
 
+def hardware_key(choice: Choice) -> tuple:
+    """What a choice buys, without its router: the transfer state and each role's option
+    and count. The check-and-cut loop rejects deployments by it (``pddplan.plan.search``)."""
+    return (
+        choice.state.key,
+        tuple((o.key, choice.instances[role]) for role, o in choice.options.items() if o),
+    )
+
+
 class Space:
     """Every choice the planner may make for ``scenario`` (see the module docstring)."""
 

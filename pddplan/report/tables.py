@@ -402,23 +402,16 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     if r.bcr_steps:
         steps = grid(
             "BCR against cost",
-            ("$/hour", "SLA capacity\nreq/s", "BCR"),
+            ("$/hour", "SLA capacity\nreq/s", "BCR", "deployment"),
         )
         bound = st.bcr_bound
-        e = r.evaluation
-        same_cost = [
-            x for x in r.bcr_steps if e is not None and x.cost_per_hour_usd == e.cost_per_hour_usd
-        ]
-        # of plans of equal cost, the one of the plan's capacity (the nearest)
-        chosen = min(
-            same_cost,
-            key=lambda x: abs(x.sla_capacity_rps - (e.sla_capacity_rps if e else 0.0)),
-            default=None,
-        )
         for x in r.bcr_steps:
-            mark = " <- plan" if x is chosen else ""
+            mark = " <- plan" if x.plan else ""
             steps.add_row(
-                f"{x.cost_per_hour_usd:,.2f}", f"{x.sla_capacity_rps:,.2f}", f"{x.bcr:.4f}{mark}"
+                f"{x.cost_per_hour_usd:,.2f}",
+                f"{x.sla_capacity_rps:,.2f}",
+                f"{x.bcr:.4f}{mark}",
+                x.deployment,
             )
         plateau = s.search.bcr_plateau
         steps.caption = (
@@ -465,6 +458,13 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     solver.add_row("MILP solves", str(st.milp_solves))
     if st.settled:
         solver.add_row("rates settled without a MILP", str(st.settled))
+    solver.add_row("check-and-cut rounds", str(st.check_rounds))
+    for rejected in st.rejected:
+        solver.add_row(
+            "rejected",
+            f"{rejected.deployment}: {rejected.sla_capacity_rps:,.3g} of "
+            f"{rejected.rate_rps:,.3g} req/s",
+        )
     if st.objective == "max-bcr":
         solver.add_row("Dinkelbach iterations", str(st.iterations))
         bound = st.bcr_bound

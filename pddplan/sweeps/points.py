@@ -19,6 +19,7 @@ from pddplan.io.validation import validate
 from pddplan.model.problem import Problem
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
+from pddplan.spec.status import PlanStatus
 from pddplan.sweeps import knobs
 
 ARCHITECTURES = ("pdd", "cross-dc-naive", "intra-dc-homogeneous", "intra-dc-heterogeneous",
@@ -167,7 +168,7 @@ def _float(v: Any) -> float | None:
 
 def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -> ArchResult:
     stats, e = plan.stats, plan.evaluation
-    time_limited = stats.status in ("time_limit", "not_converged", "time_limit_no_incumbent")
+    time_limited = stats.status == PlanStatus.TIME_LIMIT
     base = {
         "architecture": label,
         "kind": kind,
