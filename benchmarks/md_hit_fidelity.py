@@ -1,9 +1,9 @@
 """The decode-side (MD) hit rate, analytic against simulated, on every shipped scenario.
 
-    python benchmarks/md_hit_fidelity.py [--scenarios a,b] [--seconds 30] [--objective min-cost]
+    python benchmarks/md_hit_fidelity.py [--scenarios a,b] [--max-requests 250000] [--objective min-cost]
 
 For each scenario: its plan for ``--objective`` (minimum cost unless told; CBC), simulated with sampled sessions at the
-plan's SLA capacity for ``--seconds`` of wall clock (seed 0), against the evaluator at the
+plan's SLA capacity for at most ``--max-requests`` served requests (seed 0), against the evaluator at the
 same rate; for a scenario with tiers, the same plan with its cache cut to HBM alone and to
 HBM + 32 GB of DRAM per GPU too (the curve's steep part). A tiered cache's analytic hit is Che's approximation on the workload's reuse
 curve at the fleet's capacity; the simulator keeps nested LRU caches of that capacity. A
@@ -24,7 +24,7 @@ from pddplan.spec.fleet import CacheSizes, Fleet  # noqa: E402
 SCENARIOS = ("small-llama-8b", "domestic-910c-h20", "pdd-paper-fleets", "pdd-h100-h200")
 
 
-def rows(name: str, seconds: float, objective: str) -> list[str]:
+def rows(name: str, max_requests: int, objective: str) -> list[str]:
     problem = pddplan.load_scenario(ROOT / "scenarios" / f"{name}.yaml")
     plan = pddplan.solve(problem, objective=objective, explain=False)
     assert plan.fleet is not None and plan.evaluation is not None
@@ -35,10 +35,10 @@ def rows(name: str, seconds: float, objective: str) -> list[str]:
             for gb in (0.0, 32.0)
             if gb != plan.fleet.md_cache_tiers.dram_gb_per_gpu
         ]
-    return [row(problem, name, fleet, seconds) for fleet in fleets]
+    return [row(problem, name, fleet, max_requests) for fleet in fleets]
 
 
-def row(problem: pddplan.Problem, name: str, fleet: Fleet, seconds: float) -> str:
+def row(problem: pddplan.Problem, name: str, fleet: Fleet, max_requests: int) -> str:
     if fleet.md_cache_tiers is not None:
         t = fleet.md_cache_tiers
         cache = "HBM" + "".join(
@@ -51,7 +51,7 @@ def row(problem: pddplan.Problem, name: str, fleet: Fleet, seconds: float) -> st
     else:
         cache = "none (workload's MD hits)"
     md = next(p for p in fleet.pools if p.role == "main_decode")
-    sim = pddplan.simulate(problem, fleet, time_cap_s=seconds, seed=0)
+    sim = pddplan.simulate(problem, fleet, max_requests=max_requests, seed=0)
     hit = sim.md_hit
     predicted = hit.predicted if hit.predicted is not None else float("nan")
     points = 100 * (predicted - hit.simulated)
@@ -64,7 +64,7 @@ def row(problem: pddplan.Problem, name: str, fleet: Fleet, seconds: float) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--max-requests", type=int, default=250_000)
     parser.add_argument("--objective", default="min-cost", choices=("min-cost", "max-bcr"))
     args = parser.parse_args()
     print(
@@ -73,7 +73,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name in args.scenarios.split(","):
-        for line in rows(name, args.seconds, args.objective):
+        for line in rows(name, args.max_requests, args.objective):
             print(line, flush=True)
 
 

@@ -104,7 +104,7 @@ def draw(seed: int) -> dict:
     }
 
 
-def row(seed: int, precision: float, time_cap_s: float) -> str:
+def row(seed: int, precision: float, max_requests: int) -> str:
     spec = draw(seed)
     w = spec["workload"]
     drawn = (
@@ -130,7 +130,7 @@ def row(seed: int, precision: float, time_cap_s: float) -> str:
             rate_rps=e.sla_capacity_rps,
             seed=0,
             precision=precision,
-            time_cap_s=time_cap_s,
+            max_requests=max_requests,
         )
     pools = ", ".join(
         f"{p.role.replace('main_decode', 'MD').replace('relay_decode', 'RLD').replace('prefill', 'P')}"
@@ -162,7 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1000-1011", help="LO-HI (inclusive) or a,b,c")
     parser.add_argument("--precision", type=float, default=0.03)
-    parser.add_argument("--time-cap-s", type=float, default=120.0)
+    parser.add_argument("--max-requests", type=int, default=400_000)
     args = parser.parse_args()
     if "-" in args.seeds:
         lo, hi = (int(x) for x in args.seeds.split("-"))
@@ -175,7 +175,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for seed in seeds:
-        print(row(seed, args.precision, args.time_cap_s), flush=True)
+        print(row(seed, args.precision, args.max_requests), flush=True)
 
 
 if __name__ == "__main__":

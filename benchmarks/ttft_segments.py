@@ -1,6 +1,6 @@
 """Where the analytic TTFT tail and the simulator part, segment by segment (issue 21).
 
-    python benchmarks/ttft_segments.py [--seeds 1002,1004,1006,1007,1008] [--time-cap-s 30]
+    python benchmarks/ttft_segments.py [--seeds 1002,1004,1006,1007,1008] [--max-requests 250000]
 
 For each seed of ``tail_fidelity.py``'s generator: its min-cost plan, simulated at the plan's
 SLA capacity (seed 0); each request's TTFT split into its segments as the simulator records
@@ -43,7 +43,7 @@ from pddplan.model.queueing import prefill_wait  # noqa: E402
 from pddplan.simulation import run  # noqa: E402
 
 
-def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
+def segments(seed: int, max_requests: int) -> tuple[str, str]:
     """The two tables' rows of ``seed``: the simulated segments with the analytic TTFT (and
     its counterfactual), and the model's side of the segments."""
     kept = {}
@@ -61,7 +61,9 @@ def segments(seed: int, time_cap_s: float) -> tuple[str, str]:
             problem = pddplan.load_scenario(path)
             plan = pddplan.solve(problem)
             rate = plan.evaluation.sla_capacity_rps
-            r = pddplan.simulate(problem, plan.fleet, rate_rps=rate, seed=0, time_cap_s=time_cap_s)
+            r = pddplan.simulate(
+                problem, plan.fleet, rate_rps=rate, seed=0, max_requests=max_requests
+            )
     finally:
         run._summarize = summarize
     rec = kept["records"]
@@ -146,7 +148,7 @@ def _model_segments(ev: evaluator.Evaluator, rate: float, r) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1002,1004,1006,1007,1008")
-    parser.add_argument("--time-cap-s", type=float, default=30.0)
+    parser.add_argument("--max-requests", type=int, default=250_000)
     args = parser.parse_args()
     print(
         "| seed | req/s | queue ms (mean / P90) | pass ms | transfer ms | first step ms | "
@@ -156,7 +158,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     second = []
     for seed in (int(x) for x in args.seeds.split(",")):
-        first, other = segments(seed, args.time_cap_s)
+        first, other = segments(seed, args.max_requests)
         print(first, flush=True)
         second.append(other)
     print()

@@ -400,11 +400,12 @@ def simulate(
 
     Args:
         requests: served requests, warm-up included (default: the run decides its length:
-            until TTFT P90 and P99 are known within ``precision``, ``time_cap_s`` or
-            ``max_requests``).
+            until TTFT P90 and P99 are known within ``precision``, or ``max_requests``).
         precision: relative half-width of the 95% intervals the run aims at (default 5%).
-        time_cap_s: wall-clock seconds a run may take (default 120).
-        max_requests: served requests a run may take (default 2 million).
+        time_cap_s: a wall-clock safety stop (default: none). A run it ends has verdict
+            ``time_limit``: not a verdict, since how far it got depends on the machine.
+        max_requests: served requests a run may take (default 120,000): with the seed,
+            what makes the run the same on any machine.
         rate_rps: the arrival rate of sampled sessions (default: the fleet's SLA capacity).
         trace: replay a Mooncake JSONL trace instead.
         seed: same seed, same result.
@@ -439,20 +440,21 @@ def verify(
     requests: int | None = None,
     precision: float | None = None,
     time_cap_s: float | None = None,
+    max_requests: int | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> Verification:
     """Plan (or take ``plan``), simulate it at the load it claims until the verdict is
     decided, and re-plan with a tighter model until the simulator confirms a plan
-    (``docs/simulate.md#the-verify-loop``). ``requests``, ``precision``, ``time_cap_s``:
-    each simulation's run length, as in ``simulate``."""
+    (``docs/simulate.md#the-verify-loop``). ``requests``, ``precision``, ``time_cap_s``,
+    ``max_requests``: each simulation's run length, as in ``simulate``."""
 
     def again(p: Problem) -> PlanResult:
         return solve(p, objective=objective, solver=solver, time_limit_s=time_limit_s)
 
     from pddplan.simulation.verify import verify as run
 
-    length = _run_length(requests, precision, time_cap_s, None)
+    length = _run_length(requests, precision, time_cap_s, max_requests)
     return run(problem, again, first=plan, length=length, seed=seed, progress=progress)
 
 

@@ -422,8 +422,25 @@ def test_the_time_cap_stops_a_run_by_a_counter_not_the_clock(small):
         problem_of(s, hw, models), fleet, rate_rps=10.0, seed=3,
         length=RunLength(max_wall_s=5.0), clock=lambda: float(next(ticks)),
     )  # fmt: skip
-    assert r.steadiness.stopped == "time cap" and r.verdict != "confirmed"
+    assert r.steadiness.stopped == "time cap" and r.verdict == "time_limit"
+    assert "stopped at the time limit" in r.reasons[0] and "not a verdict" in r.reasons[0]
     assert r.steadiness.served_requests <= 10 * MIN_BATCH
+
+
+def test_a_run_stops_at_its_request_cap_and_is_the_same_on_any_machine(small):
+    """No wall clock decides what a run prints: one clock that stands still and one that
+    races (an hour a call) give the same run, stopped at the request cap."""
+    s, hw, models, fleet = small
+    problem = problem_of(s, hw, models)
+    length = RunLength(max_requests=5 * MIN_BATCH, precision=1e-3)
+    ticks = iter(range(0, 10**9, 3600))
+    slow = simulate(problem, fleet, rate_rps=10.0, seed=3, length=length, clock=lambda: 0.0)
+    fast = simulate(
+        problem, fleet, rate_rps=10.0, seed=3, length=length, clock=lambda: float(next(ticks))
+    )
+    assert slow.steadiness.stopped == fast.steadiness.stopped == "request cap"
+    assert slow.steadiness.served_requests == fast.steadiness.served_requests == 5 * MIN_BATCH
+    assert slow.ttft_s == fast.ttft_s and slow.verdict == fast.verdict
 
 
 @pytest.mark.slow
@@ -571,6 +588,9 @@ def test_simulate_cli_json_keys():
         (["--precision", "0"], "--precision must be between 0 and 1, got 0"),
         (["--precision", "1.5"], "--precision must be between 0 and 1, got 1.5"),
         (["--time-cap-s", "0"], "--time-cap-s must be above 0 seconds, got 0"),
+        (["--max-requests", "0"], "--max-requests must be at least one batch, 500, got 0"),
+        (["--max-requests", "-5"], "--max-requests must be at least one batch, 500, got -5"),
+        (["--max-requests", "1.5"], "--max-requests': Input should be a valid integer"),
         (["--trace", "missing.jsonl"], "file not found"),
     ],
 )
@@ -578,6 +598,19 @@ def test_simulate_bad_input_is_one_line(args, message):
     r = run_main("simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"), *args)
     assert r.exit_code != 0 and message in r.output
     assert len([x for x in r.output.splitlines() if x.startswith("Error")]) == 1
+
+
+def test_a_run_the_time_cap_ends_is_not_a_verdict_and_exits_3():
+    """A 1 ms safety stop ends the run after its first batch, on any machine: the output
+    says so, and the exit code (3) is neither a confirmation (0) nor a miss."""
+    r = run_main(
+        "simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"),
+        "--rate-rps", "5", "--time-cap-s", "0.001", "--json",
+    )  # fmt: skip
+    assert r.exit_code == 3, r.output
+    view = json.loads(r.stdout)
+    assert view["verdict"] == "time_limit" and view["steady_state"]["stopped"] == "time cap"
+    assert "not a verdict" in view["reasons"][0]
 
 
 def test_a_plan_for_another_scenario_is_refused(tmp_path):
@@ -657,3 +690,12 @@ def test_verify_bad_run_length_is_one_line():
     r = run_main("solve", str(SMALL), "--verify", "--verify-requests", "10")
     assert r.exit_code == 2
     assert "--verify-requests must be at least one batch, 500, got 10" in r.output
+
+
+def test_the_command_lines_request_cap_is_the_librarys():
+    import inspect
+
+    from pddplan.cli.simulate import simulate as command
+    from pddplan.simulation.steady import MAX_REQUESTS
+
+    assert inspect.signature(command).parameters["max_requests"].default == MAX_REQUESTS

@@ -140,6 +140,7 @@ FLAGS = {
     "rate_rps": "--rate-rps",
     "variant": "--variant",
     "requests": "--requests",
+    "max_requests": "--max-requests",
     "precision": "--precision",
     "context_parallel": "--context-parallel",
     "max_wall_s": "--time-cap-s",

@@ -80,15 +80,15 @@ def solve(
         ),
     ] = False,
     verify_requests: cli_simulate.VerifyRequestsOpt = None,
-    verify_time_cap_s: cli_simulate.VerifyTimeCapOpt = 120.0,
+    verify_time_cap_s: cli_simulate.VerifyTimeCapOpt = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
 
-    Exit code 0 with a plan (optimal, or time_limit / not_converged with its gap), 1 without
-    one (infeasible, with the smallest relaxation of each limit; or time_limit_no_incumbent;
-    or, with --verify, no plan the simulator confirms).
+    Exit code 0 with a plan (optimal, or time_limit with its gap), 1 without one
+    (infeasible, with the smallest relaxation of each limit; time_limit with no plan
+    confirmed in time; or, with --verify, no plan the simulator confirms).
 
     Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
     """
@@ -123,6 +123,8 @@ def solve(
     )
     if out_file is not None and result.fleet is not None and not json_out:
         err.print(f"wrote {out_file}")
+    if checked is not None and checked.stopped:
+        raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     if result.fleet is None or (checked is not None and not checked.confirmed):
         raise typer.Exit(code=1)
 
@@ -282,7 +284,7 @@ def _solve_robust(
     out_file: Path | None,
     verify: bool,
     verify_requests: int | None,
-    verify_time_cap_s: float,
+    verify_time_cap_s: float | None,
     seed: int,
     json_out: bool,
 ) -> None:
@@ -333,6 +335,8 @@ def _solve_robust(
     emit(json_out, lambda: view, report)
     if out_file is not None and result.variants and not json_out:
         err.print(f"wrote {out_file}")
+    if any(sim.verdict == "time_limit" for _, sim in checks):
+        raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     confirmed = all(sim.verdict == "confirmed" for _, sim in checks)
     if not result.variants or not result.confirmed or not confirmed:
         raise typer.Exit(code=1)

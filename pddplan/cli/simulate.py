@@ -42,9 +42,24 @@ PrecisionOpt = Annotated[
     ),
 ]
 TimeCapOpt = Annotated[
-    float,
-    typer.Option("--time-cap-s", help="Stop a run after this many wall-clock seconds."),
+    float | None,
+    typer.Option(
+        "--time-cap-s",
+        help="A wall-clock safety stop, off by default: a run it ends is 'stopped at the time "
+        "limit, not a verdict' (exit code 3), since how far it got depends on the machine.",
+    ),
 ]
+MaxRequestsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-requests",
+        help="Stop a run after this many served requests, warm-up included, if the TTFT "
+        "percentiles are not known to --precision before: counted, so the same seed gives "
+        "the same output on any machine.",
+    ),
+]
+TIME_LIMIT_EXIT = 3
+"""The exit code of a simulation the wall-clock safety stop ended: not a verdict."""
 VerifyRequestsOpt = Annotated[
     int | None,
     typer.Option(
@@ -53,8 +68,12 @@ VerifyRequestsOpt = Annotated[
     ),
 ]
 VerifyTimeCapOpt = Annotated[
-    float,
-    typer.Option("--verify-time-cap-s", help="Wall-clock seconds per --verify simulation."),
+    float | None,
+    typer.Option(
+        "--verify-time-cap-s",
+        help="A wall-clock safety stop per --verify simulation, off by default (a run it ends "
+        "is not a verdict: exit code 3).",
+    ),
 ]
 SHOW_AFTER_S = 2.0
 """Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
@@ -93,7 +112,8 @@ def simulate(
     fleet: FleetOpt = None,
     requests: RequestsOpt = None,
     precision: PrecisionOpt = 0.05,
-    time_cap_s: TimeCapOpt = 120.0,
+    max_requests: MaxRequestsOpt = 120_000,  # steady.MAX_REQUESTS (a test holds them equal)
+    time_cap_s: TimeCapOpt = None,
     trace: Annotated[
         Path | None,
         typer.Option(help="Replay a Mooncake JSONL trace (its timestamps, lengths, block hashes)."),
@@ -135,7 +155,8 @@ def simulate(
     or a trace go through prefill queues and chunked passes, prefix caches, the WAN link,
     relay and main decode with continuous batching, and handoffs, exactly as the plan's
     router sets them. The run starts warm (sessions open, caches full), drops its warm-up,
-    and runs until TTFT P90 and P99 are known within --precision (or --time-cap-s). Prints
+    and runs until TTFT P90 and P99 are known within --precision, or --max-requests: the
+    same seed gives the same output on any machine. Prints
     the verdict on the SLA first (confirmed, missed or inconclusive, from the 95%
     intervals), then TTFT and TPOT percentiles, goodput, utilizations and the analytic
     prediction beside each.
@@ -151,6 +172,7 @@ def simulate(
             deployment,
             requests=requests,
             precision=precision,
+            max_requests=max_requests,
             time_cap_s=time_cap_s,
             rate_rps=rate_rps,
             trace=trace,
@@ -162,13 +184,15 @@ def simulate(
         )
     view = views.simulation_view(result)
     emit(json_out, lambda: view, lambda: simulation.simulation_report(view))
+    if result.verdict == "time_limit":
+        raise typer.Exit(code=TIME_LIMIT_EXIT)
 
 
 def verify_plan(
     problem: pddplan.Problem,
     first: pddplan.PlanResult,
     requests: int | None,
-    time_cap_s: float,
+    time_cap_s: float | None,
     seed: int,
     **options: Any,
 ) -> pddplan.Verification:

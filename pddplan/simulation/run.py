@@ -77,7 +77,8 @@ class SimResult:
     seed: int
     verdict: str
     """On the SLA: ``confirmed`` (every upper confidence bound within it), ``missed`` (a
-    lower bound above it, or overloaded) or ``inconclusive``."""
+    lower bound above it, or overloaded) or ``inconclusive``; ``time_limit`` when the
+    wall-clock safety stop ended the run: no verdict."""
     reasons: list[str]
     """What keeps the verdict from ``confirmed``, one phrase each."""
     steadiness: Steadiness
@@ -192,7 +193,7 @@ def check_length(length: RunLength) -> None:
         raise ArgumentError(
             "precision", f"{{argument}} must be between 0 and 1, got {length.precision:g}"
         )
-    if not length.max_wall_s > 0:
+    if length.max_wall_s is not None and not length.max_wall_s > 0:
         raise ArgumentError(
             "max_wall_s", f"{{argument}} must be above 0 seconds, got {length.max_wall_s:g}"
         )

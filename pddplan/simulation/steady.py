@@ -22,13 +22,15 @@ So a run is decided in four steps (docs/simulate.md#run-length):
    batch size doubles after 30. A percentile's 95% interval is the Student-t interval of
    the batch percentiles' logarithms around the percentile of all of them, so it never
    leaves (0, inf). The run stops when TTFT P90's and P99's intervals are within
-   +-``precision`` (or, for ``solve --verify``, as soon as the SLA verdict is decided), at
-   the time cap, or at the request cap; a run not yet stationary whose later half misses a TTFT bound by
-   ``OVERLOAD``x stops as overloaded.
+   +-``precision`` (or, for ``solve --verify``, as soon as the SLA verdict is decided), or
+   at the request cap (``MAX_REQUESTS``): counted, so the same seed gives the same run on any
+   machine; a run not yet stationary whose later half misses a TTFT bound by ``OVERLOAD``x
+   stops as overloaded. A wall-clock safety stop (``RunLength.max_wall_s``) is off unless
+   asked for, and a run it ends has no verdict (``TIME_LIMIT``).
 4. **Verdict.** "confirmed" when every upper bound (TTFT P90, P99, TPOT P99) is within the
    SLA, "missed" when a lower bound is above it (or the run is overloaded), "inconclusive"
    otherwise; a run that is not stationary, or shorter than 20 minimal batches after
-   warm-up, is never confirmed.
+   warm-up, is never confirmed; a run the safety stop ended is "time_limit", not a verdict.
 
 A trace is replayed as it is: no warm start (its caches start cold), warm-up as above, and
 the whole trace measured after it.
@@ -67,15 +69,18 @@ SESSIONS_WITHIN = 0.05
 PRECISION = 0.05
 """Default target: the 95% intervals of TTFT P90 and P99 within +-5%."""
 CONFIDENCE = 0.95
-MAX_WALL_S = 120.0
-"""Default time cap of one run, wall-clock seconds."""
-MAX_REQUESTS = 2_000_000
-"""Default request cap of one run (its records take 100 bytes a request)."""
+MAX_REQUESTS = 120_000
+"""Default request cap of one run: served requests, warm-up included. What stops a run is
+counted, never timed, so the same seed gives the same run on any machine; sized so that the
+shipped scenarios' runs end within a minute on this project's 2-core machine
+(``docs/simulate.md``, "Run length"). Its records take 100 bytes a request."""
 WARM_START_MAX_REQUESTS = 2_000_000
 OVERLOAD = 2.0
 """A run that is not yet stationary, whose later half has a TTFT percentile at least this
 many times its bound, stops as overloaded (``_far_off``)."""
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+TIME_LIMIT = "time_limit"
+"""The verdict of a run the wall-clock safety stop ended: none."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,10 @@ class RunLength:
     requests: int | None = None
     """A fixed number of served requests (warm-up included); None: decided by the run."""
     precision: float = PRECISION
-    max_wall_s: float = MAX_WALL_S
+    max_wall_s: float | None = None
+    """A wall-clock safety stop (seconds), off by default. A run it stops is "stopped at
+    the time limit, not a verdict" (``TIME_LIMIT``): how far it got depends on the
+    machine."""
     max_requests: int = MAX_REQUESTS
     until_decided: bool = False
     """Stop as soon as the SLA verdict is decided (``solve --verify``)."""
@@ -420,7 +428,8 @@ class _Run:
             return "trace end" if self.session is None else "fixed length"
         if mark.arrivals >= self.cap:
             return "fixed length" if self.length.requests is not None else "request cap"
-        if self.clock() - self.began >= self.length.max_wall_s:
+        cap = self.length.max_wall_s
+        if cap is not None and self.clock() - self.began >= cap:
             return "time cap"
         return ""
 
@@ -517,7 +526,14 @@ class _Run:
             )
         first, close = _window(self.marks, warmup, last.used)
         verdict, reasons = last.verdict
-        if overload is not None:
+        if stopped == "time cap":  # how far it got is the machine's speed: no verdict
+            verdict = TIME_LIMIT
+            reasons = (
+                f"stopped at the time limit ({self.length.max_wall_s:g} s of wall-clock time), "
+                "not a verdict: a faster or idler machine runs further and prints other "
+                "figures; leave out the time cap (the run stops at its request cap)",
+            )
+        elif overload is not None:
             verdict, reasons = "missed", (overload,)
         elif problems:  # never confirmed; the problems join what decides the verdict
             verdict = "inconclusive" if verdict == "confirmed" else verdict

@@ -27,7 +27,7 @@ from typing import Any
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.simulation.run import Figure, SimResult, check_length, simulate
-from pddplan.simulation.steady import RunLength
+from pddplan.simulation.steady import TIME_LIMIT, RunLength
 from pddplan.spec.scenario import Scenario
 from pddplan.workload.classes import md_cache_hits
 
@@ -101,6 +101,8 @@ class Verification:
     steps: list[VerifyStep] = field(default_factory=list)
     confirmed: bool = False
     message: str = ""
+    stopped: bool = False
+    """Whether a simulation's wall-clock safety stop ended the loop (no verdict)."""
 
     @property
     def final(self) -> VerifyStep | None:
@@ -233,6 +235,10 @@ def verify(
             steps.append(VerifyStep(i, tightening, plan, load, sim, True, note))
             return Verification(steps, True, f"iteration {i}: the simulator {note}")
         why = "; ".join(sim.reasons)
+        if sim.verdict == TIME_LIMIT:  # no verdict to re-plan on
+            note = f"stopped at the time limit, not a verdict ({why})"
+            steps.append(VerifyStep(i, tightening, plan, load, sim, False, note))
+            return Verification(steps, False, f"iteration {i}: {note}", stopped=True)
         if sim.verdict == "inconclusive":
             note = f"inconclusive ({why}): re-planning as if it missed, at its upper bounds"
         else:
