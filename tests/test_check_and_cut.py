@@ -44,7 +44,9 @@ def test_the_readme_scenario_at_3_rps_is_served_not_below_its_demand():
     assert all(x.sla_capacity_rps < x.rate_rps for x in r.stats.rejected)
 
 
-@pytest.mark.parametrize("seed", [1, 6, 11])
+@pytest.mark.parametrize(
+    "seed", [1, pytest.param(6, marks=pytest.mark.slow), pytest.param(11, marks=pytest.mark.slow)]
+)  # 6 and 11: 6-10 s of brute force
 def test_a_rejected_plan_is_cut_and_the_next_cheapest_confirmed_one_returned(
     seed, hardware, models, monkeypatch
 ):
