@@ -668,6 +668,14 @@ def test_solve_verify_on_the_small_scenario(tmp_path):
     assert last["simulation"]["verdict"] == "confirmed" and last["confirmed"]
     assert last["planning_factors"]["tpot"] < 1.0
     assert last["simulation"]["steady_state"]["stationary"]
+    # every run with a verdict is at the demand the plan was planned for...
+    assert {st["load_rps"] for st in v["iterations"]} == {view["planned_rps"]}
+    # ...and the confirmed plan is compared with the model at the capacity it claims
+    check = v["at_capacity"]
+    assert check["rate_rps"] == pytest.approx(view["sla_capacity_rps"])
+    for key, band in (("p90", 0.10), ("p99", 0.15)):
+        f = check["ttft_s"][key]
+        assert f["band"] == band and f["within"] == (abs(f["error"]) <= band)
 
 
 def test_an_inconclusive_run_is_re_planned_as_a_miss_and_says_so(small):

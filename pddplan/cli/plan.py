@@ -75,8 +75,10 @@ def solve(
         bool,
         typer.Option(
             "--verify",
-            help="Simulate the plan at steady state; unless the simulator confirms it, "
-            "tighten the model and re-plan.",
+            help="Simulate the plan at steady state at the demand it was planned for; unless "
+            "the simulator confirms it, tighten the model and re-plan. Then simulate the "
+            "confirmed plan at its SLA capacity and compare the analytic TTFT P90/P99 with "
+            "the simulated (within the docs' bands or not; no verdict there).",
         ),
     ] = False,
     verify_requests: cli_simulate.VerifyRequestsOpt = None,

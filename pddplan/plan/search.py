@@ -215,12 +215,11 @@ class _Search:
         return out.choice, out.cost_per_hour, out.gap
 
     def _preferred(self, choice: Choice, cost: float, rate: float) -> tuple[Choice, float]:
-        """The tie rule, at every rate the search solves: of the deployments of ``choice``'s
-        cost at ``rate`` (the relaxation's minimizers, up to ``MAX_TIES``, when it has that
-        cost) that the evaluator confirms, each with the router setting its counts carry
-        that gives it the largest SLA capacity (``routings``), the one with the largest
-        capacity; of equal capacities, the shortest TTFT P99 at the demand; then the first
-        found (the relaxation's order: the most relaying first). The minimum-cost MILP is
+        """The tie rule, at every rate the search solves (``docs/milp.md``, "Of plans of
+        equal cost"): of the deployments of ``choice``'s cost at ``rate`` that the evaluator
+        confirms (``choice`` and up to ``MAX_TIES`` the relaxation finds at that cost), the
+        one ``widest`` picks; then, for it, the router setting its counts carry
+        (``routings``) that gives it the largest SLA capacity. The minimum-cost MILP is
         indifferent between them, yet on one fleet they can move the TTFT tail several
         times. Returns it and its capacity."""
         req = self.solved[rate]
@@ -230,16 +229,13 @@ class _Search:
                 plan_cost(self.space, c), cost, rel_tol=1e-9, abs_tol=1e-9
             ):
                 ties.append(c)
-        scored = []
-        for c in ties:
-            best, capacity = c, self._capacity(c)
-            for other in routings(req, c)[:ROUTING_TRIALS]:
-                b = self._capacity(other)
-                if b > capacity * (1 + 1e-9):
-                    best, capacity = other, b
-            if serves(capacity, rate):
-                scored.append((best, capacity))
-        return widest(self.space, scored, rate)
+        scored = [(c, self._capacity(c)) for c in ties]
+        best, capacity = widest(self.space, [(c, b) for c, b in scored if serves(b, rate)], rate)
+        for other in routings(req, best)[:ROUTING_TRIALS]:
+            b = self._capacity(other)
+            if b > capacity * (1 + 1e-9):
+                best, capacity = other, b
+        return best, capacity
 
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_optimum``); its tables

@@ -195,4 +195,22 @@ def verification_report(v: dict[str, Any]) -> Group:
             sim["verdict"],
         )
     style = "green" if v["confirmed"] else "bold red"
-    return Group(t, Text(v["message"], style=style))
+    parts: list[Any] = [t, Text(v["message"], style=style)]
+    check = v.get("at_capacity")
+    if check is not None:
+        c = grid(
+            f"The model at the SLA capacity, {check['rate_rps']:,.2f} req/s (no verdict: the "
+            "tail sits on the bound there)",
+            ("TTFT", "simulated s\n95% interval", "analytic s", "error", "band"),
+        )
+        for key, f in check["ttft_s"].items():
+            mark = "" if f["within"] is None else (" within" if f["within"] else " OUTSIDE")
+            c.add_row(
+                key.upper(),
+                f"{f['simulated']:.3g} [{num(f['low'], '.3g')}, {num(f['high'], '.3g')}]",
+                num(f["analytic"], ".3g"),
+                num(f["error"], "+.0%"),
+                f"±{f['band']:.0%}{mark}",
+            )
+        parts.append(c)
+    return Group(*parts)

@@ -415,7 +415,37 @@ def verification_view(v: Verification) -> dict[str, Any]:
                 "note": st.note,
             }
         )
-    return _plain({"confirmed": v.confirmed, "message": v.message, "iterations": steps})
+    check = v.at_capacity
+    at_capacity = None
+    if check is not None:
+        at_capacity = {
+            "rate_rps": check.rate_rps,
+            "what": "the confirmed plan at the SLA capacity its verdict claims: the analytic "
+            "TTFT against the simulated, within the bands or not (no SLA verdict: at the "
+            "capacity the tail sits on the bound)",
+            "ttft_s": {
+                key: {
+                    "simulated": check.sim.ttft_s[key].simulated,
+                    "low": check.sim.ttft_s[key].low,
+                    "high": check.sim.ttft_s[key].high,
+                    "analytic": check.sim.ttft_s[key].predicted,
+                    "error": check.sim.ttft_s[key].error,
+                    "band": band,
+                    "within": check.within[key],
+                }
+                for key, band in check.bands
+            },
+            "stopped": check.sim.steadiness.stopped,
+            "measured_requests": check.sim.requests,
+        }
+    return _plain(
+        {
+            "confirmed": v.confirmed,
+            "message": v.message,
+            "iterations": steps,
+            "at_capacity": at_capacity,
+        }
+    )
 
 
 def calibration_view(fit: Calibration) -> dict[str, Any]:
