@@ -236,6 +236,34 @@ def compare(
     )
 
 
+def comparison_files(comparison: Comparison, problem: Problem) -> dict[str, str]:
+    """Each row of ``comparison`` that has a plan, as two files ``pddplan evaluate`` reads
+    back (``evaluate SCENARIO --fleet FLEET`` gives the row's figures): name -> text, the
+    names ``{question}-{row number}-{kind}[-{chip}][-{datacenter}].fleet.yaml`` and
+    ``....scenario.yaml``, the
+    scenario the one the row was planned on (a restricted or relaxed copy of
+    ``problem``'s, which each file's first lines say)."""
+    from pddplan.io.export import fleet_yaml, scenario_yaml
+
+    base = problem.source.path.parent if problem.source is not None else Path.cwd()
+    files: dict[str, str] = {}
+    for section in comparison.sections:
+        for i, row in enumerate(section.rows, start=1):
+            if not row.ok or row.plan is None or row.plan.fleet is None or row.problem is None:
+                continue
+            where = [x for x in (row.chip, row.datacenter) if x]
+            stem = "-".join([section.at, f"{i:02d}", row.kind, *where])
+            note = (
+                f"pddplan compare: the row '{row.label}' at equal {section.at}.\n"
+                f"Evaluate it with: pddplan evaluate {stem}.scenario.yaml --fleet {stem}.fleet.yaml"
+            )
+            if row.relaxes:
+                note += f"\nThis scenario relaxes {problem.scenario.name}: {row.relaxes}."
+            files[f"{stem}.fleet.yaml"] = fleet_yaml(row.plan.fleet, note)
+            files[f"{stem}.scenario.yaml"] = scenario_yaml(row.problem.scenario, base, note)
+    return files
+
+
 @one_blas_thread
 def price_sweep(
     problem: Problem,

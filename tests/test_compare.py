@@ -489,3 +489,66 @@ def test_egress_is_billed_on_the_demand_traffic(tmp_path):
     mean_payload = float(space.w @ space.payloads[st.cache])
     expected = monthly / 730 + per_gb * 20 * mean_payload * 3600 / 1e9
     assert e.links[0].cost_per_hour_usd == pytest.approx(expected, rel=1e-6)
+
+
+# --- rows that relax the scenario, and their files --------------------------------------------
+def test_a_row_that_relaxes_the_scenario_says_so():
+    """pdd-h100-h200's cluster-b may only run main decode and cluster-a only prefill and
+    relay decode: their intra-DC rows are relaxations, and their labels say which."""
+    s = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    rows = {r.label: r.relaxes for r in compare_module.architectures(s)}
+    assert rows["intra-DC h200-sxm in cluster-b (if cluster-b may also run prefill)"] == (
+        "if cluster-b may also run prefill"
+    )
+    assert rows["intra-DC h100-sxm in cluster-a (if cluster-a may also run main decode)"] == (
+        "if cluster-a may also run main decode"
+    )
+    assert rows["PDD"] is None and rows["cross-DC naive"] is None
+
+
+def test_the_verdict_names_the_relaxation_its_winner_needs(monkeypatch):
+    section = compare_module.Section(
+        "demand", "min-cost", 1.0, 1.0, None, None,
+        [
+            compare_module.Candidate("intra-dc-homogeneous", "intra-DC x in b (if b may also run prefill)",
+                                     "b", "x", _plan_costing(1.0), relaxes="if b may also run prefill"),
+            compare_module.Candidate("pdd", "PDD", None, None, _plan_costing(2.0)),
+        ],
+        None, "",
+    )  # fmt: skip
+    monkeypatch.setattr(compare_module, "verdict", lambda section: "At equal demand, it wins.")
+    text = compare_module._with_verdict(section).verdict
+    assert text == "If b may also run prefill: at equal demand, it wins."
+
+
+def test_out_fleets_writes_each_row_and_evaluate_reproduces_it(tmp_path):
+    """Each row's fleet and the scenario it was planned on: ``evaluate`` on the pair gives
+    the row's SLA capacity and cost (to 1e-9)."""
+    scenario = ROOT / "scenarios" / "one-class-llama-70b.yaml"
+    folder = tmp_path / "fleets"
+    r = run_main("compare", str(scenario), "--at", "demand", "--format", "json",
+                 "--out-fleets", str(folder))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = [x for x in json.loads(r.stdout)["sections"][0]["rows"] if "fleet" in x]
+    fleets = sorted(folder.glob("*.fleet.yaml"))
+    assert len(fleets) == len(rows) >= 2
+    for row, fleet in zip(rows, fleets, strict=True):
+        pair = fleet.with_name(fleet.name.replace(".fleet.yaml", ".scenario.yaml"))
+        e = run_main("evaluate", str(pair), "--fleet", str(fleet), "--json")
+        assert e.exit_code == 0, e.output
+        got = json.loads(e.stdout)
+        assert got["sla_capacity_rps"] == pytest.approx(row["sla_capacity_rps"], rel=1e-9)
+        assert got["cost_per_hour_usd"] == pytest.approx(row["cost_per_hour_usd"], rel=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["file", "under-a-file"])
+def test_out_fleets_that_cannot_be_written_is_one_line_before_any_planning(tmp_path, kind):
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    target = blocker if kind == "file" else blocker / "sub"
+    r = run_main("compare", str(ROOT / "scenarios" / "pdd-h100-h200.yaml"),
+                 "--out-fleets", str(target))  # fmt: skip
+    assert r.exit_code == 2
+    errors = [x for x in r.output.splitlines() if x.startswith("Error")]
+    assert len(errors) == 1 and "--out-fleets" in errors[0], r.output
+    assert "planning" not in r.output

@@ -210,6 +210,23 @@ def write_file(path: Path, text: str, option: str = "--out") -> None:
         raise pddplan.InputError(f"{option}: cannot write {path}: {e.strerror}") from None
 
 
+def writable_folder(path: Path, option: str) -> None:
+    """Check, before any work, that ``path`` is a folder files can be written into
+    (creating it if it does not exist); else a user error naming ``option``."""
+    import tempfile
+
+    if path.exists() and not path.is_dir():
+        raise pddplan.InputError(f"{option}: {path} is a file; give a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise pddplan.InputError(
+            f"{option}: cannot write into folder {path}: {e.strerror}"
+        ) from None
+
+
 def emit(json_out: bool, data: Callable[[], Any], render: Callable[[], Any]) -> None:
     """Print ``data()`` as JSON, or the rich renderable ``render()`` builds."""
     if json_out:

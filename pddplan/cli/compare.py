@@ -20,6 +20,7 @@ from pddplan.cli.common import (
     out,
     user_errors,
     value,
+    writable_folder,
     write_file,
 )
 
@@ -83,6 +84,15 @@ def compare(
         float | None,
         typer.Option("--time-limit", min=0.1, help="Seconds per architecture's solve."),
     ] = None,
+    out_fleets: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-fleets",
+            help="Also write each row's fleet and the scenario it was planned on (a relaxed "
+            "or restricted copy) into this folder: 'pddplan evaluate SCENARIO --fleet FLEET' "
+            "on a pair gives the row's figures.",
+        ),
+    ] = None,
 ) -> None:
     """Ask every architecture the same question: the cheapest fleet for the demand, the most
     capacity for a budget, or both.
@@ -97,6 +107,8 @@ def compare(
     from pddplan.report import documents, tables, views
 
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
+    if out_fleets is not None:  # found before any planning
+        writable_folder(out_fleets, "--out-fleets")
     problem = pddplan.load_scenario(scenario)
     quiet = format_ != Format.table or out_file is not None
 
@@ -120,6 +132,11 @@ def compare(
         chip, prices = sweep_args
         sweep = pddplan.price_sweep(problem, chip, prices, progress=progress, **options)
     view = views.comparison_view(comparison, sweep)
+    if out_fleets is not None:
+        files = pddplan.comparison_files(comparison, problem)
+        for name, text in files.items():
+            write_file(out_fleets / name, text, "--out-fleets")
+        err.print(f"wrote {len(files)} files to {out_fleets}")
     if out_file is None and format_ == Format.table:
         out.print(tables.comparison_report(view))
         return

@@ -65,6 +65,9 @@ class Candidate:
     plan: PlanResult | None
     reason: str | None = None
     """Why there is no plan (infeasible, or the architecture does not apply)."""
+    relaxes: str | None = None
+    """What the row allows that the scenario does not (``if cluster-b may also run
+    prefill``), or None: its answer holds only under that relaxation."""
     problem: Problem | None = None
     """The restricted problem it was planned on."""
     ttft_p99_at_shares: tuple[float, ...] | None = None
@@ -231,22 +234,42 @@ class _Row:
     datacenter: str | None
     chip: str | None
     build: Callable[[], Scenario]
+    relaxes: str | None = None
+
+
+def relaxation(dc_id: str, dc: Datacenter, prefill: list[str], decode: list[str]) -> str | None:
+    """What running PD in datacenter ``dc_id`` with ``prefill`` and ``decode`` chips allows
+    that the scenario does not: a role its ``roles`` leave out, or a chip its ``role_chips``
+    keep from a role. None when the scenario allows it all."""
+    what = []
+    for role, chips in (("prefill", prefill), ("main_decode", decode)):
+        name = ROLE_NAMES[role]
+        if role not in dc.roles:
+            what.append(f"{dc_id} may also run {name}")
+            continue
+        barred = [c for c in chips if c not in _role_chips(dc, role)]
+        if barred:
+            what.append(f"{' and '.join(barred)} may also run {name} in {dc_id}")
+    return "if " + " and ".join(what) if what else None
 
 
 def architectures(s: Scenario) -> list[_Row]:
-    """The rows of a comparison, in the order they are shown."""
+    """The rows of a comparison, in the order they are shown. A row that relaxes the
+    scenario (an intra-DC row in a datacenter whose roles or role chips do not allow PD
+    there) says so in its label and carries the relaxation (``_Row.relaxes``)."""
     rows = []
     for dc_id, dc in s.datacenters.items():
         for chip in dc.chips:
             build = functools.partial(intra_dc, s, dc_id, [chip], [chip])
-            label = f"intra-DC {chip} in {dc_id}"
-            rows.append(_Row("intra-dc-homogeneous", label, dc_id, chip, build))
+            relaxes = relaxation(dc_id, dc, [chip], [chip])
+            label = f"intra-DC {chip} in {dc_id}" + (f" ({relaxes})" if relaxes else "")
+            rows.append(_Row("intra-dc-homogeneous", label, dc_id, chip, build, relaxes))
         if len(dc.chips) >= 2:
             p, d = list(_role_chips(dc, "prefill")), list(_role_chips(dc, "main_decode"))
             build = functools.partial(intra_dc, s, dc_id, p, d)
-            rows.append(
-                _Row("intra-dc-heterogeneous", f"intra-DC mixed in {dc_id}", dc_id, None, build)
-            )
+            relaxes = relaxation(dc_id, dc, p, d)
+            label = f"intra-DC mixed in {dc_id}" + (f" ({relaxes})" if relaxes else "")
+            rows.append(_Row("intra-dc-heterogeneous", label, dc_id, None, build, relaxes))
     rows.append(
         _Row(
             "hypothetical", "hypothetical one-DC", None, None, functools.partial(hypothetical_dc, s)
@@ -325,7 +348,12 @@ def compare(
             try:
                 restricted = row.build()
             except InputError as e:
-                out.append(Candidate(row.kind, row.label, row.datacenter, row.chip, None, str(e)))
+                out.append(
+                    Candidate(
+                        row.kind, row.label, row.datacenter, row.chip, None, str(e),
+                        relaxes=row.relaxes,
+                    )
+                )  # fmt: skip
                 continue
             if budget is not None:
                 restricted = restricted.model_copy(update={"budget_usd_per_hour": budget})
@@ -338,7 +366,11 @@ def compare(
                 explain=explain,
             )
             why = _why(plan, below_demand_ok=question == "budget")
-            out.append(Candidate(row.kind, row.label, row.datacenter, row.chip, plan, why, sub))
+            out.append(
+                Candidate(
+                    row.kind, row.label, row.datacenter, row.chip, plan, why, row.relaxes, sub
+                )
+            )
         return out
 
     sections = []
@@ -440,7 +472,12 @@ def _limit(c: Candidate) -> str:
 
 
 def _with_verdict(section: Section) -> Section:
-    return replace(section, verdict=verdict(section))
+    text = verdict(section)
+    ranked = section.ranked
+    if ranked and ranked[0].relaxes:  # the answer holds only if the scenario is relaxed
+        relaxes = ranked[0].relaxes
+        text = f"{relaxes[0].upper()}{relaxes[1:]}: {text[0].lower()}{text[1:]}"
+    return replace(section, verdict=text)
 
 
 TIE = 0.005

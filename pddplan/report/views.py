@@ -192,6 +192,7 @@ def candidate_view(c: Candidate) -> dict[str, Any]:
         "chip": c.chip,
         "status": (c.plan.status if c.plan is not None else "infeasible") if c.ok else "infeasible",
         "reason": c.reason,
+        "relaxes": c.relaxes,
     }
     if e is None or not c.ok:
         return out
