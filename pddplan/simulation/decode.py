@@ -57,6 +57,9 @@ class DecodeInstance:
         self._seq = itertools.count()
         self._version = 0
         self.tokens = 0.0
+        self.held_s = 0.0
+        """Sequence-seconds: the integral of the running sequences over time (stalls in),
+        the batch slots held; relay decode's busy share is measured by it."""
         self._key_step, self._key = -1.0, 0
         self.stall_s = 0.0
         self.paced: float | None = None
@@ -97,6 +100,7 @@ class DecodeInstance:
 
     def _advance(self, t: float) -> None:
         if self.n and t > self.t:
+            self.held_s += self.n * (t - self.t)
             run = t - max(self.t, self.stall_until)
             if run > 0:
                 steps = run / self.step

@@ -160,7 +160,7 @@ class DecodePool:
 
 Counters = dict
 """``p``: each prefill instance's busy seconds; ``d``: each decode instance's (tokens,
-stall seconds); ``l``: each link's bytes sent."""
+stall seconds, sequence-seconds held); ``l``: each link's bytes sent."""
 
 
 RECORD_FIELDS = (
@@ -835,7 +835,7 @@ def read_counters(
         inst._advance(t)
     return {
         "p": [pi.busy_s for dc in prefill.values() for pi in dc.instances],
-        "d": [(inst.tokens, inst.stall_s) for inst in instances],
+        "d": [(inst.tokens, inst.stall_s, inst.held_s) for inst in instances],
         "l": {k: x.bytes_sent for k, x in links.items()},
     }
 
@@ -851,9 +851,13 @@ def utilizations(
 ) -> tuple[list[tuple[str, str, str, float]], dict[tuple[str, str], float]]:
     """(datacenter, role, chip, utilization) per pool in the fleet's order, and per link,
     between the counters ``c0`` and ``c1`` taken ``window`` seconds apart. A prefill pool:
-    its attention groups' busy share; a decode pool: its tokens times the operating
-    point's seconds per token plus its stalls, per instance-second; a link: bytes sent over
-    goodput x time."""
+    its attention groups' busy share; a main-decode pool: its tokens times the operating
+    point's seconds per token plus its stalls, per instance-second; a relay-decode pool:
+    the batch slots its sequences held (sequence-seconds) over its largest batch's, per
+    instance-second, as the analytic model counts it (a relayed request holds a slot while
+    its KV crosses, whatever the step: at the small batches relay decode runs, its steps
+    are far shorter than the operating point's, and its tokens would understate the slots
+    by that ratio); a link: bytes sent over goodput x time."""
     busy: dict[int, float] = {}
     k = 0
     for dc in prefill.values():
@@ -868,8 +872,11 @@ def utilizations(
     for dp in decode:
         work = 0.0
         for _ in dp.instances:
-            (t0, s0), (t1, s1) = c0["d"][k], c1["d"][k]
-            work += (t1 - t0) * dp.op_step / dp.op_batch + (s1 - s0)
+            (t0, s0, h0), (t1, s1, h1) = c0["d"][k], c1["d"][k]
+            if dp.role == "relay_decode":
+                work += (h1 - h0) / dp.op_batch
+            else:
+                work += (t1 - t0) * dp.op_step / dp.op_batch + (s1 - s0)
             k += 1
         work_of[(dp.role, dp.index)] = work / (len(dp.instances) * window)
     for role in ("relay_decode", "main_decode"):
