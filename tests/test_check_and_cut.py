@@ -67,6 +67,7 @@ def test_a_rejected_plan_is_cut_and_the_next_cheapest_confirmed_one_returned(
         return rejecting(problem, fleet) >= rate
 
     monkeypatch.setattr(search, "sla_capacity", rejecting)
+    monkeypatch.setattr(search, "meets_sla", meets)
     monkeypatch.setattr(brute_force, "sla_capacity", rejecting)
     monkeypatch.setattr(brute_force, "meets_sla", meets)
     again = solve_plan(problem_of(s, hardware, models), explain=False)

@@ -40,9 +40,11 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import (
+    CAPACITY_TOLERANCE,
     MAX_RATE_RPS,
     cost_and_capacity,
     evaluate,
+    meets_sla,
     serves,
     sla_capacity,
     ttft_p99,
@@ -160,14 +162,13 @@ class _Search:
         """``choice`` with the router setting its counts carry (``routings``) that gives the
         largest SLA capacity, if that serves ``rate``, and the capacity; (None, the largest
         capacity) when no setting does."""
-        problem, fleet = self.space.problem, self.space.fleet
         req = self.solved[rate]
         best, best_capacity = choice, self._capacity(choice)
         if serves(best_capacity, rate):
             return best, best_capacity
         for c in routings(req, choice)[:ROUTING_TRIALS]:
-            capacity = sla_capacity(problem, fleet(c, "plan"))
-            if capacity > best_capacity * (1 + 1e-9):
+            capacity = self._capacity_above(c, max(rate, best_capacity) * (1 - 1e-9))
+            if capacity is not None and capacity > best_capacity * (1 + 1e-9):
                 best, best_capacity = c, capacity
         if serves(best_capacity, rate):
             return best, best_capacity
@@ -175,6 +176,14 @@ class _Search:
 
     def _capacity(self, choice: Choice) -> float:
         return sla_capacity(self.space.problem, self.space.fleet(choice, "plan"))
+
+    def _capacity_above(self, choice: Choice, floor: float) -> float | None:
+        """``choice``'s SLA capacity if it is within every limit at ``floor`` req/s, else
+        None: one state instead of a capacity search, for a candidate that must reach
+        ``floor`` to matter (the limits are monotone in the rate but for rare kinks, which
+        this treats as the capacity being below ``floor``)."""
+        problem, fleet = self.space.problem, self.space.fleet(choice, "plan")
+        return sla_capacity(problem, fleet) if meets_sla(problem, fleet, floor) else None
 
     def _cheapest(
         self, rate: float, rejected: tuple[Choice, ...] = (), *, at_rate: float | None = None
@@ -229,11 +238,16 @@ class _Search:
                 plan_cost(self.space, c), cost, rel_tol=1e-9, abs_tol=1e-9
             ):
                 ties.append(c)
-        scored = [(c, self._capacity(c)) for c in ties]
-        best, capacity = widest(self.space, [(c, b) for c, b in scored if serves(b, rate)], rate)
+        scored = [(choice, self._capacity(choice))]  # confirmed: it serves the rate
+        for c in ties[1:]:
+            top = max(b for _, b in scored)
+            b = self._capacity_above(c, max(rate * (1 - CAPACITY_TOLERANCE), top * (1 - 1e-9)))
+            if b is not None and serves(b, rate):
+                scored.append((c, b))
+        best, capacity = widest(self.space, scored, rate)
         for other in routings(req, best)[:ROUTING_TRIALS]:
-            b = self._capacity(other)
-            if b > capacity * (1 + 1e-9):
+            b = self._capacity_above(other, capacity * (1 + 1e-9))
+            if b is not None and b > capacity * (1 + 1e-9):
                 best, capacity = other, b
         return best, capacity
 
