@@ -32,20 +32,15 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
-from pddplan.model.colocation import stretched
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
+from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import (
-    filled_service,
-    loaded_prefill_latency,
     md_admission,
     p99_gap,
-    pass_in_progress,
     percentile,
-    prefill_wait_tail,
-    rank_company,
 )
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
@@ -99,14 +94,15 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     pools_p = m.roles["prefill"]
     pools_r = m.roles["relay_decode"]
     pools_m = m.roles["main_decode"]
-    # prefill pools
-    # part-full passes at this rate carry more of each pass's fixed costs (``filled_service``)
-    p_util, p_filled, p_full_util = [], [], []
-    for (pool, _), figures, share in zip(pools_p, m.p_figures, m.p_share, strict=True):
-        filled = filled_service(figures, w, lam * share / pool.instances)
-        p_util.append(filled.utilization)
-        p_filled.append(figures._replace(service=filled.service))
-        p_full_util.append(lam * share * float(w @ figures.service) / pool.instances)
+    # prefill pools: each one's load and tail (``PrefillPoolLoad``, as the planner counts)
+    loads = [
+        PrefillPoolLoad(figures, passes, w, lam * share / pool.instances, pool.instances,
+                        inst.attention_groups)
+        for (pool, inst), figures, passes, share in zip(
+            pools_p, m.p_figures, m.p_passes, m.p_share, strict=True
+        )
+    ]  # fmt: skip
+    p_util = [load.utilization for load in loads]
     # decode-side shares by datacenter
     md_dcs = sorted({p.datacenter for p, _ in pools_m})
     p_dcs = sorted({p.datacenter for p, _ in pools_p})
@@ -176,7 +172,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # transfer at their own mean payload. The relayed ones' (what RLD decodes during) at
     # the class's mean, as the planner's counts take it: the planner does not count RLD
     # and the handoffs per threshold (RLD's busy share moved 14.0% -> 14.1% on
-    # pdd-h100-h200 at the relayed part's own payloads, against 24.4% simulated)
+    # pdd-h100-h200 at the relayed part's own payloads; 13.9% simulated)
     direct_scale, direct_sd = m.direct_payloads(routing, cache.mean_hit)
     wan_time, wan_queueing = transfers(direct_scale)  # what a direct request waits for
     relay_wan = transfers(np.ones_like(direct_scale))[0]
@@ -226,14 +222,9 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         r_util = [0.0 for _ in pools_r]
         pace = [(0.0, 0.0) for _ in pools_r]
     # prefill instances that host relay decode: its tokens take a share of every pass
-    p_figures, p_passes, p_full = p_filled, list(m.p_passes), list(m.p_figures)
     for i, (j, point) in m.hosts.items():
-        stretch = point.stretch(pace[i][1])
-        p_util[j] *= stretch
-        p_full_util[j] *= stretch
-        p_figures[j] = stretched(p_figures[j], stretch)
-        p_full[j] = stretched(p_full[j], stretch)
-        p_passes[j] = stretched(p_passes[j], stretch)
+        loads[j] = loads[j].with_stretch(point.stretch(pace[i][1]))
+        p_util[j] = loads[j].utilization
     # per request of each class, over its shares: RLD's tokens, then MD's and the extend
     # steps that stall it (a relayed request hands its eager tokens over; singular: never)
     rld_tokens_per_req = singular * m.out + relay * eager
@@ -303,53 +294,6 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # the first token: MD's first step (``Problem.first_step_s``) on the direct row, relay
     # decode's step, at most the TPOT bound, on the relayed one
     firsts = [np.array([[f], [m.tpot_s]][: len(paths)]) for f in m.md_first]
-    p_svc = [f.service for f in p_figures]
-    svc_mean = [float(w @ svc) for svc in p_svc]
-    svc_cv2 = [float(w @ (svc - mu) ** 2) / mu**2 for svc, mu in zip(p_svc, svc_mean, strict=True)]
-
-    # a request in company adds its full-pass service to the passes it joins (the fixed
-    # costs are shared): the company models take the full-pass figures and load
-    loaded = [
-        loaded_prefill_latency(
-            figures,
-            w,
-            groups=inst.attention_groups,
-            utilization=min(p_full_util[j], 1.0),
-            instances=pool.instances,
-            passes=p_passes[j],
-        )
-        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_full, strict=True))
-    ]
-    full_svc = [float(w @ f.service) for f in p_full]
-
-    # a request that finds a group free waits for the pass in progress, with company
-    in_passes = [
-        pass_in_progress(
-            figures,
-            w,
-            lam * share / pool.instances,
-            groups=inst.attention_groups,
-            company_service_s=full_svc[j],
-            loaded=lat,
-        )
-        for j, ((pool, inst), figures, lat, share) in enumerate(
-            zip(pools_p, p_full, loaded, m.p_share, strict=True)
-        )
-    ]
-    ranks = [
-        rank_company(
-            figures,
-            w,
-            utilization=min(p_util[j], 1.0),
-            instances=pool.instances,
-            service_cv2=svc_cv2[j],
-            company_service_s=full_svc[j],
-        )
-        if inst.attention_groups == 1
-        else None
-        for j, ((pool, inst), figures) in enumerate(zip(pools_p, p_figures, strict=True))
-    ]
-
     # MD's admission: a request that goes straight to MD waits for a decode slot there
     admissions = []  # per MD pool: its share of its datacenter's requests, first step, queue
     for i, (pool, _) in enumerate(pools_m):
@@ -379,24 +323,14 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
 
     def ttft_tail(T: float) -> float:
         total = 0.0
-        for j, ((pool, _), lat, share) in enumerate(zip(pools_p, loaded, m.p_share, strict=True)):
+        for (pool, _), load, share in zip(pools_p, loads, m.p_share, strict=True):
             a = pool.datacenter
-            alone = p_figures[j].latency
             for md_part, b, first, admission in admissions:
-                tail = prefill_wait_tail(
-                    T - alone - rest[(a, b)] - first,
-                    instances=pool.instances,
-                    groups=pools_p[j][1].attention_groups,
-                    utilization=min(p_util[j], 1.0),
-                    mean_service_s=svc_mean[j],
-                    service_cv2=svc_cv2[j],
+                tail = load.tail(
+                    T - rest[(a, b)] - first,
                     extra_mean_s=extra[(a, b)],
-                    company_mean_s=lat.mean_s - alone,
-                    company_var_s2=lat.var_s2 + spread_rows[(a, b)],
-                    drain=(min(p_full_util[j], 1.0), full_svc[j]),
-                    rank=ranks[j],
+                    extra_var_s2=spread_rows[(a, b)],
                     admission=admission,
-                    in_pass=in_passes[j],
                 )
                 per_class = sum(p * t for p, t in zip(paths, tail, strict=True))
                 total += share * dc_share_md[b] * md_part * float(w @ per_class)

@@ -12,25 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from pddplan import units
-from pddplan.model.colocation import stretched
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
+from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.model.queueing import (
     ADMISSION_GRID,
-    LoadedPrefill,
-    PassInProgress,
-    RankCompany,
-    filled_service,
-    loaded_prefill_latency,
-    pass_in_progress,
-    prefill_wait_tail,
-    rank_company,
 )
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
@@ -38,6 +30,18 @@ from pddplan.spec.scenario import MD_ADMISSION_SHARE, TAIL_BUDGETS, Role
 
 if TYPE_CHECKING:
     from pddplan.plan.space import PoolOption, Space, State
+
+
+class PoolKey(NamedTuple):
+    """A prefill pool the counts try: its layout (chip, GPUs per instance, context
+    parallelism, whether it hosts relay decode), its passes' stretch and its count."""
+
+    chip: str
+    gpus: int
+    context_parallel: bool
+    hosting: bool
+    stretch: float
+    instances: int
 
 
 class Requirements:
@@ -90,13 +94,9 @@ class Requirements:
             else space.problem.memo("counts", (space.structure, rate, tail_scale), dict)
         )
         self._p: dict[tuple[str, str, int | None, float], np.ndarray] = tail.setdefault("p", {})
-        self._loaded: dict[
-            tuple[str, int, bool, bool, float, int],
-            tuple[float, LoadedPrefill, PassInProgress | None, RankCompany | None],
-        ] = memo.setdefault("loaded", {})
-        """Per (option, stretch, count): the full-pass mean service, the company's
-        latency, the pass in progress and the rank model (the same in every transfer
-        state)."""
+        self._pools: dict[PoolKey, PrefillPoolLoad] = memo.setdefault("pools", {})
+        """Per prefill layout, stretch and count: the pool's load at this rate (the same in
+        every transfer state)."""
         self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
         self._m: dict[tuple[str, str, str], np.ndarray] = tail.setdefault("m", {})
         self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
@@ -279,9 +279,24 @@ class Requirements:
         if not o.hosting or singular is None:
             return np.ones(len(sp.cuts))
         point = sp.host_point(o)
-        busy = min(filled_service(sp.prefill_times(o), sp.w, self.rate / n).utilization, 1.0)
+        busy = min(self.pool(o, 1.0, n).utilization, 1.0)
         relay_s, tokens = self._load(st, singular)
         return np.asarray(point.stretch(relay_pace(point.steps(busy), relay_s, tokens, n)[1]))
+
+    def pool(self, o: PoolOption, stretch: float, n: int) -> PrefillPoolLoad:
+        """``n`` instances of prefill option ``o`` at this rate, every pass ``stretch``
+        times longer (``PrefillPoolLoad``: the evaluator's model of the pool); kept, since
+        it is the same in every transfer state."""
+        key = PoolKey(o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
+        load = self._pools.get(key)
+        if load is None:
+            sp = self.space
+            load = PrefillPoolLoad(
+                sp.prefill_times(o), sp.prefill_passes(o), sp.w, self.rate / n, n,
+                o.instance.attention_groups, stretch,
+            )  # fmt: skip
+            self._pools[key] = load
+        return load
 
     def _prefill(
         self, o: PoolOption, st: State, singular: int | None, firsts: list[float]
@@ -315,7 +330,6 @@ class Requirements:
             + 1e-12
         )
         relayed = sp.relay_float[st.cache]  # cuts x classes
-        groups = o.instance.attention_groups
         base_sum = float(sp.w @ base.service)
 
         tried: dict[int, np.ndarray] = {}
@@ -333,67 +347,12 @@ class Requirements:
             return tried[n]
 
         def _meets(n: int, stretch: float) -> np.ndarray:
-            # part-full passes at n instances' rate each (``filled_service``), as the
-            # evaluator prices them
-            filled = filled_service(base, sp.w, lam / n)
-            figures = stretched(base._replace(service=filled.service), stretch)
-            svc_sum = float(sp.w @ figures.service)
-            util = lam * 1.0 * svc_sum / n
-            if util > sp.rho:
+            # the pool's load and tail, as the evaluator prices them (``PrefillPoolLoad``);
+            # the same in every transfer state the option sends in: built once
+            load = self.pool(o, stretch, n)
+            if load.utilization > sp.rho:
                 return np.zeros((nf, ncut), dtype=bool)
-            mean = float(sp.w @ filled.service)
-            cv2 = float(sp.w @ (filled.service - mean) ** 2) / mean**2  # stretch-free
-            # the same in every transfer state the option sends in: computed once
-            key = (o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
-            if key not in self._loaded:
-                # company: a joiner adds its full-pass service (the fixed costs are shared)
-                full = stretched(base, stretch)
-                full_sum = float(sp.w @ full.service)
-                loaded = loaded_prefill_latency(
-                    full,
-                    sp.w,
-                    groups=groups,
-                    utilization=lam * full_sum / n,
-                    instances=n,
-                    passes=stretched(sp.prefill_passes(o), stretch),
-                )
-                self._loaded[key] = (
-                    full_sum,
-                    loaded,
-                    pass_in_progress(
-                        full,
-                        sp.w,
-                        lam / n,
-                        groups=groups,
-                        company_service_s=full_sum,
-                        loaded=loaded,
-                    ),
-                    rank_company(
-                        figures,
-                        sp.w,
-                        utilization=util,
-                        instances=n,
-                        service_cv2=cv2,
-                        company_service_s=full_sum,
-                    )
-                    if groups == 1
-                    else None,
-                )
-            full_sum, loaded, in_pass, rank = self._loaded[key]
-            tail = prefill_wait_tail(
-                bounds - figures.latency - rests,
-                instances=n,
-                groups=groups,
-                utilization=min(util, 1.0),
-                mean_service_s=svc_sum,
-                service_cv2=cv2,
-                extra_mean_s=extra,
-                company_mean_s=loaded.mean_s - figures.latency,
-                company_var_s2=loaded.var_s2,
-                rank=rank,
-                drain=(min(lam * full_sum / n, 1.0), full_sum),
-                in_pass=in_pass,
-            )
+            tail = load.tail(bounds - rests, extra_mean_s=extra)
             tail = tail.reshape(nf, 4, -1) * sp.w
             direct, relay = tail[:, 0::2], tail[:, 1::2]  # first steps x (P90, P99) x classes
             # first steps x cuts x (P90, P99)
