@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import problem_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_enumerate import random_scenario
 
 import pddplan
@@ -107,3 +109,27 @@ def test_when_the_rounds_run_out_the_plan_is_confirmed_and_called_time_limit(
     assert r.fleet is not None and r.status == "time_limit"
     assert r.stats.check_rounds == 1 and r.stats.gap is not None and r.stats.gap >= 0
     assert r.evaluation.status == "ok"
+
+
+@pytest.mark.slow  # 25 random scenarios, 0.3-2 s each
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(min_value=0, max_value=10**6))
+def test_the_planners_first_answer_is_confirmed_and_reports_the_evaluators_capacity(seed):
+    """For random small scenarios (``test_enumerate.random_scenario``): the plan is never
+    below its demand, its first answer is the one the evaluator confirms (no check-and-cut
+    round: the loop is a safety net, not the mechanism), and the capacity it reports is the
+    evaluator's capacity of that exact deployment."""
+    from pddplan.evaluation.evaluator import sla_capacity
+    from pddplan.io.catalogs import load_hardware, load_models
+
+    s = random_scenario(seed)
+    problem = problem_of(s, load_hardware(), load_models())
+    r = solve_plan(problem, explain=False)
+    assert r.status in ("optimal", "infeasible"), r.status
+    if r.fleet is None:
+        return
+    assert r.evaluation is not None and r.evaluation.status == "ok"
+    assert r.stats.check_rounds == 0, r.stats.rejected
+    capacity = r.evaluation.sla_capacity_rps
+    assert sla_capacity(problem, r.fleet) == pytest.approx(capacity, rel=1e-9)
+    assert capacity >= s.workload.arrival_rps * (1 - 1e-6)
