@@ -33,17 +33,20 @@ def _hardware(fleet) -> tuple:
 
 
 def test_the_readme_scenario_at_3_rps_is_served_not_below_its_demand():
-    """The case the issue found: at 3 req/s the relaxation's cheapest deployment (a 25 Gbps
-    link relaying almost nothing) serves 2.88 req/s; it is rejected, and the plan returned
-    serves the demand."""
+    """The case the issue found: at 3 req/s the relaxation's cheapest deployment, with the
+    router its counts carry relaying everything, misses the TPOT bound under the evaluator
+    (the P99 gap of handoff stalls: 66.2 ms against 60 ms) and was once returned below its
+    demand. The check scores every relay cut its hardware may use, finds one that serves
+    3 req/s (relay above 112 MB: 3.91 req/s), and confirms it without a round."""
     problem = pddplan.load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
     problem = problem.derive({"workload.arrival_rps": 3.0})
     r = pddplan.solve(problem, explain=False)
     assert r.status == "optimal"
     assert r.evaluation is not None and r.evaluation.status == "ok"
     assert r.evaluation.sla_capacity_rps >= 3.0
-    assert r.stats.check_rounds == len(r.stats.rejected) >= 1
-    assert all(x.sla_capacity_rps < x.rate_rps for x in r.stats.rejected)
+    assert r.stats.check_rounds == len(r.stats.rejected) == 0
+    routing = r.fleet.routing
+    assert routing.relay_above_mb is not None and routing.relay_above_mb > 0
 
 
 @pytest.mark.parametrize(

@@ -166,7 +166,7 @@ class _Search:
         best, best_capacity = choice, self._capacity(choice)
         if serves(best_capacity, rate):
             return best, best_capacity
-        for c in routings(req, choice)[:ROUTING_TRIALS]:
+        for c in router_settings(req, choice):
             capacity = self._capacity_above(c, max(rate, best_capacity) * (1 - 1e-9))
             if capacity is not None and capacity > best_capacity * (1 + 1e-9):
                 best, best_capacity = c, capacity
@@ -245,7 +245,7 @@ class _Search:
             if b is not None and serves(b, rate):
                 scored.append((c, b))
         best, capacity = widest(self.space, scored, rate)
-        for other in routings(req, best)[:ROUTING_TRIALS]:
+        for other in router_settings(req, best):
             b = self._capacity_above(other, capacity * (1 + 1e-9))
             if b is not None and b > capacity * (1 + 1e-9):
                 best, capacity = other, b
@@ -458,6 +458,25 @@ def _gap_note(stats: SolveStats) -> str | None:
 
 ROUTING_TRIALS = 6
 """Router settings ``_Search._preferred`` evaluates besides the solved one."""
+
+
+def router_settings(req: Requirements, choice: Choice) -> list[Choice]:
+    """The router settings the search scores for ``choice``'s hardware: ``routings`` (the
+    most relaying its counts carry, per singular and catch-up cut; up to
+    ``ROUTING_TRIALS``), then every other relay cut with its singular and catch-up cuts,
+    as the evaluator's own search for a fleet without a router does (``_best_routing``):
+    the counts may carry a cut the evaluator rejects (a P99 gap of handoff stalls they
+    price lower) where a cut relaying less serves. Each distinct router once."""
+    sp = req.space
+    seen = {sp.fleet(choice, "plan").routing}
+    out = []
+    others = [replace(choice, cut=cut) for cut in sp.cuts if cut != choice.cut]
+    for c in [*routings(req, choice)[:ROUTING_TRIALS], *others]:
+        routing = sp.fleet(c, "plan").routing
+        if routing not in seen:
+            seen.add(routing)
+            out.append(c)
+    return out
 
 
 def routings(req: Requirements, choice: Choice) -> list[Choice]:
