@@ -32,6 +32,7 @@ def _hardware(fleet) -> tuple:
     return pools, tuple((tuple(sorted(x.between)), x.gbps) for x in fleet.links)
 
 
+@pytest.mark.slow  # 2-3.5 s
 def test_the_readme_scenario_at_3_rps_is_served_not_below_its_demand():
     """The case the issue found: at 3 req/s the relaxation's cheapest deployment, with the
     router its counts carry relaying everything, misses the TPOT bound under the evaluator
