@@ -121,7 +121,8 @@ class _Search:
 
         Check and cut (``docs/milp.md``): the planner's counts are meant never to be below
         what the evaluator needs, but where a plan's deployment is short of ``rate`` under
-        every router setting its counts carry, it is excluded (a cut) and the rate solved
+        every router setting it may use (``router_settings``), it is excluded (a cut) and
+        the rate solved
         again, so the plan returned is the cheapest the evaluator confirms. Each rejection is
         a round (``rounds``). After ``CUT_ROUNDS`` rejections at one rate the search stops
         proving and plans for the rate scaled by the shortfall, up to ``RESIZES`` times: a
@@ -159,9 +160,9 @@ class _Search:
         return point
 
     def confirmed(self, choice: Choice, rate: float) -> tuple[Choice | None, float]:
-        """``choice`` with the router setting its counts carry (``routings``) that gives the
-        largest SLA capacity, if that serves ``rate``, and the capacity; (None, the largest
-        capacity) when no setting does."""
+        """``choice`` as it is if it serves ``rate``, else with the router setting
+        (``router_settings``) that gives it the largest SLA capacity, if that serves
+        ``rate``; with the capacity. (None, the largest capacity) when no setting does."""
         req = self.solved[rate]
         best, best_capacity = choice, self._capacity(choice)
         if serves(best_capacity, rate):
@@ -227,8 +228,8 @@ class _Search:
         """The tie rule, at every rate the search solves (``docs/milp.md``, "Of plans of
         equal cost"): of the deployments of ``choice``'s cost at ``rate`` that the evaluator
         confirms (``choice`` and up to ``MAX_TIES`` the relaxation finds at that cost), the
-        one ``widest`` picks; then, for it, the router setting its counts carry
-        (``routings``) that gives it the largest SLA capacity. The minimum-cost MILP is
+        one ``widest`` picks; then, for it, the router setting (``router_settings``) that
+        gives it the largest SLA capacity. The minimum-cost MILP is
         indifferent between them, yet on one fleet they can move the TTFT tail several
         times. Returns it and its capacity."""
         req = self.solved[rate]
