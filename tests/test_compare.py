@@ -349,12 +349,14 @@ def test_compare_json_csv_md():
     by = {x["label"]: x for x in section["rows"]}
     naive = by["cross-DC naive"]
     assert naive["status"] == "infeasible" and "req/s" in naive["reason"]
-    for label in ("intra-DC l40s in west", "PDD"):
+    l40s = "intra-DC l40s in west (if west may also run prefill)"
+    assert by[l40s]["relaxes"] == "if west may also run prefill" and by["PDD"]["relaxes"] is None
+    for label in (l40s, "PDD"):
         x = by[label]
         for key in ("fleet", "total_gpus", "cost_per_hour_usd", "sla_capacity_rps", "rank"):
             assert x[key] is not None, (label, key)
         assert x["sla_capacity_rps"] >= section["demand_rps"]
-    assert by["PDD"]["wan_gbps"] > 0 and by["intra-DC l40s in west"]["wan_gbps"] == 0
+    assert by["PDD"]["wan_gbps"] > 0 and by[l40s]["wan_gbps"] == 0
     assert by["hypothetical one-DC"]["rank"] is None  # never ranked
     assert section["ranking"][0] in section["verdict"]
 

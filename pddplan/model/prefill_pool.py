@@ -66,16 +66,34 @@ class PrefillPoolLoad:
         """Part-full passes at this rate, before the stretch (``filled_service``)."""
         return filled_service(self.figures_full, self.weights, self.rate_per_instance)
 
-    @cached_property
+    @property
     def figures(self) -> PrefillFigures:
-        """The figures a request's own passes take: part-full service, stretched."""
+        """The figures a request's own passes take: part-full service, stretched. Built on
+        each use and not kept (with a stretch, a copy of every pass and fill table: a
+        count table holds thousands of pools)."""
         base = self.figures_full._replace(service=self.filled.service)
         return stretched(base, self.stretch)
 
-    @cached_property
+    @property
     def full(self) -> PrefillFigures:
-        """Full passes, stretched: what a request in company adds to the passes it joins."""
+        """Full passes, stretched: what a request in company adds to the passes it joins
+        (built on each use, like ``figures``)."""
         return stretched(self.figures_full, self.stretch)
+
+    @cached_property
+    def alone_s(self) -> np.ndarray:
+        """Per class: a request's passes alone (``figures.latency``)."""
+        return (
+            self.figures_full.latency * self.stretch
+            if self.stretch != 1.0
+            else (self.figures_full.latency)
+        )
+
+    @cached_property
+    def service_s(self) -> np.ndarray:
+        """Per class: an instance's seconds per request (``figures.service``)."""
+        svc = self.filled.service
+        return svc * self.stretch if self.stretch != 1.0 else svc
 
     @property
     def utilization(self) -> float:
@@ -84,16 +102,17 @@ class PrefillPoolLoad:
 
     @cached_property
     def service_mean_s(self) -> float:
-        return float(self.weights @ self.figures.service)
+        return float(self.weights @ self.service_s)
 
     @cached_property
     def service_cv2(self) -> float:
-        svc, mu = self.figures.service, self.service_mean_s
+        svc, mu = self.service_s, self.service_mean_s
         return float(self.weights @ (svc - mu) ** 2) / mu**2
 
     @cached_property
     def full_service_mean_s(self) -> float:
-        return float(self.weights @ self.full.service)
+        svc = self.figures_full.service
+        return float(self.weights @ (svc * self.stretch if self.stretch != 1.0 else svc))
 
     @property
     def full_utilization(self) -> float:
@@ -101,29 +120,37 @@ class PrefillPoolLoad:
         return self.rate_per_instance * self.full_service_mean_s
 
     @cached_property
-    def loaded(self) -> LoadedPrefill:
-        """A request's passes with the other attention groups' company."""
-        return loaded_prefill_latency(
-            self.full,
+    def _company(self) -> tuple[LoadedPrefill, PassInProgress | None]:
+        """``loaded`` and ``in_pass``, from one stretched copy of the full passes."""
+        full = self.full
+        loaded = loaded_prefill_latency(
+            full,
             self.weights,
             groups=self.groups,
             utilization=min(self.full_utilization, 1.0),
             instances=self.instances,
             passes=stretched(self.passes_full, self.stretch),
         )
-
-    @cached_property
-    def in_pass(self) -> PassInProgress | None:
-        """The pass in progress an arrival may find, and its company (None with one
-        attention group: ``rank`` stands for it)."""
-        return pass_in_progress(
-            self.full,
+        in_pass = pass_in_progress(
+            full,
             self.weights,
             self.rate_per_instance,
             groups=self.groups,
             company_service_s=self.full_service_mean_s,
-            loaded=self.loaded,
+            loaded=loaded,
         )
+        return loaded, in_pass
+
+    @property
+    def loaded(self) -> LoadedPrefill:
+        """A request's passes with the other attention groups' company."""
+        return self._company[0]
+
+    @property
+    def in_pass(self) -> PassInProgress | None:
+        """The pass in progress an arrival may find, and its company (None with one
+        attention group: ``rank`` stands for it)."""
+        return self._company[1]
 
     @cached_property
     def rank(self) -> RankCompany | None:
@@ -152,7 +179,7 @@ class PrefillPoolLoad:
         ``extra_mean_s``), a normal term of variance ``extra_var_s2`` and main decode's
         admission exceed ``budget_s`` (``prefill_wait_tail``); the request's passes alone
         are subtracted here."""
-        alone = self.figures.latency
+        alone = self.alone_s
         return prefill_wait_tail(
             budget_s - alone,
             instances=self.instances,

@@ -633,25 +633,37 @@ def comparison_report(view: dict[str, Any]) -> Group:
     parts: list[Any] = []
     for section in view["sections"]:
         heads, rows = section_rows(section)
+        # a row that relaxes the scenario: its label marked, the relaxation in the caption
+        # (the full label would wrap over several lines at 80 columns)
+        relaxed = {x["label"]: x["relaxes"] for x in section["rows"] if x.get("relaxes")}
+
+        def short(label: str, relaxed: dict[str, str] = relaxed) -> str:
+            why = relaxed.get(label)
+            return label if why is None else label.replace(f" ({why})", "") + " *"
+
         # the WAN link goes under the architecture, the column that wraps
         link = heads.index("WAN link")
         t = grid("", heads[:link] + heads[link + 1 :], text=1)
         for r in rows:
-            cells = [_stacked(c) if j == 1 else c for j, c in enumerate(r)]
+            cells = [_stacked(short(c)) if j == 1 else c for j, c in enumerate(r)]
             if len(cells) > link:
                 wan = cells.pop(link)
                 if wan not in ("—", ""):
                     cells[1] += "\nWAN " + wan.replace(LINK_PARTS, ", ")
             t.add_row(*cells)
+        captions = []
         if any(len(r) > link and r[link] not in ("—", "") for r in rows):
-            t.caption = LINK_NOTE
+            captions.append(LINK_NOTE)
+        if relaxed:
+            captions.append("* relaxes the scenario: " + "; ".join(dict.fromkeys(relaxed.values())))
+        t.caption = "\n".join(captions) or None
         parts += [Text(section_title(section), style="bold"), t]
         parts += [Text(n, style="yellow") for n in infeasible_notes(section)]
         if section["at"] == "budget":
             heads, rows = latency_rows(section)
             t = grid("TTFT at one rate, and at each fleet's own load", heads)
             for r in rows:
-                t.add_row(_stacked(r[0]), *r[1:])
+                t.add_row(_stacked(short(r[0])), *r[1:])
             parts.append(t)
         parts.append(Text(section["verdict"], style="bold"))
     sweep = view.get("price_sweep")
