@@ -237,12 +237,11 @@ def compare(
 
 
 def comparison_files(comparison: Comparison, problem: Problem) -> dict[str, str]:
-    """Each row of ``comparison`` that has a plan, as two files ``pddplan evaluate`` reads
-    back (``evaluate SCENARIO --fleet FLEET`` gives the row's figures): name -> text, the
-    names ``{question}-{row number}-{kind}[-{chip}][-{datacenter}].fleet.yaml`` and
-    ``....scenario.yaml``, the
-    scenario the one the row was planned on (a restricted or relaxed copy of
-    ``problem``'s, which each file's first lines say)."""
+    """Each row of ``comparison`` that has a plan as two files, name -> text: its fleet,
+    ``{question}-{row number}-{kind}[-{chip}][-{datacenter}].fleet.yaml``, and the scenario
+    it was planned on (a restricted or relaxed copy of ``problem``'s, as each file's first
+    lines say), the same name with ``.scenario.yaml``. ``pddplan evaluate SCENARIO --fleet
+    FLEET`` on a pair gives the row's figures."""
     from pddplan.io.export import fleet_yaml, scenario_yaml
 
     base = problem.source.path.parent if problem.source is not None else Path.cwd()

@@ -4,8 +4,9 @@ pddplan's numerical work is many small numpy operations (arrays of a few dozen r
 classes, count tables of a few hundred cells). A BLAS library that starts one thread per
 core for each of them spends more time waking and joining threads than computing, and when
 other work shares the cores the threads fight over them: on this project's 2-core machine
-the paper-fleets solve used 3.4x more CPU with OpenBLAS's default threads than with one,
-and ran 8x slower beside other work (issue 47, measured before this module).
+``pddplan solve scenarios/pdd-paper-fleets.yaml`` took 90 s of CPU (70 s of wall time) with
+OpenBLAS's default threads, and 25.5 s with one (docs/milp.md, "Time limits and
+statuses").
 
 Two ways, for the two kinds of caller:
 
@@ -24,8 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 THREAD_VARIABLES = (
@@ -53,22 +53,15 @@ def limit_process() -> None:
         threadpool_limits(limits=1, user_api="blas")
 
 
-@contextmanager
-def blas_limited() -> Iterator[None]:
-    """One BLAS thread inside the block; the caller's thread counts restored after it."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def one_blas_thread(function: Callable[P, R]) -> Callable[P, R]:
-    """``function`` run with one BLAS thread (``blas_limited``): for the library's entry
-    points, whose work is many small array operations."""
+    """``function`` run with one BLAS thread, the caller's thread counts restored after it:
+    for the library's entry points, whose work is many small array operations."""
 
     @functools.wraps(function)
     def limited(*args: P.args, **kwargs: P.kwargs) -> R:
-        with blas_limited():
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
             return function(*args, **kwargs)
 
     return limited

@@ -72,9 +72,12 @@ def test_a_rejected_plan_is_cut_and_the_next_cheapest_confirmed_one_returned(
     def meets(problem, fleet, rate):
         return rejecting(problem, fleet) >= rate
 
-    monkeypatch.setattr(search, "sla_capacity", rejecting)
-    monkeypatch.setattr(search, "meets_sla", meets)
-    monkeypatch.setattr(brute_force, "sla_capacity", rejecting)
+    def if_serving(problem, fleet, rate):
+        return rejecting(problem, fleet) if meets(problem, fleet, rate) else None
+
+    for module in (search, brute_force):
+        monkeypatch.setattr(module, "sla_capacity", rejecting)
+        monkeypatch.setattr(module, "capacity_if_serving", if_serving)
     monkeypatch.setattr(brute_force, "meets_sla", meets)
     again = solve_plan(problem_of(s, hardware, models), explain=False)
     brute = enumerate_plan(problem_of(s, hardware, models))

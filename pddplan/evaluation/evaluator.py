@@ -1,8 +1,8 @@
 """The evaluator: what a given deployment delivers, computed from the analytic model.
 
 It shares only the per-instance cost functions (``perf``), the transfer-time model
-(``network``) and the queueing formulas (``queueing``) with the planner; it never looks at
-the MILP. Given a fleet it finds, for the scenario's workload:
+(``network``), the queueing formulas (``queueing``) and the prefill pool model
+(``prefill_pool``) with the planner; it never looks at the MILP. Given a fleet it finds, for the scenario's workload:
 
 - the SLA capacity: the largest arrival rate at which every pool and link stays within its
   utilization cap, the TTFT tail masses meet the P90/P99 budgets, and the P99 inter-token
@@ -37,11 +37,7 @@ from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wa
 from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import (
-    md_admission,
-    p99_gap,
-    percentile,
-)
+from pddplan.model.queueing import md_admission, p99_gap, percentile
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
@@ -468,6 +464,14 @@ def sla_capacity(problem: Problem, fleet: Fleet) -> float:
     """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``)."""
     ev = Evaluator(problem, fleet)
     return _capacity(ev.model, ev.routing)
+
+
+def capacity_if_serving(problem: Problem, fleet: Fleet, rate_rps: float) -> float | None:
+    """``fleet``'s SLA capacity if it is within every limit at ``rate_rps``, else None: one
+    state decides whether the capacity search runs, for a candidate that matters only if it
+    reaches that rate."""
+    ev = Evaluator(problem, fleet)
+    return ev.capacity if ev.meets(rate_rps) else None
 
 
 def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, float]:

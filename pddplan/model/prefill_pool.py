@@ -38,8 +38,8 @@ from pddplan.model.queueing import (
 
 @dataclass(frozen=True)
 class PrefillPoolLoad:
-    """``instances`` instances of one prefill layout (its full-pass ``figures`` and pass
-    order ``passes``, per class of ``weights``), each receiving ``rate_per_instance``
+    """``instances`` instances of one prefill layout (its full-pass ``figures_full`` and pass
+    order ``passes_full``, per class of ``weights``), each receiving ``rate_per_instance``
     requests per second, every pass ``stretch`` times longer (the relay decode it hosts;
     1: none)."""
 
@@ -83,17 +83,12 @@ class PrefillPoolLoad:
     @cached_property
     def alone_s(self) -> np.ndarray:
         """Per class: a request's passes alone (``figures.latency``)."""
-        return (
-            self.figures_full.latency * self.stretch
-            if self.stretch != 1.0
-            else (self.figures_full.latency)
-        )
+        return self.figures_full.latency * self.stretch
 
     @cached_property
     def service_s(self) -> np.ndarray:
         """Per class: an instance's seconds per request (``figures.service``)."""
-        svc = self.filled.service
-        return svc * self.stretch if self.stretch != 1.0 else svc
+        return self.filled.service * self.stretch
 
     @property
     def utilization(self) -> float:
@@ -111,8 +106,7 @@ class PrefillPoolLoad:
 
     @cached_property
     def full_service_mean_s(self) -> float:
-        svc = self.figures_full.service
-        return float(self.weights @ (svc * self.stretch if self.stretch != 1.0 else svc))
+        return float(self.weights @ (self.figures_full.service * self.stretch))
 
     @property
     def full_utilization(self) -> float:

@@ -9,9 +9,10 @@ MILP. Datacenter limits (GPUs, power, inventory) and the budget are checked dire
 - min cost: candidates in increasing cost order; the first cost at which the evaluator finds
   one serving the demand is the optimum, and of the candidates of that cost that serve it,
   the tie rule (``pddplan.plan.search.widest``: most SLA capacity, then the shortest TTFT
-  P99 at the demand, then the first) picks the plan, as the MILP's search does. Every limit is monotone in the instance counts (more
-  instances never raise a utilization, a queueing wait or a stall fraction), so a skeleton
-  (options, state, cuts) the evaluator rejects at its largest counts is skipped whole.
+  P99 at the demand, then the first) picks the plan, as the MILP's search does. Every
+  limit is monotone in the instance counts (more instances never raise a utilization, a
+  queueing wait or a stall fraction), so a skeleton (options, state, cuts) the evaluator
+  rejects at its largest counts is skipped whole.
 - max BCR / max capacity: candidates in decreasing order of an upper bound on their
   capacity (prefill's utilization cap, which the evaluator also enforces); the evaluator's
   SLA capacity of each, until no bound can beat the best.
@@ -28,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from pddplan.errors import ArgumentError
-from pddplan.evaluation.evaluator import meets_sla, serves, sla_capacity
+from pddplan.evaluation.evaluator import capacity_if_serving, meets_sla, serves, sla_capacity
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan, widest
@@ -161,10 +162,8 @@ def enumerate_plan(
             if not at_most[skeleton]:
                 continue
             scored += 1
-            if not meets_sla(problem, fleet(c), demand):
-                continue
-            capacity = sla_capacity(problem, fleet(c))
-            if serves(capacity, demand):
+            capacity = capacity_if_serving(problem, fleet(c), demand)
+            if capacity is not None and serves(capacity, demand):
                 least = cost if least is None else least
                 served.append((c, capacity))
         if served:

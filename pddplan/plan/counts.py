@@ -4,8 +4,10 @@ Every nonlinear part of the model (queueing tails, TCP transfer times under load
 inter-token gap) is evaluated here, once per combination of choices, into the smallest
 number of instances of a pool option that meets every limit of its role, for each relay
 cut. The MILP (``pddplan.plan.milp``) and the max-BCR search's relaxation (``pddplan.plan.bounds``)
-only see these integers. Each count follows the evaluator's semantics (``docs/model.md``),
-computed here independently of ``evaluate.py``; the cross-check tests hold the two together.
+only see these integers. Each count follows the evaluator's semantics (``docs/model.md``): a
+prefill pool's load and tail is the evaluator's own object (``PrefillPoolLoad``), the rest
+is computed here; the cross-check tests hold the two together, and the search confirms every
+plan with the evaluator (``pddplan.plan.search``, check and cut).
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.prefill_pool import PrefillPoolLoad
-from pddplan.model.queueing import (
-    ADMISSION_GRID,
-)
+from pddplan.model.queueing import ADMISSION_GRID
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import MD_ADMISSION_SHARE, TAIL_BUDGETS, Role

@@ -497,29 +497,27 @@ class Formulation:
 
     def exclude(self, rejected: Choice, index: int) -> None:
         """A cut that the evaluator's rejection of ``rejected`` (its hardware, under every
-        router setting its counts carry, misses the rate) adds: a solution must differ from
+        router setting it may use, misses the rate) adds: a solution must differ from
         it in an option or the transfer state, or buy more instances of one of its options
         (``docs/milp.md``, "Check and cut"). The plans it also removes, the same hardware
         with fewer instances, cost less than the optimum it was, so they were infeasible
         already: the cut removes that one deployment."""
-        prob, terms = self.prob, []
+        chosen = [o for o in rejected.options.values() if o is not None]
+        if any(o.key not in self.use for o in chosen) or rejected.state.key not in self.transfer:
+            return  # not a solution of this formulation: nothing to exclude
+        prob, terms = self.prob, [1 - self.transfer[rejected.state.key]]
         for role in ROLES:
             o = rejected.options[role]
             if o is None:  # without relay decode: buying any is a difference
                 terms += [self.use[x.key] for x in self.by_role[role]]
                 continue
-            if o.key not in self.use:  # not an option here: nothing to exclude
-                return
             terms.append(1 - self.use[o.key])
             top = o.max_instances // o.unit_step
             have = rejected.instances[role] // o.unit_step
             if have < top:  # more of it: a binary that may be on only above the count
-                more = self.prob.add_variable(_name("more", index, o.key), cat="Binary")
+                more = prob.add_variable(_name("more", index, o.key), cat="Binary")
                 prob += self.units[o.key] >= (have + 1) * more, _name("more_than", index, o.key)
                 terms.append(more)
-        if rejected.state.key not in self.transfer:
-            return
-        terms.append(1 - self.transfer[rejected.state.key])
         prob += pulp.lpSum(terms) >= 1, _name("rejected", index)
 
     def start_from(self, choices: list[Choice]) -> None:

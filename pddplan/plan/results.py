@@ -50,7 +50,7 @@ class SolveStats:
 @dataclass(frozen=True)
 class RejectedPlan:
     """A deployment the planner found and the evaluator rejected: short of the rate it was
-    planned for under every router setting its counts carry."""
+    planned for under every router setting it may use."""
 
     rate_rps: float
     sla_capacity_rps: float

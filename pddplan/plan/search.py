@@ -42,9 +42,9 @@ from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import (
     CAPACITY_TOLERANCE,
     MAX_RATE_RPS,
+    capacity_if_serving,
     cost_and_capacity,
     evaluate,
-    meets_sla,
     serves,
     sla_capacity,
     ttft_p99,
@@ -122,9 +122,8 @@ class _Search:
         Check and cut (``docs/milp.md``): the planner's counts are meant never to be below
         what the evaluator needs, but where a plan's deployment is short of ``rate`` under
         every router setting it may use (``router_settings``), it is excluded (a cut) and
-        the rate solved
-        again, so the plan returned is the cheapest the evaluator confirms. Each rejection is
-        a round (``rounds``). After ``CUT_ROUNDS`` rejections at one rate the search stops
+        the rate solved again, so the plan returned is the cheapest the evaluator confirms.
+        Each rejection is a round (``rounds``). After ``CUT_ROUNDS`` rejections at one rate the search stops
         proving and plans for the rate scaled by the shortfall, up to ``RESIZES`` times: a
         confirmed plan, not a proven one (the search's status is then ``time_limit``)."""
         if rate in self.points:
@@ -180,11 +179,9 @@ class _Search:
 
     def _capacity_above(self, choice: Choice, floor: float) -> float | None:
         """``choice``'s SLA capacity if it is within every limit at ``floor`` req/s, else
-        None: one state instead of a capacity search, for a candidate that must reach
-        ``floor`` to matter (the limits are monotone in the rate but for rare kinks, which
-        this treats as the capacity being below ``floor``)."""
-        problem, fleet = self.space.problem, self.space.fleet(choice, "plan")
-        return sla_capacity(problem, fleet) if meets_sla(problem, fleet, floor) else None
+        None (``capacity_if_serving``: the limits grow with the rate but for rare kinks,
+        which this reads as the capacity being below ``floor``)."""
+        return capacity_if_serving(self.space.problem, self.space.fleet(choice, "plan"), floor)
 
     def _cheapest(
         self, rate: float, rejected: tuple[Choice, ...] = (), *, at_rate: float | None = None
@@ -229,9 +226,9 @@ class _Search:
         equal cost"): of the deployments of ``choice``'s cost at ``rate`` that the evaluator
         confirms (``choice`` and up to ``MAX_TIES`` the relaxation finds at that cost), the
         one ``widest`` picks; then, for it, the router setting (``router_settings``) that
-        gives it the largest SLA capacity. The minimum-cost MILP is
-        indifferent between them, yet on one fleet they can move the TTFT tail several
-        times. Returns it and its capacity."""
+        gives it the largest SLA capacity. The minimum-cost MILP is indifferent between
+        them, yet on one fleet they can move the TTFT tail several times. Returns it and
+        its capacity."""
         req = self.solved[rate]
         ties = [choice]
         for c in relaxed_optimum(req, self.budget, ties=MAX_TIES).choices:
@@ -458,7 +455,8 @@ def _gap_note(stats: SolveStats) -> str | None:
 
 
 ROUTING_TRIALS = 6
-"""Router settings ``_Search._preferred`` evaluates besides the solved one."""
+"""The most-relaying router settings per singular and catch-up cut (``routings``) that
+``router_settings`` scores before every other relay cut."""
 
 
 def router_settings(req: Requirements, choice: Choice) -> list[Choice]:

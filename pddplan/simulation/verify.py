@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
@@ -104,6 +104,7 @@ P90_BAND = 0.10
 the band ``docs/simulate.md`` holds the model to."""
 P99_BAND = 0.15
 """The same for P99."""
+BANDS = (("p90", P90_BAND), ("p99", P99_BAND))
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class CapacityCheck:
 
     rate_rps: float
     sim: SimResult
-    bands: tuple[tuple[str, float], ...] = (("p90", P90_BAND), ("p99", P99_BAND))
+    bands: ClassVar[tuple[tuple[str, float], ...]] = BANDS
 
     @property
     def within(self) -> dict[str, bool | None]:
@@ -133,10 +134,16 @@ class Verification:
     steps: list[VerifyStep] = field(default_factory=list)
     confirmed: bool = False
     message: str = ""
-    stopped: bool = False
-    """Whether a simulation's wall-clock safety stop ended the loop (no verdict)."""
     at_capacity: CapacityCheck | None = None
     """The confirmed plan simulated at its SLA capacity (``CapacityCheck``)."""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a simulation's wall-clock safety stop ended one of its runs (no verdict)."""
+        sims = [st.sim for st in self.steps if st.sim is not None]
+        if self.at_capacity is not None:
+            sims.append(self.at_capacity.sim)
+        return any(sim.verdict == TIME_LIMIT for sim in sims)
 
     @property
     def final(self) -> VerifyStep | None:
@@ -293,15 +300,13 @@ def verify(
             steps.append(VerifyStep(i, tightening, plan, load, sim, True, note))
             check = _at_capacity(problem, plan, length, seed, progress)
             return Verification(
-                steps, True, f"iteration {i}: the simulator {note} (the demand)",
-                stopped=check is not None and check.sim.verdict == TIME_LIMIT,
-                at_capacity=check,
-            )  # fmt: skip
+                steps, True, f"iteration {i}: the simulator {note} (the demand)", check
+            )
         why = "; ".join(sim.reasons)
         if sim.verdict == TIME_LIMIT:  # no verdict to re-plan on
             note = f"stopped at the time limit, not a verdict ({why})"
             steps.append(VerifyStep(i, tightening, plan, load, sim, False, note))
-            return Verification(steps, False, f"iteration {i}: {note}", stopped=True)
+            return Verification(steps, False, f"iteration {i}: {note}")
         if sim.verdict == "inconclusive":
             note = f"inconclusive ({why}): re-planning as if it missed, at its upper bounds"
         else:
