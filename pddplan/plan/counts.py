@@ -336,14 +336,10 @@ class Requirements:
 
         def meets(n: int) -> np.ndarray:
             """Per first step and cut, flattened: whether ``n`` instances meet utilization
-            and both tail budgets."""
+            and both tail budgets, each cut at its own stretch (``stretched_meets``)."""
             if n not in tried:
                 stretch = self.host_stretch(o, st, singular, n)
-                ok = np.zeros((nf, ncut), dtype=bool)
-                for s in np.unique(stretch):
-                    at = stretch == s
-                    ok[:, at] = _meets(n, float(s))[:, at]
-                tried[n] = ok.ravel()
+                tried[n] = stretched_meets(lambda s: _meets(n, s), stretch, nf).ravel()
             return tried[n]
 
         def _meets(n: int, stretch: float) -> np.ndarray:
@@ -634,6 +630,36 @@ def _bisect_smallest(
         good = ok(mid) & open_
         hi = np.where(good, mid, hi)
         lo = np.where(open_ & ~good, mid + 1, lo)
+
+
+def stretched_meets(
+    meets_at: Callable[[float], np.ndarray], stretch: np.ndarray, rows: int
+) -> np.ndarray:
+    """``meets_at(s)`` (rows x cuts: whether the pool meets every limit with each pass ``s``
+    times longer) read for each cut at its own ``stretch[cut]``, without evaluating every
+    distinct stretch: a longer pass never helps (every time the tail sums grows with it,
+    and the busy share; ``tests/test_counts.py`` checks it on the shipped options), so a
+    cut that meets the limits at a stretch at least its own meets them at its own, and one
+    that misses them at a stretch at most its own misses them there too. Stretches are
+    tried largest first (where every cut meets them: one evaluation), then smallest, then
+    by bisection over the distinct values of the cuts still open: ``O(log k)``
+    evaluations for ``k`` distinct stretches, where the direct way took ``k``."""
+    values, index = np.unique(stretch, return_inverse=True)
+    index = np.broadcast_to(index.reshape(1, -1), (rows, len(stretch)))
+    out = np.zeros((rows, len(stretch)), dtype=bool)
+
+    def solve(lo: int, hi: int, open_: np.ndarray, pick: str) -> None:
+        """Decide the ``open_`` entries, whose stretch index is in [lo, hi]."""
+        if not open_.any():
+            return
+        k = {"hi": hi, "lo": lo}.get(pick, (lo + hi) // 2)
+        ok = meets_at(float(values[k]))
+        out[open_ & ok & (index <= k)] = True
+        solve(k + 1, hi, open_ & ok & (index > k), "mid")
+        solve(lo, k - 1, open_ & ~ok & (index < k), "lo" if pick == "hi" else "mid")
+
+    solve(0, len(values) - 1, np.ones_like(out), "hi")
+    return out
 
 
 def _round_up(need: np.ndarray, o: PoolOption) -> np.ndarray:
