@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from conftest import DATA, ROOT, problem_of, triple
 
@@ -370,3 +372,52 @@ def test_md_cache_must_hold_the_open_sessions():
     uncapped = evaluate(problem_of(free, hw, models), fleet)
     assert uncapped.sla_capacity_rps > cap * (1 + 1e-3)
     assert not any("decode-side cache size" in b for b in uncapped.binding), uncapped.binding
+
+
+@pytest.mark.parametrize(
+    ("scenario", "fleet", "at_most"),
+    [
+        # the README's plan: the excess is smooth up to its capacity
+        ("pdd-h100-h200.yaml", "tests/golden/solve-pdd-h100-h200.json", 0.6),
+        # these two jump at their capacity (relay decode's longest gap on the passes it
+        # shares; the example's relay pool): a bisection's steps and at most SLOW_STEPS more
+        ("pdd-h100-h200.yaml", "fleets/pdd-h100-h200-example.yaml", None),
+        ("pdd-paper-fleets.yaml", "fleets/paper-pdd-colocated-48xh100-32xh200.yaml", None),
+    ],
+)
+def test_the_capacity_search_is_a_bisection_in_fewer_states(scenario, fleet, at_most, monkeypatch):
+    """``_bisect_capacity`` interpolates on the state's ``excess`` but keeps a bisection's
+    bracket: its answer is within every limit and within ``CAPACITY_TOLERANCE`` of plain
+    bisection's; in at most ``at_most`` of its states where the excess is smooth, at most
+    ``SLOW_STEPS`` more where it jumps; ``excess`` is at most 1 exactly where the state is
+    ok."""
+    from pddplan.evaluation import evaluator as ev
+
+    problem = load_scenario(ROOT / "scenarios" / scenario)
+    model = FleetModel(problem, load_fleet(ROOT / fleet, problem))
+    routing = ev.Evaluator(problem, model.fleet).routing
+    states: list[ev._State] = []
+    state = ev._state
+
+    def counted(m, lam, r):
+        states.append(state(m, lam, r))
+        return states[-1]
+
+    monkeypatch.setattr(ev, "_state", counted)
+    capacity = ev._bisect_capacity(model, routing)
+    searched = len(states)
+    lo, hi, plain = 0.0, 1.0, 2  # the state at 1e-9, and the first that fails
+    while state(model, hi, routing).ok:
+        lo, hi, plain = hi, 2 * hi, plain + 1
+    while hi - lo > ev.CAPACITY_TOLERANCE * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if state(model, mid, routing).ok else (lo, mid)
+        plain += 1
+    assert 0 < capacity < math.inf
+    assert state(model, capacity, routing).ok
+    assert abs(capacity - lo) <= 2 * ev.CAPACITY_TOLERANCE * lo
+    if at_most is not None:
+        assert searched <= at_most * plain
+    else:
+        assert searched <= plain + ev.SLOW_STEPS
+    assert all((st.excess <= 1) == st.ok for st in states)

@@ -29,7 +29,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from pddplan.errors import ArgumentError
-from pddplan.evaluation.evaluator import capacity_if_serving, meets_sla, serves, sla_capacity
+from pddplan.evaluation.evaluator import (
+    CAPACITY_TOLERANCE,
+    capacity_if_serving,
+    meets_sla,
+    serves,
+    sla_capacity,
+)
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan, widest
@@ -189,7 +195,7 @@ def enumerate_plan(
             if capacity <= 0 or (objective == "max-bcr" and not serves(capacity, demand)):
                 continue
             value = capacity / cost if objective == "max-bcr" else capacity
-            if value > best_value * (1 + 1e-12):
+            if value > best_value * (1 + 2 * CAPACITY_TOLERANCE):
                 best, best_value = c, value
         if objective == "max-bcr" and best is not None:
             # the cheapest candidate within the plateau of the best BCR

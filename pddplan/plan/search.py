@@ -48,6 +48,7 @@ from pddplan.evaluation.evaluator import (
     serves,
     sla_capacity,
     ttft_p99,
+    wider,
 )
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
@@ -167,8 +168,11 @@ class _Search:
         if serves(best_capacity, rate):
             return best, best_capacity
         for c in router_settings(req, choice):
-            capacity = self._capacity_above(c, max(rate, best_capacity) * (1 - 1e-9))
-            if capacity is not None and capacity > best_capacity * (1 + 1e-9):
+            floor = max(
+                rate * (1 - CAPACITY_TOLERANCE), best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
+            )
+            capacity = self._capacity_above(c, floor)
+            if capacity is not None and wider(capacity, best_capacity):
                 best, best_capacity = c, capacity
         if serves(best_capacity, rate):
             return best, best_capacity
@@ -239,13 +243,15 @@ class _Search:
         scored = [(choice, self._capacity(choice))]  # confirmed: it serves the rate
         for c in ties[1:]:
             top = max(b for _, b in scored)
-            b = self._capacity_above(c, max(rate * (1 - CAPACITY_TOLERANCE), top * (1 - 1e-9)))
+            b = self._capacity_above(
+                c, max(rate * (1 - CAPACITY_TOLERANCE), top * (1 - 2 * CAPACITY_TOLERANCE))
+            )
             if b is not None and serves(b, rate):
                 scored.append((c, b))
         best, capacity = widest(self.space, scored, rate)
         for other in router_settings(req, best):
-            b = self._capacity_above(other, capacity * (1 + 1e-9))
-            if b is not None and b > capacity * (1 + 1e-9):
+            b = self._capacity_above(other, capacity * (1 + 2 * CAPACITY_TOLERANCE))
+            if b is not None and wider(b, capacity):
                 best, capacity = other, b
         return best, capacity
 
@@ -385,11 +391,12 @@ def finish_plan(
 
 def widest(space: Space, scored: list[tuple[Choice, float]], rate: float) -> tuple[Choice, float]:
     """The tie rule's order over deployments of equal cost that serve ``rate``, each with its
-    SLA capacity: the largest capacity; of equal capacities (to 1e-9), the shortest TTFT P99
-    at the demand (``rate`` without one); then the first. The MILP's search and
+    SLA capacity: the largest capacity; of equal capacities (none ``wider``: equal to the
+    capacity search's resolution), the shortest TTFT P99 at the demand (``rate`` without
+    one); then the first. The MILP's search and
     ``--method enumerate`` both pick by it."""
     top = max(b for _, b in scored)
-    best = [(c, b) for c, b in scored if b >= top * (1 - 1e-9)]
+    best = [(c, b) for c, b in scored if not wider(top, b)]
     if len(best) == 1:
         return best[0]
     problem = space.problem
