@@ -228,43 +228,43 @@ class ReuseCurve:
         two, chosen by a hash of the id, so a block is in or out for all of its uses): an
         unbiased sample of the same distribution, at 1/k of the memory and sort. The
         contexts' ages are measured on every request."""
-        warm = set(known)
-        firsts: dict[int, float] = {}  # a context's first block: when it was last used
-        age: list[float] = []  # per request: nan a fresh context, inf a warm one
         times: list[float] = []
-        ids: list[np.ndarray] = []
+        ids: list[Sequence[int]] = []
         for t, blocks in stream:
-            b = np.asarray(blocks)  # array("i") stays int32, without a copy
-            if len(b) == 0:
-                continue
-            # a block id names a prefix (a context's first blocks), so a request's first
-            # block is only ever a first block: its previous use is its context's last
-            first = int(b[0])
-            last = firsts.get(first)
-            age.append(t - last if last is not None else math.inf if first in warm else math.nan)
-            firsts[first] = t
-            times.append(t)
-            ids.append(b)
+            if len(blocks):
+                times.append(t)
+                ids.append(blocks)
         if not ids:
             raise ValueError("ReuseCurve.measure needs a stream with at least one block")
         lengths = np.fromiter((len(b) for b in ids), dtype=np.int64, count=len(ids))
         total = int(lengths.sum())
         id_all = np.concatenate(ids).astype(np.int64, copy=False)
+        firsts = id_all[np.cumsum(lengths) - lengths]  # each request's first block
         use_of = np.repeat(np.arange(len(ids), dtype=np.int32), lengths)  # request of a use
         if total > max_uses:
             k = 1 << math.ceil(math.log2(total / max_uses))
             keep = _thinned(id_all, k)
             id_all, use_of = id_all[keep], use_of[keep]
-        t_all = np.asarray(times)[use_of]
+        starts = np.asarray(times)
+        # a block id names a prefix (a context's first blocks), so a request's first block
+        # is only ever a first block: its previous use is its context's last. Per request:
+        # the time since it (nan: a fresh context, inf: a warm one never used in the stream)
+        by_first = np.argsort(firsts, kind="stable")  # by context, then in time
+        again = firsts[by_first][1:] == firsts[by_first][:-1]
+        last = np.full(len(ids), np.nan)
+        last[by_first[1:][again]] = starts[by_first[:-1][again]]
+        ages = starts - last
+        warm = np.fromiter(known, dtype=np.int64)
+        ages[np.isnan(last) & np.isin(firsts, warm)] = math.inf
+        t_all = starts[use_of]
         end = float(times[-1])
         horizon = end / 2
-        order = np.lexsort((np.arange(len(id_all)), id_all))  # by block, then in time
+        order = np.argsort(id_all, kind="stable")  # by block, then in time
         same = id_all[order][1:] == id_all[order][:-1]
         nxt = np.full(len(id_all), np.inf)
         nxt[order[:-1][same]] = t_all[order][1:][same] - t_all[order][:-1][same]
         x = nxt[t_all <= horizon]
         x = np.sort(np.where(x <= horizon, x, np.inf))
-        ages, starts = np.asarray(age), np.asarray(times)
         second = (starts > horizon) & ~np.isnan(ages)
         return cls(
             returns_s=x[np.isfinite(x)],
