@@ -582,19 +582,28 @@ def _log_excess(st: _State) -> float:
 
 
 def _best_routing(m: FleetModel) -> Routing:
-    """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties go to
-    the threshold that relays the fewest requests. Candidates: relay nothing, then each
-    class's payload as the cut (classes above it relay), down to 0 (relay everything)."""
+    """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties (none
+    ``wider``) go to the threshold that relays the fewest requests. Candidates: relay
+    nothing, then each class's payload as the cut (classes above it relay), down to 0
+    (relay everything). A candidate not within every limit just above the best capacity so
+    far cannot be wider, and costs that one state instead of a capacity search (the limits
+    grow with the rate but for rare kinks, which this reads as its capacity being below)."""
     if not m.roles["relay_decode"]:
         return Routing()
     payloads_mb = sorted({float(x) for x in m.payload / 1e6}, reverse=True)
-    best = (-1.0, Routing())
+    best_capacity, best = -1.0, Routing()
     for cut in [None, *payloads_mb, 0.0]:
         routing = Routing(relay_above_mb=cut)
+        if math.isinf(best_capacity):
+            break
+        if best_capacity > 0:
+            floor = best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
+            if not _state(m, floor, routing).ok:
+                continue
         capacity = _capacity(m, routing)
-        if wider(capacity, best[0]) or best[0] < 0:
-            best = (capacity, routing)
-    return best[1]
+        if best_capacity < 0 or wider(capacity, best_capacity):
+            best_capacity, best = capacity, routing
+    return best
 
 
 def _priced(m: FleetModel, fleet: Fleet, st: _State):
