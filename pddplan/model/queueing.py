@@ -710,13 +710,29 @@ def prefill_wait_tail(
             out.append((r, np.where(here, coef, 0.0)))
         return out
 
+    # the same budgets (``t_s``, or ``behind`` the company's atoms) meet the same rates in
+    # several terms below: each budget's normal part and each (budget, rate) excess are
+    # computed once (by the budget array's identity, kept alive here, and the rate's values)
+    prepared: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    excesses: dict[tuple[int, bytes], np.ndarray] = {}
+
+    def prepare(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(t, s, z, P(D > t)) for budgets ``t``."""
+        if id(t) not in prepared:
+            s = np.maximum(t, 0.0) - mu
+            z = s / sd
+            base = np.where(noisy, special.ndtr(-z), s < 0) if any_noisy else (s < 0).astype(float)
+            prepared[id(t)] = (t, s, z, base)
+        return prepared[id(t)]
+
     def tail(t: np.ndarray, exps: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """P(D + the exponentials ``exps`` > t)."""
-        s = np.maximum(t, 0.0) - mu
-        z = s / sd
-        out = np.where(noisy, special.ndtr(-z), s < 0) if any_noisy else (s < 0).astype(float)
+        _, s, z, out = prepare(t)
         for r, coef in exps:
-            out = out + coef * _exponential_excess(r, s, sd, z, noisy)
+            key = (id(t), r.tobytes())
+            if key not in excesses:
+                excesses[key] = _exponential_excess(r, s, sd, z, noisy)
+            out = out + coef * excesses[key]
         return np.where(t < 0, 1.0, out)
 
     # the pass in progress, where a group is free but the instance is in a pass
