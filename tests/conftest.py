@@ -20,6 +20,8 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
 SLOW_BY_DURATION = {
+    "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-h100-h200]",
+    "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-paper-fleets]",
     "tests/test_solve.py::test_each_shipped_scenario_solves[domestic-910c-h20]",
     "tests/test_golden.py::test_solve_json_is_unchanged[domestic-910c-h20]",
     "tests/test_solve.py::test_the_relaxations_plans_are_the_milps_optimum",

@@ -13,13 +13,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "units": set(),
+    "work": set(),
     "atomic": set(),
     "spec": {"errors", "units"},
-    "workload": {"spec", "errors", "units"},
-    "model": {"workload", "spec", "errors", "units"},
-    "evaluation": {"model", "workload", "spec", "errors", "units"},
-    "plan": {"evaluation", "model", "workload", "spec", "errors", "units"},
-    "simulation": {"plan", "evaluation", "model", "workload", "spec", "errors", "units"},
+    "workload": {"spec", "errors", "units", "work"},
+    "model": {"workload", "spec", "errors", "units", "work"},
+    "evaluation": {"model", "workload", "spec", "errors", "units", "work"},
+    "plan": {"evaluation", "model", "workload", "spec", "errors", "units", "work"},
+    "simulation": {"plan", "evaluation", "model", "workload", "spec", "errors", "units", "work"},
     "calibration": {"model", "spec", "errors", "units"},
     "sweeps": {
         "io",
@@ -48,6 +49,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "api": {
         "threads",
+        "work",
         "sweeps",
         "calibration",
         "io",
@@ -60,6 +62,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "errors",
     },
     "__init__": {
+        "work",
         "sweeps",
         "api",
         "atomic",

@@ -41,6 +41,7 @@ from pddplan.model.queueing import md_admission, p99_gap, percentile
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
+from pddplan.work import tally
 
 MAX_RATE_RPS = 1e7
 """Capacity search gives up above this rate (reported as unbounded)."""
@@ -104,6 +105,7 @@ limits): a robust plan's weighted variants keep those budgets on their mixture o
 
 
 def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
+    tally("states")
     s, fleet, w = m.s, m.fleet, m.w
     failures: list[str] = []
     ratios: list[float] = []  # each limited figure over its limit (``_State.excess``)
@@ -534,9 +536,11 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     inside the bracket. The low end is always a rate within every limit and the high end
     one that is not, so the answer is a bisection's: in about half its states where the
     excess is smooth (the README's fleets: 26 -> 13-17), in at most ``SLOW_STEPS`` more
-    where it jumps (``tests/test_evaluate.py`` counts them). The steps depend on nothing but the fleet, so one deployment has one capacity
-    wherever it is asked for (a search's hint would move the result within the tolerance,
-    and a table would print two figures for one fleet)."""
+    where it jumps (``tests/test_evaluate.py`` counts them). The steps depend on nothing
+    but the fleet, so one deployment has one capacity wherever it is asked for (a search's
+    hint would move the result within the tolerance, and a table would print two figures
+    for one fleet)."""
+    tally("capacity_searches")
     lo, hi = 0.0, 1.0
     first = _state(m, 1e-9, routing)
     if not first.ok:

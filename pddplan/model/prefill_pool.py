@@ -34,6 +34,7 @@ from pddplan.model.queueing import (
     prefill_wait_tail,
     rank_company,
 )
+from pddplan.work import tally
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class PrefillPoolLoad:
         ``extra_mean_s``), a normal term of variance ``extra_var_s2`` and main decode's
         admission exceed ``budget_s`` (``prefill_wait_tail``); the request's passes alone
         are subtracted here."""
+        tally("pool_tails")
         alone = self.alone_s
         return prefill_wait_tail(
             budget_s - alone,

@@ -38,6 +38,7 @@ from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import ROLES, Scenario, WorkloadVariant, variant_scenarios
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
+from pddplan.work import tally
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
 from pddplan.workload.hit_curve import RateBlend, ReuseCurve
 from pddplan.workload.sessions import SessionOptions, reuse_top_rate, sampled_reuse
@@ -339,6 +340,7 @@ class Problem:
         table = self._tables.reuse
         if rate_rps not in table:
             self.table_builds["reuse"] += 1
+            tally("reuse_samples")
             s = self.scenario
             options = SessionOptions(
                 rate_rps=rate_rps,

@@ -27,6 +27,7 @@ from pddplan.model.queueing import ADMISSION_GRID
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import MD_ADMISSION_SHARE, TAIL_BUDGETS, Role
+from pddplan.work import tally
 
 if TYPE_CHECKING:
     from pddplan.plan.space import PoolOption, Space, State
@@ -303,6 +304,7 @@ class Requirements:
     ) -> list[np.ndarray]:
         """``prefill`` at each of ``firsts``: one search over the count, each count's tails
         evaluated for every first step at once (rows per first step)."""
+        tally("count_searches")
         sp, lam = self.space, self.rate
         nf, ncut = len(firsts), len(sp.cuts)
         base = sp.prefill_times(o)

@@ -25,6 +25,7 @@ from typing import Literal
 import pulp
 
 from pddplan.errors import PddplanError
+from pddplan.work import tally
 
 Status = Literal["optimal", "time_limit", "time_limit_no_incumbent", "infeasible", "unbounded"]
 _CBC_BOUND = re.compile(r"best possible\s+(-?[\d.eE+-]+)|Lower bound:\s+(-?[\d.eE+-]+)")
@@ -62,6 +63,7 @@ def solve(
     ``preprocess``: CBC's preprocessing (HiGHS presolves either way), which strengthens
     rows pass after pass; what it gains depends on the MILP (``min_cost`` turns it off for
     a robust plan's)."""
+    tally("milp_solves")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "solver.log"
         backend = _backend(solver, time_limit_s, mip_gap, log, warm_start, preprocess)

@@ -1,0 +1,68 @@
+"""Counted work (``pddplan.work``): the counter itself, and the work the shipped solves take,
+asserted as counts (never as seconds: CI's machine is shared), each ceiling about 15% over
+what the solve counted when it was set, so a change that multiplies the work fails here."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import ROOT
+
+import pddplan
+from pddplan.work import STEPS, counted, tally
+
+
+def test_counted_counts_its_own_block_only():
+    tally("states")  # outside any block: nothing to count into, no error
+    with counted() as outer:
+        tally("states")
+        with counted() as inner:
+            tally("states", 3)
+        tally("pool_tails")
+    assert inner == {"states": 3}
+    assert outer == {"states": 1, "pool_tails": 1}
+
+
+def test_each_thread_counts_into_its_own_block():
+    seen: dict[str, int] = {}
+
+    def worker():
+        with counted() as work:
+            tally("states", 5)
+        seen["worker"] = work["states"]
+
+    with counted() as mine:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        tally("states")
+    assert seen == {"worker": 5} and mine == {"states": 1}
+
+
+# (scenario, ceilings): the counts when set were small 567/188/6, README 924/250/8,
+# paper 1,174/324/10 (pool tails / states / capacity searches); the paper's pool tails were
+# 8,066 before each relay cut's stretch was read by bisection (``stretched_meets``)
+CEILINGS = {
+    "small-llama-8b": {"pool_tails": 650, "states": 220, "capacity_searches": 7},
+    "pdd-h100-h200": {"pool_tails": 1_070, "states": 290, "capacity_searches": 9},
+    "pdd-paper-fleets": {"pool_tails": 1_350, "states": 375, "capacity_searches": 12},
+}
+
+
+@pytest.mark.parametrize("name", list(CEILINGS))
+def test_a_solve_takes_no_more_work_than_counted(name):
+    """The min-cost solve of a shipped scenario, twice: the same counts both times (the
+    work depends on nothing but the input), within the ceilings, and no MILP where the
+    relaxation's plan is exact."""
+    runs = []
+    for _ in range(2):
+        problem = pddplan.load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+        with counted() as work:
+            pddplan.solve(problem, explain=False)
+        runs.append(dict(work))
+    assert runs[0] == runs[1]
+    assert set(runs[0]) <= set(STEPS)
+    for step, ceiling in CEILINGS[name].items():
+        assert runs[0].get(step, 0) <= ceiling, (step, runs[0])
+    assert runs[0].get("milp_solves", 0) == 0
