@@ -434,8 +434,13 @@ class Evaluator:
         return _state(self.model, rate_rps, self.routing)
 
     def meets(self, rate_rps: float) -> bool:
-        """Whether the fleet serves ``rate_rps`` within every limit."""
-        return _state(self.model, rate_rps, self.routing).ok
+        """Whether the fleet serves ``rate_rps`` within every limit; kept on the problem
+        beside the capacities (``_capacity``): it depends on no price either, and the
+        planner asks it of the same deployments at the same rates at every price of a
+        sweep."""
+        m, routing = self.model, self.routing
+        key = ("meets", _fleet_key(m.fleet), routing.model_dump_json(), rate_rps)
+        return m.problem.memo("capacities", key, lambda: _state(m, rate_rps, routing).ok)
 
     def report(self, demand_rps: float | None = None) -> Evaluation:
         """Everything ``evaluate`` reports, at ``demand_rps`` (default: the scenario's)."""
@@ -519,8 +524,13 @@ def _capacity(m: FleetModel, routing: Routing) -> float:
     """The largest arrival rate whose state is within every limit (0 if none), kept on the
     problem (``Problem.memo``): it depends on no price, so a sweep over prices bisects
     each fleet's once."""
-    key = (m.fleet.model_dump_json(exclude={"name"}), routing.model_dump_json())
+    key = (_fleet_key(m.fleet), routing.model_dump_json())
     return m.problem.memo("capacities", key, lambda: _bisect_capacity(m, routing))
+
+
+def _fleet_key(fleet: Fleet) -> str:
+    """A fleet as a key of the problem's kept results: everything but its name."""
+    return fleet.model_dump_json(exclude={"name"})
 
 
 def _bisect_capacity(m: FleetModel, routing: Routing) -> float:

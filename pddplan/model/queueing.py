@@ -222,17 +222,26 @@ def p99_gap(
     return step
 
 
+PERCENTILE_TOLERANCE = 1e-6
+"""``percentile`` stops when its bracket is this narrow, relative to its upper end (a TTFT
+of seconds to the microsecond; the reports print milliseconds at most)."""
+
+
 def percentile(
     tail: Callable[[float], float], q: float, hi: float, *, at_most: float, steps: int = 60
 ) -> float:
     """The smallest T with ``tail(T) = P(X > T) <= 1 - q``, by doubling from ``hi`` then
-    bisecting ``steps`` times; infinite past ``at_most``."""
+    bisecting, at most ``steps`` times, until the bracket is within
+    ``PERCENTILE_TOLERANCE`` of its upper end, which is returned (a T with ``tail(T) <=
+    1 - q``); infinite past ``at_most``."""
     lo = 0.0
     while tail(hi) > 1 - q:
         hi *= 2
         if hi > at_most:
             return math.inf
     for _ in range(steps):
+        if hi - lo <= PERCENTILE_TOLERANCE * hi:
+            break
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
     return hi

@@ -257,9 +257,10 @@ class Space:
         }
         """(datacenter, chip) -> (GPUs owned there, USD per GPU-hour an owned one saves)."""
         self.cuts = relay_cuts(np.concatenate(self.payloads))
-        self.relay_float = [problem.relay_shares(c.hits, self.cuts) for c in self.caches]
+        self.relay_float = [self._relay_shares(c.hits) for c in self.caches]
         """Per cache choice: cuts x classes, the share of each class's requests each cut
-        relays (``Problem.relay_shares``: the router compares each request's payload)."""
+        relays (``Problem.relay_shares``: the router compares each request's payload); kept
+        on the problem, since no price moves it (a price sweep's spaces share them)."""
         self.relay_matrix = [m > 0 for m in self.relay_float]
         """Per cache choice: cuts x classes, whether each cut relays any of the class."""
         self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
@@ -281,6 +282,18 @@ class Space:
         self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
         self._first_steps: dict[str, dict[float, list[PoolOption]]] = {}
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
+
+    def _relay_shares(self, hits: np.ndarray) -> np.ndarray:
+        """``Problem.relay_shares`` at these cuts, kept on the problem (no price moves it)
+        and read-only (every space derived alike shares it)."""
+        problem, cuts = self.problem, self.cuts
+
+        def make() -> np.ndarray:
+            shares = problem.relay_shares(hits, cuts)
+            shares.flags.writeable = False
+            return shares
+
+        return problem.memo("counts", ("relay_shares", hits.tobytes(), tuple(cuts)), make)
 
     @cached_property
     def structure(self) -> tuple:
