@@ -30,14 +30,14 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluation.fleet_model import FleetModel
+from pddplan.evaluation.fleet_model import CacheAt, FleetModel
 from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import md_admission, p99_gap, percentile
+from pddplan.model.queueing import Admission, md_admission, p99_gap, percentile
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
@@ -104,31 +104,143 @@ TTFT_FAILURE = "the TTFT P"
 limits): a robust plan's weighted variants keep those budgets on their mixture only."""
 
 
+class _Limits:
+    """The limits checked at one rate, in the order checked: the failures the report lists
+    and every limited figure over its limit (``_State.excess``)."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.ratios: list[float] = []
+
+    def add(self, ratio: float, failure: str | None) -> None:
+        """One limited figure, at ``ratio`` times its limit; ``failure`` where it fails."""
+        self.ratios.append(ratio)
+        if failure is not None:
+            self.failures.append(failure)
+
+
+@dataclass(frozen=True)
+class _Shares:
+    """How one rate's requests spread: the datacenters of prefill and main decode, and the
+    share of the requests each main-decode pool and each datacenter takes."""
+
+    p_dcs: list[str]
+    md_dcs: list[str]
+    md_share: np.ndarray
+    dc_share_p: dict[str, float]
+    dc_share_md: dict[str, float]
+
+
 def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
+    """Every limit of ``m``'s fleet at ``lam`` req/s with ``routing``, stage by stage: the
+    prefill pools' load, the requests' spread over pools and datacenters, the WAN links and
+    the transfers, the decode-side cache, relay decode (and the passes it stretches where
+    prefill hosts it), main decode and the TPOT gap, the utilization caps, the TTFT tail."""
     tally("states")
-    s, fleet, w = m.s, m.fleet, m.w
-    failures: list[str] = []
-    ratios: list[float] = []  # each limited figure over its limit (``_State.excess``)
-    pools_p = m.roles["prefill"]
-    pools_r = m.roles["relay_decode"]
-    pools_m = m.roles["main_decode"]
+    w = m.w
+    limits = _Limits()
     # prefill pools: each one's load and tail (``PrefillPoolLoad``, as the planner counts)
     loads = [
         PrefillPoolLoad(figures, passes, w, lam * share / pool.instances, pool.instances,
                         inst.attention_groups)
         for (pool, inst), figures, passes, share in zip(
-            pools_p, m.p_figures, m.p_passes, m.p_share, strict=True
+            m.roles["prefill"], m.p_figures, m.p_passes, m.p_share, strict=True
         )
     ]  # fmt: skip
+    shares = _shares(m, limits)
+    cache = m.cache_at(lam, shares.dc_share_md)
+    direct, relay, singular = m.pipelines(routing, cache.mean_hit)  # shares of each class
+    link_util = _link_utilization(m, lam, shares, cache)
+    # the requests sent straight to MD are the smaller payloads of their class: their
+    # transfer at their own mean payload. The relayed ones' (what RLD decodes during) at
+    # the class's mean, as the planner's counts take it: the planner does not count RLD
+    # and the handoffs per threshold (RLD's busy share moved 14.0% -> 14.1% on
+    # pdd-h100-h200 at the relayed part's own payloads; 13.9% simulated)
+    direct_scale, direct_sd = m.direct_payloads(routing, cache.mean_hit)
+    wan_time, wan_queueing = _transfers(m, shares, cache, link_util, direct_scale)
+    relay_wan = _transfers(m, shares, cache, link_util, np.ones_like(direct_scale))[0]
+    # the direct requests' payloads spread within their class: their transfers' spread,
+    # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
+    one_sd_up = _transfers(m, shares, cache, link_util, direct_scale + direct_sd)[0]
+    with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+        spread = {
+            k: np.nan_to_num((one_sd_up[k] - t) ** 2, posinf=np.inf) for k, t in wan_time.items()
+        }
+    _cache_holds_sessions(m, lam, shares, limits)
+    for (a, b), u in link_util.items():
+        limits.add(
+            u / m.link_max,
+            f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})"
+            if u > m.link_max
+            else None,
+        )
+    mean_wan = sum(
+        shares.dc_share_p[a] * shares.dc_share_md[b] * relay_wan[(a, b)]
+        for a in shares.p_dcs
+        for b in shares.md_dcs
+    )
     p_util = [load.utilization for load in loads]
-    # decode-side shares by datacenter
-    md_dcs = sorted({p.datacenter for p, _ in pools_m})
-    p_dcs = sorted({p.datacenter for p, _ in pools_p})
-    md_points = m.md_points
+    pace, r_util, eager = _relay_decode(m, lam, relay, singular, mean_wan, p_util, limits)
+    # prefill instances that host relay decode: its tokens take a share of every pass
+    for i, (j, point) in m.hosts.items():
+        loads[j] = loads[j].with_stretch(point.stretch(pace[i][1]))
+        p_util[j] = loads[j].utilization
+    decode = _main_decode(m, lam, shares, direct, relay, singular, eager, pace, p_util, limits)
+    for (pool, _), u in zip(
+        m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"],
+        p_util + r_util + decode.m_util,
+        strict=True,
+    ):
+        limits.add(
+            u / m.rho_max,
+            f"the {m.rho_max:.0%} utilization cap of {pool.role} {pool.chip} in "
+            f"{pool.datacenter} (busy {u:.1%})"
+            if u > m.rho_max
+            else None,
+        )
+    ttft_tail = _ttft_tail(
+        m, loads, shares, (direct, relay, singular), decode, (wan_time, wan_queueing, spread)
+    )
+    tails = []
+    for (q, budget), bound in zip(
+        TAIL_BUDGETS, (m.s.sla.ttft_p90_s, m.s.sla.ttft_p99_s), strict=True
+    ):
+        tails.append(ttft_tail(bound))
+        limits.add(
+            tails[-1] / (budget + 1e-12),
+            f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
+            f"above it, budget {budget:.0%})"
+            if tails[-1] > budget + 1e-12
+            else None,
+        )
+    tail90, tail99 = tails
+    return _State(
+        not limits.failures,
+        limits.failures,
+        tail90,
+        tail99,
+        ttft_tail,
+        decode.tpot_p99_s,
+        decode.step_md_s,
+        p_util + r_util + decode.m_util,
+        link_util,
+        decode.md_tokens,
+        decode.rld_tokens,
+        m.md_points,
+        float(w @ cache.mean_hit),
+        max(limits.ratios, default=0.0),
+    )
+
+
+def _shares(m: FleetModel, limits: _Limits) -> _Shares:
+    """Prefill splits the requests over its pools by capacity (``FleetModel.p_share``), main
+    decode by the requests its pools hold at their operating points; with a main decode
+    that meets TPOT at no batch, evenly (and a failure)."""
+    fleet, pools_m, pools_p = m.fleet, m.roles["main_decode"], m.roles["prefill"]
     md_caps = np.array(
         [
             pool.instances * b / t if b else 0.0
-            for (pool, _), (b, t) in zip(pools_m, md_points.values(), strict=True)
+            for (pool, _), (b, t) in zip(pools_m, m.md_points.values(), strict=True)
         ]
     )
     if md_caps.sum() == 0:
@@ -138,10 +250,11 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 f" (its KV memory after weights and the {fleet.md_cache_gb_per_gpu:g} GB/GPU "
                 "decode-side cache holds no request)"
             )
-        failures.append(reason)
-        ratios.append(math.inf)
+        limits.add(math.inf, reason)
         md_caps = np.ones(len(pools_m))
     md_share = md_caps / md_caps.sum()
+    md_dcs = sorted({p.datacenter for p, _ in pools_m})
+    p_dcs = sorted({p.datacenter for p, _ in pools_p})
     dc_share_md = {
         dc: sum(sh for (p, _), sh in zip(pools_m, md_share, strict=True) if p.datacenter == dc)
         for dc in md_dcs
@@ -150,118 +263,163 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         dc: sum(sh for (p, _), sh in zip(pools_p, m.p_share, strict=True) if p.datacenter == dc)
         for dc in p_dcs
     }
-    cache = m.cache_at(lam, dc_share_md)
-    direct, relay, singular = m.pipelines(routing, cache.mean_hit)  # shares of each class
-    # WAN links: flows from every P datacenter to every MD datacenter. Every request's
-    # payload counts, the singular path's too: its transfer starts before RLD finishes it.
+    return _Shares(p_dcs, md_dcs, md_share, dc_share_p, dc_share_md)
+
+
+def _link_utilization(
+    m: FleetModel, lam: float, shares: _Shares, cache: CacheAt
+) -> dict[tuple[str, str], float]:
+    """WAN links: flows from every P datacenter to every MD datacenter. Every request's
+    payload counts, the singular path's too: its transfer starts before RLD finishes it."""
     link_util: dict[tuple[str, str], float] = {}
-    for pdc in p_dcs:
-        for mdc in md_dcs:
+    for pdc in shares.p_dcs:
+        for mdc in shares.md_dcs:
             if pdc != mdc:
-                link, choice = _link(s, fleet, pdc, mdc)
+                link, choice = _link(m.s, m.fleet, pdc, mdc)
                 goodput = link_bytes_per_s(choice.gbps, link.tcp_efficiency)
-                flow = lam * dc_share_p[pdc] * dc_share_md[mdc] * float(w @ cache.payloads[mdc])
-                link_util[(pdc, mdc)] = flow / goodput  # full duplex: one direction
-
-    def transfers(scale: np.ndarray) -> tuple[dict, dict]:
-        """(p_dc, md_dc) -> per class, the seconds until its KV is complete at MD, and
-        the part of them other flows add (mean, random), for payloads ``scale`` times the
-        class's mean."""
-        times, queueings = {}, {}
-        for pdc in p_dcs:
-            for mdc in md_dcs:
-                payload = cache.payloads[mdc] * scale
-                if pdc == mdc:  # inside one datacenter: RDMA at the sending chip's NIC
-                    nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
-                    sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
-                    queueing = np.zeros_like(sent)
-                else:
-                    link, choice = _link(s, fleet, pdc, mdc)
-                    sent, queueing = wan_times(
-                        payload,
-                        path=TcpPath.of(link),
-                        goodput_bytes_per_s=link_bytes_per_s(choice.gbps, link.tcp_efficiency),
-                        utilization=link_util[(pdc, mdc)],
-                    )
-                times[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
-                queueings[(pdc, mdc)] = queueing
-        return times, queueings
-
-    # the requests sent straight to MD are the smaller payloads of their class: their
-    # transfer at their own mean payload. The relayed ones' (what RLD decodes during) at
-    # the class's mean, as the planner's counts take it: the planner does not count RLD
-    # and the handoffs per threshold (RLD's busy share moved 14.0% -> 14.1% on
-    # pdd-h100-h200 at the relayed part's own payloads; 13.9% simulated)
-    direct_scale, direct_sd = m.direct_payloads(routing, cache.mean_hit)
-    wan_time, wan_queueing = transfers(direct_scale)  # what a direct request waits for
-    relay_wan = transfers(np.ones_like(direct_scale))[0]
-    # the direct requests' payloads spread within their class: their transfers' spread,
-    # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
-    wider = transfers(direct_scale + direct_sd)[0]
-    with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
-        spread = {k: np.nan_to_num((wider[k] - t) ** 2, posinf=np.inf) for k, t in wan_time.items()}
-    interval = s.workload.turn_interval_s
-    if fleet.md_cache_gb_per_gpu and interval is not None:  # the cache holds the open sessions
-        context = float(w @ m.rdma_bytes)
-        for b in md_dcs:
-            gpus = sum(p.instances * p.gpus_per_instance for p, _ in pools_m if p.datacenter == b)
-            held = gpus * fleet.md_cache_gb_per_gpu * units.GB
-            need = session_working_set_bytes(lam * dc_share_md[b], interval, context)
-            ratios.append(
-                need / (held * (1 + 1e-9)) if held > 0 else (math.inf if need > 0 else 0.0)
-            )
-            if need > held * (1 + 1e-9):
-                failures.append(
-                    f"the decode-side cache size in {b} (it holds {held / units.GB:,.0f} GB; "
-                    f"the open sessions' contexts need {need / units.GB:,.0f} GB)"
+                flow = (
+                    lam
+                    * shares.dc_share_p[pdc]
+                    * shares.dc_share_md[mdc]
+                    * float(m.w @ cache.payloads[mdc])
                 )
-    for (a, b), u in link_util.items():
-        ratios.append(u / m.link_max)
-        if u > m.link_max:
-            failures.append(f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})")
-    # RLD: eager tokens while the WAN transfer runs, at RLD's own step (which its batch
-    # sets), or the whole output on the singular path
-    mean_wan = sum(
-        dc_share_p[a] * dc_share_md[b] * relay_wan[(a, b)] for a in p_dcs for b in md_dcs
+                link_util[(pdc, mdc)] = flow / goodput  # full duplex: one direction
+    return link_util
+
+
+def _transfers(
+    m: FleetModel,
+    shares: _Shares,
+    cache: CacheAt,
+    link_util: dict[tuple[str, str], float],
+    scale: np.ndarray,
+) -> tuple[dict, dict]:
+    """(p_dc, md_dc) -> per class, the seconds until its KV is complete at MD, and the part
+    of them other flows add (mean, random), for payloads ``scale`` times the class's
+    mean."""
+    pools_p = m.roles["prefill"]
+    times, queueings = {}, {}
+    for pdc in shares.p_dcs:
+        for mdc in shares.md_dcs:
+            payload = cache.payloads[mdc] * scale
+            if pdc == mdc:  # inside one datacenter: RDMA at the sending chip's NIC
+                nic = next(i for p, i in pools_p if p.datacenter == pdc).chip.nic_bytes_per_s
+                sent = rdma_transfer_s(payload, nic_bytes_per_s=nic)
+                queueing = np.zeros_like(sent)
+            else:
+                link, choice = _link(m.s, m.fleet, pdc, mdc)
+                sent, queueing = wan_times(
+                    payload,
+                    path=TcpPath.of(link),
+                    goodput_bytes_per_s=link_bytes_per_s(choice.gbps, link.tcp_efficiency),
+                    utilization=link_util[(pdc, mdc)],
+                )
+            times[(pdc, mdc)] = _with_fetch(sent, cache.fetch[mdc])
+            queueings[(pdc, mdc)] = queueing
+    return times, queueings
+
+
+def _cache_holds_sessions(m: FleetModel, lam: float, shares: _Shares, limits: _Limits) -> None:
+    """With a decode-side cache and a turn interval: the cache of each MD datacenter holds
+    the contexts of the sessions open there."""
+    fleet, interval = m.fleet, m.s.workload.turn_interval_s
+    if not fleet.md_cache_gb_per_gpu or interval is None:
+        return
+    context = float(m.w @ m.rdma_bytes)
+    for b in shares.md_dcs:
+        gpus = sum(
+            p.instances * p.gpus_per_instance
+            for p, _ in m.roles["main_decode"]
+            if p.datacenter == b
+        )
+        held = gpus * fleet.md_cache_gb_per_gpu * units.GB
+        need = session_working_set_bytes(lam * shares.dc_share_md[b], interval, context)
+        limits.add(
+            need / (held * (1 + 1e-9)) if held > 0 else (math.inf if need > 0 else 0.0),
+            f"the decode-side cache size in {b} (it holds {held / units.GB:,.0f} GB; "
+            f"the open sessions' contexts need {need / units.GB:,.0f} GB)"
+            if need > held * (1 + 1e-9)
+            else None,
+        )
+
+
+def _relay_decode(
+    m: FleetModel,
+    lam: float,
+    relay: np.ndarray,
+    singular: np.ndarray,
+    mean_wan: float,
+    p_util: list[float],
+    limits: _Limits,
+) -> tuple[list[tuple[float, float]], list[float], np.ndarray]:
+    """RLD: eager tokens while the WAN transfer runs, at RLD's own step (which its batch
+    sets), or the whole output on the singular path. Per RLD pool its (step, batch), its
+    utilization, and per class the eager tokens a relayed request brings to MD."""
+    pools_r = m.roles["relay_decode"]
+    eager = np.zeros_like(m.out)
+    if not bool((relay + singular).any()):
+        return [(0.0, 0.0) for _ in pools_r], [0.0 for _ in pools_r], eager
+    if not pools_r:
+        raise InputError(
+            f"fleet {m.fleet.name}: routing relays requests but there is no relay_decode pool"
+        )
+    if m.rld_share.sum() == 0:
+        limits.add(math.inf, "relay decode cannot meet TPOT at any batch")
+    pace = m.relay_pace(
+        lam * float(m.w @ (relay * np.where(relay > 0, mean_wan, 0.0))),  # not inf x 0
+        lam * float(m.w @ (singular * m.out)),
+        p_util,
     )
     r_util: list[float] = []
-    eager = np.zeros_like(m.out)
-    if bool((relay + singular).any()):
-        if not pools_r:
-            raise InputError(
-                f"fleet {fleet.name}: routing relays requests but there is no relay_decode pool"
-            )
-        if m.rld_share.sum() == 0:
-            failures.append("relay decode cannot meet TPOT at any batch")
-            ratios.append(math.inf)
-        pace = m.relay_pace(
-            lam * float(w @ (relay * np.where(relay > 0, mean_wan, 0.0))),  # not inf x 0
-            lam * float(w @ (singular * m.out)),
-            p_util,
-        )
-        for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
-            eager += share * eager_tokens(m.out, m.out_points, np.ceil(mean_wan / step))
-            r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
-    else:
-        r_util = [0.0 for _ in pools_r]
-        pace = [(0.0, 0.0) for _ in pools_r]
-    # prefill instances that host relay decode: its tokens take a share of every pass
-    for i, (j, point) in m.hosts.items():
-        loads[j] = loads[j].with_stretch(point.stretch(pace[i][1]))
-        p_util[j] = loads[j].utilization
-    # per request of each class, over its shares: RLD's tokens, then MD's and the extend
-    # steps that stall it (a relayed request hands its eager tokens over; singular: never)
+    for (step, batch), (largest, _), share in zip(pace, m.rld_points, m.rld_share, strict=True):
+        eager += share * eager_tokens(m.out, m.out_points, np.ceil(mean_wan / step))
+        r_util.append(batch / largest if largest else (math.inf if batch > 0 else 0.0))
+    return pace, r_util, eager
+
+
+@dataclass(frozen=True)
+class _Decode:
+    """Main decode at one rate: per pool its utilization and its admission queue, the
+    TPOT gap, the per-request tokens each decode role takes."""
+
+    m_util: list[float]
+    admissions: list[tuple[float, str, np.ndarray, Admission | None]]
+    """Per MD pool: its share of its datacenter's requests, its datacenter, its first
+    step (rows: direct, relayed) and its admission queue."""
+    tpot_p99_s: float
+    step_md_s: float
+    md_tokens: float
+    rld_tokens: float
+
+
+def _main_decode(
+    m: FleetModel,
+    lam: float,
+    shares: _Shares,
+    direct: np.ndarray,
+    relay: np.ndarray,
+    singular: np.ndarray,
+    eager: np.ndarray,
+    pace: list[tuple[float, float]],
+    p_util: list[float],
+    limits: _Limits,
+) -> _Decode:
+    """Per request of each class, over its shares: RLD's tokens, then MD's and the extend
+    steps that stall it (a relayed request hands its eager tokens over; singular: never);
+    MD's utilization, the P99 inter-token gap (stalls and relay decode's own steps
+    included) and MD's admission queue."""
+    w, pools_m, md_points = m.w, m.roles["main_decode"], m.md_points
     rld_tokens_per_req = singular * m.out + relay * eager
     md_tokens_per_req = direct * m.out + relay * np.maximum(m.out - eager, 0.0)
-    above = fleet.handoff.catch_up_above_tokens
+    above = m.fleet.handoff.catch_up_above_tokens
     eager = np.where(relay > 0, eager, 0.0)
     catch_up = eager > above if above is not None else np.zeros_like(eager, dtype=bool)
-    chunk = fleet.handoff.chunk_tokens
+    chunk = m.fleet.handoff.chunk_tokens
     stalls = relay * np.where(eager > 0, np.where(catch_up, np.ceil(eager / chunk), 1.0), 0.0)
     m_util, stall_rate_steps, stall_sizes = [], [], []
     for i, (pool, _inst) in enumerate(pools_m):
         batch, step = md_points[i]
-        lam_i = lam * md_share[i]
+        lam_i = lam * shares.md_share[i]
         token_time = lam_i * float(w @ md_tokens_per_req) * step / max(batch, 1)
         stall_s = m.stall_seconds(i, eager, catch_up)
         stall_time = lam_i * float(w @ (stalls * stall_s))
@@ -271,57 +429,37 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         stall_sizes.append(stall_s)
     # TPOT: the P99 inter-token gap, stalls included
     step_md = max(t for _, t in md_points.values())
-    tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, md_share)
+    tpot_p99 = p99_gap(step_md, stall_rate_steps, stall_sizes, shares.md_share)
     # relay decode's steps are gaps too (on prefill instances: a mixed pass while prefill
     # is busy): the P99 is at least the longest of them that more than 1% of all output
     # tokens wait
     rld_share_of_tokens = float(w @ rld_tokens_per_req) / max(float(w @ m.out), 1e-12)
     rld_gaps = []
-    for i, ((step, batch), share) in enumerate(zip(pace, m.rld_share, strict=True)):
+    for i, ((rld_step, rld_batch), share) in enumerate(zip(pace, m.rld_share, strict=True)):
         if i in m.hosts:
             j, point = m.hosts[i]
-            rld_gaps += [(g, share * f) for g, f in point.gaps(batch, min(p_util[j], 1.0))]
-        elif batch > 0:
-            rld_gaps.append((step, share))
+            rld_gaps += [(g, share * f) for g, f in point.gaps(rld_batch, min(p_util[j], 1.0))]
+        elif rld_batch > 0:
+            rld_gaps.append((rld_step, share))
     waited = 0.0
     for gap, share in sorted(rld_gaps, reverse=True):
         waited += share * rld_share_of_tokens
         if waited > 0.01:
             tpot_p99 = max(tpot_p99, gap)
             break
-    ratios.append(tpot_p99 / (m.tpot_s * (1 + 1e-9)))
-    if tpot_p99 > m.tpot_s * (1 + 1e-9):
-        failures.append(
-            f"the TPOT bound {s.sla.tpot_ms:g} ms (P99 inter-token gap "
-            f"{tpot_p99 / units.MS:.1f} ms)"
-        )
-    for (pool, _), u in zip(pools_p + pools_r + pools_m, p_util + r_util + m_util, strict=True):
-        ratios.append(u / m.rho_max)
-        if u > m.rho_max:
-            failures.append(
-                f"the {m.rho_max:.0%} utilization cap of {pool.role} {pool.chip} in "
-                f"{pool.datacenter} (busy {u:.1%})"
-            )
-    # TTFT: per class, a mixture over P pools (wait + prefill) and decode datacenters
-    rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
-    # rows: a request sent straight to MD (its WAN transfer, queueing and MD's admission on
-    # the way to its first token), and, where any class relays, one sent to RLD (RDMA)
+    limits.add(
+        tpot_p99 / (m.tpot_s * (1 + 1e-9)),
+        f"the TPOT bound {m.s.sla.tpot_ms:g} ms (P99 inter-token gap {tpot_p99 / units.MS:.1f} ms)"
+        if tpot_p99 > m.tpot_s * (1 + 1e-9)
+        else None,
+    )
+    # MD's admission: a request that goes straight to MD waits for a decode slot there
     paths = [direct] if not (relay + singular).any() else [direct, 1.0 - direct]
-    rest, extra, spread_rows = {}, {}, {}
-    for a in p_dcs:
-        for b in md_dcs:
-            queueing = wan_queueing[(a, b)]
-            with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
-                fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
-            rest[(a, b)] = np.stack([fixed, rdma][: len(paths)])
-            extra[(a, b)] = np.stack([queueing, np.zeros_like(queueing)][: len(paths)])
-            spread_rows[(a, b)] = np.stack([spread[(a, b)], np.zeros_like(queueing)][: len(paths)])
     admits = np.arange(len(paths))[:, None] == 0  # only the direct row waits at MD
     # the first token: MD's first step (``Problem.first_step_s``) on the direct row, relay
     # decode's step, at most the TPOT bound, on the relayed one
     firsts = [np.array([[f], [m.tpot_s]][: len(paths)]) for f in m.md_first]
-    # MD's admission: a request that goes straight to MD waits for a decode slot there
-    admissions = []  # per MD pool: its share of its datacenter's requests, first step, queue
+    admissions = []
     for i, (pool, _) in enumerate(pools_m):
         batch, step = md_points[i]
         # a slot's time per request at the operating step: a class's direct requests hold
@@ -332,7 +470,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         cv2 = second / mean_hold**2 - 1.0 if mean_hold else 0.0
         admissions.append(
             (
-                md_share[i] / max(dc_share_md[pool.datacenter], 1e-300),
+                shares.md_share[i] / max(shares.dc_share_md[pool.datacenter], 1e-300),
                 pool.datacenter,
                 firsts[i],
                 md_admission(
@@ -346,12 +484,48 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                 ),
             )
         )
+    return _Decode(
+        m_util,
+        admissions,
+        tpot_p99,
+        step_md,
+        float(w @ md_tokens_per_req),
+        float(w @ rld_tokens_per_req),
+    )
+
+
+def _ttft_tail(
+    m: FleetModel,
+    loads: list[PrefillPoolLoad],
+    shares: _Shares,
+    classes: tuple[np.ndarray, np.ndarray, np.ndarray],
+    decode: _Decode,
+    wan: tuple[dict, dict, dict],
+) -> Callable[[float], float]:
+    """The share of requests whose TTFT exceeds T: per class, a mixture over P pools (wait
+    + prefill) and decode datacenters. Rows: a request sent straight to MD (its WAN
+    transfer, queueing and MD's admission on the way to its first token), and, where any
+    class relays, one sent to RLD (RDMA)."""
+    direct, relay, singular = classes
+    wan_time, wan_queueing, spread = wan
+    pools_p, w = m.roles["prefill"], m.w
+    rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
+    paths = [direct] if not (relay + singular).any() else [direct, 1.0 - direct]
+    rest, extra, spread_rows = {}, {}, {}
+    for a in shares.p_dcs:
+        for b in shares.md_dcs:
+            queueing = wan_queueing[(a, b)]
+            with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
+                fixed = np.where(np.isfinite(queueing), wan_time[(a, b)] - queueing, np.inf)
+            rest[(a, b)] = np.stack([fixed, rdma][: len(paths)])
+            extra[(a, b)] = np.stack([queueing, np.zeros_like(queueing)][: len(paths)])
+            spread_rows[(a, b)] = np.stack([spread[(a, b)], np.zeros_like(queueing)][: len(paths)])
 
     def ttft_tail(T: float) -> float:
         total = 0.0
         for (pool, _), load, share in zip(pools_p, loads, m.p_share, strict=True):
             a = pool.datacenter
-            for md_part, b, first, admission in admissions:
+            for md_part, b, first, admission in decode.admissions:
                 tail = load.tail(
                     T - rest[(a, b)] - first,
                     extra_mean_s=extra[(a, b)],
@@ -359,35 +533,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
                     admission=admission,
                 )
                 per_class = sum(p * t for p, t in zip(paths, tail, strict=True))
-                total += share * dc_share_md[b] * md_part * float(w @ per_class)
+                total += share * shares.dc_share_md[b] * md_part * float(w @ per_class)
         return total
 
-    tails = []
-    for (q, budget), bound in zip(TAIL_BUDGETS, (s.sla.ttft_p90_s, s.sla.ttft_p99_s), strict=True):
-        tails.append(ttft_tail(bound))
-        ratios.append(tails[-1] / (budget + 1e-12))
-        if tails[-1] > budget + 1e-12:
-            failures.append(
-                f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
-                f"above it, budget {budget:.0%})"
-            )
-    tail90, tail99 = tails
-    return _State(
-        not failures,
-        failures,
-        tail90,
-        tail99,
-        ttft_tail,
-        tpot_p99,
-        step_md,
-        p_util + r_util + m_util,
-        link_util,
-        float(w @ md_tokens_per_req),
-        float(w @ rld_tokens_per_req),
-        md_points,
-        float(w @ cache.mean_hit),
-        max(ratios, default=0.0),
-    )
+    return ttft_tail
 
 
 def _with_fetch(sent: np.ndarray, fetch: list[tuple[float, np.ndarray]]) -> np.ndarray:
