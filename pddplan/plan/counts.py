@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -43,6 +44,53 @@ class PoolKey(NamedTuple):
     hosting: bool
     stretch: float
     instances: int
+
+
+OptionKey = str
+"""A pool option's key (``PoolOption.key``)."""
+TwinKey = str
+"""The key a transfer state's figures are kept under (``Requirements.twins``)."""
+BandKey = str
+"""A pace band's key (``Band.key``)."""
+
+
+@dataclass
+class ScaledCounts:
+    """The counts that depend on the tail budgets' scale (``Requirements.tail_scale``)."""
+
+    prefill: dict[tuple[OptionKey, TwinKey, int | None, float], np.ndarray] = field(
+        default_factory=dict
+    )
+    """(option, state twin, singular cut or None, MD's first step s) -> per relay cut, the
+    smallest prefill count (``Requirements.prefill``)."""
+    main: dict[tuple[OptionKey, TwinKey, BandKey], np.ndarray] = field(default_factory=dict)
+    """(option, state twin, pace band) -> per cut combination, the smallest main-decode
+    count (``Requirements.main_all``)."""
+
+
+@dataclass
+class CountMemo:
+    """One rate's count tables, kept on the problem (``Problem.memo``): they depend on no
+    price, so every problem with the same physical inputs and space structure shares them
+    (a sweep's prices); those that depend on the tail budgets' scale are in
+    ``ScaledCounts``, one per scale (``scale_one`` at 1: a weighted variant's tables at
+    several scales share the rest)."""
+
+    scale_one: ScaledCounts = field(default_factory=ScaledCounts)
+    pools: dict[PoolKey, PrefillPoolLoad] = field(default_factory=dict)
+    """Per prefill layout, stretch and count: the pool's load at this rate (the same in
+    every transfer state)."""
+    relay: dict[tuple[OptionKey, TwinKey, BandKey], np.ndarray] = field(default_factory=dict)
+    """(option, state twin, pace band) -> per singular cut and relay cut, the smallest
+    relay-decode count (``Requirements.relay_all``)."""
+    handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    tokens: dict[tuple[OptionKey, int, TwinKey], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
+    loads: dict[tuple[TwinKey, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """(state twin, singular cut) -> relay decode's load per relay cut (``_load``)."""
+    eager: dict[tuple[TwinKey, BandKey], np.ndarray] = field(default_factory=dict)
+    caches: dict[tuple[OptionKey, TwinKey], int] = field(default_factory=dict)
 
 
 class Requirements:
@@ -84,31 +132,23 @@ class Requirements:
                 self.feasible_states.append(st)
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
         self._kept: dict[Role, list[PoolOption]] = {}  # ``undominated``, per role
-        # the memos below depend on no price: shared by every problem with the same physical
-        # inputs and structure at this rate (``Problem.memo``), e.g. a sweep's prices
-        # (the prefill and main-decode counts depend on the tail budgets' scale too, the
-        # rest not: a weighted variant's tables at several scales share it)
-        memo: dict[str, dict] = space.problem.memo("counts", (space.structure, rate), dict)
-        tail: dict[str, dict] = (
-            memo
+        # the memos depend on no price: shared by every problem with the same physical
+        # inputs and structure at this rate (``CountMemo``)
+        memo = space.problem.memo("counts", (space.structure, rate), CountMemo)
+        scaled = (
+            memo.scale_one
             if tail_scale == 1.0
-            else space.problem.memo("counts", (space.structure, rate, tail_scale), dict)
+            else space.problem.memo("counts", (space.structure, rate, tail_scale), ScaledCounts)
         )
-        self._p: dict[tuple[str, str, int | None, float], np.ndarray] = tail.setdefault("p", {})
-        self._pools: dict[PoolKey, PrefillPoolLoad] = memo.setdefault("pools", {})
-        """Per prefill layout, stretch and count: the pool's load at this rate (the same in
-        every transfer state)."""
-        self._r: dict[tuple[str, str, str], np.ndarray] = memo.setdefault("r", {})
-        self._m: dict[tuple[str, str, str], np.ndarray] = tail.setdefault("m", {})
-        self._handoffs: dict[tuple, tuple[np.ndarray, np.ndarray]] = memo.setdefault("h", {})
-        self._tokens: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = memo.setdefault(
-            "tokens", {}
-        )
-        self._loads: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = memo.setdefault(
-            "loads", {}
-        )
-        self._eager: dict[tuple[str, str], np.ndarray] = memo.setdefault("eager", {})
-        self._caches: dict[tuple[str, str], int] = memo.setdefault("caches", {})
+        self._p = scaled.prefill
+        self._m = scaled.main
+        self._pools = memo.pools
+        self._r = memo.relay
+        self._handoffs = memo.handoffs
+        self._tokens = memo.tokens
+        self._loads = memo.loads
+        self._eager = memo.eager
+        self._caches = memo.caches
 
     def _sent(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
         """Per class: the P->MD transfer time and the part of it other flows add; the
