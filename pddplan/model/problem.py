@@ -75,6 +75,39 @@ entries, the rest scenario fields (a dotted path names a field inside one; ``lin
 the links without their tiers' prices)."""
 
 
+class InstanceKey(NamedTuple):
+    """An instance layout: ``gpus`` x ``chip``, with context parallelism or not."""
+
+    chip: str
+    gpus: int
+    context_parallel: bool = False
+
+
+class PrefillKey(NamedTuple):
+    """A prefill layout: an instance (``InstanceKey``), hosting relay decode or not."""
+
+    chip: str
+    gpus: int
+    context_parallel: bool
+    hosting: bool
+
+
+class DecodeKey(NamedTuple):
+    """A decode instance: ``gpus`` x ``chip``, ``reserve_gb_per_gpu`` of HBM held back (a
+    decode-side cache's share)."""
+
+    chip: str
+    gpus: int
+    reserve_gb_per_gpu: float
+
+
+class ChipGpus(NamedTuple):
+    """A decode instance's chip and GPUs (its step tables)."""
+
+    chip: str
+    gpus: int
+
+
 @dataclass
 class _Tables:
     """The derived tables, each a dict filled on demand (``TABLE_INPUTS`` names them)."""
@@ -83,15 +116,13 @@ class _Tables:
     md_caches: dict[str, list[CacheChoice]] = field(default_factory=dict)
     reuse: dict[float, ReuseCurve] = field(default_factory=dict)
     """Keyed by the rate sampled at."""
-    instances: dict[tuple[str, int, bool], Instance | InputError] = field(default_factory=dict)
-    prefill: dict[tuple[str, int, bool, bool], PrefillFigures] = field(default_factory=dict)
-    passes: dict[tuple[str, int, bool, bool], PassOrder] = field(default_factory=dict)
-    hosts: dict[tuple[str, int, bool], tuple[HostPoint, Instance] | None] = field(
-        default_factory=dict
-    )
-    decode_points: dict[tuple[str, int, float], tuple[int, float]] = field(default_factory=dict)
-    decode_steps: dict[tuple[str, int], tuple[Array, Array]] = field(default_factory=dict)
-    extend_passes: dict[tuple[str, int], tuple[npt.NDArray[np.complex128], Array]] = field(
+    instances: dict[InstanceKey, Instance | InputError] = field(default_factory=dict)
+    prefill: dict[PrefillKey, PrefillFigures] = field(default_factory=dict)
+    passes: dict[PrefillKey, PassOrder] = field(default_factory=dict)
+    hosts: dict[InstanceKey, tuple[HostPoint, Instance] | None] = field(default_factory=dict)
+    decode_points: dict[DecodeKey, tuple[int, float]] = field(default_factory=dict)
+    decode_steps: dict[ChipGpus, tuple[Array, Array]] = field(default_factory=dict)
+    extend_passes: dict[ChipGpus, tuple[npt.NDArray[np.complex128], Array]] = field(
         default_factory=dict
     )
     counts: dict[Hashable, Any] = field(default_factory=dict)
@@ -392,7 +423,7 @@ class Problem:
         cannot hold its weights, ``InputError`` for context parallelism on a layout with one
         attention group."""
         table = self._tables.instances
-        key = (chip, gpus, context_parallel)
+        key = InstanceKey(chip, gpus, context_parallel)
         if key not in table:
             self.table_builds["instances"] += 1
             s = self.scenario
@@ -432,7 +463,7 @@ class Problem:
         every pass (``Instance.prefill_figures``); with ``hosting``, at the chunk a host of
         relay decode runs (``host_point``), before the hosted tokens' stretch."""
         table = self._tables.prefill
-        key = (chip, gpus, context_parallel, hosting)
+        key = PrefillKey(chip, gpus, context_parallel, hosting)
         if key not in table:
             self.table_builds["prefill"] += 1
             a = self.arrays
@@ -450,7 +481,7 @@ class Problem:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
         table = self._tables.passes
-        key = (chip, gpus, context_parallel, hosting)
+        key = PrefillKey(chip, gpus, context_parallel, hosting)
         if key not in table:
             from pddplan.model.queueing import pass_order  # scipy: only where it is needed
 
@@ -478,7 +509,7 @@ class Problem:
         self, chip: str, gpus: int, context_parallel: bool
     ) -> tuple[HostPoint, Instance] | None:
         table = self._tables.hosts
-        key = (chip, gpus, context_parallel)
+        key = InstanceKey(chip, gpus, context_parallel)
         if key not in table:
             self.table_builds["hosts"] += 1
             inst = self.instance(chip, gpus, context_parallel)
@@ -499,7 +530,7 @@ class Problem:
         ``decode_context_tokens``, and its step seconds (batch 0: none fits; the step is
         then batch 1's)."""
         table = self._tables.decode_points
-        key = (chip, gpus, reserve_gb_per_gpu)
+        key = DecodeKey(chip, gpus, reserve_gb_per_gpu)
         if key not in table:
             self.table_builds["decode_points"] += 1
             inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
@@ -524,7 +555,7 @@ class Problem:
         to ``STEP_TABLE_EXACT``, then about 1% apart (the step is a smooth, piecewise
         function of the batch; the evaluator and the planner read the same table)."""
         table = self._tables.decode_steps
-        key = (chip, gpus)
+        key = ChipGpus(chip, gpus)
         if key not in table:
             self.table_builds["decode_steps"] += 1
             inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
@@ -546,7 +577,7 @@ class Problem:
         tokens = np.asarray(tokens, dtype=float)
         k = np.asarray(k, dtype=np.intp)
         table = self._tables.extend_passes
-        known, seconds = table.get((chip, gpus), (np.zeros(0, complex), np.zeros(0)))
+        known, seconds = table.get(ChipGpus(chip, gpus), (np.zeros(0, complex), np.zeros(0)))
         # a (class, tokens) pair as one complex number: unique and sorted lexicographically
         keys, where = np.unique(k + 1j * tokens, return_inverse=True)
         at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
@@ -559,7 +590,7 @@ class Problem:
             seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
             order = np.argsort(known, kind="stable")
             known, seconds = known[order], seconds[order]
-            table[(chip, gpus)] = (known, seconds)
+            table[ChipGpus(chip, gpus)] = (known, seconds)
             at = np.searchsorted(known, keys)
         return cast(Array, seconds[at][where.ravel()].reshape(tokens.shape))
 
