@@ -3,7 +3,7 @@
     python benchmarks/robust_scaling.py [--solvers cbc,highs] [--sizes 1,2,3,4] [--covering]
 
 Plans ``scenarios/pdd-h100-h200-monthly.yaml`` over its first 1, 2, 3 and 4 workload
-variants (the weights of the weighted ones scaled to sum to 1) as ``solve`` does
+variants (``--sizes 4,16,64``: past its four, copies of them at rates 0.85-1.15x their own) (the weights of the weighted ones scaled to sum to 1) as ``solve`` does
 (``pddplan.plan.robust.robust_milp``: every variant's counts, each variant's own plan, the
 robust MILP bounded below by them) and prints, per size, the count tables (a must-meet
 variant has one, a weighted one one per tail scale), the options kept after cross-variant
@@ -63,9 +63,30 @@ def covering_scenario(folder: Path) -> Path:
     return path
 
 
+def variants(problem: pddplan.Problem, k: int) -> list:
+    """The scenario's first ``k`` variants; past its own, copies of them in turn, each at
+    its rate times a factor spread geometrically over [0.85, 1.15] (so that no two are
+    alike), named ``<name>-<copy>``."""
+    own = problem.variants()
+    if k <= len(own):
+        return own[:k]
+    factors = [0.85 * (1.15 / 0.85) ** (i / (k - 1)) for i in range(k)]
+    out = []
+    for i, f in zip(range(k), factors[1::2] + factors[0::2], strict=True):
+        v, vp = own[i % len(own)]
+        rate = vp.scenario.workload.arrival_rps or 1.0
+        out.append(
+            (
+                v.model_copy(update={"name": f"{v.name}-{i // len(own)}"}),
+                vp.derive({"workload.arrival_rps": rate * f}),
+            )
+        )
+    return out
+
+
 def row(scenario: Path, k: int, solver: str) -> str:
     problem = pddplan.load_scenario(scenario)  # fresh: no table shared between rows
-    pairs = problem.variants()[:k]
+    pairs = variants(problem, k)
     total = sum(v.weight or 0.0 for v, _ in pairs)
     pairs = [
         (v.model_copy(update={"weight": v.weight / total}) if v.weight is not None else v, vp)
@@ -77,7 +98,7 @@ def row(scenario: Path, k: int, solver: str) -> str:
     out = m.outcome
     f = milp.Formulation(variants=m.variants)  # its counts are memoized: only to report
     kept = "/".join(str(len(f.by_role[r])) for r in ROLES)
-    names = ",".join(v.name for v, _ in pairs)
+    names = ",".join(v.name for v, _ in pairs) if k <= 4 else f"{k} copies"
     tables = sum(len(v.tables) for v in m.variants)
     return (
         f"| {k} ({names}) | {tables} | {kept} | {out.variables:,} | {out.constraints:,} | "

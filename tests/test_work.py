@@ -40,13 +40,13 @@ def test_each_thread_counts_into_its_own_block():
     assert seen == {"worker": 5} and mine == {"states": 1}
 
 
-# (scenario, ceilings): the counts when set were small 567/188/6, README 924/250/8,
-# paper 1,174/324/10 (pool tails / states / capacity searches); the paper's pool tails were
-# 8,066 before each relay cut's stretch was read by bisection (``stretched_meets``)
+# (scenario, ceilings): the counts when set were small 455/188/6, README 817/250/8, paper
+# 1,062/324/10 (pool tails / states / capacity searches); the paper's pool tails were 8,066
+# before each relay cut's stretch was read by bisection (``stretched_meets``)
 CEILINGS = {
-    "small-llama-8b": {"pool_tails": 650, "states": 220, "capacity_searches": 7},
-    "pdd-h100-h200": {"pool_tails": 1_070, "states": 290, "capacity_searches": 9},
-    "pdd-paper-fleets": {"pool_tails": 1_350, "states": 375, "capacity_searches": 12},
+    "small-llama-8b": {"pool_tails": 525, "states": 215, "capacity_searches": 7},
+    "pdd-h100-h200": {"pool_tails": 940, "states": 290, "capacity_searches": 9},
+    "pdd-paper-fleets": {"pool_tails": 1_220, "states": 375, "capacity_searches": 12},
 }
 
 
