@@ -680,8 +680,9 @@ def stretched_meets(
     """``meets_at(s)`` (rows x cuts: whether the pool meets every limit with each pass ``s``
     times longer) read for each cut at its own ``stretch[cut]``, without evaluating every
     distinct stretch: a longer pass never helps (every time the tail sums grows with it,
-    and the busy share; ``tests/test_counts.py`` checks it on the shipped options), so a
-    cut that meets the limits at a stretch at least its own meets them at its own, and one
+    and so does the busy share; ``tests/test_counts.py`` checks it on the paper's
+    options), so a cut that meets the limits at a stretch at least its own meets them at
+    its own, and one
     that misses them at a stretch at most its own misses them there too. Stretches are
     tried largest first (where every cut meets them: one evaluation), then smallest, then
     by bisection over the distinct values of the cuts still open: ``O(log k)``
