@@ -48,7 +48,8 @@ MAX_RATE_RPS = 1e7
 MAX_TTFT_S = 1e6
 """Percentile search gives up above this latency (reported as unbounded)."""
 BISECT_STEPS = 60
-"""Bisection steps for rates and latencies (60 halvings: far below any useful precision)."""
+"""The most steps the capacity and percentile searches take; both stop at their tolerance
+first (``CAPACITY_TOLERANCE``, ``queueing.PERCENTILE_TOLERANCE``)."""
 INTERPOLATE_BELOW = 1.2
 """The capacity search interpolates once its high end's ``excess`` is at most this (20%
 over its limit), and bisects before (``_bisect_capacity``)."""
