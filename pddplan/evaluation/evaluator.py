@@ -113,10 +113,14 @@ class _Limits:
         self.failures: list[str] = []
         self.ratios: list[float] = []
 
-    def add(self, ratio: float, failure: str | None) -> None:
-        """One limited figure, at ``ratio`` times its limit; ``failure`` where it fails."""
-        self.ratios.append(ratio)
-        if failure is not None:
+    def add(self, value: float, limit: float, failure: str) -> None:
+        """A limited figure: it fails, as ``failure`` says, where ``value`` exceeds
+        ``limit``; its ratio to the limit is kept either way."""
+        if limit > 0:
+            self.ratios.append(value / limit)
+        else:
+            self.ratios.append(math.inf if value > 0 else 0.0)
+        if value > limit:
             self.failures.append(failure)
 
 
@@ -170,10 +174,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     _cache_holds_sessions(m, lam, shares, limits)
     for (a, b), u in link_util.items():
         limits.add(
-            u / m.link_max,
-            f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})"
-            if u > m.link_max
-            else None,
+            u, m.link_max, f"the {m.link_max:.0%} utilization cap of link {a}->{b} (busy {u:.1%})"
         )
     mean_wan = sum(
         shares.dc_share_p[a] * shares.dc_share_md[b] * relay_wan[(a, b)]
@@ -193,11 +194,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         strict=True,
     ):
         limits.add(
-            u / m.rho_max,
+            u,
+            m.rho_max,
             f"the {m.rho_max:.0%} utilization cap of {pool.role} {pool.chip} in "
-            f"{pool.datacenter} (busy {u:.1%})"
-            if u > m.rho_max
-            else None,
+            f"{pool.datacenter} (busy {u:.1%})",
         )
     ttft_tail = _ttft_tail(
         m, loads, shares, (direct, relay, singular), decode, (wan_time, wan_queueing, spread)
@@ -208,11 +208,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     ):
         tails.append(ttft_tail(bound))
         limits.add(
-            tails[-1] / (budget + 1e-12),
+            tails[-1],
+            budget + 1e-12,
             f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
-            f"above it, budget {budget:.0%})"
-            if tails[-1] > budget + 1e-12
-            else None,
+            f"above it, budget {budget:.0%})",
         )
     tail90, tail99 = tails
     return _State(
@@ -251,7 +250,7 @@ def _shares(m: FleetModel, limits: _Limits) -> _Shares:
                 f" (its KV memory after weights and the {fleet.md_cache_gb_per_gpu:g} GB/GPU "
                 "decode-side cache holds no request)"
             )
-        limits.add(math.inf, reason)
+        limits.add(math.inf, 1.0, reason)
         md_caps = np.ones(len(pools_m))
     md_share = md_caps / md_caps.sum()
     md_dcs = sorted({p.datacenter for p, _ in pools_m})
@@ -336,11 +335,10 @@ def _cache_holds_sessions(m: FleetModel, lam: float, shares: _Shares, limits: _L
         held = gpus * fleet.md_cache_gb_per_gpu * units.GB
         need = session_working_set_bytes(lam * shares.dc_share_md[b], interval, context)
         limits.add(
-            need / (held * (1 + 1e-9)) if held > 0 else (math.inf if need > 0 else 0.0),
+            need,
+            held * (1 + 1e-9),
             f"the decode-side cache size in {b} (it holds {held / units.GB:,.0f} GB; "
-            f"the open sessions' contexts need {need / units.GB:,.0f} GB)"
-            if need > held * (1 + 1e-9)
-            else None,
+            f"the open sessions' contexts need {need / units.GB:,.0f} GB)",
         )
 
 
@@ -365,7 +363,7 @@ def _relay_decode(
             f"fleet {m.fleet.name}: routing relays requests but there is no relay_decode pool"
         )
     if m.rld_share.sum() == 0:
-        limits.add(math.inf, "relay decode cannot meet TPOT at any batch")
+        limits.add(math.inf, 1.0, "relay decode cannot meet TPOT at any batch")
     pace = m.relay_pace(
         lam * float(m.w @ (relay * np.where(relay > 0, mean_wan, 0.0))),  # not inf x 0
         lam * float(m.w @ (singular * m.out)),
@@ -449,10 +447,9 @@ def _main_decode(
             tpot_p99 = max(tpot_p99, gap)
             break
     limits.add(
-        tpot_p99 / (m.tpot_s * (1 + 1e-9)),
-        f"the TPOT bound {m.s.sla.tpot_ms:g} ms (P99 inter-token gap {tpot_p99 / units.MS:.1f} ms)"
-        if tpot_p99 > m.tpot_s * (1 + 1e-9)
-        else None,
+        tpot_p99,
+        m.tpot_s * (1 + 1e-9),
+        f"the TPOT bound {m.s.sla.tpot_ms:g} ms (P99 inter-token gap {tpot_p99 / units.MS:.1f} ms)",
     )
     # MD's admission: a request that goes straight to MD waits for a decode slot there
     paths = [direct] if not (relay + singular).any() else [direct, 1.0 - direct]
