@@ -2,7 +2,8 @@
 
     python benchmarks/work_counts.py [--scenarios a,b] [--objective min-cost] [--compare]
 
-Per scenario (default: every shipped one, its own objective; the monthly one is robust):
+Per scenario (default: every shipped one, its own objective; one with workload variants is
+planned robust):
 the counted steps (prefill pool tails, evaluator states, SLA capacity searches, planner
 count searches, MILP solves, reuse samples) and the process CPU seconds of the call, in
 one process (imports and the first catalog load not included). The counts do not depend on
@@ -20,14 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 import pddplan  # noqa: E402
 from pddplan.work import STEPS, counted  # noqa: E402
 
-SCENARIOS = (
-    "small-llama-8b",
-    "one-class-llama-70b",
-    "domestic-910c-h20",
-    "pdd-h100-h200",
-    "pdd-paper-fleets",
-    "pdd-h100-h200-monthly",
-)
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml"))
+"""Every shipped scenario."""
 
 
 def run(name: str, objective: str | None, compare: bool) -> tuple[str, dict[str, int], float]:

@@ -692,8 +692,8 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     value of an end kept twice, so both ends close in; each step stays half a tolerance
     inside the bracket. The low end is always a rate within every limit and the high end
     one that is not, so the answer is a bisection's: in about half its states where the
-    excess is smooth (the README's fleets: 26 -> 13-17), in at most ``SLOW_STEPS`` more
-    where it jumps (``tests/test_evaluate.py`` counts them). The steps depend on nothing
+    excess is smooth (11-13 against 26 on half of the README solve's searches), in at most
+    ``SLOW_STEPS`` more where it jumps (27-29 on the other half) (``tests/test_evaluate.py`` counts them). The steps depend on nothing
     but the fleet, so one deployment has one capacity wherever it is asked for (a search's
     hint would move the result within the tolerance, and a table would print two figures
     for one fleet)."""
