@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluation.evaluator import CAPACITY_TOLERANCE
+from pddplan.evaluation.evaluator import wider
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
@@ -36,8 +36,10 @@ def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Mar
             return None  # over a datacenter limit: not an option
         cost, capacity = measure(changed)
         gain = capacity - base.sla_capacity_rps
-        if abs(gain) <= CAPACITY_TOLERANCE * max(capacity, base.sla_capacity_rps):
-            gain = 0.0  # within the capacity search's tolerance: no change
+        if not wider(capacity, base.sla_capacity_rps) and not wider(
+            base.sla_capacity_rps, capacity
+        ):
+            gain = 0.0  # equal to the capacity search's resolution: no change
         return Marginal(
             change,
             (cost or 0.0) - (base.cost_per_hour_usd or 0.0),
