@@ -115,14 +115,17 @@ def solve_robust(
     *,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
     headroom: float | None = None,
     singles: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> RobustResult:
     """One set of hardware that serves every workload variant of ``problem``'s scenario
     at least cost, each variant with its own routing (``pddplan.plan.robust``), beside
-    the plan each variant would get alone (unless ``singles`` is False)."""
+    the plan each variant would get alone (unless ``singles`` is False). ``node_limit``:
+    as ``solve``'s."""
     _choice("solver", solver, SOLVERS)
+    problem = _with_budgets(problem, node_limit=node_limit)
     if headroom is not None:
         if not headroom >= 0:
             raise ArgumentError("headroom", f"{{argument}} must be >= 0, got {headroom}")
@@ -130,6 +133,24 @@ def solve_robust(
     from pddplan.plan.robust import solve_robust as run
 
     return run(problem, solver=solver, time_limit_s=time_limit_s, singles=singles, clock=clock)
+
+
+def _with_budgets(
+    problem: Problem, *, node_limit: int | None = None, rate_points: int | None = None
+) -> Problem:
+    """``problem`` with the work budgets given (``solver.node_limit``,
+    ``solver.rate_points``; None keeps the scenario's), each a positive whole count."""
+    changes: dict[str, int] = {}
+    for name, budget in (("node_limit", node_limit), ("rate_points", rate_points)):
+        if budget is None:
+            continue
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ArgumentError(
+                name, f"{{argument}} must be a whole number of at least 1 (a count of work), "
+                f"got {budget!r}"
+            )  # fmt: skip
+        changes[f"solver.{name}"] = budget
+    return problem.derive(changes) if changes else problem
 
 
 def scenario_schema() -> dict[str, Any]:
@@ -147,6 +168,8 @@ def solve(
     objective: Objective | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    rate_points: int | None = None,
     method: Method = "milp",
     headroom: float | None = None,
     explain: bool = True,
@@ -159,7 +182,13 @@ def solve(
         objective: ``max-bcr``, ``min-cost`` (at the demand) or ``max-capacity`` (within
             the scenario's ``budget_usd_per_hour``).
         solver: ``cbc`` (bundled) or ``highs``; default: the scenario's.
-        time_limit_s: seconds for the whole search (default: the scenario's).
+        time_limit_s: the wall-clock safety stop for the whole search, in seconds (default:
+            the scenario's ``solver.time_limit_s``); a search it stops is ``time_limit``.
+        node_limit: branch-and-bound nodes per MILP solve (default: the scenario's
+            ``solver.node_limit``).
+        rate_points: rates the search may price (default: the scenario's
+            ``solver.rate_points``). The work budgets shape the answer, the same on any
+            machine; a search that uses one up is ``work_limit`` (``docs/milp.md``).
         method: ``milp``, or ``enumerate``: brute force scored by the evaluator.
         headroom: demand growth to plan for (default: the scenario's ``headroom``): the plan
             serves ``arrival_rps x (1 + headroom)``.
@@ -169,6 +198,7 @@ def solve(
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
     _choice("method", method, METHODS)
+    problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     if headroom is not None:
         if not headroom >= 0:
             raise ArgumentError("headroom", f"{{argument}} must be >= 0, got {headroom}")
@@ -214,6 +244,8 @@ def compare(
     budget_usd_per_hour: float | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    rate_points: int | None = None,
     progress: Callable[[str], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
@@ -221,8 +253,9 @@ def compare(
     cross-DC naive, PDD) at equal demand (each one's min-cost fleet), at equal budget (each
     one's max-capacity fleet for ``budget_usd_per_hour``, default: the scenario's, else the
     PDD equal-demand fleet's cost), or both (``docs/compare.md``). ``progress`` hears each
-    step's name."""
+    step's name. The limits are ``solve``'s, for each row's search."""
     _choice("solver", solver, SOLVERS)
+    problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     from pddplan.plan.compare import compare as run
 
     return run(
@@ -271,13 +304,16 @@ def price_sweep(
     *,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    rate_points: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Sweep:
     """Every architecture re-planned at equal demand at each of ``chip``'s ``prices`` (USD
     per GPU-hour), and the price where PDD stops being cheaper than the cheapest
-    baseline."""
+    baseline. The limits are ``solve``'s, for each search."""
     from pddplan.plan.compare import price_sweep as run
 
+    problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
     if chip not in used:
         raise ArgumentError(
@@ -304,6 +340,8 @@ def sweep(
     architectures: Sequence[str] = ("pdd",),
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    rate_points: int | None = None,
     workers: int = 1,
     engine: Literal["local", "ray"] = "local",
     address: str | None = None,
@@ -320,7 +358,8 @@ def sweep(
     ``intra-dc-homogeneous``, ``intra-dc-heterogeneous``, ``hypothetical``). ``workers``
     local processes, or Ray tasks (``engine="ray"``, ``address`` of a cluster); ``journal``:
     a JSONL file each finished point is appended to, which ``resume`` continues. A grid over
-    ``MAX_POINTS`` points needs ``confirm_large``."""
+    ``MAX_POINTS`` points needs ``confirm_large``. The limits are ``solve``'s, for each
+    point's searches: the work budgets make a point's answer the same on every worker."""
     from pddplan.sweeps.axes import MAX_POINTS, grid_size, parse_vary
     from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
     from pddplan.sweeps.knobs import check_axes
@@ -329,6 +368,7 @@ def sweep(
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
     _choice("engine", engine, ("local", "ray"))
+    problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     for a in architectures:
         _choice("architectures", a, ARCHITECTURES)
     if not architectures:
@@ -386,6 +426,9 @@ def study(
     _choice("name", name, STUDIES)
     kinds = tuple(architectures) if architectures else COMPARED
     if name == "demand":
+        problem = _with_budgets(
+            problem, node_limit=options.get("node_limit"), rate_points=options.get("rate_points")
+        )
         from pddplan.sweeps.points import ARCHITECTURES, Settings
 
         for a in kinds:
@@ -464,6 +507,8 @@ def verify(
     objective: Objective | None = None,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    rate_points: int | None = None,
     requests: int | None = None,
     precision: float | None = None,
     time_cap_s: float | None = None,
@@ -474,7 +519,9 @@ def verify(
     """Plan (or take ``plan``), simulate it at the load it claims until the verdict is
     decided, and re-plan with a tighter model until the simulator confirms a plan
     (``docs/simulate.md#the-verify-loop``). ``requests``, ``precision``, ``time_cap_s``,
-    ``max_requests``: each simulation's run length, as in ``simulate``."""
+    ``max_requests``: each simulation's run length, as in ``simulate``; the planning
+    limits are ``solve``'s."""
+    problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
 
     def again(p: Problem) -> PlanResult:
         return solve(p, objective=objective, solver=solver, time_limit_s=time_limit_s)

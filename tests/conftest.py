@@ -69,7 +69,7 @@ SLOW_BY_DURATION = {
     "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-paper-fleets]",
     "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-h100-h200]",
     "tests/test_solve.py::test_solve_infeasible_exits_1_with_the_relaxation",
-    "tests/test_solve.py::test_stopped_search_returns_the_best_plan_with_its_gap",
+    "tests/test_solve.py::test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap",
     "tests/test_solve.py::test_the_relaxation_bounds_the_minimum_cost[path0]",
     "tests/test_solve.py::test_time_limit_stops_the_search",
 }

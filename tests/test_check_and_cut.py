@@ -96,12 +96,13 @@ def test_a_rejected_plan_is_cut_and_the_next_cheapest_confirmed_one_returned(
     assert cost >= brute.evaluation.cost_per_hour_usd * (1 - 1e-9)
 
 
-def test_when_the_rounds_run_out_the_plan_is_confirmed_and_called_time_limit(
+def test_when_the_rounds_run_out_the_plan_is_confirmed_and_called_work_limit(
     hardware, models, monkeypatch
 ):
     """No cut rounds allowed and the first plan rejected (short by 5%): the search plans for
     the rate scaled by the shortfall, returns a plan the evaluator confirms, and says
-    ``time_limit`` with its gap against the rate's lower bound, never ``optimal``."""
+    ``work_limit`` (the rounds are counted work) with its gap against the rate's lower
+    bound and what stopped it, never ``optimal``."""
     s = random_scenario(1)
     monkeypatch.setattr(search, "CUT_ROUNDS", 0)
     real = search._Search.confirmed
@@ -113,7 +114,8 @@ def test_when_the_rounds_run_out_the_plan_is_confirmed_and_called_time_limit(
 
     monkeypatch.setattr(search._Search, "confirmed", first_rejected)
     r = solve_plan(problem_of(s, hardware, models), explain=False)
-    assert r.fleet is not None and r.status == "time_limit"
+    assert r.fleet is not None and r.status == "work_limit"
+    assert r.stats.stop_reason == "the check-and-cut rounds' budget at one rate (CUT_ROUNDS = 0)"
     assert r.stats.check_rounds == 1 and r.stats.gap is not None and r.stats.gap >= 0
     assert r.evaluation.status == "ok"
 

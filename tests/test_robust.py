@@ -154,24 +154,24 @@ def test_the_robust_plan_serves_every_variant_and_costs_at_least_each_alone(smal
     assert r.mixture[0] <= 0.10 + 1e-9 and r.mixture[1] <= 0.01 + 1e-9
 
 
-def test_the_weighted_plans_bound_only_where_the_must_meet_ones_leave_a_gap(small_variants):
+def test_the_weighted_plans_bound_only_where_the_must_meet_ones_leave_a_gap(
+    small_variants, monkeypatch
+):
     """Every variant's own plan costs the same here, so the must-meet ones bound the robust
     cost at its start: the weighted variants are not planned again at a looser share."""
     from pddplan.plan import robust
 
     _, problem, _ = small_variants
     solved = []
-    original = robust._min_cost
+    original = robust._Run.min_cost
 
-    def spy(variants, *args, **kwargs):
-        solved.append([next(iter(v.tables.values())).tail_scale for v in variants])
-        return original(variants, *args, **kwargs)
+    def spy(self, **kwargs):
+        if kwargs.get("hardware") is None:  # a plan, not the routing of a plan's hardware
+            solved.append([next(iter(v.tables.values())).tail_scale for v in kwargs["variants"]])
+        return original(self, **kwargs)
 
-    robust._min_cost = spy
-    try:
-        m = robust.robust_milp(problem, problem.variants(), "cbc", deadline=float("inf"))
-    finally:
-        robust._min_cost = original
+    monkeypatch.setattr(robust._Run, "min_cost", spy)
+    m = robust.robust_milp(problem, problem.variants(), "cbc", deadline=float("inf"))
     assert m.outcome.status == "optimal"
     assert solved[:4] == [[1.0]] * 4 and len(solved) == 5  # four own plans, the robust MILP
 

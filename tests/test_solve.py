@@ -21,6 +21,7 @@ from pddplan.plan import search as optimize
 from pddplan.plan.counts import Requirements
 from pddplan.plan.search import solve_plan
 from pddplan.plan.space import NO_RLD, Band, PoolOption, Space, State
+from pddplan.spec.status import PlanStatus
 
 runner = CliRunner()
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
@@ -239,16 +240,22 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
     assert pruned > 0
 
 
-def test_stopped_search_returns_the_best_plan_with_its_gap(monkeypatch):
-    """Stopped after two rate points (at the demand and at the top of the range), past the probes
-    that prove an upper rate (the same flag a time limit sets): the best plan so far, marked
-    stopped at the time limit, with a bound above its BCR."""
-    monkeypatch.setattr(optimize, "MAX_RATE_POINTS", 2)
+def test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap():
+    """Stopped by its rate-point budget (``solver.rate_points``) after the demand's point and
+    the probes that prove an upper rate: the best plan so far, marked ``work_limit`` with
+    what stopped it, and a bound above its BCR; the same budget stops it at the same point
+    every time."""
     s, hw, catalog = triple(load_scenario(PAPER))
-    r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr")
-    assert r.status == "time_limit"
+    problem = problem_of(s, hw, catalog).derive({"solver.rate_points": 6})
+    r = solve_plan(problem, objective="max-bcr")
+    assert r.status == "work_limit" and r.stats.rate_points == 6
+    assert r.stats.stop_reason == "its rate-point budget (solver.rate_points = 6)"
     assert r.fleet is not None and r.evaluation.status == "ok"
     assert r.stats.gap > 0 and r.stats.bcr_bound > r.evaluation.bcr
+    again = solve_plan(
+        problem_of(s, hw, catalog).derive({"solver.rate_points": 6}), objective="max-bcr"
+    )
+    assert again.fleet == r.fleet and again.stats.bcr_bound == r.stats.bcr_bound
 
 
 def _clock_stopping_after(reads: int):
@@ -271,7 +278,7 @@ def test_time_limit_stops_the_search():
         problem_of(s, hw, catalog),
         objective="max-bcr",
         explain=False,
-        clock=_clock_stopping_after(12),
+        clock=_clock_stopping_after(160),
     )
     assert r.status == "time_limit"
     assert r.stats.gap > 0
@@ -293,7 +300,7 @@ def test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not(objective
     not; the earliest max-BCR stop (one rate evaluated, nothing above it proven) is one."""
     s, hw, catalog = triple(load_scenario(SMALL))
     notes = 0
-    for reads in range(2, 9):
+    for reads in range(4, 24, 2):
         r = solve_plan(
             problem_of(s, hw, catalog),
             objective=objective,
@@ -302,9 +309,12 @@ def test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not(objective
         )
         st = r.stats
         if st.status != "time_limit":
+            assert st.gap_note is None and st.stop_reason is None, (reads, st)
+            continue
+        assert st.stop_reason == "the time limit (600 s)", (reads, st)
+        if r.fleet is None:  # stopped before the first plan: nothing to carry a gap
             assert st.gap_note is None, (reads, st)
             continue
-        assert r.fleet is not None, (reads, st)
         bounded = st.objective != "max-bcr" or (
             st.bcr_bound is not None and np.isfinite(st.bcr_bound)
         )
@@ -327,7 +337,7 @@ def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
     def stop_after_two(self, rate):
         calls["n"] += 1
         if calls["n"] > 2:
-            self.timed_out = True
+            self.halt(PlanStatus.TIME_LIMIT, "the time limit (test)")
             return None, float("inf"), 0.0
         return at(self, rate)
 

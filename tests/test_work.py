@@ -10,10 +10,12 @@ import pytest
 from conftest import ROOT
 
 import pddplan
-from pddplan.work import STEPS, counted, tally
+from pddplan.work import STEPS, TimeLimitReached, counted, deadline, tally
 
 
-def test_counted_counts_its_own_block_only():
+def test_a_step_counts_in_every_enclosing_block():
+    """A solve counts its own MILP nodes in a block of its own, and a benchmark's block
+    around it still sees them."""
     tally("states")  # outside any block: nothing to count into, no error
     with counted() as outer:
         tally("states")
@@ -21,7 +23,23 @@ def test_counted_counts_its_own_block_only():
             tally("states", 3)
         tally("pool_tails")
     assert inner == {"states": 3}
-    assert outer == {"states": 1, "pool_tails": 1}
+    assert outer == {"states": 4, "pool_tails": 1}
+
+
+def test_the_deadline_stops_work_only_where_a_unit_starts():
+    """Past the deadline, a step that starts a unit of work (``CHECKED``) raises; a step
+    inside one does not (nothing is left half-built), nor does any step outside the block
+    or in a block that lifts the deadline."""
+    now = {"t": 0.0}
+    with deadline(10.0, clock=lambda: now["t"]):
+        tally("count_searches")  # in time
+        now["t"] = 11.0
+        tally("pool_tails")  # inside a unit: never stopped there
+        with pytest.raises(TimeLimitReached):
+            tally("count_searches")
+        with deadline(None):
+            tally("count_searches")  # finishing a plan found in time
+    tally("count_searches")
 
 
 def test_each_thread_counts_into_its_own_block():

@@ -126,6 +126,36 @@ KvDtypeOpt = Annotated[
     typer.Option("--kv-dtype", help="KV cache dtype (default: the model's)."),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: same seed, same output.")]
+
+
+TimeLimitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        min=0.1,
+        help="Wall-clock safety stop, in seconds, for each search (a solve; compare's row; a "
+        "sweep's point). Default: the scenario's solver.time_limit_s, 600. The work budgets "
+        "decide where a search stops; one this stops says 'stopped at the time limit', and "
+        "its answer may differ on a faster machine.",
+    ),
+]
+NodeLimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--node-limit",
+        help="Branch-and-bound nodes each MILP solve may take (default: the scenario's "
+        "solver.node_limit, 100,000). Counted work: a search that reaches it stops as "
+        "work_limit with its best plan and gap, the same on any machine.",
+    ),
+]
+RatePointsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rate-points",
+        help="Rates a search may price, minimum-cost points and relaxation probes (default: "
+        "the scenario's solver.rate_points, 400). Counted work, as --node-limit.",
+    ),
+]
 HeadroomOpt = Annotated[
     float | None,
     typer.Option(
@@ -160,6 +190,8 @@ FLAGS = {
     "architectures": "--architectures",
     "engine": "--engine",
     "name": "--study",
+    "node_limit": "--node-limit",
+    "rate_points": "--rate-points",
 }
 """How the command line spells the library's arguments, for its error messages."""
 

@@ -14,8 +14,11 @@ import pddplan
 from pddplan.cli.common import (
     At,
     Format,
+    NodeLimitOpt,
+    RatePointsOpt,
     ScenarioArg,
     SolverOpt,
+    TimeLimitOpt,
     err,
     out,
     user_errors,
@@ -80,10 +83,9 @@ def compare(
         ),
     ] = None,
     solver: SolverOpt = None,
-    time_limit: Annotated[
-        float | None,
-        typer.Option("--time-limit", min=0.1, help="Seconds per architecture's solve."),
-    ] = None,
+    time_limit: TimeLimitOpt = None,
+    node_limit: NodeLimitOpt = None,
+    rate_points: RatePointsOpt = None,
     out_fleets: Annotated[
         Path | None,
         typer.Option(
@@ -116,7 +118,12 @@ def compare(
         if not quiet:
             err.print(f"planning {text}", style="dim", highlight=False)
 
-    options = {"solver": value(solver), "time_limit_s": time_limit}
+    options = {
+        "solver": value(solver),
+        "time_limit_s": time_limit,
+        "node_limit": node_limit,
+        "rate_points": rate_points,
+    }
     if sweep_args is not None:  # a chip the scenario does not use fails before any planning
         used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
         if sweep_args[0] not in used:

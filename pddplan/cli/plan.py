@@ -19,11 +19,14 @@ from pddplan.cli.common import (
     KvDtypeOpt,
     Method,
     ModelsOpt,
+    NodeLimitOpt,
     ObjectiveOpt,
     PlanOpt,
+    RatePointsOpt,
     ScenarioArg,
     SeedOpt,
     SolverOpt,
+    TimeLimitOpt,
     VariantOpt,
     WeightDtype,
     emit,
@@ -55,12 +58,9 @@ def solve(
     scenario: ScenarioArg,
     objective: ObjectiveOpt = None,
     solver: SolverOpt = None,
-    time_limit: Annotated[
-        float | None,
-        typer.Option(
-            "--time-limit", min=0.1, help="Seconds for the whole solve (default: the scenario's)."
-        ),
-    ] = None,
+    time_limit: TimeLimitOpt = None,
+    node_limit: NodeLimitOpt = None,
+    rate_points: RatePointsOpt = None,
     method: Annotated[
         Method,
         typer.Option(
@@ -101,11 +101,17 @@ def solve(
         problem = problem.derive({"headroom": headroom})
     if problem.scenario.workload_variants:
         _solve_robust(
-            problem, value(objective), value(solver), time_limit, value(method), out_file,
-            verify, verify_requests, verify_time_cap_s, seed, json_out,
+            problem, value(objective), value(solver), time_limit, node_limit, value(method),
+            out_file, verify, verify_requests, verify_time_cap_s, seed, json_out,
         )  # fmt: skip
         return
-    options = {"objective": value(objective), "solver": value(solver), "time_limit_s": time_limit}
+    options = {
+        "objective": value(objective),
+        "solver": value(solver),
+        "time_limit_s": time_limit,
+        "node_limit": node_limit,
+        "rate_points": rate_points,
+    }
     result = pddplan.solve(problem, method=value(method), **options)
     checked = None
     if verify and result.fleet is not None:
@@ -282,6 +288,7 @@ def _solve_robust(
     objective: str | None,
     solver: str | None,
     time_limit: float | None,
+    node_limit: int | None,
     method: str,
     out_file: Path | None,
     verify: bool,
@@ -306,7 +313,12 @@ def _solve_robust(
         raise pddplan.ArgumentError(
             "method", "{argument}: workload_variants are planned by the MILP only (milp)"
         )
-    result = pddplan.solve_robust(problem, solver=solver, time_limit_s=time_limit)  # type: ignore[arg-type]
+    result = pddplan.solve_robust(
+        problem,
+        solver=solver,  # type: ignore[arg-type]
+        time_limit_s=time_limit,
+        node_limit=node_limit,
+    )
     view = views.robust_view(result)
     checks = []
     if verify and result.variants:

@@ -11,7 +11,18 @@ from typing import Annotated, Any
 import typer
 
 import pddplan
-from pddplan.cli.common import ObjectiveOpt, ScenarioArg, SolverOpt, err, out, user_errors, value
+from pddplan.cli.common import (
+    NodeLimitOpt,
+    ObjectiveOpt,
+    RatePointsOpt,
+    ScenarioArg,
+    SolverOpt,
+    TimeLimitOpt,
+    err,
+    out,
+    user_errors,
+    value,
+)
 from pddplan.cli.common import write_file as write_text
 
 
@@ -111,9 +122,9 @@ def sweep(
         typer.Option("--address", help="Ray: a running cluster's address (default: start one)."),
     ] = None,
     solver: SolverOpt = None,
-    time_limit: Annotated[
-        float | None, typer.Option("--time-limit", min=0.1, help="Seconds per point's solve.")
-    ] = None,
+    time_limit: TimeLimitOpt = None,
+    node_limit: NodeLimitOpt = None,
+    rate_points: RatePointsOpt = None,
     yes: Annotated[
         bool, typer.Option("--yes", help="Run a grid of more than 100,000 points.")
     ] = False,
@@ -142,6 +153,8 @@ def sweep(
         "architectures": kinds,
         "solver": value(solver),
         "time_limit_s": time_limit,
+        "node_limit": node_limit,
+        "rate_points": rate_points,
         "workers": workers or os.cpu_count() or 1,
         "engine": value(engine),
         "address": address,

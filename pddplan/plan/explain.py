@@ -20,6 +20,7 @@ from pddplan.plan.space import Choice, PoolOption, Space
 from pddplan.spec.fleet import Fleet, LinkChoice
 from pddplan.spec.limits import MAX_LINK_GBPS
 from pddplan.spec.scenario import Link, Scenario
+from pddplan.work import TimeLimitReached
 
 MIN_RATE_RPS = 1e-6
 """A budget that cannot buy this rate buys nothing (max capacity)."""
@@ -355,7 +356,11 @@ def budget_needed(
         raise ValueError("budget_needed asks about a scenario without a budget")
     left = max(deadline - clock(), 1.0)
     out = milp.min_cost(
-        Requirements(space, MIN_RATE_RPS), solver=solver, time_limit_s=left, clock=clock
+        Requirements(space, MIN_RATE_RPS),
+        solver=solver,
+        time_limit_s=left,
+        node_limit=space.scenario.solver.node_limit,
+        clock=clock,
     )
     if out.choice is None or out.cost_per_hour is None:
         return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
@@ -391,7 +396,8 @@ def explain_infeasible(
     """For each limit (``knobs``): relax it alone (up to ``MAX_RELAX``); if that makes the
     demand servable, bisect for the smallest relaxation that does, on the printed grid.
     Every value printed is one a minimum-cost solve found a plan at (``verified``). Limits
-    left when the solve's time limit runs out are reported as not tried."""
+    left when the solve's time limit (the safety stop) runs out are reported as not
+    tried."""
 
     scenario = problem.scenario
     checks: dict[tuple[str, tuple[float, ...]], _Check] = {}
@@ -410,40 +416,52 @@ def explain_infeasible(
         if knob.fallback and any(r.needed and r.unit in ("GPUs", "kW") for r in out):
             continue
         if clock() > deadline:
-            out.append(_row(knob, None, "not tried: the time limit ran out"))
+            out.append(_row(knob, None, "not tried: stopped at the time limit"))
             continue
-        far = knob.at(MAX_RELAX)
-        if far == knob.now or not feasible(knob, far):
-            out.append(_row(knob, None, f"relaxing it alone (x {MAX_RELAX:g}) does not help"))
-            continue
-        if knob.integer:
-            bad, good = int(knob.now[0]), int(far[0])
-            while good - bad > 1:
-                count = (good + bad) // 2
-                bad, good = (bad, count) if feasible(knob, (count,)) else (count, good)
-            values: tuple[float, ...] = (float(good),)
-        else:
-            fgood, fbad = MAX_RELAX, 1.0
-            for _ in range(EXPLAIN_STEPS):
-                mid = math.sqrt(fgood * fbad)
-                fgood, fbad = (mid, fbad) if feasible(knob, knob.at(mid)) else (fgood, mid)
-            values = knob.at(fgood)
-        final = check(knob, values)  # solved already: the value printed is the one solved
-        verified = final.choice is not None
-        if knob.family == "demand":
-            text = f"can serve at most {knob.said(values)}"
-            if scenario.headroom:
-                text += f", planned with +{scenario.headroom:.0%} headroom"
-            if final.space is not None and final.choice is not None:
-                text += f"; there {_binding(final.space, final.choice)}"
-        else:
-            text = f"needs {knob.said(values)}"
-            if final.space is not None and final.choice is not None and knob.unit == "GPUs":
-                text += _units_named(final.space, final.choice, knob)
-        if not verified:
-            text += " (not confirmed: the time limit ran out)"
-        out.append(_row(knob, values, text, verified))
+        try:
+            out.append(_relax(knob, check, feasible, scenario))
+        except TimeLimitReached:
+            out.append(_row(knob, None, "not tried: stopped at the time limit"))
     return out
+
+
+def _relax(
+    knob: Knob,
+    check: Callable[[Knob, tuple[float, ...]], _Check],
+    feasible: Callable[[Knob, tuple[float, ...]], bool],
+    scenario: Scenario,
+) -> Relaxation:
+    """``knob``'s smallest relaxation that makes the demand servable (``explain_infeasible``)."""
+    far = knob.at(MAX_RELAX)
+    if far == knob.now or not feasible(knob, far):
+        return _row(knob, None, f"relaxing it alone (x {MAX_RELAX:g}) does not help")
+    if knob.integer:
+        bad, good = int(knob.now[0]), int(far[0])
+        while good - bad > 1:
+            count = (good + bad) // 2
+            bad, good = (bad, count) if feasible(knob, (count,)) else (count, good)
+        values: tuple[float, ...] = (float(good),)
+    else:
+        fgood, fbad = MAX_RELAX, 1.0
+        for _ in range(EXPLAIN_STEPS):
+            mid = math.sqrt(fgood * fbad)
+            fgood, fbad = (mid, fbad) if feasible(knob, knob.at(mid)) else (fgood, mid)
+        values = knob.at(fgood)
+    final = check(knob, values)  # solved already: the value printed is the one solved
+    verified = final.choice is not None
+    if knob.family == "demand":
+        text = f"can serve at most {knob.said(values)}"
+        if scenario.headroom:
+            text += f", planned with +{scenario.headroom:.0%} headroom"
+        if final.space is not None and final.choice is not None:
+            text += f"; there {_binding(final.space, final.choice)}"
+    else:
+        text = f"needs {knob.said(values)}"
+        if final.space is not None and final.choice is not None and knob.unit == "GPUs":
+            text += _units_named(final.space, final.choice, knob)
+    if not verified:
+        text += " (not confirmed: the search stopped at a work budget or the time limit)"
+    return _row(knob, values, text, verified)
 
 
 def _row(
@@ -487,7 +505,13 @@ def _solve(
         return _Check(None, None)
     rate = (trial.workload.arrival_rps or 0.0) * (1 + trial.headroom)
     left = max(deadline - clock(), 1.0)
-    out = milp.min_cost(Requirements(space, rate), solver=solver, time_limit_s=left, clock=clock)
+    out = milp.min_cost(
+        Requirements(space, rate),
+        solver=solver,
+        time_limit_s=left,
+        node_limit=trial.solver.node_limit,
+        clock=clock,
+    )
     return _Check(space, out.choice)
 
 

@@ -29,7 +29,7 @@ import pulp
 
 from pddplan.plan.bounds import plan_cost
 from pddplan.plan.counts import Requirements, undominated
-from pddplan.plan.solver import SolveResult, solve
+from pddplan.plan.solver import NODE_LIMIT, STOPPED, SolveResult, solve
 from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, State
 from pddplan.spec.scenario import ROLES, Role
 
@@ -61,7 +61,9 @@ class MilpOutcome:
     """What one minimum-cost solve at a fixed rate returned."""
 
     status: str
-    """``optimal``, ``time_limit``, ``time_limit_no_incumbent`` or ``infeasible``."""
+    """``optimal``, ``infeasible``, or where a solve stopped early ``node_limit`` /
+    ``time_limit`` (with a plan and its gap) or ``node_limit_no_incumbent`` /
+    ``time_limit_no_incumbent`` (``pddplan.plan.solver``)."""
     choice: Choice | None
     cost_per_hour: float | None
     bound: float | None
@@ -611,6 +613,7 @@ def min_cost(
     solver: str = "cbc",
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-6,
+    node_limit: int = NODE_LIMIT,
     budget_usd_per_hour: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     lower_bound: float | None = None,
@@ -620,7 +623,8 @@ def min_cost(
 ) -> MilpOutcome:
     """The cheapest deployment that serves ``req.rate`` within every limit; given
     ``variants``, the cheapest hardware that serves each variant's rate with its own
-    routing (``Formulation``). ``clock``: the time source ``time_limit_s`` is measured on.
+    routing (``Formulation``). ``node_limit``: branch-and-bound nodes per solver run
+    (counted work); ``time_limit_s``: the wall-clock safety stop, measured on ``clock``.
     ``lower_bound``: a cost per hour no plan is below
     (``pddplan.plan.bounds.relaxed_optimum``), added as a row so that the solver starts
     from it rather than from its own weaker LP bound. ``hardware``: a plan's options,
@@ -659,6 +663,7 @@ def min_cost(
             solver=solver,
             time_limit_s=left,
             mip_gap=mip_gap,
+            node_limit=node_limit,
             warm_start=initial is not None,
             # CBC's preprocessing, measured on robust MILPs (docs/milp.md): on the paper's
             # four months 9.8 s with it, 3.3 s without (2.1 s and 0.14 s from the start);
@@ -667,7 +672,7 @@ def min_cost(
             preprocess=variants is None or len(variants) == 1,
         )
         solves += 1
-        if result.status not in ("optimal", "time_limit"):
+        if result.status != "optimal" and result.status not in STOPPED:
             break
         picked = f.choices(result.values, normalize=False)
         missing = [c for c in f.rows_for(*picked) if c not in f.rows]
@@ -681,7 +686,7 @@ def min_cost(
                 f.add_row(c)
     seconds = clock() - start
     size = (f.prob.numVariables(), f.prob.numConstraints())
-    if result is None or result.status not in ("optimal", "time_limit"):
+    if result is None or (result.status != "optimal" and result.status not in STOPPED):
         status = "time_limit_no_incumbent" if result is None else result.status
         return MilpOutcome(status, None, None, None, None, seconds, solves, *size)
     if missing:  # stopped by the time limit with rows still to add: no proven-feasible plan

@@ -45,6 +45,18 @@ class SolveStats:
     for, each excluded and the rate solved again (``docs/milp.md``, "Check and cut")."""
     rejected: tuple[RejectedPlan, ...] = ()
     """What the evaluator rejected in those rounds."""
+    stop_reason: str | None = None
+    """What stopped the search before it proved its answer (``work_limit``: the budget
+    that ran out; ``time_limit``: the safety stop), in words; None for a finished search."""
+    rate_points: int = 0
+    """Rates the search priced (``docs/milp.md``, "Work budgets")..."""
+    rate_point_budget: int = 0
+    """...against this budget (``solver.rate_points``)."""
+    milp_nodes: int = 0
+    """Branch-and-bound nodes of the search's MILP solves, summed..."""
+    node_limit: int = 0
+    """...each solve at most this many (``solver.node_limit``; CBC's complete fathoming of
+    small subtrees aside)."""
 
 
 @dataclass(frozen=True)

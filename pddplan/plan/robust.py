@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import TTFT_FAILURE, Evaluator
@@ -35,6 +36,7 @@ from pddplan.plan.space import Choice, NoOptionsError, Space
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
 from pddplan.spec.status import PlanStatus
+from pddplan.work import TimeLimitReached, deadline
 
 TAIL_SCALES = (0.5, 1.0, 1.5, 2.0)
 """The shares of the TTFT tail budgets a weighted variant may be planned for."""
@@ -137,11 +139,34 @@ def _rate(problem: Problem) -> float:
 
 
 def _status(milp_status: str) -> PlanStatus:
-    """The MILP's outcome as a plan's status: a time limit with or without a plan is
-    ``time_limit`` (the plan, or its absence, says which)."""
-    if milp_status == "time_limit_no_incumbent":
+    """The MILP's outcome as a plan's status: its node limit with or without a plan is
+    ``work_limit``, the time limit ``time_limit`` (the plan, or its absence, says which)."""
+    if milp_status.startswith("node_limit"):
+        return PlanStatus.WORK_LIMIT
+    if milp_status.startswith("time_limit"):
         return PlanStatus.TIME_LIMIT
     return PlanStatus(milp_status)
+
+
+class _Run(NamedTuple):
+    """How each of a robust plan's MILPs runs: the backend, its node limit (counted work)
+    and the wall-clock safety stop."""
+
+    solver: str
+    node_limit: int
+    deadline: float
+    clock: Callable[[], float]
+
+    def min_cost(self, **kwargs: Any) -> milp.MilpOutcome:
+        """``milp.min_cost`` within these limits."""
+        left = max(self.deadline - self.clock(), 1e-3)
+        return milp.min_cost(
+            solver=self.solver,
+            node_limit=self.node_limit,
+            time_limit_s=left,
+            clock=self.clock,
+            **kwargs,
+        )
 
 
 def solve_robust(
@@ -161,7 +186,15 @@ def solve_robust(
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
     start = clock()
     pairs = problem.variants()
-    m = robust_milp(problem, pairs, solver, start + limit, clock)
+    try:
+        with deadline(start + limit, clock):
+            m = robust_milp(problem, pairs, solver, start + limit, clock)
+    except TimeLimitReached:  # before the robust MILP had a plan
+        return RobustResult(
+            scenario.name, PlanStatus.TIME_LIMIT, clock() - start, 0, 0,
+            notes=[f"stopped at the time limit ({limit:g} s) before any plan was found"],
+            solver=solver, model=scenario.model,
+        )  # fmt: skip
     out, plans, alone, spaces = m.outcome, m.alone_plans, m.alone, m.spaces
     seconds = clock() - start
     if out.status == "infeasible":
@@ -193,9 +226,8 @@ def solve_robust(
         else None
     )
     # each variant's own plan under every variant, within a time limit of their own
-    checks = (
-        _singles(pairs, alone, plans, spaces, solver, clock() + limit, clock) if singles else []
-    )
+    run = _Run(solver, scenario.solver.node_limit, clock() + limit, clock)
+    checks = _singles(pairs, alone, plans, spaces, run) if singles else []
     return RobustResult(
         scenario.name,
         _status(out.status),
@@ -275,7 +307,8 @@ def robust_milp(
         spaces.append(space)
         variants.append(milp.Variant(v.name, tables, v.weight))
     alone = [milp.Variant(x.name, {1.0: x.tables[1.0]}) for x in variants]
-    plans = [_min_cost([own], solver, deadline, clock) for own in alone]
+    run = _Run(solver, problem.scenario.solver.node_limit, deadline, clock)
+    plans = [run.min_cost(variants=[own]) for own in alone]
     # the must-meet variants' own plans bound the robust cost below; a weighted variant's
     # own plan does not (the robust plan may serve it at a looser share), its plan at the
     # loosest share the mixture allows it does: those are planned only where the must-meet
@@ -286,18 +319,18 @@ def robust_milp(
         return [
             plans[i]
             if scale == 1.0
-            else _min_cost([milp.Variant(x.name, {1.0: x.tables[scale]})], solver, deadline, clock)
+            else run.min_cost(variants=[milp.Variant(x.name, {1.0: x.tables[scale]})])
             for i, (x, scale) in enumerate(zip(variants, _loosest(variants), strict=True))
             if x.weight is not None
         ]
 
     lower = _lower(must or loose())
-    initial, cost = _incumbent(plans, alone, lower, solver, deadline, clock)
+    initial, cost = _incumbent(plans, alone, lower, run)
     gap = lower is None or cost is None or cost > lower * (1 + 1e-9)
     if must and len(must) < len(variants) and gap:
         # the start stays: a plan that serves every variant costs no less than a bound
         lower = _lower(must + loose())
-    out = _min_cost(variants, solver, deadline, clock, lower, initial)
+    out = run.min_cost(variants=variants, lower_bound=lower, initial=initial)
     return RobustMilp(out, variants, alone, plans, spaces)
 
 
@@ -305,9 +338,7 @@ def _incumbent(
     plans: list[milp.MilpOutcome],
     alone: list[milp.Variant],
     lower: float | None,
-    solver: str,
-    deadline: float,
-    clock: Callable[[], float],
+    run: _Run,
 ) -> tuple[list[Choice] | None, float | None]:
     """A robust solution to start the solver from, and its cost per hour: the cheapest
     variant's own plan whose hardware, routed by the MILP for each variant at its own
@@ -321,10 +352,7 @@ def _incumbent(
     for plan in mine:
         routed = []
         for v in alone:
-            left = max(deadline - clock(), 1e-3)
-            got = milp.min_cost(
-                variants=[v], hardware=plan.choice, solver=solver, time_limit_s=left, clock=clock
-            )
+            got = run.min_cost(variants=[v], hardware=plan.choice)
             if got.choice is None:
                 break
             routed.append(got.choice)
@@ -359,33 +387,12 @@ def _loosest(variants: list[milp.Variant]) -> list[float]:
     return out
 
 
-def _min_cost(
-    variants: list[milp.Variant],
-    solver: str,
-    deadline: float,
-    clock: Callable[[], float],
-    lower: float | None = None,
-    initial: list[Choice] | None = None,
-) -> milp.MilpOutcome:
-    left = max(deadline - clock(), 1e-3)
-    return milp.min_cost(
-        variants=variants,
-        solver=solver,
-        time_limit_s=left,
-        clock=clock,
-        lower_bound=lower,
-        initial=initial,
-    )
-
-
 def _singles(
     pairs: list[tuple[WorkloadVariant, Problem]],
     alone: list[milp.Variant],
     plans: list[milp.MilpOutcome],
     spaces: list[Space],
-    solver: str,
-    deadline: float,
-    clock: Callable[[], float],
+    run: _Run,
 ) -> list[SinglePlan]:
     """Each variant's own plan (the MILP at its own budgets, from its own counts) and its
     hardware under every variant: the MILP with the hardware fixed picks the routing, if
@@ -397,7 +404,7 @@ def _singles(
             continue
         fleet = space.fleet(plan.choice, f"{v.name}-alone")
         under = [
-            _under(plan.choice, fleet, u, up, other, solver, deadline, clock)
+            _under(plan.choice, fleet, u, up, other, run)
             for (u, up), other in zip(pairs, alone, strict=True)
         ]
         out.append(SinglePlan(v.name, plan.status, plan.cost_per_hour, fleet, under))
@@ -410,17 +417,9 @@ def _under(
     u: WorkloadVariant,
     up: Problem,
     variant: milp.Variant,
-    solver: str,
-    deadline: float,
-    clock: Callable[[], float],
+    run: _Run,
 ) -> CrossCheck:
-    routed = milp.min_cost(
-        variants=[variant],
-        hardware=choice,
-        solver=solver,
-        time_limit_s=max(deadline - clock(), 1e-3),
-        clock=clock,
-    )
+    routed = run.min_cost(variants=[variant], hardware=choice)
     rate = _rate(up)
     tried = [fleet, fleet.model_copy(update={"routing": None})]  # its own; the best relay cut
     if routed.choice is not None:  # the planner's routing for this hardware

@@ -25,6 +25,12 @@ cost the evaluator confirms and prefers, with its router tuned (``_Search._prefe
 
 Every deployment is scored by the evaluator (``pddplan.evaluation.evaluator``), so the report's
 capacity, TTFT and BCR are the evaluator's, not the MILP's.
+
+Each search stops on counted work (``docs/milp.md``, "Work budgets"): ``solver.rate_points``
+rates priced, ``solver.node_limit`` nodes per MILP, ``CUT_ROUNDS`` and ``RESIZES``
+check-and-cut rounds per rate, so its answer is the same on any machine (``work_limit``
+where a budget ran out). ``solver.time_limit_s`` is a wall-clock safety stop only
+(``time_limit``: the answer may differ on a faster machine).
 """
 
 from __future__ import annotations
@@ -65,38 +71,45 @@ from pddplan.plan.results import BcrStep, PlanResult, RejectedPlan, Relaxation, 
 from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
+from pddplan.work import TimeLimitReached, counted, deadline, tally
 
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
-MAX_RATE_POINTS = 400
-"""A guard on the rate searches: past this many minimum-cost points (MILPs, or relaxations
-whose plan was optimal), the search stops as if the time limit had run out (max BCR:
-``time_limit``)."""
 CUT_ROUNDS = 12
 """How many deployments ``_Search.at`` may find rejected by the evaluator at one rate (each
 cut and the rate solved again) before it gives up on a proven plan there and plans the
-rate scaled by the shortfall instead (``RESIZES``), reported as ``time_limit``."""
+rate scaled by the shortfall instead (``RESIZES``), reported as ``work_limit``."""
 RESIZES = 4
 """After ``CUT_ROUNDS``: how many times ``_Search.at`` plans for a higher rate, each time by
 the shortfall the evaluator found."""
 
 
 class _Search:
-    """Minimum-cost solves at chosen rates, memoized, with the evaluator's capacity."""
+    """Minimum-cost solves at chosen rates, memoized, with the evaluator's capacity, within
+    the scenario's work budgets (``solver.rate_points``, ``solver.node_limit``) and its
+    wall-clock safety stop (``deadline``, on ``clock``)."""
 
     def __init__(
         self,
         space: Space,
         solver: str,
-        deadline: float,
+        start: float,
+        limit_s: float,
         budget: float | None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.space, self.solver, self.deadline, self.budget = space, solver, deadline, budget
-        self.clock = clock
+        self.space, self.solver, self.budget = space, solver, budget
+        self.deadline, self.limit_s, self.clock = start + limit_s, limit_s, clock
+        options = space.scenario.solver
+        self.rate_points, self.node_limit = options.rate_points, options.node_limit
+        self.priced = 0
+        """Rates priced: minimum-cost points and relaxation probes (``rate_points``)."""
         self.solves = 0
         self.size = (0, 0)
-        self.timed_out = False
+        self.stop: PlanStatus | None = None
+        """``WORK_LIMIT`` or ``TIME_LIMIT`` once the search must stop, else None."""
+        self.stop_reason: str | None = None
+        """What stopped it, in words."""
         self.points: dict[float, tuple[Choice | None, float, float]] = {}
         self.last_gap: float | None = None
         self.tables: dict[float, Requirements] = {}
@@ -111,12 +124,55 @@ class _Search:
         self.lower_bound = 0.0
         """The relaxation's bound on the minimum cost at the rate ``_cheapest`` last solved."""
         self.unproven = False
+        self.unproven_reason: str | None = None
         """Whether a rate's plan was found by resizing (``CUT_ROUNDS`` ran out): confirmed,
         not proven the cheapest."""
         self.settled: set[float] = set()
         """The rates whose relaxation's plan was the optimum (no MILP ran there)."""
 
+    @property
+    def stopped(self) -> bool:
+        """Whether a budget or the safety stop ended the search."""
+        return self.stop is not None
+
+    def halt(self, stop: PlanStatus, reason: str) -> None:
+        """Stop the search: the first reason is kept, but the time limit overrides a work
+        budget (an answer it shaped may differ on a faster machine, which must be said)."""
+        if self.stop is None or (stop == PlanStatus.TIME_LIMIT and self.stop != stop):
+            self.stop, self.stop_reason = stop, reason
+
+    def _timed_out(self) -> None:
+        self.halt(PlanStatus.TIME_LIMIT, f"the time limit ({self.limit_s:g} s)")
+
+    def _price(self) -> bool:
+        """Count one rate priced; False, and the search stops, past the rate-point budget
+        or the time limit."""
+        if self.clock() >= self.deadline:
+            self._timed_out()
+            return False
+        if self.priced >= self.rate_points:
+            self.halt(
+                PlanStatus.WORK_LIMIT,
+                f"its rate-point budget (solver.rate_points = {self.rate_points:,})",
+            )
+            return False
+        self.priced += 1
+        tally("rate_points")
+        return True
+
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
+        """``_at``, memoized; (None, inf, 0), not kept, where the time limit stops it."""
+        if rate in self.points:
+            return self.points[rate]
+        try:
+            point = self._at(rate)
+        except TimeLimitReached:
+            self._timed_out()
+            return None, math.inf, 0.0
+        self.points[rate] = point
+        return point
+
+    def _at(self, rate: float) -> tuple[Choice | None, float, float]:
         """(choice, cost per hour, evaluated SLA capacity) of the cheapest plan at ``rate``
         that the evaluator confirms; (None, inf, 0) when no plan serves it.
 
@@ -126,9 +182,7 @@ class _Search:
         the rate solved again, so the plan returned is the cheapest the evaluator confirms.
         Each rejection is a round (``rounds``). After ``CUT_ROUNDS`` rejections at one rate the search stops
         proving and plans for the rate scaled by the shortfall, up to ``RESIZES`` times: a
-        confirmed plan, not a proven one (the search's status is then ``time_limit``)."""
-        if rate in self.points:
-            return self.points[rate]
+        confirmed plan, not a proven one (the search's status is then ``work_limit``)."""
         point: tuple[Choice | None, float, float] = (None, math.inf, 0.0)
         rejected: list[Choice] = []
         target, lower = rate, 0.0
@@ -148,6 +202,9 @@ class _Search:
                 point = (confirmed, cost, capacity)
                 if resizing:  # confirmed, not proven: its gap against the rate's bound
                     self.unproven = True
+                    self.unproven_reason = (
+                        f"the check-and-cut rounds' budget at one rate (CUT_ROUNDS = {CUT_ROUNDS})"
+                    )
                     self.last_gap = max(0.0, cost - lower) / cost if cost > 0 else 0.0
                 break
             self.rounds += 1
@@ -156,7 +213,6 @@ class _Search:
                 rejected.append(choice)
             else:
                 target *= rate / max(capacity, 1e-12) * (1 + 1e-3)
-        self.points[rate] = point
         return point
 
     def confirmed(self, choice: Choice, rate: float) -> tuple[Choice | None, float]:
@@ -191,12 +247,10 @@ class _Search:
         self, rate: float, rejected: tuple[Choice, ...] = (), *, at_rate: float | None = None
     ) -> tuple[Choice | None, float | None, float | None]:
         """The minimum-cost plan at ``rate`` but for the ``rejected`` deployments: the
-        relaxation's where it is exact, else the MILP's (None when there is none, or no time
-        is left). Its tables are kept for ``at_rate`` (default ``rate``), the rate the plan
-        is confirmed at."""
-        left = self.deadline - self.clock()
-        if left <= 0 or self.solves + len(self.settled) >= MAX_RATE_POINTS:
-            self.timed_out = True
+        relaxation's where it is exact, else the MILP's (None when there is none, or the
+        search must stop). Its tables are kept for ``at_rate`` (default ``rate``), the rate
+        the plan is confirmed at."""
+        if not self._price():
             return None, None, None
         req = self.tables.pop(rate, None) or self.solved.get(rate) or Requirements(self.space, rate)
         self.solved[rate] = req
@@ -212,8 +266,9 @@ class _Search:
         out = milp.min_cost(
             req,
             solver=self.solver,
-            time_limit_s=left,
+            time_limit_s=max(self.deadline - self.clock(), 1e-3),
             mip_gap=self.space.scenario.solver.mip_gap,
+            node_limit=self.node_limit,
             budget_usd_per_hour=self.budget,
             clock=self.clock,
             lower_bound=relaxed.cost,
@@ -222,7 +277,12 @@ class _Search:
         self.solves += out.solves
         self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
         if out.status in ("time_limit", "time_limit_no_incumbent"):
-            self.timed_out = True
+            self._timed_out()
+        elif out.status in ("node_limit", "node_limit_no_incumbent"):
+            self.halt(
+                PlanStatus.WORK_LIMIT,
+                f"a MILP's node limit (solver.node_limit = {self.node_limit:,})",
+            )
         return out.choice, out.cost_per_hour, out.gap
 
     def _preferred(self, choice: Choice, cost: float, rate: float) -> tuple[Choice, float]:
@@ -257,13 +317,18 @@ class _Search:
 
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_optimum``); its tables
-        are kept for a solve there. Past the time limit: 0, and the search stops."""
-        if self.clock() >= self.deadline:
-            self.timed_out = True
+        are kept for a solve there. Past the rate-point budget or the time limit: 0, and
+        the search stops."""
+        if not self._price():
             return 0.0
-        req = Requirements(self.space, rate)
+        try:
+            req = Requirements(self.space, rate)
+            cost = relaxed_optimum(req).cost
+        except TimeLimitReached:
+            self._timed_out()
+            return 0.0
         self.tables[rate] = req
-        return relaxed_optimum(req).cost
+        return cost
 
 
 def solve_plan(
@@ -292,10 +357,19 @@ def solve_plan(
             )
         )
     try:
-        space = Space(problem)
+        with deadline(start + limit, clock):
+            space = Space(problem)
+    except TimeLimitReached:
+        stop = f"the time limit ({limit:g} s)"
+        stats = SolveStats(objective, solver, PlanStatus.TIME_LIMIT, clock() - start)
+        return PlanResult(
+            scenario.name, scenario.model, PlanStatus.TIME_LIMIT, replace(stats, stop_reason=stop)
+        )
     except NoOptionsError as e:
-        deadline = start + limit
-        relaxations = explain_infeasible(problem, solver, deadline, clock) if explain else []
+        with deadline(start + limit, clock):
+            relaxations = (
+                explain_infeasible(problem, solver, start + limit, clock) if explain else []
+            )
         stats = SolveStats(objective, solver, PlanStatus.INFEASIBLE, clock() - start)
         note = Relaxation("options", 1.0, None, str(e))
         return PlanResult(
@@ -308,17 +382,23 @@ def solve_plan(
     search = _Search(
         space,
         solver,
-        start + limit,
+        start,
+        limit,
         scenario.budget_usd_per_hour if objective == "max-capacity" else None,
         clock,
     )
     iterations, bound, best_bcr = 0, None, None
-    if objective == "min-cost":
-        choice, _, _ = search.at(demand)
-    elif objective == "max-capacity":
-        choice, iterations = _max_capacity(search)
-    else:
-        choice, iterations, bound, best_bcr = _max_bcr(search, demand)
+    with counted() as work, deadline(start + limit, clock):
+        try:
+            if objective == "min-cost":
+                choice, _, _ = search.at(demand)
+            elif objective == "max-capacity":
+                choice, iterations = _max_capacity(search)
+            else:
+                choice, iterations, bound, best_bcr = _max_bcr(search, demand)
+        except TimeLimitReached:  # between the search's own steps (e.g. the cost floor)
+            search.halt(PlanStatus.TIME_LIMIT, f"the time limit ({limit:g} s)")
+            choice = _best_found(search, objective)
     status = _status(search, choice)
     seconds = clock() - start
     stats = SolveStats(
@@ -335,19 +415,20 @@ def solve_plan(
         bcr_best=best_bcr,
         check_rounds=search.rounds,
         rejected=tuple(search.rejected),
+        stop_reason=search.stop_reason or search.unproven_reason,
+        rate_points=search.priced,
+        rate_point_budget=search.rate_points,
+        milp_nodes=work["milp_nodes"],
+        node_limit=search.node_limit,
     )
-    stats = replace(stats, gap_note=_gap_note(stats))
-    if (
-        choice is None
-        and explain
-        and status == PlanStatus.INFEASIBLE
-        and objective == "max-capacity"
-    ):
-        relaxations = [budget_needed(space, solver, start + limit, clock)]
-    elif choice is None and explain and status == PlanStatus.INFEASIBLE:
-        relaxations = explain_infeasible(problem, solver, start + limit, clock)
-    else:
-        relaxations = []
+    stats = replace(stats, gap_note=_gap_note(stats) if choice is not None else None)
+    relaxations = []
+    if choice is None and explain and status == PlanStatus.INFEASIBLE:
+        with deadline(start + limit, clock):
+            if objective == "max-capacity":
+                relaxations = [budget_needed(space, solver, start + limit, clock)]
+            else:
+                relaxations = explain_infeasible(problem, solver, start + limit, clock)
     result = finish_plan(space, stats, choice, relaxations=relaxations)
     steps = _bcr_steps(search, choice) if objective == "max-bcr" else []
     return replace(result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps)
@@ -422,12 +503,22 @@ def describe(choice: Choice) -> str:
     return f"{' + '.join(pools)}; {link}; {cut}"
 
 
+def _best_found(search: _Search, objective: str) -> Choice | None:
+    """The best plan a search stopped between its steps had found: the most SLA capacity
+    (max capacity) or BCR (max BCR) of the rates it solved; none for min cost."""
+    found = [(c, cost, cap) for c, cost, cap in search.points.values() if c is not None]
+    if objective == "min-cost" or not found:
+        return None
+    key = (lambda p: p[2]) if objective == "max-capacity" else (lambda p: p[2] / p[1])
+    return max(found, key=key)[0]
+
+
 def _status(search: _Search, choice: Choice | None) -> PlanStatus:
+    if search.stop is not None:
+        return search.stop
     if choice is None:
-        return PlanStatus.TIME_LIMIT if search.timed_out else PlanStatus.INFEASIBLE
-    if search.timed_out or search.unproven:
-        return PlanStatus.TIME_LIMIT
-    return PlanStatus.OPTIMAL
+        return PlanStatus.INFEASIBLE
+    return PlanStatus.WORK_LIMIT if search.unproven else PlanStatus.OPTIMAL
 
 
 def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | None):
@@ -443,20 +534,27 @@ def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | 
 
 
 def _gap_note(stats: SolveStats) -> str | None:
-    """Why a time-limited plan carries no gap or no finite bound (None: it carries both)."""
-    if stats.status != PlanStatus.TIME_LIMIT:
+    """Why a stopped search's plan carries no gap or no finite bound (None: it carries both,
+    or the search finished)."""
+    if not stats.status.stopped:
         return None
+    what = stats.stop_reason or "its work budget"
+    more = (
+        "a longer --time-limit"
+        if stats.status == PlanStatus.TIME_LIMIT
+        else "a larger --rate-points or --node-limit"
+    )
     bound = stats.bcr_bound
     if stats.objective == "max-bcr" and (bound is None or not math.isfinite(bound)):
         return (
-            "the time limit stopped the search before any rate above the plans evaluated was "
-            "proven unservable, so nothing bounds BCR yet and the gap is unknown; a longer "
-            "--time-limit proves a bound"
+            f"{what} stopped the search before any rate above the plans evaluated was "
+            f"proven unservable, so nothing bounds BCR yet and the gap is unknown; {more} "
+            "proves a bound"
         )
     if stats.gap is None:
         return (
-            "the last MILP stopped at the time limit without reporting a bound (the solver "
-            "gave none), so its gap is unknown; a longer --time-limit proves one"
+            f"the last MILP stopped at {what} without reporting a bound (the solver gave "
+            f"none), so its gap is unknown; {more} proves one"
         )
     return None
 
@@ -545,7 +643,7 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
             rate = (lo + hi) / 2
         choice, _, capacity = search.at(rate)
         steps += 1
-        if search.timed_out:
+        if search.stopped:
             break
         if choice is None:
             hi = rate
@@ -555,7 +653,10 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
             if not math.isfinite(hi):
                 rate = 2 * lo
                 if rate > MAX_RATE_RPS:
-                    search.timed_out = True  # no limit found: report what we have
+                    search.halt(
+                        PlanStatus.WORK_LIMIT,
+                        f"no rate up to {MAX_RATE_RPS:g} req/s is out of reach",
+                    )
                     break
     return best[0], steps
 
@@ -578,27 +679,29 @@ def _max_bcr(
     evaluated = [(demand, cost, cap, first)]  # (rate, cost, capacity, choice)
     probes: dict[float, float] = {}  # rate -> relaxed_optimum's cost there (a lower bound above it)
     top = cap  # the first rate not even the relaxation serves, by doubling
-    while not search.timed_out:
+    while not search.stopped:
         top *= 2
         probes[top] = search.relaxed(top)
         if math.isinf(probes[top]):
             break
         if top > MAX_RATE_RPS:
-            search.timed_out = True  # no limit found: report what we have
+            search.halt(
+                PlanStatus.WORK_LIMIT, f"no rate up to {MAX_RATE_RPS:g} req/s is out of reach"
+            )
     # past the time limit nothing above the last proven rate is bounded
-    infeasible_above = math.inf if search.timed_out else top
+    infeasible_above = math.inf if search.stopped else top
     grid = np.geomspace(demand, top, FLOOR_CELLS + 1)
     floor = cost_floor(search.space, grid)
-    if top / 2 > cap and not search.timed_out:  # the largest rate the relaxation serves:
+    if top / 2 > cap and not search.stopped:  # the largest rate the relaxation serves:
         choice, c, b = search.at(top / 2)  # usually the best ratio's neighbourhood
         if choice is not None:
             evaluated.append((top / 2, c, b, choice))
-        elif not search.timed_out:  # a datacenter limit the relaxation drops binds there
+        elif not search.stopped:  # a datacenter limit the relaxation drops binds there
             infeasible_above = top / 2
     q = max(b / c for _, c, b, _ in evaluated)
     iterations = 1
     bound = math.inf
-    while not search.timed_out:
+    while not search.stopped:
         # Dinkelbach's parametric problem at q, bounded over the open intervals
         bound, segment = _best_gap(evaluated, probes, infeasible_above, grid, floor)
         if bound <= q * (1 + tolerance) or segment is None:
@@ -610,7 +713,7 @@ def _max_bcr(
             # reveals the next step of C)
             choice, c, b = search.at(start)
             if choice is None:
-                if not search.timed_out:
+                if not search.stopped:
                     infeasible_above = min(infeasible_above, start)
                 continue
             evaluated.append((start, c, b, choice))
@@ -627,7 +730,7 @@ def _max_bcr(
             infeasible_above = min(infeasible_above, point)
     bound = max(q, _best_gap(evaluated, probes, infeasible_above, grid, floor)[0])
     best = max(evaluated, key=lambda e: (e[2] / e[1], -e[1]))
-    if search.timed_out or not math.isfinite(bound):
+    if search.stopped or not math.isfinite(bound):
         return best[3], iterations, bound, q
     threshold = (1 - search.space.scenario.search.bcr_plateau) * bound
     bounds = _Bounds(evaluated, probes, infeasible_above, grid, floor)
@@ -682,7 +785,7 @@ def _cheapest_reaching(
     are scanned in increasing rate from ``demand``: the first step reaching ``threshold``
     is the answer, and stretches no step can reach (``first_possible``) are skipped."""
     rate = demand
-    while not search.timed_out:
+    while not search.stopped:
         t = bounds.first_possible(threshold, rate)
         if t is None:
             return None

@@ -1,10 +1,13 @@
-"""Running a MILP: backend choice (CBC bundled with PuLP, or HiGHS), time limit, gap, and a
-status that says what the answer is worth. The only module besides the formulation that
-knows PuLP.
+"""Running a MILP: backend choice (CBC bundled with PuLP, or HiGHS), node limit, time limit,
+gap, and a status that says what the answer is worth. The only module besides the
+formulation that knows PuLP.
 
-Statuses: ``optimal`` (proven within the gap), ``time_limit`` (stopped with a feasible
-solution; ``gap`` says how far from proven), ``time_limit_no_incumbent``, ``infeasible``,
-``unbounded``. HiGHS prints a banner from C code straight to file descriptor 1; the solve
+Statuses: ``optimal`` (proven within the gap), ``node_limit`` (the branch and bound stopped
+at its node limit with a feasible solution; ``gap`` says how far from proven),
+``time_limit`` (the same, stopped by the wall-clock safety stop), each ``..._no_incumbent``
+when it stopped before any solution, ``infeasible``, ``unbounded``. The node limit is
+counted work: a solve it stops stops at the same node on any machine, so its answer is the
+same; the time limit is not (``docs/milp.md``, "Work budgets"). HiGHS prints a banner from C code straight to file descriptor 1; the solve
 runs with fd 1 pointed at stderr so that ``--json`` output stays clean.
 """
 
@@ -25,9 +28,23 @@ from typing import Literal
 import pulp
 
 from pddplan.errors import PddplanError
+from pddplan.spec.scenario import SolverOptions
 from pddplan.work import tally
 
-Status = Literal["optimal", "time_limit", "time_limit_no_incumbent", "infeasible", "unbounded"]
+Status = Literal[
+    "optimal",
+    "node_limit",
+    "node_limit_no_incumbent",
+    "time_limit",
+    "time_limit_no_incumbent",
+    "infeasible",
+    "unbounded",
+]
+STOPPED: frozenset[str] = frozenset({"node_limit", "time_limit"})
+"""Statuses of a solve that stopped early with a feasible solution."""
+NODE_LIMIT: int = SolverOptions.model_fields["node_limit"].default
+"""Branch-and-bound nodes a MILP solve may take, by default (``solver.node_limit``)."""
+_CBC_NODES = re.compile(r"Enumerated nodes:\s+(\d+)")
 _CBC_BOUND = re.compile(r"best possible\s+(-?[\d.eE+-]+)|Lower bound:\s+(-?[\d.eE+-]+)")
 
 
@@ -47,6 +64,8 @@ class SolveResult:
     seconds: float
     values: dict[str, float] = field(default_factory=dict)
     """Every variable's value, by name."""
+    nodes: int | None = None
+    """Branch-and-bound nodes the solve took (None when the backend does not say)."""
 
 
 def solve(
@@ -55,18 +74,21 @@ def solve(
     solver: str = "cbc",
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-4,
+    node_limit: int = NODE_LIMIT,
     warm_start: bool = False,
     preprocess: bool = True,
 ) -> SolveResult:
-    """Solve ``problem`` in place and report what came back. ``warm_start``: start CBC from
-    the variables' initial values (a feasible solution; HiGHS ignores them).
-    ``preprocess``: CBC's preprocessing (HiGHS presolves either way), which strengthens
-    rows pass after pass; what it gains depends on the MILP (``min_cost`` turns it off for
-    a robust plan's)."""
+    """Solve ``problem`` in place and report what came back. ``node_limit``: the
+    branch-and-bound nodes it may take (counted work, the same on any machine);
+    ``time_limit_s``: the wall-clock safety stop. ``warm_start``: start CBC from the
+    variables' initial values (a feasible solution; HiGHS ignores them). ``preprocess``:
+    CBC's preprocessing (HiGHS presolves either way), which strengthens rows pass after
+    pass; what it gains depends on the MILP (``min_cost`` turns it off for a robust
+    plan's)."""
     tally("milp_solves")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "solver.log"
-        backend = _backend(solver, time_limit_s, mip_gap, log, warm_start, preprocess)
+        backend = _backend(solver, time_limit_s, mip_gap, node_limit, log, warm_start, preprocess)
         start = time.perf_counter()
         with _stdout_to_stderr():
             try:
@@ -75,27 +97,36 @@ def solve(
                 raise SolverError(f"solver {solver} failed: {e}") from None
         seconds = time.perf_counter() - start
         log_text = log.read_text(errors="replace") if log.exists() else ""
+    nodes = _nodes(problem, log_text)
+    if nodes is not None:
+        tally("milp_nodes", nodes)
+    stopped = "node_limit" if _stopped_on_nodes(problem, log_text) else "time_limit"
     has_solution = problem.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if problem.status == pulp.LpStatusInfeasible:
-        return SolveResult("infeasible", None, None, None, seconds)
+        return SolveResult("infeasible", None, None, None, seconds, nodes=nodes)
     if problem.status == pulp.LpStatusUnbounded:
-        return SolveResult("unbounded", None, None, None, seconds)
+        return SolveResult("unbounded", None, None, None, seconds, nodes=nodes)
     if not has_solution:
-        return SolveResult("time_limit_no_incumbent", None, None, None, seconds)
+        no_incumbent: Status = (
+            "node_limit_no_incumbent" if stopped == "node_limit" else "time_limit_no_incumbent"
+        )
+        return SolveResult(no_incumbent, None, None, None, seconds, nodes=nodes)
     objective = pulp.value(problem.objective)
     objective = float(objective) if objective is not None else 0.0
     values = {v.name: float(v.varValue) for v in problem.variables() if v.varValue is not None}
     if problem.sol_status == pulp.LpSolutionOptimal:
-        return SolveResult("optimal", objective, objective, 0.0, seconds, values)
+        return SolveResult("optimal", objective, objective, 0.0, seconds, values, nodes)
     bound = _bound(problem, log_text)
     gap = abs(objective - bound) / max(1.0, abs(objective)) if bound is not None else None
-    return SolveResult("time_limit", objective, bound, gap, seconds, values)
+    status: Status = "node_limit" if stopped == "node_limit" else "time_limit"
+    return SolveResult(status, objective, bound, gap, seconds, values, nodes)
 
 
 def _backend(
     name: str,
     time_limit_s: float,
     mip_gap: float,
+    node_limit: int,
     log: Path,
     warm_start: bool = False,
     preprocess: bool = True,
@@ -105,6 +136,7 @@ def _backend(
             msg=False,
             timeLimit=time_limit_s,
             gapRel=mip_gap,
+            maxNodes=node_limit,
             logPath=str(log),
             cuts=False,
             options=["heuristicsOnOff off"] + ([] if preprocess else ["preprocess off"]),
@@ -114,8 +146,47 @@ def _backend(
     if name == "highs":
         if "HiGHS" not in pulp.listSolvers(onlyAvailable=True):
             raise SolverError("solver 'highs' needs highspy: pip install 'pddplan[highs]'")
-        return pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=mip_gap)
+        return _highs()(msg=False, timeLimit=time_limit_s, gapRel=mip_gap, mip_max_nodes=node_limit)
     raise SolverError(f"unknown solver '{name}'; choose cbc or highs")
+
+
+def _highs() -> type[pulp.LpSolver]:
+    """PuLP's HiGHS, reading a solve stopped at its node limit as one stopped at its time
+    limit (PuLP 3.3 has no entry for HiGHS's ``kSolutionLimit`` and raises ``KeyError``)."""
+    import highspy
+
+    class HiGHS(pulp.HiGHS):
+        def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:
+            model = lp.solverModel
+            if model.getModelStatus() != highspy.HighsModelStatus.kSolutionLimit:
+                return super().findSolutionValues(lp)
+            values = list(model.getSolution().col_value)
+            if not math.isfinite(model.getInfo().objective_function_value) or not values:
+                return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+            for var in lp.variables():
+                var.varValue = values[var.index]
+            return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible
+
+    return HiGHS
+
+
+def _nodes(problem: pulp.LpProblem, cbc_log: str) -> int | None:
+    """Branch-and-bound nodes the solve took: HiGHS's info, or CBC's log."""
+    model = getattr(problem, "solverModel", None)
+    if model is not None and hasattr(model, "getInfo"):
+        return int(model.getInfo().mip_node_count)
+    found = _CBC_NODES.findall(cbc_log)
+    return int(found[-1]) if found else None
+
+
+def _stopped_on_nodes(problem: pulp.LpProblem, cbc_log: str) -> bool:
+    """Whether the solve stopped at its node limit (rather than its time limit)."""
+    model = getattr(problem, "solverModel", None)
+    if model is not None and hasattr(model, "getModelStatus"):
+        import highspy
+
+        return bool(model.getModelStatus() == highspy.HighsModelStatus.kSolutionLimit)
+    return "Stopped on node limit" in cbc_log or "Exiting on maximum nodes" in cbc_log
 
 
 def _bound(problem: pulp.LpProblem, cbc_log: str) -> float | None:

@@ -98,7 +98,7 @@ def _series(
     run: SweepRun, architecture: str, metric: str
 ) -> tuple[list[float], list[float], list[bool]]:
     """The points where ``architecture`` has a value of ``metric``: x, y, and whether the
-    time limit stopped its search there."""
+    search stopped early there (a work budget or the time limit)."""
     from pddplan.sweeps import analysis
 
     path = run.job.axes[0].path
@@ -108,7 +108,7 @@ def _series(
         if v is not None:
             xs.append(float(p.values[path]))
             ys.append(v)
-            limited.append(analysis.time_limited(p, architecture))
+            limited.append(analysis.stopped_early(p, architecture))
     return xs, ys, limited
 
 
@@ -139,8 +139,8 @@ def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     for ax in grid[1]:
         ax.set(xlabel=analysis.axis_label(path))
     grid[0][0].legend(fontsize="small")
-    if any(analysis.time_limited(p, n) for p in run.points for n in names):
-        grid[1][0].text(0.02, 0.98, "hollow: the time limit stopped the search (best found)",
+    if any(analysis.stopped_early(p, n) for p in run.points for n in names):
+        grid[1][0].text(0.02, 0.98, "hollow: the search stopped early (best found)",
                         transform=grid[1][0].transAxes, va="top", fontsize="x-small")  # fmt: skip
     if evens:
         more = [f"... {len(evens) - 4} more (the table lists them)"] if len(evens) > 4 else []

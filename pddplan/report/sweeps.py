@@ -63,7 +63,8 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     cells = []
     for r in shown:
         cost = r["cost_per_month_usd"]
-        status = r["status"] + (" (time limit)" if r["time_limited"] else "")
+        stop = {"work_limit": " (work limit)", "time_limit": " (time limit)"}
+        status = r["status"] + stop.get(r["solver_status"] or "", "")
         cells.append([
             *(_num(r[p], 6) for p in paths),
             r["architecture"] or "-",

@@ -28,6 +28,7 @@ from pddplan.report.documents import (
 from pddplan.report.format import num
 from pddplan.report.views import CHIP_FIGURES
 from pddplan.spec.scenario import TAIL_BUDGETS
+from pddplan.spec.status import PlanStatus
 
 if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
@@ -397,6 +398,8 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         style="green" if r.status == "optimal" else "bold yellow",
     )
     parts.append(head)
+    if r.status.stopped:
+        parts.append(Text(stop_note(r.status, st.stop_reason, r.fleet is not None), style="yellow"))
     if r.evaluation is not None:
         parts.append(evaluation_report(r.evaluation, s))
     if r.bcr_steps:
@@ -459,6 +462,11 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
     if st.settled:
         solver.add_row("rates settled without a MILP", str(st.settled))
     solver.add_row("check-and-cut rounds", str(st.check_rounds))
+    if st.rate_point_budget:  # the MILP's search (not --method enumerate)
+        solver.add_row("rates priced", f"{st.rate_points:,} of {st.rate_point_budget:,}")
+        if st.milp_solves:
+            solver.add_row("MILP nodes", f"{st.milp_nodes:,}")
+            solver.add_row("node limit per MILP", f"{st.node_limit:,}")
     for rejected in st.rejected:
         solver.add_row(
             "rejected",
@@ -480,6 +488,21 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
     parts.append(solver)
     return Group(*parts)
+
+
+def stop_note(status: PlanStatus, reason: str | None, has_plan: bool) -> str:
+    """What a search that stopped before proving its answer returned, and whether the
+    answer would be the same on another machine."""
+    found = "the best plan found, not proven optimal" if has_plan else "no plan found by then"
+    if status == PlanStatus.TIME_LIMIT:
+        return (
+            f"Stopped at {reason or 'the time limit'}: {found}. How far a search gets in a "
+            "time depends on the machine: the answer may differ on a faster one."
+        )
+    return (
+        f"Stopped at {reason or 'a work budget'}: {found}. The budgets count work, so the "
+        "answer is the same on any machine."
+    )
 
 
 def _solver_table(backend: str, status: str) -> Table:

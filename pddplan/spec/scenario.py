@@ -500,11 +500,26 @@ class Search(Frozen):
 
 
 class SolverOptions(Frozen):
+    """How the planner searches, and what bounds its work (``docs/milp.md``, "Work
+    budgets"). The budgets count work, so the same scenario gives the same plan on any
+    machine; the time limit is only a safety stop."""
+
     name: Literal["cbc", "highs"] = "cbc"
-    time_limit_s: Positive = 60.0
+    time_limit_s: Positive = 600.0
+    """Wall-clock safety stop for a whole solve (seconds). It never shapes an answer the
+    budgets finish within: a search it stops reports ``time_limit`` (the answer may differ
+    on a faster machine)."""
     mip_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-6
     """Relative optimality gap each MILP is solved to (tight: Dinkelbach needs exact
     sub-problems)."""
+    node_limit: Annotated[int, Field(ge=1, le=2**31 - 1)] = 100_000
+    """Branch-and-bound nodes each MILP solve may take (CBC's ``maxNodes``, HiGHS's
+    ``mip_max_nodes``); a solve that reaches it returns its best plan and gap
+    (``work_limit``)."""
+    rate_points: Annotated[int, Field(ge=1, le=1_000_000)] = 400
+    """Rates a search may price: each minimum-cost point (a MILP, or a relaxation whose
+    plan is optimal) and each relaxation probe of the max-BCR and max-capacity searches.
+    A search that reaches it returns its best plan and gap (``work_limit``)."""
 
 
 class CatalogPaths(Frozen):

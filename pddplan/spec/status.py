@@ -11,10 +11,20 @@ class PlanStatus(StrEnum):
     OPTIMAL = "optimal"
     """Proven within the stated tolerance (the MILP's gap, max-BCR's ``bcr_tolerance``) and
     confirmed by the evaluator: it serves the rate it was planned for."""
+    WORK_LIMIT = "work_limit"
+    """The search used up a work budget (``solver.node_limit`` in a MILP,
+    ``solver.rate_points``, or the check-and-cut rounds) before it proved its answer: the
+    best confirmed plan found, with its gap, or no plan if none was confirmed by then. The
+    budgets count work, so the answer is the same on any machine."""
     TIME_LIMIT = "time_limit"
-    """The search stopped (its time limit, its work limits, or the check-and-cut rounds ran
-    out) before it proved its answer: the best confirmed plan found, with its gap, or no
-    plan if none was confirmed by then."""
+    """The wall-clock safety stop (``solver.time_limit_s``, ``--time-limit``) ended the
+    search: the best confirmed plan found by then, with its gap, or none. How far a search
+    gets in a time depends on the machine, so the answer may differ on a faster one."""
     INFEASIBLE = "infeasible"
     """No plan serves the demand within the scenario's limits; the relaxations say which
     limit binds and by how much."""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the search stopped before it proved its answer."""
+        return self in (PlanStatus.WORK_LIMIT, PlanStatus.TIME_LIMIT)

@@ -13,6 +13,9 @@ from pddplan import units
 from pddplan.sweeps.engine import SweepRun
 from pddplan.sweeps.points import PointResult
 
+STOPPED = ("work_limit", "time_limit")
+"""Solver statuses of a search that stopped before it proved its answer."""
+
 METRICS = {
     "cost": ("cost_per_hour_usd", "cost, USD/hour", "low"),
     "bcr": ("bcr", "BCR, req/s per USD/hour", "high"),
@@ -140,10 +143,10 @@ def break_evens(run: SweepRun, metric: str) -> list[BreakEven]:
     return out
 
 
-def time_limited(point: PointResult, architecture: str) -> bool:
-    """Whether ``architecture``'s plan at ``point`` is the best found when the solver's time
-    limit stopped the search (not a proven optimum)."""
-    return any(r.architecture == architecture and r.time_limited for r in point.results)
+def stopped_early(point: PointResult, architecture: str) -> bool:
+    """Whether ``architecture``'s plan at ``point`` is the best found when a work budget or
+    the time limit stopped the search (not a proven optimum)."""
+    return any(r.architecture == architecture and r.solver_status in STOPPED for r in point.results)
 
 
 _UNITS = (

@@ -64,7 +64,9 @@ class ArchResult:
     binding: str | None = None
     solver_status: str | None = None
     time_limited: bool = False
-    """The solver's time limit stopped the search: the plan is the best found (``gap``)."""
+    """The wall-clock safety stop ended the search: the plan is the best found (``gap``),
+    and may differ on a faster machine (a work budget's stop is ``solver_status``
+    ``work_limit``, the same on any machine)."""
     gap: float | None = None
     reason: str | None = None
     solve_s: float = 0.0
