@@ -15,13 +15,13 @@ parts (the MILP, the simulator) are imported when first used, so ``import pddpla
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pddplan.errors import ArgumentError, InputError
 from pddplan.threads import one_blas_thread
+from pddplan.work import wall_clock
 
 if TYPE_CHECKING:
     from pddplan.calibration.fit import Calibration
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison, Sweep
-    from pddplan.plan.results import PlanResult
+    from pddplan.plan.results import PlanResult, SearchProgress
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import Progress as SimProgress
@@ -118,7 +118,7 @@ def solve_robust(
     node_limit: int | None = None,
     headroom: float | None = None,
     singles: bool = True,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
 ) -> RobustResult:
     """One set of hardware that serves every workload variant of ``problem``'s scenario
     at least cost, each variant with its own routing (``pddplan.plan.robust``), beside
@@ -173,7 +173,8 @@ def solve(
     method: Method = "milp",
     headroom: float | None = None,
     explain: bool = True,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
+    progress: Callable[[SearchProgress], None] | None = None,
 ) -> PlanResult:
     """The plan for ``objective`` (default: the scenario's): chips, counts, link tier and
     router thresholds, evaluated, with marginal values, or why there is none.
@@ -194,6 +195,8 @@ def solve(
             serves ``arrival_rps x (1 + headroom)``.
         explain: for an infeasible scenario, find the smallest relaxation of each limit.
         clock: the time source the time limit is measured on.
+        progress: hears the search's work against its budget (``SearchProgress``) each
+            time it prices a rate.
     """
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
@@ -216,6 +219,7 @@ def solve(
         time_limit_s=time_limit_s,
         explain=explain,
         clock=clock,
+        progress=progress,
     )
 
 
@@ -246,14 +250,14 @@ def compare(
     time_limit_s: float | None = None,
     node_limit: int | None = None,
     rate_points: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
     """Every architecture (intra-DC per real datacenter and chip, a hypothetical one-DC,
     cross-DC naive, PDD) at equal demand (each one's min-cost fleet), at equal budget (each
     one's max-capacity fleet for ``budget_usd_per_hour``, default: the scenario's, else the
     PDD equal-demand fleet's cost), or both (``docs/compare.md``). ``progress`` hears each
-    step's name. The limits are ``solve``'s, for each row's search."""
+    row's name before it is planned, with the rows done and the rows in all. The limits are ``solve``'s, for each row's search."""
     _choice("solver", solver, SOLVERS)
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     from pddplan.plan.compare import compare as run
@@ -306,7 +310,7 @@ def price_sweep(
     time_limit_s: float | None = None,
     node_limit: int | None = None,
     rate_points: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Sweep:
     """Every architecture re-planned at equal demand at each of ``chip``'s ``prices`` (USD
     per GPU-hour), and the price where PDD stops being cheaper than the cheapest

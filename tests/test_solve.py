@@ -240,6 +240,15 @@ def test_dominated_options_are_pruned_without_changing_the_optimum(hardware, mod
     assert pruned > 0
 
 
+def test_progress_hears_each_rate_priced_against_the_budget():
+    s, hw, catalog = triple(load_scenario(SMALL))
+    heard = []
+    r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", progress=heard.append)
+    assert [p.rate_points for p in heard] == list(range(1, r.stats.rate_points + 1))
+    assert {(p.objective, p.rate_point_budget) for p in heard} == {("max-bcr", 400)}
+    assert heard[-1].milp_solves <= r.stats.milp_solves
+
+
 def test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap():
     """Stopped by its rate-point budget (``solver.rate_points``) after the demand's point and
     the probes that prove an upper rate: the best plan so far, marked ``work_limit`` with

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -114,9 +115,21 @@ def compare(
     problem = pddplan.load_scenario(scenario)
     quiet = format_ != Format.table or out_file is not None
 
-    def progress(text: str) -> None:
-        if not quiet:
-            err.print(f"planning {text}", style="dim", highlight=False)
+    began = time.monotonic()
+
+    def progress(text: str, done: int, total: int) -> None:
+        """One line per row (or sweep price): its place among them, and once some are done,
+        the time left at the pace so far (rows differ, so it is a guide)."""
+        nonlocal began
+        if quiet:
+            return
+        if done == 0:  # the comparison's rows, then the price sweep's: each its own pace
+            began = time.monotonic()
+        where = f"{done + 1}/{total}"
+        if done:
+            left = (time.monotonic() - began) / done * (total - done)
+            where += f", about {left:,.0f} s left"
+        err.print(f"planning [{where}] {text}", style="dim", highlight=False)
 
     options = {
         "solver": value(solver),

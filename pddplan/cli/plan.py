@@ -3,9 +3,12 @@ one deployment, one instance."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -112,7 +115,8 @@ def solve(
         "node_limit": node_limit,
         "rate_points": rate_points,
     }
-    result = pddplan.solve(problem, method=value(method), **options)
+    with _search_progress() as progress:
+        result = pddplan.solve(problem, method=value(method), progress=progress, **options)
     checked = None
     if verify and result.fleet is not None:
         checked = cli_simulate.verify_plan(
@@ -281,6 +285,35 @@ COMMANDS = {
     "perf": user_errors(perf),
     "schema": schema,
 }
+
+
+@contextlib.contextmanager
+def _search_progress() -> Iterator[Callable[[Any], None]]:
+    """A progress callback for ``pddplan.solve``: the rates priced against the rate-point
+    budget and the MILP solves, on one line of stderr when it is a terminal, once the
+    search has taken ``SHOW_AFTER_S``."""
+    from rich.progress import Progress, TimeElapsedColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task("solve", visible=False)
+    began = time.monotonic()
+    with bar:
+
+        def tick(p: Any) -> None:
+            text = (
+                f"solve {p.objective}: {p.rate_points:,} of at most {p.rate_point_budget:,} "
+                f"rates priced, {p.milp_solves:,} MILP solves"
+            )
+            shown = time.monotonic() - began >= cli_simulate.SHOW_AFTER_S
+            bar.update(task, description=text, visible=shown)
+
+        yield tick
 
 
 def _solve_robust(

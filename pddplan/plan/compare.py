@@ -307,7 +307,7 @@ def compare(
     budget_usd_per_hour: float | None = None,
     solver: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
     explain: bool = True,
 ) -> Comparison:
     """Plan ``problem`` as every architecture at equal demand, at equal budget, or both
@@ -337,9 +337,15 @@ def compare(
         )
     rows = architectures(s)
 
+    questions = int(needs_demand) + int(at in ("budget", "both"))
+    done = 0
+
     def step(text: str) -> None:
+        """Report the row about to be planned, with the rows done of all (the work)."""
+        nonlocal done
         if progress is not None:
-            progress(text)
+            progress(text, done, questions * len(rows))
+        done += 1
 
     def plan_all(question: str, budget: float | None) -> list[Candidate]:
         out = []
@@ -604,18 +610,25 @@ def price_sweep(
     *,
     solver: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Sweep:
     """Re-plan every architecture at equal demand at each price of ``chip``, then bisect
-    for the price at which PDD stops being cheaper than the cheapest baseline."""
+    for the price at which PDD stops being cheaper than the cheapest baseline.
+    ``progress`` hears each price with the prices done and the most there can be (the grid
+    and ``BREAK_EVEN_STEPS``)."""
     if not prices:
         raise InputError("the price sweep has no points")
     if chip not in problem.hardware.chips:
         raise InputError(f"price sweep: unknown chip '{chip}'")
 
+    planned: list[float] = []
+
     def point(price: float) -> SweepPoint:
         if progress is not None:
-            progress(f"{chip} at ${price:.4g}/GPU-hour")
+            progress(
+                f"{chip} at ${price:.4g}/GPU-hour", len(planned), len(prices) + BREAK_EVEN_STEPS
+            )
+        planned.append(price)
         c = compare(
             problem.with_scenario(with_price(problem.scenario, chip, price)),
             at="demand",

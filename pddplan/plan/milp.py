@@ -20,7 +20,6 @@ minimum-cost solve is optimal. Small problems get every row at once.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +31,7 @@ from pddplan.plan.counts import Requirements, undominated
 from pddplan.plan.solver import NODE_LIMIT, STOPPED, SolveResult, solve
 from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, State
 from pddplan.spec.scenario import ROLES, Role
+from pddplan.work import wall_clock
 
 ALL_ROWS_AT_MOST = 4000
 """Add every requirement row up front when there are at most this many combinations;
@@ -615,7 +615,7 @@ def min_cost(
     mip_gap: float = 1e-6,
     node_limit: int = NODE_LIMIT,
     budget_usd_per_hour: float | None = None,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
     lower_bound: float | None = None,
     hardware: Choice | None = None,
     initial: list[Choice] | None = None,

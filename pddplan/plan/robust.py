@@ -21,7 +21,6 @@ them under every variant (which break where).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -36,7 +35,7 @@ from pddplan.plan.space import Choice, NoOptionsError, Space
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
 from pddplan.spec.status import PlanStatus
-from pddplan.work import TimeLimitReached, deadline
+from pddplan.work import TimeLimitReached, deadline, wall_clock
 
 TAIL_SCALES = (0.5, 1.0, 1.5, 2.0)
 """The shares of the TTFT tail budgets a weighted variant may be planned for."""
@@ -175,7 +174,7 @@ def solve_robust(
     solver: str | None = None,
     time_limit_s: float | None = None,
     singles: bool = True,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
 ) -> RobustResult:
     """The cheapest hardware that serves every one of ``problem``'s workload variants
     (module docstring), each variant's plan alone beside it unless ``singles`` is False."""
@@ -284,7 +283,7 @@ def robust_milp(
     pairs: list[tuple[WorkloadVariant, Problem]],
     solver: str,
     deadline: float,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
 ) -> RobustMilp:
     """The variants' count tables, each variant's own plan, and the robust MILP, bounded
     below by them and started from the cheapest own plan that serves every variant: a

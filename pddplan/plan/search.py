@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple
@@ -67,11 +66,18 @@ from pddplan.plan.explain import (
     marginals,
     verdict,
 )
-from pddplan.plan.results import BcrStep, PlanResult, RejectedPlan, Relaxation, SolveStats
+from pddplan.plan.results import (
+    BcrStep,
+    PlanResult,
+    RejectedPlan,
+    Relaxation,
+    SearchProgress,
+    SolveStats,
+)
 from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
-from pddplan.work import TimeLimitReached, counted, deadline, tally
+from pddplan.work import TimeLimitReached, counted, deadline, tally, wall_clock
 
 RATE_TOLERANCE = 1e-4
 """max capacity stops when the bracket is this narrow (relative)."""
@@ -96,9 +102,12 @@ class _Search:
         start: float,
         limit_s: float,
         budget: float | None,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = wall_clock,
+        progress: Callable[[SearchProgress], None] | None = None,
+        objective: str = "min-cost",
     ) -> None:
         self.space, self.solver, self.budget = space, solver, budget
+        self.progress, self.objective = progress, objective
         self.deadline, self.limit_s, self.clock = start + limit_s, limit_s, clock
         options = space.scenario.solver
         self.rate_points, self.node_limit = options.rate_points, options.node_limit
@@ -158,6 +167,10 @@ class _Search:
             return False
         self.priced += 1
         tally("rate_points")
+        if self.progress is not None:
+            self.progress(
+                SearchProgress(self.objective, self.priced, self.rate_points, self.solves)
+            )
         return True
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
@@ -338,10 +351,12 @@ def solve_plan(
     solver: str | None = None,
     time_limit_s: float | None = None,
     explain: bool = True,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
+    progress: Callable[[SearchProgress], None] | None = None,
 ) -> PlanResult:
     """Plan ``problem`` for ``objective`` (default: the scenario's). ``clock`` is the time
-    source the time limit is measured on (tests give a fake one)."""
+    source the time limit is measured on (tests give a fake one); ``progress`` hears the
+    work done against the budget each time the search prices a rate."""
     scenario = problem.scenario
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
@@ -386,6 +401,8 @@ def solve_plan(
         limit,
         scenario.budget_usd_per_hour if objective == "max-capacity" else None,
         clock,
+        progress,
+        objective,
     )
     iterations, bound, best_bcr = 0, None, None
     with counted() as work, deadline(start + limit, clock):

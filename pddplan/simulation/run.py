@@ -6,7 +6,6 @@ figure. How long a run lasts, and the intervals, are ``simulation.steady``'s.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from pddplan.simulation.steady import (
 )
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
+from pddplan.work import wall_clock
 from pddplan.workload.classes import workload_classes
 from pddplan.workload.sessions import (
     BLOCK_TOKENS,
@@ -124,7 +124,7 @@ def simulate(
     seed: int = 0,
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
     progress: Callable[[Progress], None] | None = None,
 ) -> SimResult:
     """Simulate ``fleet`` on ``problem`` with sampled sessions at ``rate_rps`` (default:

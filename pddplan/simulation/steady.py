@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -57,6 +56,7 @@ from pddplan.simulation.engine import (
     Simulation,
 )
 from pddplan.spec.scenario import Sla
+from pddplan.work import wall_clock
 from pddplan.workload.sessions import SessionSource, SimRequest
 
 MIN_BATCH = 500
@@ -351,7 +351,7 @@ def run_steady(
     sla: Sla,
     length: RunLength | None = None,
     *,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = wall_clock,
     progress: Callable[[Progress], None] | None = None,
 ) -> SteadyRun:
     """Steps 1-4 of the module docstring on ``sim`` (not started): sampled sessions get the
