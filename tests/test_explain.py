@@ -144,3 +144,24 @@ def test_a_full_link_is_named_with_the_bandwidth_that_serves_the_demand(hardware
 def test_printed_values_are_rounded_in_the_direction_that_loosens(v, up, expected):
     assert _grid(v, up) == expected
     assert (_grid(v, up) >= v) if up else (_grid(v, up) <= v)
+
+
+def test_limits_the_time_limit_stops_are_not_tried_and_say_so(hardware, models):
+    """The explanation shares the solve's safety stop: a clock that passes the deadline
+    after the search (here, at its 40th read) leaves the later limits untried, each row
+    saying why, and no row claims a value it did not solve."""
+    s, hw, catalog = triple(load_scenario(SMALL))
+    tight = s.model_copy(
+        update={"sla": s.sla.model_copy(update={"ttft_p90_s": 0.05, "ttft_p99_s": 0.1})}
+    )
+    reads = {"n": 0}
+
+    def clock() -> float:
+        reads["n"] += 1
+        return 0.0 if reads["n"] <= 40 else 1e9
+
+    r = solve_plan(problem_of(tight, hw, catalog), objective="min-cost", clock=clock)
+    assert r.status == "infeasible" and r.fleet is None
+    untried = [x for x in r.relaxations if x.message == "not tried: stopped at the time limit"]
+    assert untried and all(x.factor is None and not x.needed for x in untried)
+    assert all(x.verified for x in r.relaxations if x.needed)

@@ -330,3 +330,13 @@ def test_the_robust_milp_matches_brute_force_over_the_hardware(seed):
             best = cost
     out = milp.min_cost(variants=variants)
     assert out.status == "optimal" and out.cost_per_hour == pytest.approx(best)
+
+
+def test_a_robust_milp_stopped_early_says_by_what():
+    """Its node limit is counted work (``work_limit``, the same on any machine); the time
+    limit is the safety stop (``time_limit``); with or without a plan alike."""
+    from pddplan.plan.robust import _status
+
+    assert _status("node_limit") == _status("node_limit_no_incumbent") == "work_limit"
+    assert _status("time_limit") == _status("time_limit_no_incumbent") == "time_limit"
+    assert _status("optimal") == "optimal" and _status("infeasible") == "infeasible"

@@ -90,6 +90,23 @@ def test_time_limit_returns_the_best_plan_and_its_gap(backend):
     assert result.seconds < 10
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_node_limit_stops_the_solve_at_the_same_node_every_time(backend):
+    """The node limit is counted work: a hard MILP it stops returns its best solution with
+    an open gap, and the same solution, bound and node count on every run (CBC's complete
+    fathoming of small subtrees is not counted against ``maxNodes``, so its node count can
+    pass the limit; HiGHS's stops at it)."""
+    runs = [solve(market_split(4, 30, seed=1), solver=backend, node_limit=200) for _ in range(2)]
+    first = runs[0]
+    assert first.status == "node_limit" and first.gap is not None and first.gap > 0
+    assert first.nodes is not None and first.nodes >= 200
+    assert [(r.objective, r.bound, r.nodes, r.values) for r in runs[1:]] == [
+        (first.objective, first.bound, first.nodes, first.values)
+    ]
+    unlimited = solve(knapsack(), solver=backend, node_limit=1)  # solved at the root
+    assert unlimited.status == "optimal" and unlimited.objective == pytest.approx(20.0)
+
+
 def test_unknown_solver():
     with pytest.raises(SolverError, match="unknown solver 'gurobi'; choose cbc or highs"):
         solve(knapsack(), solver="gurobi")

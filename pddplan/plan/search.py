@@ -133,9 +133,10 @@ class _Search:
         self.lower_bound = 0.0
         """The relaxation's bound on the minimum cost at the rate ``_cheapest`` last solved."""
         self.unproven = False
-        self.unproven_reason: str | None = None
         """Whether a rate's plan was found by resizing (``CUT_ROUNDS`` ran out): confirmed,
-        not proven the cheapest."""
+        not proven the cheapest..."""
+        self.unproven_reason: str | None = None
+        """...and that, in words."""
         self.settled: set[float] = set()
         """The rates whose relaxation's plan was the optimum (no MILP ran there)."""
 

@@ -7,8 +7,9 @@ at its node limit with a feasible solution; ``gap`` says how far from proven),
 ``time_limit`` (the same, stopped by the wall-clock safety stop), each ``..._no_incumbent``
 when it stopped before any solution, ``infeasible``, ``unbounded``. The node limit is
 counted work: a solve it stops stops at the same node on any machine, so its answer is the
-same; the time limit is not (``docs/milp.md``, "Work budgets"). HiGHS prints a banner from C code straight to file descriptor 1; the solve
-runs with fd 1 pointed at stderr so that ``--json`` output stays clean.
+same; the time limit is not (``docs/milp.md``, "Work budgets, the time limit and
+statuses"). HiGHS prints a banner from C code straight to file descriptor 1; the solve runs
+with fd 1 pointed at stderr so that ``--json`` output stays clean.
 """
 
 from __future__ import annotations
