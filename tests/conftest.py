@@ -20,6 +20,8 @@ from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
 SLOW_BY_DURATION = {
+    "tests/test_compare.py::test_progress_counts_the_rows_against_all_of_them",
+    "tests/test_solve.py::test_the_time_limit_stops_the_count_tables_too",
     "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-h100-h200]",
     "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-paper-fleets]",
     "tests/test_solve.py::test_each_shipped_scenario_solves[domestic-910c-h20]",
