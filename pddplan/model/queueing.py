@@ -730,7 +730,10 @@ def prefill_wait_tail(
         if id(t) not in prepared:
             s = np.maximum(t, 0.0) - mu
             z = s / sd
-            base = np.where(noisy, special.ndtr(-z), s < 0) if any_noisy else (s < 0).astype(float)
+            base = (s < 0).astype(float)
+            if any_noisy:  # the normal part only where there is one (a quarter, typically)
+                at = np.broadcast_to(noisy, base.shape)
+                base[at] = special.ndtr(-np.broadcast_to(z, base.shape)[at])
             prepared[id(t)] = (t, s, z, base)
         return prepared[id(t)]
 
@@ -794,5 +797,11 @@ def _exponential_excess(
         sharp = np.where(s >= 0, np.exp(-rate * np.maximum(s, 0.0)), 0.0)
         if not noisy.any():
             return sharp
-        smooth = np.exp(-rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd))
-        return np.where(noisy, smooth, sharp)
+        # the smooth form only where there is noise (a quarter of the entries, typically:
+        # log_ndtr is most of the cost), each entry as the formula above gives it
+        shape = np.broadcast_shapes(np.shape(rate), s.shape, sd.shape, z.shape, noisy.shape)
+        at = np.broadcast_to(noisy, shape)
+        r, s_, sd_, z_ = (np.broadcast_to(a, shape)[at] for a in (rate, s, sd, z))
+        out = np.array(np.broadcast_to(sharp, shape))
+        out[at] = np.exp(-r * s_ + 0.5 * (r * sd_) ** 2 + special.log_ndtr(z_ - r * sd_))
+        return out
