@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.spec.choices import Engine, Method, Objective, SolverName
 from pddplan.threads import one_blas_thread
 from pddplan.work import wall_clock
 
@@ -42,12 +43,10 @@ if TYPE_CHECKING:
     from pddplan.sweeps.points import PointResult
     from pddplan.workload.trace import TraceFit, WindowedFit
 
-Objective = Literal["max-bcr", "min-cost", "max-capacity"]
-OBJECTIVES: tuple[str, ...] = ("max-bcr", "min-cost", "max-capacity")
-SolverName = Literal["cbc", "highs"]
-SOLVERS: tuple[str, ...] = ("cbc", "highs")
-Method = Literal["milp", "enumerate"]
-METHODS: tuple[str, ...] = ("milp", "enumerate")
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+SOLVERS: tuple[str, ...] = get_args(SolverName)
+METHODS: tuple[str, ...] = get_args(Method)
+ENGINES: tuple[str, ...] = get_args(Engine)
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -347,7 +346,7 @@ def sweep(
     node_limit: int | None = None,
     rate_points: int | None = None,
     workers: int = 1,
-    engine: Literal["local", "ray"] = "local",
+    engine: Engine = "local",
     address: str | None = None,
     journal: str | Path | None = None,
     resume: bool = False,
@@ -371,7 +370,7 @@ def sweep(
 
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
-    _choice("engine", engine, ("local", "ray"))
+    _choice("engine", engine, ENGINES)
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     for a in architectures:
         _choice("architectures", a, ARCHITECTURES)

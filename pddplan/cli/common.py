@@ -41,7 +41,7 @@ class Command(TyperCommand):
         return params
 
 
-# --- choices ----------------------------------------------------------------------------------
+# --- choices (each the spec's list, pddplan.spec.choices: tests/test_choices.py) --------------
 class Objective(StrEnum):
     max_bcr = "max-bcr"
     min_cost = "min-cost"

@@ -8,9 +8,9 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
+from pddplan.spec.choices import Dtype, KvDtype
 
-Dtype = Literal["bf16", "fp8", "fp4"]
-KvDtype = Literal["bf16", "fp8"]
+__all__ = ["Dtype", "KvDtype"]  # re-exported: where the model's dtypes were always read
 AttentionKind = Literal["mha", "gqa", "mla", "compressed"]
 PosInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]

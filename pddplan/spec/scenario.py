@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
+from pddplan.spec.choices import Objective, SolverName
 from pddplan.spec.distributions import HitDist, LengthDist
 from pddplan.spec.limits import (
     MAX_ARRIVAL_RPS,
@@ -27,6 +28,7 @@ from pddplan.spec.llm import Dtype, KvDtype
 from pddplan.spec.source import Loc, fmt_loc
 
 Role = Literal["prefill", "relay_decode", "main_decode"]
+
 ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
 Positive = Annotated[float, Field(gt=0)]
 GpuCount = Annotated[int, Field(ge=1, le=MAX_GPUS)]
@@ -504,7 +506,7 @@ class SolverOptions(Frozen):
     budgets"). The budgets count work, so the same scenario gives the same plan on any
     machine; the time limit is only a safety stop."""
 
-    name: Literal["cbc", "highs"] = "cbc"
+    name: SolverName = "cbc"
     time_limit_s: Positive = 600.0
     """Wall-clock safety stop for a whole solve (seconds). It never shapes an answer the
     budgets finish within: a search it stops reports ``time_limit`` (the answer may differ
@@ -546,7 +548,7 @@ class Scenario(Frozen):
     (``variant_scenarios``); each is ``must_meet`` or weighted."""
     sla: Sla
     search: Search = Search()
-    objective: Literal["max-bcr", "min-cost", "max-capacity"] = "min-cost"
+    objective: Objective = "min-cost"
     """``min-cost``: the cheapest fleet that serves the demand x (1 + ``headroom``);
     ``max-capacity``: the most SLA capacity ``budget_usd_per_hour`` buys; ``max-bcr``: the
     cheapest fleet within ``search.bcr_plateau`` of the best SLA capacity per dollar."""

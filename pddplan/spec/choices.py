@@ -1,0 +1,21 @@
+"""The closed lists of names the scenario, the API and the command line share: one
+definition each, which the others read with ``typing.get_args`` (``tests/test_choices.py``
+holds the command line's options to them). Plain ``Literal`` types, so that importing them
+costs nothing."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Objective = Literal["max-bcr", "min-cost", "max-capacity"]
+"""What ``solve`` plans for (``Scenario.objective``, ``--objective``)."""
+SolverName = Literal["cbc", "highs"]
+"""The MILP backends (``solver.name``, ``--solver``)."""
+Method = Literal["milp", "enumerate"]
+"""How ``solve`` searches: the MILP, or brute force scored by the evaluator (``--method``)."""
+Engine = Literal["local", "ray"]
+"""Where a sweep's points run: local processes, or Ray (``--engine``)."""
+Dtype = Literal["bf16", "fp8", "fp4"]
+"""Weight dtypes (``weight_dtype``, ``--weight-dtype``)."""
+KvDtype = Literal["bf16", "fp8"]
+"""KV-cache dtypes (``kv_dtype``, ``--kv-dtype``)."""

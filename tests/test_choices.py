@@ -1,0 +1,43 @@
+"""One vocabulary: every closed list of names is defined once in ``pddplan.spec.choices``;
+the scenario's fields, the API's checks and the command line's options are held to it."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+import pddplan.api as api
+from pddplan.cli import common
+from pddplan.cli import sweep as cli_sweep
+from pddplan.spec import choices
+from pddplan.spec.scenario import Scenario, SolverOptions
+
+# the command line's options (StrEnums, which typer lists in --help) against the spec's
+CLI = [
+    (common.Objective, choices.Objective),
+    (common.Solver, choices.SolverName),
+    (common.Method, choices.Method),
+    (common.KvDtype, choices.KvDtype),
+    (common.WeightDtype, choices.Dtype),
+    (cli_sweep.Engine, choices.Engine),
+]
+
+
+@pytest.mark.parametrize(("option", "names"), CLI, ids=[o.__name__ for o, _ in CLI])
+def test_the_command_line_offers_exactly_the_specs_names(option, names):
+    assert tuple(v.value for v in option) == get_args(names)
+
+
+def test_the_api_and_the_scenario_read_the_same_lists():
+    assert get_args(choices.Objective) == api.OBJECTIVES
+    assert get_args(choices.SolverName) == api.SOLVERS
+    assert get_args(choices.Method) == api.METHODS
+    assert get_args(choices.Engine) == api.ENGINES
+    assert Scenario.model_fields["objective"].annotation == choices.Objective
+    assert SolverOptions.model_fields["name"].annotation == choices.SolverName
+
+
+def test_a_name_outside_the_list_is_refused_by_the_api():
+    with pytest.raises(api.ArgumentError, match="choose one of max-bcr, min-cost, max-capacity"):
+        api._choice("objective", "max-profit", api.OBJECTIVES)
