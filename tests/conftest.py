@@ -8,6 +8,7 @@ import io
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -88,6 +89,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid in SLOW_BY_DURATION or item.nodeid.startswith(SLOW_RENDER):
             item.add_marker(pytest.mark.slow)
+
+
+SLOW_S = 3.0
+"""A default-run test that takes this long (its call alone) belongs with the slow ones."""
+_unmarked_slow: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.duration >= SLOW_S and "slow" not in report.keywords:
+        _unmarked_slow.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """List the default-run tests that took ``SLOW_S`` or more, to mark slow: a list to act
+    on, not a failure (a loaded machine can push a test over once)."""
+    if _unmarked_slow:
+        terminalreporter.section(f"unmarked tests over {SLOW_S:g} s (mark them slow)")
+        for duration, nodeid in sorted(_unmarked_slow, reverse=True):
+            terminalreporter.write_line(f"{duration:6.2f} s  {nodeid}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
