@@ -259,7 +259,8 @@ class Simulation:
     """One run of ``fleet`` (with ``routing`` set) on ``scenario``; see the module doc.
 
     ``chain_ids``: the requests' block ids name prefix chains, as the session generator's
-    do (``sim_cache``); the caches are then ``ChainCache``, the same LRU in less time.
+    do (``pddplan.simulation.cache``); the caches are then ``ChainCache``, the same LRU in
+    less time.
     """
 
     def __init__(
