@@ -131,6 +131,13 @@ settings.load_profile("pddplan")
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+# the shipped scenarios the tests name, each by one name
+SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
+H100_H200 = ROOT / "scenarios" / "pdd-h100-h200.yaml"  # the README's
+PAPER_FLEETS = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
+MONTHLY = ROOT / "scenarios" / "pdd-h100-h200-monthly.yaml"
+ONE_CLASS = ROOT / "scenarios" / "one-class-llama-70b.yaml"
+DOMESTIC = ROOT / "scenarios" / "domestic-910c-h20.yaml"
 
 
 def _sources(*keys: str) -> dict[str, str]:

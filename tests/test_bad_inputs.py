@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import SMALL
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -28,7 +28,7 @@ from pddplan.io.located import set_input_limit
 
 BAD = Path(__file__).parent / "data" / "bad"
 CORPUS = sorted(p for p in BAD.iterdir() if p.is_file())
-SCENARIO = str(ROOT / "scenarios" / "small-llama-8b.yaml")
+SCENARIO = str(SMALL)
 CLASSES = ("syntax", "encoding", "size", "structure", "type", "range", "reference", "order")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, run_main
+from conftest import ROOT, SMALL, run_main
 
 import pddplan
 from pddplan.calibration import fit as fit_module
@@ -182,7 +182,7 @@ def test_the_written_block_is_a_calibration_a_scenario_takes(tmp_path):
     assert r.exit_code == 0, r.output
     text = out.read_text()
     assert text.startswith("# Fitted by `pddplan calibrate`")
-    scenario = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    scenario = (SMALL).read_text()
     path = tmp_path / "s.yaml"
     path.write_text(scenario.replace("\ncalibration:", "\nold_calibration:") + "\n" + text)
     problem = pddplan.load_scenario(path)

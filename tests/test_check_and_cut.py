@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import problem_of
+from conftest import H100_H200, problem_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_enumerate import random_scenario
@@ -39,7 +39,7 @@ def test_the_readme_scenario_at_3_rps_is_served_not_below_its_demand():
     (the P99 gap of handoff stalls: 66.2 ms against 60 ms) and was once returned below its
     demand. The check scores every relay cut its hardware may use, finds one that serves
     3 req/s (relay above 112 MB: 3.91 req/s), and confirms it without a round."""
-    problem = pddplan.load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    problem = pddplan.load_scenario(H100_H200)
     problem = problem.derive({"workload.arrival_rps": 3.0})
     r = pddplan.solve(problem, explain=False)
     assert r.status == "optimal"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT, problem_of
+from conftest import SMALL, problem_of
 
 import pddplan
 from pddplan.plan.space import default_singular_cuts
@@ -120,7 +120,7 @@ def test_a_relay_threshold_splits_a_class_as_the_router_does(hardware):
     0.90 + 0.05 (i + 0.5) / 16. A threshold at the class's mean payload (hit 0.925)
     relays the 8 points below that hit; one at hit 0.91's payload the 3 below 0.91
     (i + 0.5 < 3.2); None relays nothing; 0 everything."""
-    base = pddplan.load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario
+    base = pddplan.load_scenario(SMALL).scenario
     uniform = HitDist(dist="buckets", buckets=[Bucket(lo=0.9, hi=0.95, share=1.0)])
     workload = base.workload.model_copy(
         update={"input_tokens": LengthDist(dist="fixed", value=1000), "prefix_hit": uniform}
@@ -142,7 +142,7 @@ def test_the_requests_kept_direct_are_the_smaller_payloads(hardware):
     payload keeps the 8 points of hit >= 0.925 direct, hits 0.9 + 0.05 (i + 0.5) / 16 for
     i = 8..15: mean hit 0.9375, and their payloads' standard deviation is
     bpt x 1,000 x 0.05 x (1/16) sqrt((8^2 - 1) / 12) (8 evenly spaced points)."""
-    base = pddplan.load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario
+    base = pddplan.load_scenario(SMALL).scenario
     uniform = HitDist(dist="buckets", buckets=[Bucket(lo=0.9, hi=0.95, share=1.0)])
     workload = base.workload.model_copy(
         update={"input_tokens": LengthDist(dist="fixed", value=1000), "prefix_hit": uniform}

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import DATA, ROOT, SCENARIOS
+from conftest import DATA, ROOT, SCENARIOS, SMALL
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -186,7 +186,7 @@ def test_perf_refuses_an_instance_that_cannot_hold_the_weights():
 
 def test_perf_takes_calibration_from_a_scenario(tmp_path):
     base = run_json("perf", "llama-3.1-8b", "h100-sxm", "--tpot-ms", "30")
-    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    text = (SMALL).read_text()
     text += "calibration:\n  per_chip:\n    h100-sxm: {decode_hbm_efficiency: 0.4}\n"
     path = tmp_path / "s.yaml"
     path.write_text(text)
@@ -312,7 +312,7 @@ def test_workload_fit_out_is_a_workload_a_scenario_can_use(tmp_path):
     )
     fitted = yaml.safe_load(out.read_text())["workload"]
     assert sum(c["weight"] for c in fitted["classes"]) == pytest.approx(1.0, abs=1e-9)
-    scenario = yaml.safe_load((ROOT / "scenarios" / "small-llama-8b.yaml").read_text())
+    scenario = yaml.safe_load((SMALL).read_text())
     scenario["workload"] = fitted
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(scenario))

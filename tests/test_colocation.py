@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT, problem_of, run_main, triple
+from conftest import PAPER_FLEETS, ROOT, problem_of, run_main, triple
 
 from pddplan.api import evaluate, load_fleet, load_scenario
 from pddplan.errors import InputError
@@ -13,13 +13,12 @@ from pddplan.model.colocation import MIN_CHUNK, HostPoint, host_point, mixed_pas
 from pddplan.plan.search import solve_plan
 from pddplan.spec.fleet import Pool
 
-PAPER = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
 COLOCATED = ROOT / "fleets" / "paper-pdd-colocated-48xh100-32xh200.yaml"
 
 
 @pytest.fixture(scope="module")
 def paper():
-    return load_scenario(PAPER)
+    return load_scenario(PAPER_FLEETS)
 
 
 def test_chunk_and_batch_are_the_largest_within_the_tpot_bound(paper):
@@ -95,7 +94,10 @@ def test_the_colocated_paper_fleet_evaluates_with_free_relay_decode(paper):
 
 def test_the_papers_43_h100_fleet_names_what_is_missing():
     run = run_main(
-        "evaluate", str(PAPER), "--fleet", str(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml")
+        "evaluate",
+        str(PAPER_FLEETS),
+        "--fleet",
+        str(ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml"),
     )
     err = run.stderr.replace("\n", " ")
     assert run.exit_code == 2 and "Traceback" not in err

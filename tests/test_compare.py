@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from conftest import ROOT, problem_of, run_main, triple
+from conftest import H100_H200, ONE_CLASS, PAPER_FLEETS, ROOT, SMALL, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -32,8 +32,6 @@ from pddplan.plan.compare import (
 from pddplan.plan.search import solve_plan
 
 runner = CliRunner()
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-PAPER_FLEETS = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
 H100 = 2.69  # the scenario's H100 rent, USD per GPU-hour
 
 
@@ -511,7 +509,7 @@ def test_egress_is_billed_on_the_demand_traffic(tmp_path):
 def test_a_row_that_relaxes_the_scenario_says_so():
     """pdd-h100-h200's cluster-b may only run main decode and cluster-a only prefill and
     relay decode: their intra-DC rows are relaxations, and their labels say which."""
-    s = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    s = load_scenario(H100_H200).scenario
     rows = {r.label: r.relaxes for r in compare_module.architectures(s)}
     assert rows["intra-DC h200-sxm in cluster-b (if cluster-b may also run prefill)"] == (
         "if cluster-b may also run prefill"
@@ -540,7 +538,7 @@ def test_the_verdict_names_the_relaxation_its_winner_needs(monkeypatch):
 def test_out_fleets_writes_each_row_and_evaluate_reproduces_it(tmp_path):
     """Each row's fleet and the scenario it was planned on: ``evaluate`` on the pair gives
     the row's SLA capacity and cost (to 1e-9)."""
-    scenario = ROOT / "scenarios" / "one-class-llama-70b.yaml"
+    scenario = ONE_CLASS
     folder = tmp_path / "fleets"
     r = run_main("compare", str(scenario), "--at", "demand", "--format", "json",
                  "--out-fleets", str(folder))  # fmt: skip
@@ -562,7 +560,7 @@ def test_out_fleets_that_cannot_be_written_is_one_line_before_any_planning(tmp_p
     blocker = tmp_path / "taken"
     blocker.write_text("x")
     target = blocker if kind == "file" else blocker / "sub"
-    r = run_main("compare", str(ROOT / "scenarios" / "pdd-h100-h200.yaml"),
+    r = run_main("compare", str(H100_H200),
                  "--out-fleets", str(target))  # fmt: skip
     assert r.exit_code == 2
     errors = [x for x in r.output.splitlines() if x.startswith("Error")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import PAPER_FLEETS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,8 +13,6 @@ from pddplan.api import load_scenario
 from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.plan.counts import stretched_meets
 from pddplan.plan.space import Space
-
-PAPER = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
 
 
 @settings(max_examples=200, deadline=None)
@@ -58,7 +56,7 @@ def test_all_met_at_the_largest_stretch_takes_one_evaluation():
 
 @pytest.fixture(scope="module")
 def paper_space():
-    return Space(load_scenario(PAPER))
+    return Space(load_scenario(PAPER_FLEETS))
 
 
 def test_the_prefill_tail_grows_with_the_stretch_and_falls_with_the_count(paper_space):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import H100_H200, ONE_CLASS, ROOT, SMALL
 
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second", "solve_s", "wall_s"}
 """JSON keys that measure this machine's speed, not the answer."""
@@ -42,10 +42,6 @@ from pddplan.cli.app import main
 main(sys.argv[1:])
 """
 """The slowed run's entry point: the clock patched before pddplan is imported."""
-
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-README = ROOT / "scenarios" / "pdd-h100-h200.yaml"
-ONE_CLASS = ROOT / "scenarios" / "one-class-llama-70b.yaml"
 
 
 def _normalized(value: Any) -> Any:
@@ -113,7 +109,7 @@ def test_a_solve_is_the_same_slowed_down(scenario, objective):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("scenario", "budget"), [(SMALL, 30.0), (README, 115.0)], ids=["small", "readme"]
+    ("scenario", "budget"), [(SMALL, 30.0), (H100_H200, 115.0)], ids=["small", "readme"]
 )
 def test_a_max_capacity_solve_is_the_same_slowed_down(tmp_path, scenario, budget):
     copy = _with_budget(tmp_path, scenario, budget)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import DATA, ROOT, problem_of, triple
+from conftest import DATA, H100_H200, ROOT, SMALL, problem_of, triple
 
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import evaluate
@@ -18,8 +18,6 @@ from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.fleet import Pool, Routing
 from pddplan.workload.classes import request_classes
-
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +182,7 @@ def test_fleet_errors_are_located(small):
 
 
 def test_shipped_example_fleet_evaluates():
-    s, hw, models = triple(load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml"))
+    s, hw, models = triple(load_scenario(H100_H200))
     fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
     e = evaluate(problem_of(s, hw, models), fleet)
     assert e.status == "ok" and e.sla_capacity_rps > s.workload.arrival_rps
@@ -326,7 +324,7 @@ def test_fleet_md_cache_must_be_an_option(update, message):
     ],
 )
 def test_md_cache_scenario_errors_are_located(tmp_path, md_cache, message):
-    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    text = (SMALL).read_text()
     path = tmp_path / "s.yaml"
     path.write_text(text + f"md_cache: {md_cache}\n")
     with pytest.raises(InputError) as err:

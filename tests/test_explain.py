@@ -6,15 +6,13 @@ reason, and a full link is named where it stops the demand."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, problem_of, triple
+from conftest import SMALL, problem_of, triple
 
 from pddplan.io.scenario import load_scenario
 from pddplan.plan.explain import _grid
 from pddplan.plan.results import Relaxation
 from pddplan.plan.search import solve_plan
 from pddplan.spec.scenario import Scenario
-
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 
 
 def with_value(model, path: str, value: float):

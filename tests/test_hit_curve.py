@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT
+from conftest import DATA, H100_H200
 
 from pddplan.workload.hit_curve import ReuseCurve, che_hit_rate, lru_hit_curve, stack_distances
 
@@ -137,7 +137,7 @@ def _session_stream(rate: float = 4.0, seconds: float = 2400.0):
     from pddplan.io.scenario import load_scenario
     from pddplan.workload.sessions import SessionOptions, SessionSource
 
-    s = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    s = load_scenario(H100_H200).scenario
     options = SessionOptions(rate, s.sla.ttft_p90_s, s.sla.tpot_ms / 1000)
     source = SessionSource(s.workload, None, options, seed=3)
     stream = []
@@ -198,7 +198,7 @@ def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
     around the rate."""
     from pddplan.io.scenario import load_scenario
 
-    problem = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    problem = load_scenario(H100_H200)
     rate = 24.0  # between the grid rates 16 and 32, 58% of the way in log rate
     capacity = 3e6 * rate  # tokens: where the curve is steep at this workload
     base = problem.reuse.hit_share(capacity, rate)

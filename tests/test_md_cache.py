@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import H100_H200, ROOT, SMALL
 
 from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import _with_fetch
@@ -22,8 +22,6 @@ from pddplan.model.md_cache import (
 from pddplan.plan.counts import Requirements
 from pddplan.plan.space import Space
 from pddplan.spec.fleet import CacheSizes, Fleet, Pool
-
-SCENARIO = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 
 
 def test_tier_prices_by_hand():
@@ -51,7 +49,7 @@ def test_the_kv_is_complete_at_the_later_of_suffix_and_fetch():
 
 
 def test_tier_hits_split_the_kept_reuses_by_tier():
-    curve = load_scenario(SCENARIO).reuse
+    curve = load_scenario(H100_H200).reuse
     rate = 4.0
     need = curve.capacity_for(0.95, rate)
     tiers = Tiers(need / 4, need / 4, need / 2, 50e9, 6.6e9)
@@ -66,7 +64,7 @@ def test_planner_sizes_main_decode_to_hold_the_kept_share():
     """For each kept share, the MD count the planner requires is the smallest whose cache
     (HBM plus DRAM) holds ``capacity_for(share)`` at the rate, and a fleet of that many
     keeps at least that share in the evaluator's terms."""
-    problem = load_scenario(SCENARIO)
+    problem = load_scenario(H100_H200)
     space = Space(problem)
     rate = 12.0
     req = Requirements(space, rate)
@@ -114,7 +112,7 @@ def _fleet(dram: float) -> Fleet:
 def test_evaluated_hit_rises_with_the_dram_and_costs_its_price():
     from pddplan.api import evaluate
 
-    problem = load_scenario(SCENARIO)
+    problem = load_scenario(H100_H200)
     small, big = evaluate(problem, _fleet(0.0)), evaluate(problem, _fleet(256.0))
     assert big.md_cache["mean_hit"] > small.md_cache["mean_hit"]
     assert big.md_cache["tiers"] == {"dram_gb_per_gpu": 256.0, "ssd_gb_per_gpu": 0.0}
@@ -129,7 +127,7 @@ def _problems_with_catalog(tmp_path, old: str, new: str) -> list[str]:
     changed = catalog.replace(old, new, 1)
     assert changed != catalog
     (tmp_path / "hw.yaml").write_text(changed)
-    text = SCENARIO.read_text().replace("\nsla:", "\ncatalogs: {hardware: hw.yaml}\n\nsla:", 1)
+    text = H100_H200.read_text().replace("\nsla:", "\ncatalogs: {hardware: hw.yaml}\n\nsla:", 1)
     (tmp_path / "s.yaml").write_text(text)
     with pytest.raises(InputError) as err:
         load_scenario(tmp_path / "s.yaml")
@@ -145,7 +143,7 @@ def test_a_tier_without_a_price_is_located(tmp_path):
 def test_fleet_tiers_against_a_measured_scenario_are_located(tmp_path):
     from pddplan.io.fleet import load_fleet
 
-    problem = load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml")
+    problem = load_scenario(SMALL)
     path = tmp_path / "f.yaml"
     path.write_text(
         "name: f\npools:\n  - {datacenter: east, role: prefill, chip: h100-sxm, "

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_main
+from conftest import ROOT, SMALL, run_main
 
 from pddplan.model.network import (
     TcpPath,
@@ -184,7 +184,7 @@ def test_rdma_is_tens_of_ms_for_gigabytes():
     ],
 )
 def test_bad_tcp_settings_are_one_located_line(tmp_path, setting, message):
-    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    text = (SMALL).read_text()
     line = "      streams: 8                  # assumption: each KV transfer striped over 8 connections"
     assert line in text
     path = tmp_path / "s.yaml"
@@ -199,7 +199,7 @@ def test_bad_tcp_settings_are_one_located_line(tmp_path, setting, message):
 
 
 def test_a_negative_rtt_is_one_located_line(tmp_path):
-    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text()
+    text = (SMALL).read_text()
     path = tmp_path / "s.yaml"
     path.write_text(
         text.replace("rtt_ms: 2 ", "rtt_ms: -2").replace("catalogs/", f"{ROOT}/catalogs/")

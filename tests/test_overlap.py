@@ -5,7 +5,7 @@ cannot overlap, built from the pieces the other tests check."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import DOMESTIC
 
 from pddplan import units
 from pddplan.model.instance import make_instance
@@ -123,7 +123,7 @@ def test_the_planner_chooses_context_parallelism_where_the_tail_needs_it():
     bound; context-parallel layouts do, and the planner takes one."""
     import pddplan
 
-    problem = pddplan.load_scenario(ROOT / "scenarios" / "domestic-910c-h20.yaml")
+    problem = pddplan.load_scenario(DOMESTIC)
     tight = problem.derive({"sla.ttft_p99_s": 10})
     plan = pddplan.solve(tight)
     assert plan.fleet is not None and plan.evaluation is not None

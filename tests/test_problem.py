@@ -7,24 +7,21 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from conftest import DATA, ROOT
+from conftest import DATA, H100_H200, SMALL
 
 import pddplan
 from pddplan.model.problem import TABLE_INPUTS, set_path
 
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-
 
 def test_a_price_change_rebuilds_no_table():
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(H100_H200)
     first = pddplan.solve(problem, objective="min-cost")
     assert problem.table_builds["instances"] > 0 and problem.table_builds["prefill"] > 0
     dearer = problem.derive({"prices_usd_per_gpu_hour.h200-sxm": 4.2})
     plan = pddplan.solve(dearer, objective="min-cost")
     assert sum(dearer.table_builds.values()) == 0, dearer.table_builds
     # and it is the plan a problem loaded from scratch with that price gets
-    fresh = pddplan.load_scenario(PAPER).derive({"prices_usd_per_gpu_hour.h200-sxm": 4.2})
+    fresh = pddplan.load_scenario(H100_H200).derive({"prices_usd_per_gpu_hour.h200-sxm": 4.2})
     again = pddplan.solve(fresh, objective="min-cost")
     assert plan.evaluation.cost_per_hour_usd == pytest.approx(again.evaluation.cost_per_hour_usd)
     assert plan.fleet == again.fleet
@@ -34,13 +31,13 @@ def test_a_price_change_rebuilds_no_table():
 def test_counts_are_shared_across_link_prices_but_not_across_the_link():
     """The planner's minimum counts depend on no price: a dearer link tier reuses them (and
     plans as a problem loaded afresh does), a longer round trip counts again."""
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(H100_H200)
     pddplan.solve(problem, objective="min-cost")
     assert problem.table_builds["counts"] > 0 and problem.table_builds["capacities"] > 0
     dearer = problem.derive({"links[0].tiers[3].usd_per_month": 30_000})
     plan = pddplan.solve(dearer, objective="min-cost")
     assert dearer.table_builds["counts"] == 0, dearer.table_builds
-    fresh = pddplan.load_scenario(PAPER).derive({"links[0].tiers[3].usd_per_month": 30_000})
+    fresh = pddplan.load_scenario(H100_H200).derive({"links[0].tiers[3].usd_per_month": 30_000})
     again = pddplan.solve(fresh, objective="min-cost")
     assert plan.fleet == again.fleet and fresh.table_builds["counts"] > 0
     assert plan.evaluation.cost_per_hour_usd == again.evaluation.cost_per_hour_usd

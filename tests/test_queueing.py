@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import H100_H200, PAPER_FLEETS
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -285,7 +285,7 @@ def test_filled_service_by_hand() -> None:
 def test_fill_table_ends_at_full_passes() -> None:
     """A chunk with a full chunk of company carries a full pass's share: the fill table's
     last point is the full-pass service, and company only ever lowers the service."""
-    problem = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml")
+    problem = load_scenario(H100_H200)
     figures = problem.prefill_figures("h100-sxm", 16, True)
     fill = figures.fill
     assert fill is not None
@@ -378,7 +378,7 @@ def test_the_whole_instance_fill_runs_from_alone_to_full_passes() -> None:
     """The instance as one server: with no company a first chunk costs its pass alone, with
     the instance's every chunk full of company a full pass's share (the service); company
     only lowers a request's cost."""
-    problem = load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml")
+    problem = load_scenario(PAPER_FLEETS)
     figures = problem.prefill_figures("h100-sxm", 16, False)
     whole = figures.whole
     assert whole is not None and figures.fill is not None

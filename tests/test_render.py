@@ -9,7 +9,7 @@ import io
 import itertools
 
 import pytest
-from conftest import ROOT
+from conftest import H100_H200, ROOT, SMALL
 from rich.console import Console
 
 import pddplan
@@ -17,8 +17,6 @@ from pddplan.report import simulation, tables, views
 
 GOLDEN = ROOT / "tests" / "golden"
 WIDTHS = (80, 120)
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 WALL_S = 1.0
 """Every wall-clock figure is set to this before rendering (they vary from run to run)."""
 
@@ -31,7 +29,7 @@ def _render(renderable: object, width: int) -> str:
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, object]:
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(H100_H200)
     plan = pddplan.solve(problem)
     plan = dataclasses.replace(plan, stats=dataclasses.replace(plan.stats, seconds=WALL_S))
     small = pddplan.load_scenario(SMALL)

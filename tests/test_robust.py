@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_main
+from conftest import SMALL, run_main
 from test_solve import _HandTables
 
 import pddplan
@@ -126,7 +126,7 @@ VARIANTS = textwrap.dedent("""\
 @pytest.fixture(scope="module")
 def small_variants(tmp_path_factory):
     path = tmp_path_factory.mktemp("robust") / "small-variants.yaml"
-    path.write_text((ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + VARIANTS)
+    path.write_text((SMALL).read_text() + VARIANTS)
     problem = pddplan.load_scenario(path)
     return path, problem, pddplan.solve_robust(problem)
 
@@ -209,7 +209,7 @@ def test_a_variant_is_reported_at_its_planned_rate_with_headroom_counted_once(
 
     _, _, r = small_variants
     path = tmp_path / "headroom.yaml"
-    text = (ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + "headroom: 0.5\n"
+    text = (SMALL).read_text() + "headroom: 0.5\n"
     path.write_text(text + VARIANTS)
     v, vp = pddplan.load_scenario(path).variants()[0]
     got = _at_shared(v, vp, r.variants[0].fleet, 1.0)
@@ -261,7 +261,7 @@ def test_variants_plan_for_min_cost_only(small_variants):
 def test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation(tmp_path):
     path = tmp_path / "too-busy.yaml"
     text = VARIANTS.replace("arrival_rps: 22", "arrival_rps: 400")
-    path.write_text((ROOT / "scenarios" / "small-llama-8b.yaml").read_text() + text)
+    path.write_text((SMALL).read_text() + text)
     run = run_main("solve", str(path))
     assert run.exit_code == 2, run.stdout
     (line,) = run.stderr.strip().splitlines()

@@ -7,15 +7,12 @@ import random
 from itertools import pairwise
 
 import pytest
-from conftest import ROOT, triple
+from conftest import H100_H200, SMALL, triple
 
 from pddplan.io.scenario import load_scenario
 from pddplan.simulation.cache import ChainCache
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.sessions import SessionOptions, SessionSource
-
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 
 
 def _sessions(path, rate, n, seed):
@@ -46,7 +43,7 @@ def _replay(cache, warm, requests, seed):
 
 
 @pytest.mark.parametrize(
-    ("path", "rate", "seed"), [(SMALL, 5, 0), (SMALL, 20, 1), (PAPER, 3, 2), (PAPER, 10, 3)]
+    ("path", "rate", "seed"), [(SMALL, 5, 0), (SMALL, 20, 1), (H100_H200, 3, 2), (H100_H200, 10, 3)]
 )
 @pytest.mark.parametrize("share", [None, 0.2, 0.5, 1.0])
 def test_chain_cache_answers_as_the_prefix_cache(path, rate, seed, share):
@@ -58,11 +55,11 @@ def test_chain_cache_answers_as_the_prefix_cache(path, rate, seed, share):
     assert _replay(ChainCache(capacity), warm, requests, seed) == expected
     # the cases miss (bounded ones by eviction; the paper workload's cold requests are
     # 0.04%, too few for 1,500) and hit partly: the comparison is not vacuous
-    assert any(a == 0 for _, a in expected) or (share is None and path == PAPER)
+    assert any(a == 0 for _, a in expected) or (share is None and path == H100_H200)
     assert any(0 < a < len(requests[i]) for i, a in expected)
 
 
-@pytest.mark.parametrize("path", [SMALL, PAPER])
+@pytest.mark.parametrize("path", [SMALL, H100_H200])
 def test_the_generators_ids_name_chains(path):
     """What ChainCache relies on: along a request's blocks the ids increase, and every id
     has one fixed predecessor in every request that holds it (a fixed chain before it)."""

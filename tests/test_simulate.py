@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT, problem_of, run_main, triple
+from conftest import DATA, H100_H200, ROOT, SMALL, problem_of, run_main, triple
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -36,8 +36,6 @@ from pddplan.workload.classes import workload_classes
 from pddplan.workload.sessions import SessionOptions, SessionSource, block_tokens
 from pddplan.workload.trace import fit_trace
 
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
 runner = CliRunner()
 
@@ -180,7 +178,7 @@ def test_sampled_hits_average_the_target_in_whole_blocks():
     """Hits come in whole cache blocks. One class of 4,000-token prompts at a 60% hit is
     37.5 blocks of 64 tokens: rounded to 38 every time, every request would hit 60.8% (2%
     fewer new tokens to send); rounded up half the time, they average 37.5."""
-    s, _, _ = triple(load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml"))
+    s, _, _ = triple(load_scenario(SMALL))
     one = ClassSpec(weight=1.0, input_tokens=4000, output_tokens=100, p_hit=0.6)
     workload = s.workload.model_copy(
         update={"input_tokens": None, "output_tokens": None, "prefix_hit": None, "classes": (one,)}
@@ -336,7 +334,7 @@ def test_prefix_cache_lookup_leaves_it_unchanged():
 
 # --- the session generator --------------------------------------------------------------------
 def test_sessions_are_deterministic_and_reach_the_hit_target():
-    s, _, _ = triple(load_scenario(PAPER))
+    s, _, _ = triple(load_scenario(H100_H200))
     options = SessionOptions(rate_rps=20, ready_after_s=4, tpot_s=0.06)
     first = list(SessionSource(s.workload, 3000, options, seed=7))
     again = list(SessionSource(s.workload, 3000, options, seed=7))
@@ -352,7 +350,7 @@ def test_sessions_reach_the_token_weighted_hit_target(rate):
     point: each request continues the shortest ready session that holds its target
     prefix, and the target is rounded, not floored, to blocks. (Choosing among the
     holders uniformly left 0.882 at 126 req/s: long contexts ran out.)"""
-    s, _, _ = triple(load_scenario(PAPER))
+    s, _, _ = triple(load_scenario(H100_H200))
     classes = workload_classes(s.workload)
     target = sum(c.weight * c.p_hit * c.input_tokens for c in classes) / sum(
         c.weight * c.input_tokens for c in classes
@@ -372,7 +370,7 @@ def test_sessions_reach_the_token_weighted_hit_target(rate):
 
 
 def test_block_size_follows_the_median_input():
-    assert block_tokens(load_scenario(PAPER).scenario.workload) == 512  # 64K median: capped
+    assert block_tokens(load_scenario(H100_H200).scenario.workload) == 512  # 64K median: capped
     assert block_tokens(load_scenario(SMALL).scenario.workload) == 32  # 1,500 / 64 = 23 -> 32
 
 
@@ -516,7 +514,7 @@ def test_same_seed_same_result_different_seed_differs(small):
 
 
 def test_relay_and_handoffs_run_on_the_paper_scenario():
-    s, hw, models = triple(load_scenario(PAPER))
+    s, hw, models = triple(load_scenario(H100_H200))
     fleet = load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem_of(s, hw))
     fleet = fleet.model_copy(
         update={"routing": Routing(relay_above_mb=20.0, singular_max_output_tokens=100)}

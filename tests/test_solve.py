@@ -10,7 +10,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT, SCENARIOS, problem_of, run_main, triple
+from conftest import (
+    DATA,
+    H100_H200,
+    PAPER_FLEETS,
+    ROOT,
+    SCENARIOS,
+    SMALL,
+    problem_of,
+    run_main,
+    triple,
+)
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -25,8 +35,6 @@ from pddplan.spec.status import PlanStatus
 from pddplan.work import counted
 
 runner = CliRunner()
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 
 
 # --- a MILP solved on paper -------------------------------------------------------------------
@@ -255,7 +263,7 @@ def test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap():
     the probes that prove an upper rate: the best plan so far, marked ``work_limit`` with
     what stopped it, and a bound above its BCR; the same budget stops it at the same point
     every time."""
-    s, hw, catalog = triple(load_scenario(PAPER))
+    s, hw, catalog = triple(load_scenario(H100_H200))
     problem = problem_of(s, hw, catalog).derive({"solver.rate_points": 6})
     r = solve_plan(problem, objective="max-bcr")
     assert r.status == "work_limit" and r.stats.rate_points == 6
@@ -281,7 +289,7 @@ def _clock_stopping_after(reads: int):
 
 
 def test_time_limit_stops_the_search():
-    s, hw, catalog = triple(load_scenario(PAPER))
+    s, hw, catalog = triple(load_scenario(H100_H200))
     full = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     assert full.status == "optimal"
     r = solve_plan(
@@ -308,7 +316,7 @@ def test_the_time_limit_stops_the_count_tables_too():
     while the count tables are built (before any MILP) stops the solve there, as
     ``time_limit`` without a plan, rather than after the tables (a min-cost solve of the
     paper fleets once took 470 s on a busy machine and still said ``optimal``)."""
-    s, hw, catalog = triple(load_scenario(PAPER))
+    s, hw, catalog = triple(load_scenario(H100_H200))
     with counted() as full:
         solve_plan(problem_of(s, hw, catalog), explain=False)
     with counted() as stopped:
@@ -354,7 +362,7 @@ def test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not(objective
 def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
     """A solve that runs out of time proves nothing about the rates above it: the reported
     bound must not fall below the true optimum (it was, before this was fixed)."""
-    s, hw, catalog = triple(load_scenario(PAPER))
+    s, hw, catalog = triple(load_scenario(H100_H200))
     full = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     calls = {"n": 0}
     at = optimize._Search.at
@@ -442,13 +450,13 @@ def test_solve_bad_choices_are_one_line_errors():
 def test_evaluate_refuses_a_plan_for_another_model(tmp_path):
     plan = tmp_path / "plan.json"
     assert run("solve", str(SMALL), "--objective", "min-cost", "--out", str(plan)).exit_code == 0
-    result = run("evaluate", str(PAPER), "--plan", str(plan))
+    result = run("evaluate", str(H100_H200), "--plan", str(plan))
     assert result.exit_code == 2
     assert "the plan is for 'llama-3.1-8b'" in result.output
     assert run("evaluate", str(SMALL)).exit_code == 2  # neither --fleet nor --plan
 
 
-@pytest.mark.parametrize("path", [PAPER, SMALL])
+@pytest.mark.parametrize("path", [H100_H200, SMALL])
 def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
     on the MILP's minimum cost in every cell (here at each cell's upper end, where the
@@ -466,7 +474,7 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
         assert floor[cell] <= out.cost_per_hour * (1 + 1e-9), (rate, floor[cell], out)
 
 
-@pytest.mark.parametrize("path", [PAPER, SMALL])
+@pytest.mark.parametrize("path", [H100_H200, SMALL])
 def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
     """The max-BCR search's probes: relaxed_optimum's cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
@@ -496,7 +504,7 @@ def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
 
     from pddplan.plan.bounds import plan_cost, relaxed_optimum
 
-    paper = load_scenario(PAPER).scenario
+    paper = load_scenario(H100_H200).scenario
     dcs = dict(paper.datacenters)
     dcs["cluster-a"] = dcs["cluster-a"].model_copy(update={"inventory": {"h100-sxm": 16}})
     owned = {
@@ -542,7 +550,7 @@ def test_of_equal_cost_plans_the_widest_then_the_fastest_is_kept(hardware, model
     from pddplan.evaluation.evaluator import evaluate
     from pddplan.plan.bounds import relaxed_optimum
 
-    s = load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml").scenario
+    s = load_scenario(PAPER_FLEETS).scenario
     # relay decode on its own: hosting it needs the layout without context parallelism
     s = s.model_copy(
         update={"search": s.search.model_copy(update={"relay_decode_on_prefill": (False,)})}
@@ -567,9 +575,7 @@ def test_a_fleet_without_relay_decode_relays_nothing(hardware, models):
     relay_decode pool")."""
     from pddplan.plan.space import Choice
 
-    problem = problem_of(
-        load_scenario(ROOT / "scenarios" / "small-llama-8b.yaml").scenario, hardware, models
-    )
+    problem = problem_of(load_scenario(SMALL).scenario, hardware, models)
     space = Space(problem)
     st = next(st for st in space.states if st.gbps is not None)
     j = next(j for j, c in enumerate(space.cuts) if space.relayed(c, st.cache).any())
@@ -621,7 +627,7 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
     every cut is ``test_a_wrong_prefill_hint_is_caught``."""
     from test_enumerate import random_scenario
 
-    scenarios = [load_scenario(PAPER).scenario, random_scenario(2)]
+    scenarios = [load_scenario(H100_H200).scenario, random_scenario(2)]
     for s, shuffle in itertools.product(scenarios, (False, True)):
         warm = Space(problem_of(s, hardware, models))
         rates = np.geomspace(s.workload.arrival_rps / 4, s.workload.arrival_rps * 40, 30)
@@ -644,7 +650,7 @@ def test_prefill_counts_from_other_rates_change_nothing(hardware, models):
 def test_a_wrong_prefill_hint_is_caught(hardware, models, monkeypatch):
     """A hint above the true count (as a count that falls with the rate would give) must
     not raise the count: the first count tried is checked against one instance fewer."""
-    s = load_scenario(PAPER).scenario
+    s = load_scenario(H100_H200).scenario
     rate = s.workload.arrival_rps * 20
     cold = Requirements(Space(problem_of(s, hardware, models)), rate)
     o = cold.space.options["prefill"][0]
@@ -704,7 +710,7 @@ def test_max_bcr_plan_is_the_cheapest_solved_plan_in_the_plateau():
     than the one returned. On pdd-h100-h200 the scan of rates upward reached the plateau at
     $1,033.65/hour while a $762.25 plan solved earlier (evaluated above the rate it was
     planned for) was in it."""
-    s, hw, catalog = triple(load_scenario(PAPER))
+    s, hw, catalog = triple(load_scenario(H100_H200))
     r = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
     threshold = (1 - s.search.bcr_plateau) * r.stats.bcr_bound
     in_plateau = [st.cost_per_hour_usd for st in r.bcr_steps if st.bcr >= threshold]

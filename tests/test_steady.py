@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT, triple
+from conftest import H100_H200, triple
 
 from pddplan.io.scenario import load_scenario
 from pddplan.simulation.decode import GAP_BINS_PER_DOUBLING, _gap_key
@@ -15,8 +15,6 @@ from pddplan.simulation.events import Events
 from pddplan.simulation.steady import Interval, _judge, gap_interval, log_interval, mser_truncation
 from pddplan.spec.scenario import Sla
 from pddplan.workload.sessions import SessionOptions, SessionSource
-
-PAPER = ROOT / "scenarios" / "pdd-h100-h200.yaml"
 
 
 def test_mser_drops_a_warm_up_step_and_nothing_from_a_flat_series():
@@ -101,7 +99,7 @@ def test_events_pause_after_the_event_that_asks():
 
 def test_open_sessions_stay_at_rate_times_turn_gap():
     """Little's law, held by construction: a new session closes one at random."""
-    s, _, _ = triple(load_scenario(PAPER))
+    s, _, _ = triple(load_scenario(H100_H200))
     src = SessionSource(s.workload, 30_000, SessionOptions(20.0, 4.0, 0.06), seed=3)
     assert src.target_sessions == round(20.0 * src.turn_gap_s) == 1200  # 60 s turn gap
     for _ in src:

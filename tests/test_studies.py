@@ -7,7 +7,7 @@ import itertools
 import json
 
 import pytest
-from test_sweep import PAPER, SMALL
+from conftest import PAPER_FLEETS, SMALL
 
 import pddplan
 from pddplan import units
@@ -27,7 +27,7 @@ def _strip(run) -> str:
 
 
 def test_price_premium_prices_the_md_chip_at_1_to_1_6_times_the_prefill_chip():
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(PAPER_FLEETS)
     (axis,), metric = study_axes(problem, "price-premium")
     path, _, values = axis.partition("=")
     h100 = problem.scenario.prices_usd_per_gpu_hour["h100-sxm"]  # 2.69
@@ -38,13 +38,13 @@ def test_price_premium_prices_the_md_chip_at_1_to_1_6_times_the_prefill_chip():
 
 
 def test_bathtub_sweeps_the_mean_hit_to_0_99_judged_by_bcr():
-    (axis,), metric = study_axes(pddplan.load_scenario(PAPER), "bathtub")
+    (axis,), metric = study_axes(pddplan.load_scenario(PAPER_FLEETS), "bathtub")
     assert axis.startswith("workload.prefix_hit.mean=0,") and axis.endswith(",0.99")
     assert metric == "bcr"
 
 
 def test_price_premium_needs_a_second_chip():
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(PAPER_FLEETS)
     one_chip = problem.derive({"datacenters.cluster-b.chips": ["h100-sxm"]})
     with pytest.raises(InputError, match="main-decode chip other than"):
         study_axes(one_chip, "price-premium")

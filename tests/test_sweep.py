@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PAPER_FLEETS, SMALL
 
 import pddplan
 from pddplan.errors import InputError
@@ -17,10 +18,6 @@ from pddplan.sweeps import knobs
 from pddplan.sweeps.axes import grid_size, parse_vary, points
 from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
 from pddplan.sweeps.points import Settings
-
-ROOT = Path(__file__).resolve().parent.parent
-SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
-PAPER = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
 
 
 def _strip(run) -> str:
@@ -111,7 +108,7 @@ def test_a_bucket_share_renormalises_the_others():
 
 
 def test_paths_are_checked_with_a_did_you_mean():
-    problem = pddplan.load_scenario(PAPER)
+    problem = pddplan.load_scenario(PAPER_FLEETS)
     data = problem.scenario.model_dump(mode="json")
     chips = problem.hardware.chips
     for spec, message in [
@@ -170,7 +167,7 @@ def test_resume_skips_journalled_points_and_refuses_another_sweep(tmp_path):
 def test_one_point_is_the_same_under_two_hash_seeds():
     code = (
         "import json, pddplan\n"
-        f"p = pddplan.load_scenario({str(PAPER)!r})\n"
+        f"p = pddplan.load_scenario({str(PAPER_FLEETS)!r})\n"
         "r = pddplan.sweep(p, ['prices_usd_per_gpu_hour.h200-sxm=3.9'])\n"
         "d = r.points[0].to_json(); d.pop('wall_s')\n"
         "[x.pop('solve_s') for x in d['results']]\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DATA, ROOT
+from conftest import DATA, H100_H200, MONTHLY
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -24,7 +24,6 @@ from pddplan.spec.scenario import (
 )
 
 runner = CliRunner()
-MONTHLY = ROOT / "scenarios" / "pdd-h100-h200-monthly.yaml"
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
 
 BASE = textwrap.dedent("""\
@@ -309,7 +308,7 @@ def test_the_monthly_example_validates_and_keeps_the_base():
     assert [v["weight"] for v in variants if v["weight"]] == [0.5, 0.5]
     assert [v["prefix_hit"]["mean"] for v in variants] == [0.90, 0.85, 0.80, 0.93]
     problem = load_scenario(MONTHLY)
-    base = load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml").scenario
+    base = load_scenario(H100_H200).scenario
     assert problem.scenario.workload == base.workload
     for _, p in problem.variants():
         assert p.scenario.workload.input_tokens == base.workload.input_tokens
