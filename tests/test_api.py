@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -22,9 +23,12 @@ def test_the_documented_example_runs(monkeypatch, capsys):
     assert len(printed) == 6
 
 
-def test_every_exported_name_resolves():
-    for name in pddplan.__all__:
-        assert getattr(pddplan, name) is not None, name
+def test_every_exported_name_resolves_to_its_module():
+    """``__all__`` is the export table, and each name is the object its module defines
+    (a name listed in one and not the other, or pointing at the wrong module, fails)."""
+    assert sorted(pddplan.__all__) == sorted(pddplan._EXPORTS)
+    for name, module in pddplan._EXPORTS.items():
+        assert getattr(pddplan, name) is getattr(importlib.import_module(module), name), name
 
 
 def test_import_is_light():

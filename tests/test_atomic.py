@@ -80,7 +80,14 @@ def test_a_symlinked_target_is_written_through(tmp_path: Path) -> None:
 
 
 def test_a_device_is_written_directly() -> None:
-    atomic_write_text(Path("/dev/null"), "into the void")  # no rename over a device
+    """No temporary file renamed over a device: /dev/null stays the device it was."""
+    before = os.stat("/dev/null")
+    atomic_write_text(Path("/dev/null"), "into the void")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (
+        before.st_ino,
+        before.st_rdev,
+    )
 
 
 def test_a_failed_model_import_leaves_the_catalog_whole(

@@ -422,11 +422,12 @@ def test_windows_of_the_shipped_trace_slice():
     assert windows[0]["arrival_rps"] == pytest.approx(windows[0]["requests"] / 300)
 
 
-@pytest.mark.parametrize("window", ["30m", "12h", "7d"])
-def test_window_units_accepted(tmp_path, window):
+@pytest.mark.parametrize(("window", "seconds"), [("30m", 1800), ("12h", 43_200), ("7d", 604_800)])
+def test_window_units_accepted(tmp_path, window, seconds):
     trace = _trace(tmp_path, [120])
     result = runner.invoke(app, ["workload", "fit", str(trace), "--window", window, "--json"])
     assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["window_s"] == seconds
 
 
 @pytest.mark.parametrize("window", ["1w", "0d", "1.5h", "d", "10", "-1h", "１d"])
