@@ -41,3 +41,10 @@ def test_import_is_light():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_every_exported_name_is_in_the_api_doc():
+    """docs/api.md names every public name, as docs/cli.md does every command."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    missing = [n for n in pddplan.__all__ if not re.search(rf"`[^`]*\b{re.escape(n)}\b", text)]
+    assert not missing, f"docs/api.md does not name {missing}"
