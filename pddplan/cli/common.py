@@ -3,9 +3,11 @@ their choices, the user-error handler and the output helpers."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
@@ -227,6 +229,34 @@ def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> 
         return cast(F, wrapper)  # functools.wraps keeps the signature typer reads
 
     return decorate(fn) if fn is not None else decorate
+
+
+SHOW_AFTER_S = 2.0
+"""Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
+
+
+@contextlib.contextmanager
+def status_line() -> Iterator[Callable[[str], None]]:
+    """One line of progress on stderr, replaced at each call with the text given and the
+    time elapsed; shown when stderr is a terminal, from ``SHOW_AFTER_S`` on, and gone when
+    the block ends."""
+    from rich.progress import Progress, TimeElapsedColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task("", visible=False)
+    began = time.monotonic()
+    with bar:
+
+        def show(text: str) -> None:
+            bar.update(task, description=text, visible=time.monotonic() - began >= SHOW_AFTER_S)
+
+        yield show
 
 
 def print_json(data: Any) -> None:

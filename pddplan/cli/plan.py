@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,6 +35,7 @@ from pddplan.cli.common import (
     err,
     load_deployment,
     print_json,
+    status_line,
     user_errors,
     value,
     write_file,
@@ -290,28 +290,14 @@ COMMANDS = {
 @contextlib.contextmanager
 def _search_progress() -> Iterator[Callable[[Any], None]]:
     """A progress callback for ``pddplan.solve``: the rates priced against the rate-point
-    budget and the MILP solves, on one line of stderr when it is a terminal, once the
-    search has taken ``SHOW_AFTER_S``."""
-    from rich.progress import Progress, TimeElapsedColumn
-
-    bar = Progress(
-        "[progress.description]{task.description}",
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
-    task = bar.add_task("solve", visible=False)
-    began = time.monotonic()
-    with bar:
+    budget and the MILP solves (``status_line``)."""
+    with status_line() as show:
 
         def tick(p: Any) -> None:
-            text = (
+            show(
                 f"solve {p.objective}: {p.rate_points:,} of at most {p.rate_point_budget:,} "
                 f"rates priced, {p.milp_solves:,} MILP solves"
             )
-            shown = time.monotonic() - began >= cli_simulate.SHOW_AFTER_S
-            bar.update(task, description=text, visible=shown)
 
         yield tick
 

@@ -4,7 +4,6 @@ simulator on a plan, with a progress bar on long runs."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ from pddplan.cli.common import (
     emit,
     err,
     load_deployment,
+    status_line,
     user_errors,
 )
 
@@ -75,33 +75,19 @@ VerifyTimeCapOpt = Annotated[
         "is not a verdict: exit code 3).",
     ),
 ]
-SHOW_AFTER_S = 2.0
-"""Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
 
 
 @contextlib.contextmanager
 def progress_line(label: str) -> Iterator[Callable[[Any], None]]:
     """A progress callback for ``pddplan.simulate``: phase, requests, simulated time, and
-    TTFT P99 with its precision, on one line of stderr when it is a terminal, from
-    ``SHOW_AFTER_S`` on."""
-    from rich.progress import Progress, TimeElapsedColumn
-
-    bar = Progress(
-        "[progress.description]{task.description}",
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
-    task = bar.add_task(label, visible=False)
-    began = time.monotonic()
-    with bar:
+    TTFT P99 with its precision (``status_line``)."""
+    with status_line() as show:
 
         def tick(p: Any) -> None:
             text = f"{label}: {p.phase}, {p.requests:,} requests, {p.simulated_s:,.0f} s simulated"
             if p.p99 is not None:
                 text += f", TTFT P99 {p.p99.value:.3g} s ±{p.p99.precision:.1%}"
-            bar.update(task, description=text, visible=time.monotonic() - began >= SHOW_AFTER_S)
+            show(text)
 
         yield tick
 
