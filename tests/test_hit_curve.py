@@ -173,6 +173,37 @@ def test_che_on_the_session_stream_matches_an_lru_replay(blocks):
     assert predicted == pytest.approx(found / reused, abs=0.03)
 
 
+@pytest.mark.parametrize(("rate", "seconds"), [(0.5, 1200.0), (4.0, 1200.0), (16.0, 60.0)])
+def test_the_per_turn_measure_equals_the_per_block_one(rate, seconds):
+    """``ReuseCurve.of_sessions`` (per request, from the session ids) gives, to the bit,
+    what ``measure`` (per block use, sorted by block id) gives on the same stream."""
+    from itertools import takewhile
+
+    from pddplan.io.scenario import load_scenario
+    from pddplan.workload.sessions import SessionOptions, SessionSource
+
+    s = load_scenario(H100_H200).scenario
+    source = SessionSource(s.workload, None, SessionOptions(rate, 4.0, 0.05), seed=5)
+    warm = [b for ids in source.warm for b in ids]
+    turns = list(takewhile(lambda r: r[0] <= seconds, source.turns()))
+    assert any(r[5] == 0 for r in turns) and any(r[5] > 0 for r in turns)  # cold and warm
+    per_block = ReuseCurve.measure(
+        ((t, ids) for t, _, _, ids, _, _ in turns), block_tokens=100, known=warm
+    )
+    rows = [(r[0], r[4], r[5], len(r[3])) for r in turns]
+    columns = [np.array(c) for c in zip(*rows, strict=True)]
+    per_turn = ReuseCurve.of_sessions(*columns, block_tokens=100)
+    assert np.array_equal(per_turn.returns_s, per_block.returns_s)
+    assert np.array_equal(per_turn.gaps_s, per_block.gaps_s)
+    if seconds < 100:  # contexts from before the stream, first back in the second half
+        assert np.isinf(per_turn.gaps_s).any()
+    assert (per_turn.uses, per_turn.tokens_per_request, per_turn.horizon_s) == (
+        per_block.uses,
+        per_block.tokens_per_request,
+        per_block.horizon_s,
+    )
+
+
 def test_a_hashed_sample_of_the_blocks_measures_the_same_returns():
     """Past ``max_uses`` the returns come from 1 block in k: the occupancy and the hit
     shares move by less than 2 points; the ages are every request's, so they are equal."""

@@ -172,8 +172,10 @@ def lru_hit_curve(requests: Iterable[Sequence[int]]) -> HitCurve:
 
 
 MEASURED_USES = 2_000_000
-"""``ReuseCurve.measure`` measures every block's returns up to this many block uses, and a
-hashed sample of the blocks beyond (16 bytes a use, sorted: ~0.5 s and ~200 MB here)."""
+"""``ReuseCurve.measure`` (of a stream of block ids, such as a trace) measures every block's
+returns up to this many block uses, and a hashed sample of the blocks beyond (16 bytes a
+use, sorted: ~0.5 s and ~200 MB here). The session generator's sample needs no such limit
+(``ReuseCurve.of_sessions``)."""
 
 
 def _thinned(ids: np.ndarray, k: int) -> np.ndarray:
@@ -271,6 +273,57 @@ class ReuseCurve:
             uses=len(x),
             gaps_s=np.sort(ages[second]),
             tokens_per_request=block_tokens * total / len(ids),
+            horizon_s=horizon,
+        )
+
+    @classmethod
+    def of_sessions(
+        cls,
+        times_s: np.ndarray,
+        sessions: np.ndarray,
+        reused: np.ndarray,
+        blocks: np.ndarray,
+        *,
+        block_tokens: int,
+    ) -> ReuseCurve:
+        """``measure`` of a stream of session turns, exact and per request, not per block
+        use (what ``measure`` gives on the same stream, with no hashed sample past
+        ``MEASURED_USES``; ``tests/test_hit_curve.py`` holds the two equal).
+
+        Request ``j`` (in time order) at ``times_s[j]`` continues or opens session
+        ``sessions[j]``, reuses the first ``reused[j]`` blocks of that session's context
+        (0: it opens the session) and leaves a context of ``blocks[j]`` blocks. A block is
+        held by one context only (a session's next turn copies its prefix, the rest is new),
+        so the next use of each of turn ``j``'s blocks is the session's next turn ``s``,
+        for its first ``reused[s]`` blocks, and none for the rest: ``reused[s]`` returns of
+        ``times_s[s] - times_s[j]``, ``blocks[j] - reused[s]`` uses that never return. A
+        turn that reuses blocks with no earlier turn of its session in the stream continues
+        a context from before the stream (age ``inf``)."""
+        n = len(times_s)
+        if n == 0:
+            raise ValueError("ReuseCurve.of_sessions needs at least one request")
+        order = np.argsort(sessions, kind="stable")  # by session, then in time
+        same = sessions[order][1:] == sessions[order][:-1]
+        after = np.full(n, -1)
+        after[order[:-1][same]] = order[1:][same]  # each turn's session's next turn
+        before = np.full(n, -1)
+        before[order[1:][same]] = order[:-1][same]
+        horizon = float(times_s[-1]) / 2
+        first = times_s <= horizon
+        back = first & (after >= 0)
+        x = times_s[after[back]] - times_s[back]
+        count = reused[after[back]]
+        within = x <= horizon
+        x, count = x[within], count[within]
+        by_time = np.argsort(x, kind="stable")
+        ages = np.where(before >= 0, times_s - times_s[before], np.nan)
+        ages[(before < 0) & (reused > 0)] = math.inf
+        second = (times_s > horizon) & ~np.isnan(ages)
+        return cls(
+            returns_s=np.repeat(x[by_time], count[by_time]),
+            uses=int(blocks[first].sum()),
+            gaps_s=np.sort(ages[second]),
+            tokens_per_request=block_tokens * int(blocks.sum()) / n,
             horizon_s=horizon,
         )
 

@@ -47,6 +47,9 @@ SimRequest = tuple[float, int, int, Sequence[int]]
 the ids as ``array("i")``: a run keeps tens of thousands of contexts alive, and as arrays
 they take 4 bytes an id (36 as a tuple of ints), in one piece, out of the cyclic garbage
 collector's sight."""
+Turn = tuple[float, int, int, array, int, int]
+"""A sampled request (``SimRequest``) with its session id and the blocks it reuses from
+that session's context (its first ones; 0: a cold request, which opens the session)."""
 BLOCK_TOKENS = 512
 """Tokens per prefix block of a trace: Mooncake's (its ``hash_ids`` are 512-token blocks),
 and the most a sampled workload uses."""
@@ -163,6 +166,12 @@ class SessionSource:
         return sid
 
     def __iter__(self) -> Iterator[SimRequest]:
+        for t, length, tokens_out, ids, _, _ in self.turns():
+            yield t, length, tokens_out, ids
+
+    def turns(self) -> Iterator[Turn]:
+        """The requests (``SimRequest``), each with the session it continues or opens and
+        the blocks it reuses from that session's context (0 for a cold request)."""
         rng, options, contexts, waiting = self._rng, self.options, self._contexts, self._waiting
         heappop, heappush, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
         block = self.block_tokens
@@ -230,10 +239,11 @@ class SessionSource:
                     sid = self._open_session()
                     cold += 1
                     ids = array("i")
-                ids += self._new_blocks(blocks_i - len(ids))
+                reused = len(ids)
+                ids += self._new_blocks(blocks_i - reused)
                 contexts[sid] = ids
                 heappush(waiting, (t + gap, sid))
-                yield t, length_i, out_i, ids
+                yield t, length_i, out_i, ids, sid, reused
             done += m
             self.cold_share = cold / done
 
@@ -242,7 +252,8 @@ REUSE_TURNS = 8
 """``sampled_reuse`` measures returns up to this many mean turn gaps."""
 REUSE_REQUESTS = 160_000
 """...on at most about this many requests (a lower rate where the asked one is higher):
-about 3 s and 1 GB at the paper workload's 64K-token contexts (167 req/s)."""
+0.7 s and 180 MB at the paper workload's 64K-token contexts (167 req/s, 10 million block
+uses), most of it the generator's."""
 
 
 def reuse_top_rate(workload: Workload, options: SessionOptions, seed: int = 0) -> float:
@@ -262,13 +273,29 @@ def sampled_reuse(workload: Workload, options: SessionOptions, seed: int = 0) ->
     ready context that holds its target prefix, and the more contexts are ready, the
     sooner a good fit comes. So the reuse ages shorten as the rate grows (the paper
     workload's mean age 55 s at 4 req/s, 51 s at 83, 49 s at 289), and a curve is only
-    right near the rate it was sampled at (``Problem.reuse_at``)."""
+    right near the rate it was sampled at (``Problem.reuse_at``).
+
+    Measured per request from the turns' sessions (``ReuseCurve.of_sessions``), exact at
+    any number of block uses."""
     rate = min(options.rate_rps, reuse_top_rate(workload, options, seed))
     source = SessionSource(workload, None, replace(options, rate_rps=rate), seed)
     horizon = REUSE_TURNS * source.turn_gap_s
-    known = (b for ids in source.warm for b in ids)
-    stream = takewhile(lambda r: r[0] <= 2 * horizon, ((t, ids) for t, _, _, ids in source))
-    return ReuseCurve.measure(stream, block_tokens=source.block_tokens, known=known)
+    times: list[float] = []
+    sessions: list[int] = []
+    reused: list[int] = []
+    blocks: list[int] = []
+    for t, _, _, ids, sid, kept in takewhile(lambda r: r[0] <= 2 * horizon, source.turns()):
+        times.append(t)
+        sessions.append(sid)
+        reused.append(kept)
+        blocks.append(len(ids))
+    return ReuseCurve.of_sessions(
+        np.array(times),
+        np.array(sessions, dtype=np.int64),
+        np.array(reused, dtype=np.int64),
+        np.array(blocks, dtype=np.int64),
+        block_tokens=source.block_tokens,
+    )
 
 
 def block_tokens(workload: Workload) -> int:
