@@ -5,6 +5,7 @@ processes)."""
 from __future__ import annotations
 
 import pickle
+from functools import cached_property
 
 import pytest
 from conftest import DATA, H100_H200, SMALL
@@ -84,3 +85,158 @@ def test_problem_and_results_pickle():
     copy = pickle.loads(pickle.dumps(problem))
     assert copy.scenario == problem.scenario and copy.table_builds == problem.table_builds
     assert pddplan.solve(copy, objective="min-cost").fleet == plan.fleet
+
+
+# --- what each table reads ------------------------------------------------------------------
+def _scenario_paths(scenario) -> dict[int, str]:
+    """Every model object in ``scenario``'s tree by id, as its dotted path without indexes
+    (``links[0].tiers[2]`` is ``links.tiers``)."""
+    from pddplan.spec.base import Frozen
+
+    paths: dict[int, str] = {}
+
+    def walk(value, path: str) -> None:
+        if isinstance(value, Frozen):
+            paths[id(value)] = path
+            for name in type(value).model_fields:
+                walk(object.__getattribute__(value, name), f"{path}.{name}" if path else name)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item, path)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, path)
+
+    walk(scenario, "")
+    return paths
+
+
+def _covered(read: str, declared: tuple[str, ...]) -> bool:
+    """Whether ``declared`` inputs (``TABLE_INPUTS``' form) cover a read of ``read``."""
+    from pddplan.model.problem import NON_PHYSICAL
+
+    for d in declared:
+        if d == "links:physical":
+            if (read == "links" or read.startswith("links.")) and read not in NON_PHYSICAL:
+                return True
+        elif read == d or read.startswith(d + "."):
+            return True
+    return False
+
+
+def _record_reads(monkeypatch) -> dict[str, set[str]]:
+    """Record, from here on, each scenario field read while a ``Problem`` fills one of its
+    tables (``Problem._building``), under the innermost table being filled. Only the
+    fields read are recorded, not the models read on the way to them."""
+    from contextlib import contextmanager
+
+    from pddplan.model.problem import Problem
+    from pddplan.spec.base import Frozen
+
+    reads: dict[str, set[str]] = {}
+    building: list[str] = []
+    paths: dict[int, str] = {}
+    keep_alive: list[object] = []  # so that no id in ``paths`` is reused
+    make = Problem.__init__
+
+    def init(self, scenario, *args, **kwargs):
+        paths.update(_scenario_paths(scenario))
+        keep_alive.append(scenario)
+        make(self, scenario, *args, **kwargs)
+
+    @contextmanager
+    def recording(self, table):
+        self.table_builds[table] += 1
+        building.append(table)
+        try:
+            yield
+        finally:
+            building.pop()
+
+    plain = Frozen.__getattribute__
+
+    def get(obj, name):
+        value = plain(obj, name)
+        field = building and id(obj) in paths and name in type(obj).model_fields
+        if field and (not isinstance(value, Frozen | list | tuple) or not value):
+            path = paths[id(obj)]
+            reads.setdefault(building[-1], set()).add(f"{path}.{name}" if path else name)
+        return value
+
+    class Tracked:
+        """A cached property of ``Problem`` whose reads count as its readers' reads,
+        whenever they read it (it is computed once, perhaps outside any table)."""
+
+        def __init__(self, prop: cached_property) -> None:
+            self.func, self.name = prop.func, f"property {prop.attrname}"
+
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self
+            kept = obj.__dict__.setdefault("_tracked", {})
+            if self.name not in kept:
+                building.append(self.name)
+                try:
+                    kept[self.name] = self.func(obj)
+                finally:
+                    building.pop()
+            if building:
+                reads.setdefault(building[-1], set()).update(reads.get(self.name, ()))
+            return kept[self.name]
+
+    for name, attr in list(vars(Problem).items()):
+        if isinstance(attr, cached_property):
+            monkeypatch.setattr(Problem, name, Tracked(attr))
+    monkeypatch.setattr(Problem, "__init__", init)
+    monkeypatch.setattr(Problem, "_building", recording)
+    monkeypatch.setattr(Frozen, "__getattribute__", get)
+    return reads
+
+
+def _undeclared(reads: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Per table, the fields it read and does not declare."""
+    tables = {t: found for t, found in reads.items() if t in TABLE_INPUTS}
+    return {
+        table: sorted(r for r in found if not _covered(r, TABLE_INPUTS[table]))
+        for table, found in tables.items()
+        if any(not _covered(r, TABLE_INPUTS[table]) for r in found)
+    }
+
+
+@pytest.mark.parametrize("scenario", [SMALL, H100_H200])
+def test_each_table_reads_only_what_it_declares(scenario, monkeypatch):
+    """A table is shared with a derived problem when its declared inputs are unchanged
+    (``Problem.with_scenario``); a field it reads without declaring would give a derived
+    problem stale figures. Every scenario field a table reads while a solve and an
+    evaluation fill it is among its ``TABLE_INPUTS``."""
+    reads = _record_reads(monkeypatch)
+    problem = pddplan.load_scenario(scenario)
+    plan = pddplan.solve(problem, objective="min-cost")
+    pddplan.evaluate(problem, plan.fleet)
+    assert {"classes", "instances", "prefill", "decode_points", "capacities"} <= set(reads)
+    assert _undeclared(reads) == {}
+
+
+def test_an_undeclared_read_is_caught(monkeypatch):
+    """The recording sees a read the declarations leave out: the instances are built from
+    the KV dtype, and without it declared the check names it."""
+    reads = _record_reads(monkeypatch)
+    problem = pddplan.load_scenario(SMALL)
+    pddplan.solve(problem, objective="min-cost")
+    short = {**TABLE_INPUTS, "instances": ("hardware", "model", "calibration", "weight_dtype")}
+    monkeypatch.setattr("test_problem.TABLE_INPUTS", short)
+    assert _undeclared(reads) == {"instances": ["kv_dtype"]}
+
+
+def test_every_scenario_field_is_physical_or_not():
+    """``NON_PHYSICAL`` names real fields, and the physical tables' inputs are every other
+    field (a new field is an input of the counts and the capacities unless listed)."""
+    from pddplan.model.problem import _PHYSICAL, NON_PHYSICAL
+    from pddplan.spec.scenario import Scenario
+
+    top = {f.split(".")[0] for f in NON_PHYSICAL}
+    assert top <= set(Scenario.model_fields)
+    physical = {f.split(":")[0] for f in _PHYSICAL} - {"hardware"}
+    assert physical | top == set(Scenario.model_fields)
+    assert physical & top == {"links"}  # the links' prices only are not physical
+    assert TABLE_INPUTS["counts"] == TABLE_INPUTS["capacities"] == _PHYSICAL

@@ -16,7 +16,8 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
@@ -52,10 +53,37 @@ STEP_TABLE_EXACT = 64
 """``Problem.decode_steps`` holds every batch up to this one..."""
 STEP_TABLE_POINTS = 400
 """...and this many batches spread geometrically above it (about 1% apart at 5,000)."""
+NON_PHYSICAL = (
+    "name",
+    "description",
+    "catalogs",
+    "workload_variants",
+    "objective",
+    "headroom",
+    "budget_usd_per_hour",
+    "prices_usd_per_gpu_hour",
+    "gpu_purchase",
+    "electricity_usd_per_kwh",
+    "hosting_usd_per_gpu_hour",
+    "cache_tier_prices_usd_per_gb_month",
+    "solver",
+    "links.tiers.usd_per_month",
+    "links.tiers.usd_per_gb",
+)
+"""The scenario fields no minimum count and no SLA capacity depends on: the names, the
+prices, the budget, the objective, the headroom and the solver (``catalogs``: the files'
+content is the ``hardware`` and ``model`` input; ``workload_variants``: each variant is its
+own problem, ``Problem.variants``). Declared once: every other field is an input of the
+physical tables (``_PHYSICAL``), so a new field is one unless it is listed here."""
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
-_PHYSICAL = (*_INSTANCE, "workload", "sla", "search", "datacenters", "links:physical", "md_cache")
-"""Every input but the prices, the budget, the objective, the headroom and the solver: what
-minimum counts and SLA capacities are computed from."""
+_PHYSICAL = (
+    "hardware",
+    *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f != "links"),
+    "links:physical",
+)
+"""What minimum counts and SLA capacities are computed from: every input not
+``NON_PHYSICAL`` (the catalogs' entries, each other scenario field, the links without their
+tiers' prices)."""
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
     "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
@@ -71,8 +99,10 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "capacities": _PHYSICAL,
 }
 """Each table and what it is computed from: ``hardware`` and ``model`` are the catalogs'
-entries, the rest scenario fields (a dotted path names a field inside one; ``links:physical``
-the links without their tiers' prices)."""
+entries (``model`` with the scenario's field that names it), the rest scenario fields (a
+dotted path names a field inside one; ``links:physical`` the links without their tiers'
+prices). ``tests/test_problem.py`` records what each table reads while a solve fills it
+and fails on a read not declared here."""
 
 
 class InstanceKey(NamedTuple):
@@ -234,12 +264,21 @@ class Problem:
         if name == "model":
             return self.model
         if name == "links:physical":
-            prices = {"tiers": {"__all__": {"usd_per_month", "usd_per_gb"}}}
+            tier = {f.removeprefix("links.tiers.") for f in NON_PHYSICAL if f.startswith("links.")}
+            prices = {"tiers": {"__all__": tier}}
             return [link.model_dump(exclude=prices) for link in self.scenario.links]
         value: Any = self.scenario
         for part in name.split("."):
             value = getattr(value, part)
         return value
+
+    @contextmanager
+    def _building(self, table: str) -> Iterator[None]:
+        """Around the computing of one entry (or one batch of entries) of ``table``: counts
+        it (``table_builds``). Every table is filled inside one, so that
+        ``tests/test_problem.py`` can record what each table reads of the scenario."""
+        self.table_builds[table] += 1
+        yield
 
     def memo(
         self, table: Literal["counts", "capacities"], key: Hashable, make: Callable[[], T]
@@ -250,8 +289,8 @@ class Problem:
         prices counts and bisects capacities once."""
         found = getattr(self._tables, table)
         if key not in found:
-            self.table_builds[table] += 1
-            found[key] = make()
+            with self._building(table):
+                found[key] = make()
         return cast(T, found[key])
 
     # --- the workload -----------------------------------------------------------------------
@@ -260,8 +299,8 @@ class Problem:
         """The workload's request classes (``pddplan.workload.classes``)."""
         table = self._tables.classes
         if "classes" not in table:
-            self.table_builds["classes"] += 1
-            table["classes"] = workload_classes(self.scenario.workload)
+            with self._building("classes"):
+                table["classes"] = workload_classes(self.scenario.workload)
         return table["classes"]
 
     @cached_property
@@ -322,19 +361,19 @@ class Problem:
         """The decode-side cache choices (``pddplan.model.md_cache``)."""
         table = self._tables.md_caches
         if "md_caches" not in table:
-            self.table_builds["md_caches"] += 1
-            s = self.scenario
-            if s.md_cache is None or s.md_cache[0].measured:  # options are of one form
-                measured = [h for _, h in md_caches(s)]
-            else:
-                measured = [[] for _ in s.md_cache]
-            table["md_caches"] = cache_choices(
-                s.md_cache,
-                self.arrays.hit,
-                measured,
-                self.hardware,
-                s.cache_tier_prices_usd_per_gb_month,
-            )
+            with self._building("md_caches"):
+                s = self.scenario
+                if s.md_cache is None or s.md_cache[0].measured:  # options are of one form
+                    measured = [h for _, h in md_caches(s)]
+                else:
+                    measured = [[] for _ in s.md_cache]
+                table["md_caches"] = cache_choices(
+                    s.md_cache,
+                    self.arrays.hit,
+                    measured,
+                    self.hardware,
+                    s.cache_tier_prices_usd_per_gb_month,
+                )
         return table["md_caches"]
 
     def md_hits(self, gb_per_gpu: float | None) -> Array:
@@ -370,15 +409,15 @@ class Problem:
     def _reuse_sample(self, rate_rps: float) -> ReuseCurve:
         table = self._tables.reuse
         if rate_rps not in table:
-            self.table_builds["reuse"] += 1
-            tally("reuse_samples")
-            s = self.scenario
-            options = SessionOptions(
-                rate_rps=rate_rps,
-                ready_after_s=s.sla.ttft_p90_s,
-                tpot_s=s.sla.tpot_ms * units.MS,
-            )
-            table[rate_rps] = sampled_reuse(s.workload, options)
+            with self._building("reuse"):
+                tally("reuse_samples")
+                s = self.scenario
+                options = SessionOptions(
+                    rate_rps=rate_rps,
+                    ready_after_s=s.sla.ttft_p90_s,
+                    tpot_s=s.sla.tpot_ms * units.MS,
+                )
+                table[rate_rps] = sampled_reuse(s.workload, options)
         return table[rate_rps]
 
     def reuse_at(self, rate_rps: float) -> ReuseCurve:
@@ -425,22 +464,22 @@ class Problem:
         table = self._tables.instances
         key = InstanceKey(chip, gpus, context_parallel)
         if key not in table:
-            self.table_builds["instances"] += 1
-            s = self.scenario
-            try:
-                table[key] = make_instance(
-                    self.model,
-                    self.hardware.chips[chip],
-                    gpus,
-                    self.calibration(chip),
-                    kv_dtype=s.kv_dtype,
-                    weight_dtype=s.weight_dtype,
-                    context_parallel=context_parallel,
-                )
-            except WeightsDoNotFitError as e:
-                table[key] = e
-            except ValueError as e:  # context parallelism with nothing to split over
-                table[key] = InputError(f"{gpus} x {chip}: {e}")
+            with self._building("instances"):
+                s = self.scenario
+                try:
+                    table[key] = make_instance(
+                        self.model,
+                        self.hardware.chips[chip],
+                        gpus,
+                        self.calibration(chip),
+                        kv_dtype=s.kv_dtype,
+                        weight_dtype=s.weight_dtype,
+                        context_parallel=context_parallel,
+                    )
+                except WeightsDoNotFitError as e:
+                    table[key] = e
+                except ValueError as e:  # context parallelism with nothing to split over
+                    table[key] = InputError(f"{gpus} x {chip}: {e}")
         found = table[key]
         if isinstance(found, WeightsDoNotFitError):
             raise WeightsDoNotFitError(found.problems)
@@ -465,14 +504,14 @@ class Problem:
         table = self._tables.prefill
         key = PrefillKey(chip, gpus, context_parallel, hosting)
         if key not in table:
-            self.table_builds["prefill"] += 1
-            a = self.arrays
-            inst = (
-                self.host_instance(chip, gpus, context_parallel)
-                if hosting
-                else self.instance(chip, gpus, context_parallel)
-            )
-            table[key] = inst.prefill_figures(a.inp, a.hit)
+            with self._building("prefill"):
+                a = self.arrays
+                inst = (
+                    self.host_instance(chip, gpus, context_parallel)
+                    if hosting
+                    else self.instance(chip, gpus, context_parallel)
+                )
+                table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
 
     def pass_order(
@@ -485,9 +524,9 @@ class Problem:
         if key not in table:
             from pddplan.model.queueing import pass_order  # scipy: only where it is needed
 
-            self.table_builds["passes"] += 1
-            figures = self.prefill_figures(chip, gpus, context_parallel, hosting)
-            table[key] = pass_order(figures, self.arrays.w)
+            with self._building("passes"):
+                figures = self.prefill_figures(chip, gpus, context_parallel, hosting)
+                table[key] = pass_order(figures, self.arrays.w)
         return table[key]
 
     def host_point(self, chip: str, gpus: int, context_parallel: bool = False) -> HostPoint | None:
@@ -511,15 +550,15 @@ class Problem:
         table = self._tables.hosts
         key = InstanceKey(chip, gpus, context_parallel)
         if key not in table:
-            self.table_builds["hosts"] += 1
-            inst = self.instance(chip, gpus, context_parallel)
-            point = host_point(
-                inst,
-                self.decode_context_tokens,
-                float(self.arrays.inp.max()),
-                self.scenario.sla.tpot_ms * units.MS,
-            )
-            table[key] = None if point is None else (point, at_chunk(inst, point.chunk_tokens))
+            with self._building("hosts"):
+                inst = self.instance(chip, gpus, context_parallel)
+                point = host_point(
+                    inst,
+                    self.decode_context_tokens,
+                    float(self.arrays.inp.max()),
+                    self.scenario.sla.tpot_ms * units.MS,
+                )
+                table[key] = None if point is None else (point, at_chunk(inst, point.chunk_tokens))
         return table[key]
 
     def decode_point(
@@ -532,12 +571,12 @@ class Problem:
         table = self._tables.decode_points
         key = DecodeKey(chip, gpus, reserve_gb_per_gpu)
         if key not in table:
-            self.table_builds["decode_points"] += 1
-            inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
-            reserve = reserve_gb_per_gpu * units.GB * gpus
-            tpot_s = self.scenario.sla.tpot_ms * units.MS
-            batch = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserve)
-            table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
+            with self._building("decode_points"):
+                inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
+                reserve = reserve_gb_per_gpu * units.GB * gpus
+                tpot_s = self.scenario.sla.tpot_ms * units.MS
+                batch = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserve)
+                table[key] = (batch, inst.decode_step_s(max(batch, 1), ctx))
         return table[key]
 
     def first_step_s(self, chip: str, gpus: int, reserve_gb_per_gpu: float = 0.0) -> float:
@@ -557,15 +596,15 @@ class Problem:
         table = self._tables.decode_steps
         key = ChipGpus(chip, gpus)
         if key not in table:
-            self.table_builds["decode_steps"] += 1
-            inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
-            largest = max(self.decode_point(chip, gpus)[0], 1)
-            batches = np.arange(1, min(largest, STEP_TABLE_EXACT) + 1)
-            if largest > STEP_TABLE_EXACT:
-                more = np.geomspace(STEP_TABLE_EXACT, largest, STEP_TABLE_POINTS)
-                batches = np.unique(np.concatenate([batches, np.rint(more).astype(int)]))
-            steps = np.array([inst.decode_step_s(int(b), ctx) for b in batches])
-            table[key] = (batches.astype(float), steps)
+            with self._building("decode_steps"):
+                inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
+                largest = max(self.decode_point(chip, gpus)[0], 1)
+                batches = np.arange(1, min(largest, STEP_TABLE_EXACT) + 1)
+                if largest > STEP_TABLE_EXACT:
+                    more = np.geomspace(STEP_TABLE_EXACT, largest, STEP_TABLE_POINTS)
+                    batches = np.unique(np.concatenate([batches, np.rint(more).astype(int)]))
+                steps = np.array([inst.decode_step_s(int(b), ctx) for b in batches])
+                table[key] = (batches.astype(float), steps)
         return table[key]
 
     def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: npt.NDArray[np.intp]) -> Array:
@@ -583,15 +622,15 @@ class Problem:
         at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
         found = known[at] == keys if len(known) else np.zeros(len(keys), dtype=bool)
         if not found.all():
-            self.table_builds["extend_passes"] += 1
-            new = keys[~found]
-            priced = inst.prefill_pass_s(new.imag, self.arrays.inp[new.real.astype(np.intp)])
-            known = np.concatenate([known, new])
-            seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
-            order = np.argsort(known, kind="stable")
-            known, seconds = known[order], seconds[order]
-            table[ChipGpus(chip, gpus)] = (known, seconds)
-            at = np.searchsorted(known, keys)
+            with self._building("extend_passes"):
+                new = keys[~found]
+                priced = inst.prefill_pass_s(new.imag, self.arrays.inp[new.real.astype(np.intp)])
+                known = np.concatenate([known, new])
+                seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
+                order = np.argsort(known, kind="stable")
+                known, seconds = known[order], seconds[order]
+                table[ChipGpus(chip, gpus)] = (known, seconds)
+                at = np.searchsorted(known, keys)
         return cast(Array, seconds[at][where.ravel()].reshape(tokens.shape))
 
     # --- checks that need the model ---------------------------------------------------------
