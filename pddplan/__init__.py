@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "OBJECTIVES": "pddplan.api",
     "SOLVERS": "pddplan.api",
     "METHODS": "pddplan.api",
-    "set_input_limit": "pddplan.io.located",
+    "input_limit": "pddplan.io.located",
     # types
     "Problem": "pddplan.model.problem",
     "Catalogs": "pddplan.io.catalogs",
@@ -105,6 +105,7 @@ __all__ = [
     "fit_trace",
     "fit_trace_windows",
     "import_hf_config",
+    "input_limit",
     "instance_figures",
     "load_catalogs",
     "load_fleet",
@@ -112,7 +113,6 @@ __all__ = [
     "price_fleet",
     "price_sweep",
     "scenario_schema",
-    "set_input_limit",
     "simulate",
     "solve",
     "solve_robust",
@@ -171,7 +171,7 @@ if TYPE_CHECKING:
     from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs
-    from pddplan.io.located import set_input_limit
+    from pddplan.io.located import input_limit
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem

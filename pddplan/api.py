@@ -50,15 +50,19 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 
 
 # --- inputs ---------------------------------------------------------------------------------
-def load_scenario(path: str | Path) -> Problem:
-    """The scenario at ``path`` with the catalogs it uses, every reference checked.
+def load_scenario(path: str | Path, *, max_input_mb: float | None = None) -> Problem:
+    """The scenario at ``path`` with the catalogs it uses, every reference checked;
+    ``max_input_mb``: the largest file read (default: ``PDDPLAN_MAX_INPUT_MB``, else 4 MB;
+    ``input_limit`` sets it for a block of reads).
 
     Raises:
         InputError: one located line (``FILE:LINE: KEY: problem``) per problem found.
     """
+    from pddplan.io.located import input_limit
     from pddplan.io.scenario import load_scenario as load
 
-    return load(Path(path))
+    with input_limit(max_input_mb):
+        return load(Path(path))
 
 
 def load_catalogs(
@@ -84,13 +88,21 @@ def load_catalogs(
     return load(_path(hardware), _path(models))
 
 
-def load_fleet(path: str | Path, problem: Problem, variant: str | None = None) -> Fleet:
+def load_fleet(
+    path: str | Path,
+    problem: Problem,
+    variant: str | None = None,
+    *,
+    max_input_mb: float | None = None,
+) -> Fleet:
     """A fleet file, or the deployment in a plan file from ``solve``'s JSON, checked
     against ``problem``'s scenario; ``variant``: a robust plan's routing for that workload
-    variant."""
+    variant; ``max_input_mb`` as ``load_scenario``'s."""
     from pddplan.io.fleet import load_fleet as load
+    from pddplan.io.located import input_limit
 
-    return load(Path(path), problem, variant)
+    with input_limit(max_input_mb):
+        return load(Path(path), problem, variant)
 
 
 def variant_problem(problem: Problem, name: str) -> Problem:

@@ -24,7 +24,6 @@ from conftest import SMALL
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
-from pddplan.io.located import set_input_limit
 
 BAD = Path(__file__).parent / "data" / "bad"
 CORPUS = sorted(p for p in BAD.iterdir() if p.is_file())
@@ -76,8 +75,7 @@ def test_the_corpus_covers_every_kind_and_failure_class():
 
 @pytest.fixture
 def runner():
-    yield CliRunner()
-    set_input_limit(None)  # the root option sets it for the process
+    return CliRunner()
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)

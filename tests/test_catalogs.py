@@ -125,3 +125,27 @@ def test_model_catalog_errors_are_located(tmp_path):
     )
     assert "models.bad.kv_dtype" in text and "'int3'" in text
     assert "unknown key 'num_layers'; did you mean 'num_hidden_layers'?" in text
+
+
+def test_a_catalog_is_shared_read_only_and_read_again_when_its_file_changes(tmp_path):
+    """The catalogs are read once per version of their file and shared by every caller:
+    no caller can change the shared copy, and an edited file is read again (its path alone
+    would hand back the old one)."""
+    import os
+    import pickle
+
+    shipped = Path(str(load_models.__globals__["_shipped"]("models.yaml"))).read_text()
+    path = _write(tmp_path, shipped)
+    first = load_models(path)
+    assert load_models(path) is first  # read once
+    with pytest.raises(TypeError, match="read-only"):
+        first["mine"] = first["llama-3.1-8b"]
+    with pytest.raises(TypeError, match="read-only"):
+        load_hardware().chips.pop("h100-sxm")
+    assert pickle.loads(pickle.dumps(first)) == first
+    edited = shipped.replace("total_params_b: 8.03", "total_params_b: 8.5", 1)
+    assert edited != shipped
+    path.write_text(edited)
+    stat = path.stat()  # the same second and size on a coarse clock: the time moved on
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert load_models(path)["llama-3.1-8b"].total_params_b == 8.5

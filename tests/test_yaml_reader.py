@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, SMALL
 
 from pddplan.errors import InputError
 from pddplan.io import located
-from pddplan.io.located import read_yaml, set_input_limit
+from pddplan.io.located import input_limit, read_yaml
 
 LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
 
@@ -186,9 +186,8 @@ def test_a_byte_order_mark_is_read(tmp_path: Path) -> None:
 
 @pytest.fixture
 def small_limit():
-    set_input_limit(0.001)  # 1 kB
-    yield
-    set_input_limit(None)
+    with input_limit(0.001):  # 1 kB
+        yield
 
 
 def test_the_read_is_bounded(small_limit: None, tmp_path: Path) -> None:
@@ -222,11 +221,24 @@ def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(located.INPUT_LIMIT_ENV, "lots")
     with pytest.raises(InputError, match="PDDPLAN_MAX_INPUT_MB='lots': expected a positive"):
         located.input_limit_bytes()
-    set_input_limit(2)
-    try:
+    with input_limit(2):
         assert located.input_limit_bytes() == 2_000_000  # the option wins over the variable
-    finally:
-        set_input_limit(None)
+        with input_limit(None):  # an inner block without one keeps the enclosing limit
+            assert located.input_limit_bytes() == 2_000_000
+    monkeypatch.delenv(located.INPUT_LIMIT_ENV)
+    assert located.input_limit_bytes() == 4_000_000  # back to the default after the block
+
+
+def test_the_limit_is_passed_not_kept(tmp_path: Path) -> None:
+    """A loader's ``max_input_mb`` bounds its own reads only; the next read has the default
+    again (no process-wide setting left behind)."""
+    import pddplan
+
+    with pytest.raises(InputError, match=r"larger than the input limit of 0\.001 MB"):
+        pddplan.load_scenario(SMALL, max_input_mb=0.001)
+    assert pddplan.load_scenario(SMALL).scenario.name
+    with pytest.raises(pddplan.ArgumentError, match="max_input_mb must be a positive"):
+        pddplan.load_scenario(SMALL, max_input_mb=0)
 
 
 def test_a_long_bad_value_is_quoted_short(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ app = typer.Typer(
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     max_input_mb: Annotated[
         float | None,
         typer.Option(
@@ -51,7 +52,8 @@ def _options(
 ) -> None:
     """Capacity planning for cross-datacenter PDD (Prefill - RelayDecode - MainDecode) LLM
     serving."""
-    pddplan.set_input_limit(max_input_mb)  # None: the default (4 MB)
+    # for the command's reads only, undone when it ends (None: the default, 4 MB)
+    ctx.with_resource(pddplan.input_limit(max_input_mb))
 
 
 app.add_typer(catalog_app, name="catalog")

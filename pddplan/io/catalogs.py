@@ -12,6 +12,7 @@ from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
+from pddplan.spec.readonly import ReadOnlyDict
 from pddplan.spec.source import SourceMap
 
 
@@ -38,14 +39,26 @@ def _with_ids(data: Any, section: str, source: SourceMap) -> Any:
     return {**data, section: entries}
 
 
+def _identity(path: Path) -> tuple[Path, int, int]:
+    """A catalog file as a cache key: its resolved path, modification time and size, so that
+    an edited file is read again (a file that cannot be stat'ed is read, and fails, there)."""
+    resolved = path.resolve()
+    try:
+        st = resolved.stat()
+    except OSError:
+        return resolved, -1, -1
+    return resolved, st.st_mtime_ns, st.st_size
+
+
 @cache
-def _load_hardware(path: Path) -> HardwareCatalog:
-    data, source = read_yaml(path)
+def _load_hardware(file: tuple[Path, int, int]) -> HardwareCatalog:
+    data, source = read_yaml(file[0])
     return validate(HardwareCatalog, _with_ids(data, "chips", source), source)
 
 
 @cache
-def _load_models(path: Path) -> dict[str, ModelSpec]:
+def _load_models(file: tuple[Path, int, int]) -> ReadOnlyDict[str, ModelSpec]:
+    path = file[0]
     data, source = read_yaml(path)
     data = _with_ids(data, "models", source)
     extra = sorted(set(data) - {"models"})
@@ -60,17 +73,20 @@ def _load_models(path: Path) -> dict[str, ModelSpec]:
             problems += e.problems
     if problems:
         raise InputError(problems)
-    return out
+    return ReadOnlyDict(out)
 
 
 def load_hardware(path: Path | None = None) -> HardwareCatalog:
-    """The hardware catalog at ``path`` (default: the shipped ``catalogs/hardware.yaml``)."""
-    return _load_hardware((path or _shipped("hardware.yaml")).resolve())
+    """The hardware catalog at ``path`` (default: the shipped ``catalogs/hardware.yaml``),
+    read once per version of the file (kept by path, modification time and size) and shared
+    by every caller: read-only (its mappings refuse changes)."""
+    return _load_hardware(_identity(path or _shipped("hardware.yaml")))
 
 
-def load_models(path: Path | None = None) -> dict[str, ModelSpec]:
-    """The model catalog at ``path`` (default: the shipped ``catalogs/models.yaml``)."""
-    return _load_models((path or _shipped("models.yaml")).resolve())
+def load_models(path: Path | None = None) -> ReadOnlyDict[str, ModelSpec]:
+    """The model catalog at ``path`` (default: the shipped ``catalogs/models.yaml``), by
+    model id: read once per version of the file and shared, as ``load_hardware``."""
+    return _load_models(_identity(path or _shipped("models.yaml")))
 
 
 def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
@@ -96,7 +112,7 @@ class Catalogs:
         return load_hardware(self.hardware_path)
 
     @cached_property
-    def models(self) -> dict[str, ModelSpec]:
+    def models(self) -> ReadOnlyDict[str, ModelSpec]:
         return load_models(self.models_path)
 
     def chip(self, chip_id: str) -> ChipSpec:

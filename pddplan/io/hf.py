@@ -12,7 +12,7 @@ import yaml
 
 from pddplan.atomic import atomic_write_text
 from pddplan.errors import ArgumentError, InputError
-from pddplan.io.catalogs import _load_models, load_models
+from pddplan.io.catalogs import load_models
 from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.params import param_breakdown
@@ -235,8 +235,7 @@ def add_model_entry(catalog: Path, entry_yaml: str) -> None:
     body = entry_yaml.split("\n", 1)[1]  # drop the "models:" line, keep the indented entry
     _write(catalog, old_text.rstrip("\n") + "\n" + body)
     try:
-        _load_models.cache_clear()
-        load_models(catalog)
+        load_models(catalog)  # the file changed: its new version is read
     except InputError:
         _write(catalog, old_text)
         raise

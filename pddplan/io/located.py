@@ -6,7 +6,7 @@ Scenario, fleet, plan and catalog files come from other people and other tools, 
 reader is bounded at every step, and each bound is one located line (``InputError``):
 
 - the read: at most ``input_limit_bytes()`` (4 MB unless raised with ``PDDPLAN_MAX_INPUT_MB``
-  or ``set_input_limit``); a pipe is read up to the bound, a directory is refused;
+  or, for one block of reads, ``input_limit``); a pipe is read up to the bound, a directory is refused;
 - the text: UTF-8 (or UTF-16/32 with a byte-order mark), the line of a bad byte named;
 - the document: composed here from the parser's events, never recursively, counting
   nesting depth (``MAX_DEPTH``) and the size the document would have with every alias
@@ -22,6 +22,9 @@ from __future__ import annotations
 import codecs
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.spec.source import Loc, SourceMap, fmt_loc, quote
 
 Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -75,7 +78,7 @@ _EXPONENT_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]
 """A number with an exponent YAML 1.1 leaves as text (``1e-4``, ``1.5e9``: its floats need a
 dot and a signed exponent)."""
 
-_limit_bytes: int | None = None
+_limit_bytes: ContextVar[int | None] = ContextVar("pddplan_input_limit_bytes", default=None)
 
 _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -86,19 +89,32 @@ _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
 )
 
 
-def set_input_limit(megabytes: float | None) -> None:
-    """Set the largest input read, in MB (``None``: back to the environment or default)."""
-    global _limit_bytes
-    if megabytes is not None and not megabytes > 0:
-        raise ValueError(f"the input limit must be positive, got {megabytes!r} MB")
-    _limit_bytes = None if megabytes is None else int(megabytes * 1e6)
+@contextmanager
+def input_limit(megabytes: float | None) -> Iterator[None]:
+    """Within the block, the largest input read is ``megabytes`` (``None``: the enclosing
+    block's, else ``PDDPLAN_MAX_INPUT_MB``'s, else the default). Scoped to the block and
+    to its thread or task (a context variable), never the process: a caller's reads
+    elsewhere keep their own limit."""
+    if megabytes is None:
+        yield
+        return
+    if not 0 < megabytes < float("inf"):
+        raise ArgumentError(
+            "max_input_mb", f"{{argument}} must be a positive number of MB, got {megabytes!r}"
+        )
+    token = _limit_bytes.set(int(megabytes * 1e6))
+    try:
+        yield
+    finally:
+        _limit_bytes.reset(token)
 
 
 def input_limit_bytes() -> int:
-    """The largest input read: ``set_input_limit``'s, else ``PDDPLAN_MAX_INPUT_MB``'s, else
-    ``DEFAULT_INPUT_LIMIT_MB``."""
-    if _limit_bytes is not None:
-        return _limit_bytes
+    """The largest input read: the innermost ``input_limit``'s, else
+    ``PDDPLAN_MAX_INPUT_MB``'s, else ``DEFAULT_INPUT_LIMIT_MB``."""
+    limit = _limit_bytes.get()
+    if limit is not None:
+        return limit
     raw = os.environ.get(INPUT_LIMIT_ENV)
     if raw is None:
         return int(DEFAULT_INPUT_LIMIT_MB * 1e6)

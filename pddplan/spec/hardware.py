@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pddplan import units
 from pddplan.spec.base import Frozen
 from pddplan.spec.limits import MAX_USD
+from pddplan.spec.readonly import ReadOnlyDict
 
 Positive = Annotated[float, Field(gt=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -158,6 +159,9 @@ class HardwareCatalog(Frozen):
                 f"chip families without efficiency_defaults: {', '.join(unknown)}; "
                 f"defined: {', '.join(sorted(self.efficiency_defaults))}"
             )
+        # a catalog is shared by every problem read from its file: its mappings read-only
+        for name in ("efficiency_defaults", "chips"):
+            object.__setattr__(self, name, ReadOnlyDict(getattr(self, name)))
         return self
 
     def efficiency(self, chip_id: str) -> Efficiency:
