@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pddplan.errors import ArgumentError, InputError
-from pddplan.spec.choices import Engine, Method, Objective, SolverName
+from pddplan.spec.choices import MIN_COST, Engine, Method, Objective, SolverName
 from pddplan.threads import one_blas_thread
 from pddplan.work import wall_clock
 
@@ -449,7 +449,7 @@ def study(
         for a in kinds:
             _choice("architectures", a, ARCHITECTURES)
         _choice("solver", options.get("solver"), SOLVERS)
-        settings = Settings("min-cost", kinds[:1] if architectures is None else kinds,
+        settings = Settings(MIN_COST, kinds[:1] if architectures is None else kinds,
                             options.get("solver"), options.get("time_limit_s"))  # fmt: skip
         label = scenario_label or problem.scenario.name
         return demand_study(problem, settings, vary=list(vary), scenario_label=label,

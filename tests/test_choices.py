@@ -41,3 +41,41 @@ def test_the_api_and_the_scenario_read_the_same_lists():
 def test_a_name_outside_the_list_is_refused_by_the_api():
     with pytest.raises(api.ArgumentError, match="choose one of max-bcr, min-cost, max-capacity"):
         api._choice("objective", "max-profit", api.OBJECTIVES)
+
+
+def test_the_objective_constants_are_the_objectives():
+    assert get_args(choices.Objective) == (choices.MAX_BCR, choices.MIN_COST, choices.MAX_CAPACITY)
+
+
+def test_status_and_objective_names_are_spelled_only_in_spec():
+    """Code names an objective or a status by its constant (``spec/choices.py``,
+    ``spec/status.py``), never by a string literal: a renamed status cannot leave a
+    comparison that is silently always false. The command line's own option enum
+    (``cli/common.py``) and docstrings are the exceptions."""
+    import ast
+    from pathlib import Path
+
+    from pddplan.spec.status import EvalStatus, PlanStatus
+
+    # ("ok" is every vocabulary's word; a MILP's "node_limit" is also an option's name)
+    names = {*get_args(choices.Objective), *PlanStatus, *EvalStatus} - {"ok"}
+    package = Path(api.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("spec/") or rel == "cli/common.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        found += [
+            f"{rel}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+        ]
+    assert found == []

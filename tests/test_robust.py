@@ -336,7 +336,8 @@ def test_a_robust_milp_stopped_early_says_by_what():
     """Its node limit is counted work (``work_limit``, the same on any machine); the time
     limit is the safety stop (``time_limit``); with or without a plan alike."""
     from pddplan.plan.robust import _status
+    from pddplan.spec.status import MilpStatus as M
 
-    assert _status("node_limit") == _status("node_limit_no_incumbent") == "work_limit"
-    assert _status("time_limit") == _status("time_limit_no_incumbent") == "time_limit"
-    assert _status("optimal") == "optimal" and _status("infeasible") == "infeasible"
+    assert _status(M.NODE_LIMIT) == _status(M.NODE_LIMIT_NO_INCUMBENT) == "work_limit"
+    assert _status(M.TIME_LIMIT) == _status(M.TIME_LIMIT_NO_INCUMBENT) == "time_limit"
+    assert _status(M.OPTIMAL) == "optimal" and _status(M.INFEASIBLE) == "infeasible"

@@ -22,6 +22,7 @@ from pddplan.cli.common import (
     Method,
     ModelsOpt,
     NodeLimitOpt,
+    Objective,
     ObjectiveOpt,
     PlanOpt,
     RatePointsOpt,
@@ -322,7 +323,7 @@ def _solve_robust(
 
     s = problem.scenario
     chosen = objective or s.objective
-    if chosen != "min-cost":
+    if chosen != Objective.min_cost:
         raise pddplan.ArgumentError(
             "objective",
             f"{{argument}}: scenario {s.name} has workload_variants, planned for min-cost "
@@ -368,7 +369,7 @@ def _solve_robust(
     emit(json_out, lambda: view, report)
     if out_file is not None and result.variants and not json_out:
         err.print(f"wrote {out_file}")
-    if any(sim.verdict == "time_limit" for _, sim in checks):
+    if any(sim.stopped for _, sim in checks):
         raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     confirmed = all(sim.verdict == "confirmed" for _, sim in checks)
     if not result.variants or not result.confirmed or not confirmed:

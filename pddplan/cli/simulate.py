@@ -170,7 +170,7 @@ def simulate(
         )
     view = views.simulation_view(result)
     emit(json_out, lambda: view, lambda: simulation.simulation_report(view))
-    if result.verdict == "time_limit":
+    if result.stopped:
         raise typer.Exit(code=TIME_LIMIT_EXIT)
 
 

@@ -42,6 +42,7 @@ from pddplan.model.queueing import Admission, md_admission, p99_gap, percentile
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
+from pddplan.spec.status import EvalStatus
 from pddplan.work import tally
 
 MAX_RATE_RPS = 1e7
@@ -599,12 +600,12 @@ class Evaluator:
         at_demand = _state(m, demand, routing)
         notes: list[str] = []
         if capacity == 0.0:
-            status = "sla_infeasible"
+            status = EvalStatus.SLA_INFEASIBLE
             notes += _state(m, 1e-9, routing).failures
         elif not serves(capacity, demand):
-            status = "below_demand"
+            status = EvalStatus.BELOW_DEMAND
         else:
-            status = "ok"
+            status = EvalStatus.OK
         if capacity > 0:
             binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
         else:

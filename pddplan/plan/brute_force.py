@@ -40,6 +40,7 @@ from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan, widest
 from pddplan.plan.space import Choice, PoolOption, Space
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
 from pddplan.spec.status import PlanStatus
 
 MAX_CANDIDATES = 2_000_000
@@ -142,7 +143,7 @@ def enumerate_plan(
     objective = objective or scenario.objective
     start = time.perf_counter()
     space = Space(problem)
-    budget = scenario.budget_usd_per_hour if objective == "max-capacity" else None
+    budget = scenario.budget_usd_per_hour if objective == MAX_CAPACITY else None
     candidates = _candidates(space, budget, max_candidates)
     demand = (scenario.workload.arrival_rps or 0.0) * (1 + scenario.headroom)
     scored = 0
@@ -152,7 +153,7 @@ def enumerate_plan(
     def fleet(c: Choice):
         return space.fleet(c, f"{scenario.name}-plan")
 
-    if objective == "min-cost":
+    if objective == MIN_COST:
         # the first cost at which a candidate serves the demand; of those at that cost that
         # do, the one the tie rule prefers (``search.widest``), as the MILP's search picks
         at_most: dict[tuple, bool] = {}  # skeleton -> feasible at its largest counts
@@ -182,7 +183,7 @@ def enumerate_plan(
                 raise ValueError("a candidate without a prefill option")
             svc = float(space.w @ space.prefill_times(prefill).service)
             upper = c.instances["prefill"] * space.rho / svc
-            key = upper / cost if objective == "max-bcr" else upper
+            key = upper / cost if objective == MAX_BCR else upper
             bounded.append((key, -cost, -i, upper, cost, c))
         bounded.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
         best_value = 0.0
@@ -192,12 +193,12 @@ def enumerate_plan(
                 break
             scored += 1
             capacity = capacities[-minus_i] = sla_capacity(problem, fleet(c))
-            if capacity <= 0 or (objective == "max-bcr" and not serves(capacity, demand)):
+            if capacity <= 0 or (objective == MAX_BCR and not serves(capacity, demand)):
                 continue
-            value = capacity / cost if objective == "max-bcr" else capacity
+            value = capacity / cost if objective == MAX_BCR else capacity
             if value > best_value * (1 + 2 * CAPACITY_TOLERANCE):
                 best, best_value = c, value
-        if objective == "max-bcr" and best is not None:
+        if objective == MAX_BCR and best is not None:
             # the cheapest candidate within the plateau of the best BCR
             bound = best_value
             threshold = (1 - scenario.search.bcr_plateau) * best_value

@@ -38,14 +38,16 @@ from pddplan.evaluation.evaluator import Evaluator
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
+from pddplan.spec.choices import MAX_CAPACITY, MIN_COST
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.scenario import Datacenter, MdCacheOption, Role, Scenario
+from pddplan.spec.status import EvalStatus
 
 KINDS = ("intra-dc-homogeneous", "intra-dc-heterogeneous", "hypothetical", "cross-dc-naive", "pdd")
 HYPOTHETICAL_DC = "hypothetical"
 """The datacenter of the ``hypothetical`` row."""
 AT = ("demand", "budget")
-OBJECTIVE_AT = {"demand": "min-cost", "budget": "max-capacity"}
+OBJECTIVE_AT = {"demand": MIN_COST, "budget": MAX_CAPACITY}
 LOAD_SHARES = (0.5, 0.75, 1.0)
 """Shares of its own SLA capacity at which each equal-budget fleet's TTFT P99 is shown."""
 
@@ -80,7 +82,7 @@ class Candidate:
         """It has a plan that meets the SLA at some rate (at equal budget, one below the
         demand counts: it is what the budget buys)."""
         e = self.plan.evaluation if self.plan is not None else None
-        return self.reason is None and e is not None and e.status != "sla_infeasible"
+        return self.reason is None and e is not None and e.status != EvalStatus.SLA_INFEASIBLE
 
     @property
     def cost_per_hour(self) -> float:
@@ -290,7 +292,8 @@ def _same(s: Scenario) -> Scenario:
 def _why(plan: PlanResult, below_demand_ok: bool = False) -> str | None:
     """Why ``plan`` answers nothing (None when it does)."""
     e = plan.evaluation
-    if e is not None and (e.status == "ok" or (below_demand_ok and e.status == "below_demand")):
+    ok = (EvalStatus.OK, EvalStatus.BELOW_DEMAND) if below_demand_ok else (EvalStatus.OK,)
+    if e is not None and e.status in ok:
         return None
     helpful = [r.message for r in plan.relaxations if r.factor is not None or r.family == "options"]
     if helpful:
@@ -387,7 +390,7 @@ def compare(
         pdd = next(c for c in demand_rows if c.kind == "pdd")
         pdd_cost = pdd.cost_per_hour if pdd.ok else None
         if at in ("demand", "both"):
-            section = Section("demand", "min-cost", demand, planned, None, None, demand_rows,
+            section = Section("demand", MIN_COST, demand, planned, None, None, demand_rows,
                               None, "")  # fmt: skip
             sections.append(_with_verdict(section))
     if at in ("budget", "both"):
@@ -406,7 +409,7 @@ def compare(
         ranked = [c for c in budget_rows if c.ok and c.kind != "hypothetical"]
         common = min((c.capacity_rps for c in ranked), default=None)
         budget_rows = [_at_common(c, common) for c in budget_rows]
-        section = Section("budget", "max-capacity", demand, planned, budget, source,
+        section = Section("budget", MAX_CAPACITY, demand, planned, budget, source,
                           budget_rows, common, "")  # fmt: skip
         sections.append(_with_verdict(section))
     return Comparison(s, sections)

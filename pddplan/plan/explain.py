@@ -17,6 +17,7 @@ from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
 from pddplan.plan.space import Choice, PoolOption, Space
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
 from pddplan.spec.fleet import Fleet, LinkChoice
 from pddplan.spec.limits import MAX_LINK_GBPS
 from pddplan.spec.scenario import Link, Scenario
@@ -641,12 +642,12 @@ def _times(ratio: float) -> str:
 def _why_oversized(space: Space, plan: PlanResult, planned: float) -> tuple[str, str]:
     """Why a plan serves far more than the planned load, and how to size for it."""
     objective = plan.stats.objective
-    if objective == "max-bcr":
+    if objective == MAX_BCR:
         return (
             "max BCR sizes for the best SLA capacity per dollar, not for the demand",
             "--objective min-cost buys the cheapest fleet for the demand",
         )
-    if objective == "max-capacity":
+    if objective == MAX_CAPACITY:
         return (
             "max capacity spends the budget",
             "--objective min-cost buys the cheapest fleet for the demand",

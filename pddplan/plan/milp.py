@@ -28,9 +28,10 @@ import pulp
 
 from pddplan.plan.bounds import plan_cost
 from pddplan.plan.counts import Requirements, undominated
-from pddplan.plan.solver import NODE_LIMIT, STOPPED, SolveResult, solve
+from pddplan.plan.solver import NODE_LIMIT, SolveResult, solve
 from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, State
 from pddplan.spec.scenario import ROLES, Role
+from pddplan.spec.status import MilpStatus
 from pddplan.work import wall_clock
 
 ALL_ROWS_AT_MOST = 4000
@@ -60,7 +61,7 @@ def _rows_by_need(
 class MilpOutcome:
     """What one minimum-cost solve at a fixed rate returned."""
 
-    status: str
+    status: MilpStatus
     """``optimal``, ``infeasible``, or where a solve stopped early ``node_limit`` /
     ``time_limit`` (with a plan and its gap) or ``node_limit_no_incumbent`` /
     ``time_limit_no_incumbent`` (``pddplan.plan.solver``)."""
@@ -635,10 +636,10 @@ def min_cost(
     start = clock()
     first = variants[0].tables[1.0] if variants else req
     if first is None or not first.feasible_states:
-        return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
+        return MilpOutcome(MilpStatus.INFEASIBLE, None, None, None, None, 0.0, 0, 0, 0)
     f = Formulation(req, budget_usd_per_hour, variants=variants, hardware=hardware)
     if not f.states or (hardware is not None and hardware.state.key not in f.transfer):
-        return MilpOutcome("infeasible", None, None, None, None, 0.0, 0, 0, 0)
+        return MilpOutcome(MilpStatus.INFEASIBLE, None, None, None, None, 0.0, 0, 0, 0)
     if lower_bound is not None and math.isfinite(lower_bound):
         f.prob += f.cost() >= lower_bound * (1 - 1e-9), "cost_lower_bound"
     for i, choice in enumerate(rejected):
@@ -672,7 +673,7 @@ def min_cost(
             preprocess=variants is None or len(variants) == 1,
         )
         solves += 1
-        if result.status != "optimal" and result.status not in STOPPED:
+        if result.status != MilpStatus.OPTIMAL and not result.status.stopped:
             break
         picked = f.choices(result.values, normalize=False)
         missing = [c for c in f.rows_for(*picked) if c not in f.rows]
@@ -686,12 +687,12 @@ def min_cost(
                 f.add_row(c)
     seconds = clock() - start
     size = (f.prob.numVariables(), f.prob.numConstraints())
-    if result is None or (result.status != "optimal" and result.status not in STOPPED):
-        status = "time_limit_no_incumbent" if result is None else result.status
+    if result is None or (result.status != MilpStatus.OPTIMAL and not result.status.stopped):
+        status = MilpStatus.TIME_LIMIT_NO_INCUMBENT if result is None else result.status
         return MilpOutcome(status, None, None, None, None, seconds, solves, *size)
     if missing:  # stopped by the time limit with rows still to add: no proven-feasible plan
         return MilpOutcome(
-            "time_limit_no_incumbent", None, None, None, None, seconds, solves, *size
+            MilpStatus.TIME_LIMIT_NO_INCUMBENT, None, None, None, None, seconds, solves, *size
         )
     bound, gap = result.bound, result.gap
     if bound is None and lower_bound is not None and math.isfinite(lower_bound):

@@ -32,9 +32,10 @@ from pddplan.model.problem import Problem
 from pddplan.plan import milp
 from pddplan.plan.counts import Requirements
 from pddplan.plan.space import Choice, NoOptionsError, Space
+from pddplan.spec.choices import MIN_COST
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
-from pddplan.spec.status import PlanStatus
+from pddplan.spec.status import MilpStatus, PlanStatus
 from pddplan.work import TimeLimitReached, deadline, wall_clock
 
 TAIL_SCALES = (0.5, 1.0, 1.5, 2.0)
@@ -137,12 +138,12 @@ def _rate(problem: Problem) -> float:
     return (s.workload.arrival_rps or 0.0) * (1 + s.headroom)
 
 
-def _status(milp_status: str) -> PlanStatus:
+def _status(milp_status: MilpStatus) -> PlanStatus:
     """The MILP's outcome as a plan's status: its node limit with or without a plan is
     ``work_limit``, the time limit ``time_limit`` (the plan, or its absence, says which)."""
-    if milp_status.startswith("node_limit"):
+    if milp_status.on_nodes:
         return PlanStatus.WORK_LIMIT
-    if milp_status.startswith("time_limit"):
+    if milp_status.on_time:
         return PlanStatus.TIME_LIMIT
     return PlanStatus(milp_status)
 
@@ -196,13 +197,13 @@ def solve_robust(
         )  # fmt: skip
     out, plans, alone, spaces = m.outcome, m.alone_plans, m.alone, m.spaces
     seconds = clock() - start
-    if out.status == "infeasible":
+    if out.status == MilpStatus.INFEASIBLE:
         _raise_if_one_is_infeasible(problem, pairs, m.alone_plans, solver, limit, clock)
     if not out.choices:
         notes = (
             ["every variant is feasible alone; no one set of hardware serves them all (the "
              "datacenters' limits, or no link tier within its cap for every variant)"]
-            if out.status == "infeasible"
+            if out.status == MilpStatus.INFEASIBLE
             else []
         )  # fmt: skip
         return RobustResult(
@@ -364,7 +365,7 @@ def _lower(bounds: list[milp.MilpOutcome]) -> float | None:
     """The robust cost's lower bound from plans each at most as constrained as the robust
     plan: the dearest of those proven optimal (an infeasible one adds nothing; the robust
     MILP finds that out itself), or None where none is."""
-    proven = [b.cost_per_hour for b in bounds if b.status == "optimal" and b.cost_per_hour]
+    proven = [b.cost_per_hour for b in bounds if b.status == MilpStatus.OPTIMAL and b.cost_per_hour]
     return max(proven) if proven else None
 
 
@@ -444,10 +445,10 @@ def _raise_if_one_is_infeasible(
     from pddplan.plan.search import solve_plan
 
     for i, ((v, vp), own) in enumerate(zip(pairs, alone_plans, strict=True)):
-        if own.status != "infeasible":
+        if own.status != PlanStatus.INFEASIBLE:
             continue
-        plan = solve_plan(vp, objective="min-cost", solver=solver, time_limit_s=limit, clock=clock)
-        if plan.status != "infeasible":
+        plan = solve_plan(vp, objective=MIN_COST, solver=solver, time_limit_s=limit, clock=clock)
+        if plan.status != PlanStatus.INFEASIBLE:
             continue
         fixes = [r for r in plan.relaxations if r.factor is not None]
         fix = min(fixes, key=lambda r: abs(r.factor - 1) if r.factor else 0.0, default=None)

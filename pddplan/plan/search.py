@@ -75,6 +75,7 @@ from pddplan.plan.results import (
     SolveStats,
 )
 from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
 from pddplan.work import TimeLimitReached, counted, deadline, tally, wall_clock
@@ -104,7 +105,7 @@ class _Search:
         budget: float | None,
         clock: Callable[[], float] = wall_clock,
         progress: Callable[[SearchProgress], None] | None = None,
-        objective: str = "min-cost",
+        objective: str = MIN_COST,
     ) -> None:
         self.space, self.solver, self.budget = space, solver, budget
         self.progress, self.objective = progress, objective
@@ -290,9 +291,9 @@ class _Search:
         )
         self.solves += out.solves
         self.size = (max(self.size[0], out.variables), max(self.size[1], out.constraints))
-        if out.status in ("time_limit", "time_limit_no_incumbent"):
+        if out.status.on_time:
             self._timed_out()
-        elif out.status in ("node_limit", "node_limit_no_incumbent"):
+        elif out.status.on_nodes:
             self.halt(
                 PlanStatus.WORK_LIMIT,
                 f"a MILP's node limit (solver.node_limit = {self.node_limit:,})",
@@ -364,7 +365,7 @@ def solve_plan(
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
     start = clock()
     demand = (scenario.workload.arrival_rps or 0.0) * (1 + scenario.headroom)  # planned
-    if objective == "max-capacity" and scenario.budget_usd_per_hour is None:
+    if objective == MAX_CAPACITY and scenario.budget_usd_per_hour is None:
         raise InputError(
             problem.located(
                 ("budget_usd_per_hour",),
@@ -400,7 +401,7 @@ def solve_plan(
         solver,
         start,
         limit,
-        scenario.budget_usd_per_hour if objective == "max-capacity" else None,
+        scenario.budget_usd_per_hour if objective == MAX_CAPACITY else None,
         clock,
         progress,
         objective,
@@ -408,9 +409,9 @@ def solve_plan(
     iterations, bound, best_bcr = 0, None, None
     with counted() as work, deadline(start + limit, clock):
         try:
-            if objective == "min-cost":
+            if objective == MIN_COST:
                 choice, _, _ = search.at(demand)
-            elif objective == "max-capacity":
+            elif objective == MAX_CAPACITY:
                 choice, iterations = _max_capacity(search)
             else:
                 choice, iterations, bound, best_bcr = _max_bcr(search, demand)
@@ -443,12 +444,12 @@ def solve_plan(
     relaxations = []
     if choice is None and explain and status == PlanStatus.INFEASIBLE:
         with deadline(start + limit, clock):
-            if objective == "max-capacity":
+            if objective == MAX_CAPACITY:
                 relaxations = [budget_needed(space, solver, start + limit, clock)]
             else:
                 relaxations = explain_infeasible(problem, solver, start + limit, clock)
     result = finish_plan(space, stats, choice, relaxations=relaxations)
-    steps = _bcr_steps(search, choice) if objective == "max-bcr" else []
+    steps = _bcr_steps(search, choice) if objective == MAX_BCR else []
     return replace(result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps)
 
 
@@ -525,9 +526,9 @@ def _best_found(search: _Search, objective: str) -> Choice | None:
     """The best plan a search stopped between its steps had found: the most SLA capacity
     (max capacity) or BCR (max BCR) of the rates it solved; none for min cost."""
     found = [(c, cost, cap) for c, cost, cap in search.points.values() if c is not None]
-    if objective == "min-cost" or not found:
+    if objective == MIN_COST or not found:
         return None
-    key = (lambda p: p[2]) if objective == "max-capacity" else (lambda p: p[2] / p[1])
+    key = (lambda p: p[2]) if objective == MAX_CAPACITY else (lambda p: p[2] / p[1])
     return max(found, key=key)[0]
 
 
@@ -542,7 +543,7 @@ def _status(search: _Search, choice: Choice | None) -> PlanStatus:
 def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | None):
     if choice is None:
         return None
-    if objective == "max-bcr" and bound is not None:
+    if objective == MAX_BCR and bound is not None:
         if not math.isfinite(bound):
             return None  # stopped before any bound was proven: the gap is unknown
         _, cost, cap = next(p for p in search.points.values() if p[0] is choice)
@@ -563,7 +564,7 @@ def _gap_note(stats: SolveStats) -> str | None:
         else "a larger --rate-points or --node-limit"
     )
     bound = stats.bcr_bound
-    if stats.objective == "max-bcr" and (bound is None or not math.isfinite(bound)):
+    if stats.objective == MAX_BCR and (bound is None or not math.isfinite(bound)):
         return (
             f"{what} stopped the search before any rate above the plans evaluated was "
             f"proven unservable, so nothing bounds BCR yet and the gap is unknown; {more} "

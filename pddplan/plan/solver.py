@@ -24,25 +24,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import pulp
 
 from pddplan.errors import PddplanError
 from pddplan.spec.scenario import SolverOptions
+from pddplan.spec.status import MilpStatus
 from pddplan.work import tally
 
-Status = Literal[
-    "optimal",
-    "node_limit",
-    "node_limit_no_incumbent",
-    "time_limit",
-    "time_limit_no_incumbent",
-    "infeasible",
-    "unbounded",
-]
-STOPPED: frozenset[str] = frozenset({"node_limit", "time_limit"})
-"""Statuses of a solve that stopped early with a feasible solution."""
 NODE_LIMIT: int = SolverOptions.model_fields["node_limit"].default
 """Branch-and-bound nodes a MILP solve may take, by default (``solver.node_limit``)."""
 _CBC_NODES = re.compile(r"Enumerated nodes:\s+(\d+)")
@@ -55,7 +44,7 @@ class SolverError(PddplanError):
 
 @dataclass(frozen=True)
 class SolveResult:
-    status: Status
+    status: MilpStatus
     objective: float | None
     """Objective of the returned solution (None without one)."""
     bound: float | None
@@ -101,25 +90,25 @@ def solve(
     nodes = _nodes(problem, log_text)
     if nodes is not None:
         tally("milp_nodes", nodes)
-    stopped = "node_limit" if _stopped_on_nodes(problem, log_text) else "time_limit"
+    on_nodes = _stopped_on_nodes(problem, log_text)
     has_solution = problem.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if problem.status == pulp.LpStatusInfeasible:
-        return SolveResult("infeasible", None, None, None, seconds, nodes=nodes)
+        return SolveResult(MilpStatus.INFEASIBLE, None, None, None, seconds, nodes=nodes)
     if problem.status == pulp.LpStatusUnbounded:
-        return SolveResult("unbounded", None, None, None, seconds, nodes=nodes)
+        return SolveResult(MilpStatus.UNBOUNDED, None, None, None, seconds, nodes=nodes)
     if not has_solution:
-        no_incumbent: Status = (
-            "node_limit_no_incumbent" if stopped == "node_limit" else "time_limit_no_incumbent"
+        no_incumbent = (
+            MilpStatus.NODE_LIMIT_NO_INCUMBENT if on_nodes else MilpStatus.TIME_LIMIT_NO_INCUMBENT
         )
         return SolveResult(no_incumbent, None, None, None, seconds, nodes=nodes)
     objective = pulp.value(problem.objective)
     objective = float(objective) if objective is not None else 0.0
     values = {v.name: float(v.varValue) for v in problem.variables() if v.varValue is not None}
     if problem.sol_status == pulp.LpSolutionOptimal:
-        return SolveResult("optimal", objective, objective, 0.0, seconds, values, nodes)
+        return SolveResult(MilpStatus.OPTIMAL, objective, objective, 0.0, seconds, values, nodes)
     bound = _bound(problem, log_text)
     gap = abs(objective - bound) / max(1.0, abs(objective)) if bound is not None else None
-    status: Status = "node_limit" if stopped == "node_limit" else "time_limit"
+    status = MilpStatus.NODE_LIMIT if on_nodes else MilpStatus.TIME_LIMIT
     return SolveResult(status, objective, bound, gap, seconds, values, nodes)
 
 

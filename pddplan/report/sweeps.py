@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.errors import InputError
+from pddplan.spec.status import PlanStatus
 from pddplan.sweeps import analysis
 from pddplan.sweeps.engine import SweepRun
 
@@ -63,7 +64,10 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     cells = []
     for r in shown:
         cost = r["cost_per_month_usd"]
-        stop = {"work_limit": " (work limit)", "time_limit": " (time limit)"}
+        stop: dict[str, str] = {
+            PlanStatus.WORK_LIMIT: " (work limit)",
+            PlanStatus.TIME_LIMIT: " (time limit)",
+        }
         status = r["status"] + stop.get(r["solver_status"] or "", "")
         cells.append([
             *(_num(r[p], 6) for p in paths),

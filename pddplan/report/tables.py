@@ -27,8 +27,9 @@ from pddplan.report.documents import (
 )
 from pddplan.report.format import num
 from pddplan.report.views import CHIP_FIGURES
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
 from pddplan.spec.scenario import TAIL_BUDGETS
-from pddplan.spec.status import PlanStatus
+from pddplan.spec.status import EvalStatus, PlanStatus
 
 if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
@@ -350,7 +351,7 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     econ.add_row("BCR (capacity per $/hour)", num(e.bcr, ",.4f"))
     econ.add_row("$ per million output tokens", num(e.usd_per_million_output_tokens, ",.2f"))
     econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
-    style = "green" if e.status == "ok" else "red"
+    style = "green" if e.status == EvalStatus.OK else "red"
     lines = [Text(f"status: {e.status}", style=style)]
     lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
     lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
@@ -395,7 +396,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         parts.append(Text(r.verdict.text, style="bold"))
     head = Text(
         f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
-        style="green" if r.status == "optimal" else "bold yellow",
+        style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
     )
     parts.append(head)
     if r.status.stopped:
@@ -473,12 +474,12 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
             f"{rejected.deployment}: {rejected.sla_capacity_rps:,.3g} of "
             f"{rejected.rate_rps:,.3g} req/s",
         )
-    if st.objective == "max-bcr":
+    if st.objective == MAX_BCR:
         solver.add_row("Dinkelbach iterations", str(st.iterations))
         bound = st.bcr_bound
         proven = bound is not None and math.isfinite(bound)
         solver.add_row("BCR upper bound", num(bound, ",.5f") if proven else "none proven")
-    elif st.objective == "max-capacity":
+    elif st.objective == MAX_CAPACITY:
         solver.add_row("bisection steps", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
     if st.gap_note:
@@ -783,7 +784,7 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
     parts.append(
         Text(
             f"{r.scenario}: objective min-cost over workload variants, status {r.status}",
-            style="green" if r.status == "optimal" else "bold yellow",
+            style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
         )
     )
     t = grid(

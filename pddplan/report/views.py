@@ -8,6 +8,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pddplan import units
+from pddplan.spec.choices import MIN_COST
+from pddplan.spec.status import PlanStatus
 
 if TYPE_CHECKING:
     from pddplan.calibration.fit import Calibration
@@ -190,7 +192,7 @@ def candidate_view(c: Candidate) -> dict[str, Any]:
         "label": c.label,
         "datacenter": c.datacenter,
         "chip": c.chip,
-        "status": (c.plan.status if c.plan is not None else "infeasible") if c.ok else "infeasible",
+        "status": c.plan.status if c.ok and c.plan is not None else PlanStatus.INFEASIBLE,
         "reason": c.reason,
         "relaxes": c.relaxes,
     }
@@ -493,7 +495,7 @@ def robust_view(r: RobustResult) -> dict[str, Any]:
         "scenario": r.scenario,
         "model": r.model,
         "status": r.status,
-        "objective": "min-cost",
+        "objective": MIN_COST,
         "robust": True,
         "solver": {
             "solver": r.solver,

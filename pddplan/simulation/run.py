@@ -31,6 +31,7 @@ from pddplan.simulation.steady import (
 )
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import MdCacheOption, Scenario, Workload
+from pddplan.spec.status import SIM_TIME_LIMIT, EvalStatus
 from pddplan.work import wall_clock
 from pddplan.workload.classes import workload_classes
 from pddplan.workload.sessions import (
@@ -111,6 +112,11 @@ class SimResult:
     @property
     def confirmed(self) -> bool:
         return self.verdict == "confirmed"
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the wall-clock safety stop ended the run (no verdict)."""
+        return self.verdict == SIM_TIME_LIMIT
 
 
 def simulate(
@@ -272,7 +278,7 @@ def _summarize(
     over = predicted.ttft_over_p99_bound or 0.0
     goodput = Figure(
         float(good.sum()) / window,
-        predicted=rate * (1 - over) if predicted.status != "sla_infeasible" else 0.0,
+        predicted=rate * (1 - over) if predicted.status != EvalStatus.SLA_INFEASIBLE else 0.0,
     )
     rld_share = float(rec.rld_tokens.sum() / max(out.sum(), 1)) if len(out) else math.nan
     pool_util, link_util = sim.utilizations(first, last)

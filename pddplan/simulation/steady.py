@@ -56,6 +56,7 @@ from pddplan.simulation.engine import (
     Simulation,
 )
 from pddplan.spec.scenario import Sla
+from pddplan.spec.status import SIM_TIME_LIMIT
 from pddplan.work import wall_clock
 from pddplan.workload.sessions import SessionSource, SimRequest
 
@@ -79,7 +80,7 @@ OVERLOAD = 2.0
 """A run that is not yet stationary, whose later half has a TTFT percentile at least this
 many times its bound, stops as overloaded (``_far_off``)."""
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-TIME_LIMIT = "time_limit"
+TIME_LIMIT = SIM_TIME_LIMIT
 """The verdict of a run the wall-clock safety stop ended: none."""
 
 

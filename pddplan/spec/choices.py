@@ -5,10 +5,15 @@ costs nothing."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 Objective = Literal["max-bcr", "min-cost", "max-capacity"]
 """What ``solve`` plans for (``Scenario.objective``, ``--objective``)."""
+MAX_BCR: Final[Objective] = "max-bcr"
+MIN_COST: Final[Objective] = "min-cost"
+MAX_CAPACITY: Final[Objective] = "max-capacity"
+"""The objectives by name, for the code that tests which one it plans for (one each of
+``Objective``'s, ``tests/test_choices.py``)."""
 SolverName = Literal["cbc", "highs"]
 """The MILP backends (``solver.name``, ``--solver``)."""
 Method = Literal["milp", "enumerate"]

@@ -28,3 +28,49 @@ class PlanStatus(StrEnum):
     def stopped(self) -> bool:
         """Whether the search stopped before it proved its answer."""
         return self in (PlanStatus.WORK_LIMIT, PlanStatus.TIME_LIMIT)
+
+
+class MilpStatus(StrEnum):
+    """How one MILP solve ended (``pddplan.plan.solver``): the solver's word, which the
+    search turns into a ``PlanStatus``."""
+
+    OPTIMAL = "optimal"
+    NODE_LIMIT = "node_limit"
+    """Stopped at ``solver.node_limit`` with a feasible solution."""
+    NODE_LIMIT_NO_INCUMBENT = "node_limit_no_incumbent"
+    TIME_LIMIT = "time_limit"
+    """Stopped at the time limit with a feasible solution."""
+    TIME_LIMIT_NO_INCUMBENT = "time_limit_no_incumbent"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the solve stopped early with a feasible solution."""
+        return self in (MilpStatus.NODE_LIMIT, MilpStatus.TIME_LIMIT)
+
+    @property
+    def on_nodes(self) -> bool:
+        """Whether the node limit stopped it (with a solution or without)."""
+        return self in (MilpStatus.NODE_LIMIT, MilpStatus.NODE_LIMIT_NO_INCUMBENT)
+
+    @property
+    def on_time(self) -> bool:
+        """Whether the time limit stopped it (with a solution or without)."""
+        return self in (MilpStatus.TIME_LIMIT, MilpStatus.TIME_LIMIT_NO_INCUMBENT)
+
+
+class EvalStatus(StrEnum):
+    """What ``evaluate`` found of a fleet at the scenario's demand (``Evaluation.status``)."""
+
+    OK = "ok"
+    """Within every limit at the demand."""
+    BELOW_DEMAND = "below_demand"
+    """Within every limit at some rate, but its SLA capacity is below the demand."""
+    SLA_INFEASIBLE = "sla_infeasible"
+    """Within every limit at no rate."""
+
+
+SIM_TIME_LIMIT = "time_limit"
+"""A simulation's verdict when its wall-clock safety stop ended it: none
+(``pddplan.simulation.steady``)."""

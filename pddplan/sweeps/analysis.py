@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pddplan import units
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
+from pddplan.spec.status import PlanStatus
 from pddplan.sweeps.engine import SweepRun
 from pddplan.sweeps.points import PointResult
 
-STOPPED = ("work_limit", "time_limit")
+STOPPED = (PlanStatus.WORK_LIMIT, PlanStatus.TIME_LIMIT)
 """Solver statuses of a search that stopped before it proved its answer."""
 
 METRICS = {
@@ -23,7 +25,7 @@ METRICS = {
     "ttft_p99": ("ttft_p99_s", "TTFT P99 at the demand, s", "low"),
 }
 """Name -> (result field, axis label with its unit, which way is better)."""
-OBJECTIVE_METRIC = {"min-cost": "cost", "max-bcr": "bcr", "max-capacity": "capacity"}
+OBJECTIVE_METRIC: dict[str, str] = {MIN_COST: "cost", MAX_BCR: "bcr", MAX_CAPACITY: "capacity"}
 COLUMNS = ("architecture", "status", "cost_per_hour_usd", "cost_per_month_usd",
            "sla_capacity_rps", "bcr", "ttft_p90_s", "ttft_p99_s", "gpus", "fleet", "binding",
            "solver_status", "time_limited", "gap", "reason")  # fmt: skip
@@ -65,7 +67,7 @@ def rows(run: SweepRun) -> list[dict[str, Any]]:
 
 
 def metric_of(objective: str | None) -> str:
-    return OBJECTIVE_METRIC.get(objective or "min-cost", "cost")
+    return OBJECTIVE_METRIC.get(objective or MIN_COST, "cost")
 
 
 def value_of(point: PointResult, architecture: str, metric: str) -> float | None:

@@ -19,7 +19,7 @@ from pddplan.io.validation import validate
 from pddplan.model.problem import Problem
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
-from pddplan.spec.status import PlanStatus
+from pddplan.spec.status import EvalStatus, PlanStatus
 from pddplan.sweeps import knobs
 
 ARCHITECTURES = ("pdd", "cross-dc-naive", "intra-dc-homogeneous", "intra-dc-heterogeneous",
@@ -180,14 +180,16 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
         "solve_s": seconds,
     }
     if e is None or plan.fleet is None:
-        return ArchResult(status="infeasible", reason=why or f"no plan ({stats.status})", **base)
+        return ArchResult(
+            status=PlanStatus.INFEASIBLE, reason=why or f"no plan ({stats.status})", **base
+        )
     pools = " + ".join(
         f"{_ROLE[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
         for p in e.pools
     )
     links = ", ".join(f"{link.gbps:g} Gbit/s" for link in e.links)
     return ArchResult(
-        status="ok" if e.status == "ok" else e.status,
+        status=e.status,
         cost_per_hour_usd=_float(e.cost_per_hour_usd),
         sla_capacity_rps=_float(e.sla_capacity_rps),
         bcr=_float(e.bcr),
@@ -196,7 +198,7 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
         gpus=sum(p.gpus for p in e.pools),
         fleet=pools + (f"; {links}" if links else ""),
         binding="; ".join(e.binding) or None,
-        reason=why if e.status != "ok" else None,
+        reason=why if e.status != EvalStatus.OK else None,
         **base,
     )
 

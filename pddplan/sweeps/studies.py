@@ -23,6 +23,7 @@ from typing import Any
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
+from pddplan.spec.choices import MIN_COST
 from pddplan.sweeps.axes import Axis, parse_vary
 from pddplan.sweeps.engine import Journal, SweepJob, SweepRun, scenario_digest
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
@@ -96,7 +97,7 @@ def demand_study(
         rates = [round(demand * f, 9) for f in DEMAND_FACTORS]
     if any(not r > 0 for r in rates):
         raise InputError(f"--study demand: rates must be above 0, got {min(rates):g}")
-    settings = replace(settings, objective="min-cost")
+    settings = replace(settings, objective=MIN_COST)
     runner = PointRunner(problem, settings)
     start = time.perf_counter()
     first = Axis(path, tuple(rates), "demand study")
