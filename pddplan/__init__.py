@@ -9,6 +9,8 @@ Names are imported on first use, so that ``import pddplan`` stays fast.
 Packages, in the order data flows through them (each says what it may import):
 ``spec`` (validated inputs) -> ``io`` (files) -> ``workload`` -> ``model`` -> ``evaluation``
 -> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
+
+May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``, ``model``, ``workload``, ``spec``, ``atomic``, ``work``, ``errors``.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Evaluation": "pddplan.evaluation.results",
     "FleetCost": "pddplan.model.pricing",
     "Comparison": "pddplan.plan.compare",
-    "Sweep": "pddplan.plan.compare",
+    "Sweep": "pddplan.sweeps.prices",
     "SweepRun": "pddplan.sweeps.engine",
     "SimResult": "pddplan.simulation.run",
     "Verification": "pddplan.simulation.verify",
@@ -175,7 +177,7 @@ if TYPE_CHECKING:
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
-    from pddplan.plan.compare import Comparison, Sweep
+    from pddplan.plan.compare import Comparison
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
@@ -183,4 +185,5 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.scenario import Scenario
     from pddplan.sweeps.engine import SweepRun
+    from pddplan.sweeps.prices import Sweep
     from pddplan.workload.trace import TraceFit, WindowedFit

@@ -1,4 +1,6 @@
-"""``python -m pddplan``."""
+"""``python -m pddplan``.
+
+May import: ``cli``."""
 
 from pddplan.cli.app import main
 

@@ -11,6 +11,8 @@ Load a scenario into a ``Problem`` once, then ask it questions::
 Every function raises ``PddplanError`` (``InputError`` for bad input) for the user's
 mistakes, with messages that name this API's arguments; anything else is a bug. The heavy
 parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
+
+May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``, ``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
-    from pddplan.plan.compare import Comparison, Sweep
+    from pddplan.plan.compare import Comparison
     from pddplan.plan.results import PlanResult, SearchProgress
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.points import PointResult
+    from pddplan.sweeps.prices import Sweep
     from pddplan.workload.trace import TraceFit, WindowedFit
 
 OBJECTIVES: tuple[str, ...] = get_args(Objective)
@@ -326,7 +329,7 @@ def price_sweep(
     """Every architecture re-planned at equal demand at each of ``chip``'s ``prices`` (USD
     per GPU-hour), and the price where PDD stops being cheaper than the cheapest
     baseline. The limits are ``solve``'s, for each search."""
-    from pddplan.plan.compare import price_sweep as run
+    from pddplan.sweeps.prices import price_sweep as run
 
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     used = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}

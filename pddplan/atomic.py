@@ -11,6 +11,8 @@ failure, Ctrl-C included, the temporary file is removed and the old target is un
 - An existing target keeps its permission bits (a new one gets the umask's, as ``open``).
 - A target that is not a regular file (``/dev/stdout``, a pipe such as ``>(cat)``) cannot be
   renamed over, so it is written directly.
+
+May import: nothing.
 """
 
 from __future__ import annotations

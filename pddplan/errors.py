@@ -1,5 +1,7 @@
 """Exceptions. ``PddplanError`` and its subclasses are user errors: the CLI prints their
-message as one line and exits non-zero, with no traceback. Anything else is a bug."""
+message as one line and exits non-zero, with no traceback. Anything else is a bug.
+
+May import: nothing."""
 
 from __future__ import annotations
 

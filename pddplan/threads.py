@@ -18,6 +18,8 @@ Two ways, for the two kinds of caller:
   thread around the library's own entry points (``threadpoolctl``, which finds the BLAS
   libraries loaded and restores their thread counts on exit), and never changes the
   caller's settings beyond that call.
+
+May import: nothing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Unit constants. Catalog and scenario keys carry their unit in the name (``hbm_gb``,
 ``rtt_ms``); the model math works in SI (bytes, seconds, FLOP/s, bytes/s). Every conversion
-goes through a constant from this file."""
+goes through a constant from this file.
+
+May import: nothing."""
 
 GB = 1e9
 """Bytes in a decimal gigabyte (catalog memory and bandwidth figures are decimal)."""

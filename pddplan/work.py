@@ -20,6 +20,8 @@ counted before its unit starts.
 
 ``ContextVar``s hold the counters and the deadline, so nested or concurrent callers
 (threads, asyncio) each see their own; a ``tally`` outside any block costs two lookups.
+
+May import: nothing.
 """
 
 from __future__ import annotations

@@ -25,11 +25,10 @@ from pddplan.plan.compare import (
     architectures,
     compare,
     cross_dc_naive,
-    price_sweep,
     verdict,
-    with_price,
 )
 from pddplan.plan.search import solve_plan
+from pddplan.sweeps.prices import price_sweep, with_price
 
 runner = CliRunner()
 H100 = 2.69  # the scenario's H100 rent, USD per GPU-hour
@@ -436,7 +435,7 @@ def test_break_even_is_bisected(monkeypatch):
         section = compare_module.Section("demand", "min-cost", 20, 20, None, None, rows, None, "")
         return Comparison(scenario, [section])
 
-    monkeypatch.setattr(compare_module, "compare", fake)
+    monkeypatch.setattr("pddplan.sweeps.prices.compare", fake)
     sweep = price_sweep(problem, "l40s", [0.0 + 1e-9, 1.0, 2.0, 3.0])
     assert sweep.bracket == (1.0, 2.0)
     assert sweep.break_even == pytest.approx(1.5, abs=1 / 64)

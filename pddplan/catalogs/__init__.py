@@ -1,1 +1,3 @@
-"""The shipped hardware and model catalogs (installed as ``pddplan.catalogs``)."""
+"""The shipped hardware and model catalogs (installed as ``pddplan.catalogs``).
+
+May import: nothing."""

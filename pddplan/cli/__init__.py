@@ -1,3 +1,3 @@
-"""The ``pddplan`` command line, a thin typer layer: one module per command group, each
-parsing options, calling the public API (``pddplan``) and printing a report. The only
-package that knows typer. May import: ``pddplan`` (the API) and ``report``."""
+"""The ``pddplan`` command line, a thin typer layer: one module per command group, each parsing
+options, calling the public API (``pddplan``) and printing a report. The only package that
+knows typer. May import: ``report``, ``pddplan``, ``threads``, ``atomic``."""

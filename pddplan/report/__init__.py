@@ -1,4 +1,5 @@
-"""Results for people and tools: plain-dict views (what ``--json`` prints), rich tables
-(only here and in ``cli`` is rich imported), Markdown and CSV documents, plots. Renders;
-computes nothing the results do not hold. May import the result types of every package
-below it, and ``units``."""
+"""Results for people and tools: plain-dict views (what ``--json`` prints), rich tables (only
+here and in ``cli`` is rich imported), Markdown and CSV documents, plots. Renders; computes
+nothing the results do not hold. May import: ``sweeps``, ``simulation``, ``plan``,
+``evaluation``, ``calibration``, ``model``, ``workload``, ``spec``, ``atomic``, ``units``,
+``errors``."""

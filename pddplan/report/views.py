@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
-    from pddplan.plan.compare import Candidate, Comparison, Section, Sweep
+    from pddplan.plan.compare import Candidate, Comparison, Section
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import Figure, SimResult
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
     from pddplan.spec.llm import KvDtype, ModelSpec
+    from pddplan.sweeps.prices import Sweep
     from pddplan.workload.trace import TraceFit, WindowedFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
