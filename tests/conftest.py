@@ -20,77 +20,6 @@ from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
 
-SLOW_BY_DURATION = {
-    "tests/test_compare.py::test_progress_counts_the_rows_against_all_of_them",
-    "tests/test_solve.py::test_the_time_limit_stops_the_count_tables_too",
-    "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-h100-h200]",
-    "tests/test_work.py::test_a_solve_takes_no_more_work_than_counted[pdd-paper-fleets]",
-    "tests/test_solve.py::test_each_shipped_scenario_solves[domestic-910c-h20]",
-    "tests/test_golden.py::test_solve_json_is_unchanged[domestic-910c-h20]",
-    "tests/test_solve.py::test_the_relaxations_plans_are_the_milps_optimum",
-    "tests/test_evaluate.py::test_md_cache_must_hold_the_open_sessions",
-    "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-h100-h200-monthly]",
-    "tests/test_api.py::test_the_documented_example_runs",
-    "tests/test_robust.py::test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation",
-    "tests/test_robust.py::test_solve_writes_a_robust_plan_that_simulate_reads_per_variant",
-    "tests/test_sweep.py::test_resume_skips_journalled_points_and_refuses_another_sweep",
-    "tests/test_solve.py::test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not[max-bcr]",
-    "tests/test_colocation.py::test_the_planner_hosts_relay_decode_where_it_is_cheaper",
-    "tests/test_colocation.py::test_the_simulator_hosts_relay_decode_on_the_prefill_passes",
-    "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[budget]",
-    "tests/test_compare.py::test_each_row_is_the_plan_computed_directly[demand]",
-    "tests/test_compare.py::test_sections_rank_by_their_own_measure",
-    "tests/test_enumerate.py::test_max_bcr_matches_brute_force[100-0.01]",
-    "tests/test_enumerate.py::test_max_bcr_matches_brute_force[100-0.1]",
-    "tests/test_enumerate.py::test_max_capacity_matches_brute_force[200]",
-    "tests/test_enumerate.py::test_max_capacity_matches_brute_force[202]",
-    "tests/test_enumerate.py::test_min_cost_matches_brute_force[11]",
-    "tests/test_enumerate.py::test_min_cost_matches_brute_force[17]",
-    "tests/test_enumerate.py::test_min_cost_matches_brute_force[1]",
-    "tests/test_enumerate.py::test_min_cost_matches_brute_force[6]",
-    "tests/test_golden.py::test_compare_markdown_is_unchanged[one-class-llama-70b]",
-    "tests/test_golden.py::test_solve_json_is_unchanged[pdd-paper-fleets]",
-    "tests/test_golden.py::test_solve_json_is_unchanged[pdd-h100-h200]",
-    "tests/test_golden.py::test_solve_max_bcr_json_is_unchanged",
-    "tests/test_overlap.py::test_the_planner_chooses_context_parallelism_where_the_tail_needs_it",
-    "tests/test_problem.py::test_a_price_change_rebuilds_no_table",
-    "tests/test_problem.py::test_counts_are_shared_across_link_prices_but_not_across_the_link",
-    "tests/test_sweep.py::test_csv_out_and_each_plot_kind",
-    "tests/test_sweep.py::test_results_are_the_same_bytes_on_one_or_two_workers",
-    "tests/test_render.py::test_catalog_text_is_not_read_as_markup",
-    "tests/test_render.py::test_a_fixed_short_run_is_rendered_with_its_verdict_first",
-    "tests/test_colocation.py::test_the_colocated_paper_fleet_evaluates_with_free_relay_decode",
-    "tests/test_solve.py::test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not[min-cost]",
-    "tests/test_explain.py::test_a_tight_ttft_is_relaxed_to_a_value_checked_by_solving_again",
-    "tests/test_explain.py::test_a_full_link_is_named_with_the_bandwidth_that_serves_the_demand",
-    "tests/test_studies.py::test_the_demand_steps_are_where_independent_solves_change_fleet",
-    "tests/test_studies.py::test_the_demand_study_resumes_from_its_journal",
-    "tests/test_simulate.py::test_small_scenario_at_its_demand_is_confirmed_at_steady_state",
-    "tests/test_simulate.py::test_solve_verify_on_the_small_scenario",
-    "tests/test_solve.py::test_a_timed_out_rate_is_not_taken_as_infeasible",
-    "tests/test_solve.py::test_cost_floor_never_exceeds_the_minimum_cost[path0]",
-    "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-paper-fleets]",
-    "tests/test_solve.py::test_each_shipped_scenario_solves[pdd-h100-h200]",
-    "tests/test_solve.py::test_solve_infeasible_exits_1_with_the_relaxation",
-    "tests/test_solve.py::test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap",
-    "tests/test_solve.py::test_the_relaxation_bounds_the_minimum_cost[path0]",
-    "tests/test_solve.py::test_time_limit_stops_the_search",
-}
-"""Tests that took 3 s or more of the default run (``pytest --durations=25``, 2026-12-03, again after the batched-pass tails, on 2026-12-05 after the part-full prefill passes and on 2026-12-06 after the router check over every relay cut,
-this 2-core machine): marked ``slow`` here, so that the default run stays near 90 s; CI runs
-them with the other slow ones."""
-
-
-SLOW_RENDER = "tests/test_render.py::test_reports_fit_and_match_their_golden_text["
-"""Every render golden: they share one module fixture that builds every report (~20 s)."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.nodeid in SLOW_BY_DURATION or item.nodeid.startswith(SLOW_RENDER):
-            item.add_marker(pytest.mark.slow)
-
-
 SLOW_S = 3.0
 """A default-run test that takes this long (its call alone) belongs with the slow ones."""
 _unmarked_slow: list[tuple[float, str]] = []
@@ -138,6 +67,14 @@ PAPER_FLEETS = ROOT / "scenarios" / "pdd-paper-fleets.yaml"
 MONTHLY = ROOT / "scenarios" / "pdd-h100-h200-monthly.yaml"
 ONE_CLASS = ROOT / "scenarios" / "one-class-llama-70b.yaml"
 DOMESTIC = ROOT / "scenarios" / "domestic-910c-h20.yaml"
+QUICK = (SMALL, ONE_CLASS)
+"""The shipped scenarios a solve plans in under 3 s: the default run's."""
+
+
+def quick_or_slow(paths: list[Path]) -> list[Any]:
+    """``paths`` as parameters named by their stems, all but the ``QUICK`` ones marked slow
+    (CI's slow run takes them)."""
+    return [pytest.param(p, id=p.stem, marks=() if p in QUICK else pytest.mark.slow) for p in paths]
 
 
 def _sources(*keys: str) -> dict[str, str]:

@@ -8,11 +8,13 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 import pddplan
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs(monkeypatch, capsys):
     code = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
     assert code is not None

@@ -80,6 +80,7 @@ def test_stretch_steps_and_gaps_by_hand():
     assert in_mixed == pytest.approx(0.012 / 0.054) and in_mixed + in_plain == pytest.approx(1)
 
 
+@pytest.mark.slow
 def test_the_colocated_paper_fleet_evaluates_with_free_relay_decode(paper):
     fleet = load_fleet(COLOCATED, paper)
     e = evaluate(paper, fleet)
@@ -139,6 +140,7 @@ def test_a_host_that_cannot_meet_the_bound_is_a_located_error(paper):
         evaluate(problem, fleet)
 
 
+@pytest.mark.slow
 def test_the_planner_hosts_relay_decode_where_it_is_cheaper(paper):
     s, hw, models = triple(paper)
     hosted = solve_plan(paper, explain=False)
@@ -153,6 +155,7 @@ def test_the_planner_hosts_relay_decode_where_it_is_cheaper(paper):
     assert not any(p.role == "relay_decode" for p in hosted.fleet.pools)
 
 
+@pytest.mark.slow
 def test_the_simulator_hosts_relay_decode_on_the_prefill_passes(paper):
     """At its SLA capacity the co-located fleet's simulated TTFT and goodput agree with the
     analytic model (measured with a full run: P90 -1%, P99 +4%, goodput +0%; a short fixed

@@ -180,6 +180,7 @@ def small_comparison():
     return problem, compare(problem, explain=False, progress=lambda *a: HEARD.append(a))
 
 
+@pytest.mark.slow
 def test_progress_counts_the_rows_against_all_of_them(small_comparison):
     """Each row is announced before it is planned, with the rows done and the rows in all
     (both questions), so the command line's time left has a real denominator."""
@@ -210,6 +211,7 @@ def test_compare_respects_every_datacenters_gpu_limit(tmp_path):
             assert {p.datacenter for p in row.plan.fleet.pools} == {row.datacenter}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", ["demand", "budget"])
 def test_each_row_is_the_plan_computed_directly(small_comparison, at):
     """A section's rows are the plans ``solve_plan`` makes for the restricted scenario:
@@ -240,6 +242,7 @@ def test_each_row_is_the_plan_computed_directly(small_comparison, at):
             assert e.cost_per_hour_usd <= budget * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_sections_rank_by_their_own_measure(small_comparison):
     _, c = small_comparison
     demand, budget = c.section("demand"), c.section("budget")

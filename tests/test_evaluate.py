@@ -339,6 +339,7 @@ def test_session_working_set_by_hand():
     assert session_working_set_bytes(200.0, 60.0, 1e9) == pytest.approx(12_000e9)
 
 
+@pytest.mark.slow
 def test_md_cache_must_hold_the_open_sessions():
     """The example fleet's MD: 2 x 16 H200 x 40 GB = 1,280 GB of cache. With a turn every
     90 s and the workload's mean context KV ``E[bytes]``, it holds the sessions of

@@ -65,6 +65,7 @@ def solved(scenario: Scenario, hardware, models):
     return r
 
 
+@pytest.mark.slow
 def test_a_tight_ttft_is_relaxed_to_a_value_checked_by_solving_again(hardware, models):
     """A TTFT SLA no prefill can meet: every limit that helps alone is printed at a value
     the planner finds a plan at, and 2% tighter it still finds none; TPOT cannot help."""
@@ -108,6 +109,7 @@ def test_a_purchase_unit_that_the_gpu_limit_cannot_hold_is_named(hardware, model
     assert not feasible(six, hw, catalog, east, (7,))
 
 
+@pytest.mark.slow
 def test_a_full_link_is_named_with_the_bandwidth_that_serves_the_demand(hardware, models):
     """Only a 10 Gbit/s tier: the demand row says the link is full at the most it serves,
     and the link row asks for the tier that serves the demand, checked by solving again."""

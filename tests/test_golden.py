@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCENARIOS
+from conftest import ROOT, SCENARIOS, quick_or_slow
 from typer.testing import CliRunner
 
 from pddplan.cli.app import app
@@ -89,14 +89,9 @@ def _check(name: str, text: str, update: bool, *, as_json: bool) -> None:
         assert text == want, f"{name} changed; diff it against {path}"
 
 
-ROBUST = [p for p in SCENARIOS if "\nworkload_variants:" in p.read_text()]
-"""Scenarios with workload variants: ``solve`` plans one fleet for all of them, every
-variant's counts and each variant alone (tens of seconds: slow)."""
-
-
 @pytest.mark.parametrize(
     "scenario",
-    [pytest.param(p, marks=pytest.mark.slow) if p in ROBUST else p for p in SCENARIOS],
+    quick_or_slow(SCENARIOS),
     ids=[p.stem for p in SCENARIOS],
 )
 def test_solve_json_is_unchanged(scenario, request, monkeypatch):
@@ -109,6 +104,7 @@ def test_solve_json_is_unchanged(scenario, request, monkeypatch):
     )
 
 
+@pytest.mark.slow
 def test_solve_max_bcr_json_is_unchanged(request, monkeypatch):
     """The max-BCR search (Dinkelbach, then the cheapest plan in the plateau)."""
     monkeypatch.chdir(ROOT)

@@ -117,6 +117,7 @@ def test_context_parallelism_needs_two_attention_groups(models, hardware):
         make_instance(models["llama-3.1-70b"], chip, 8, cal, context_parallel=True)
 
 
+@pytest.mark.slow
 def test_the_planner_chooses_context_parallelism_where_the_tail_needs_it():
     """domestic-910c-h20 with its TTFT P99 bound at 10 s: with data-parallel attention one
     910C prefills a 127K-token prompt for minutes, and no fleet of DP layouts meets the

@@ -14,6 +14,7 @@ import pddplan
 from pddplan.model.problem import TABLE_INPUTS, set_path
 
 
+@pytest.mark.slow
 def test_a_price_change_rebuilds_no_table():
     problem = pddplan.load_scenario(H100_H200)
     first = pddplan.solve(problem, objective="min-cost")
@@ -29,6 +30,7 @@ def test_a_price_change_rebuilds_no_table():
     assert plan.evaluation.cost_per_hour_usd > first.evaluation.cost_per_hour_usd
 
 
+@pytest.mark.slow
 def test_counts_are_shared_across_link_prices_but_not_across_the_link():
     """The planner's minimum counts depend on no price: a dearer link tier reuses them (and
     plans as a problem loaded afresh does), a longer round trip counts again."""

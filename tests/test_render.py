@@ -58,6 +58,7 @@ def _broken(text: str, word: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", ["solve", "compare", "simulate", "model"])
 def test_reports_fit_and_match_their_golden_text(reports, name, width, request):
@@ -80,12 +81,14 @@ def test_the_broken_name_check_can_fail():
     assert not _broken("cluster-a\nin cluster-b", "cluster-a")
 
 
+@pytest.mark.slow
 def test_catalog_text_is_not_read_as_markup(reports):
     """The DeepSeek-V4 notes quote ``[coff*ratio, coff*dim]``, which rich would take for
     a style and drop."""
     assert "[coff*ratio, coff*dim]" in _render(reports["model"], 120)
 
 
+@pytest.mark.slow
 def test_a_fixed_short_run_is_rendered_with_its_verdict_first(reports):
     first = _render(reports["simulate"], 80).splitlines()[0]
     assert first.startswith("SLA ")

@@ -236,6 +236,7 @@ def test_each_single_plan_is_checked_under_every_variant(small_variants):
         assert r.cost_per_hour_usd <= dearest.cost_per_hour_usd + 1e-9
 
 
+@pytest.mark.slow
 def test_solve_writes_a_robust_plan_that_simulate_reads_per_variant(small_variants, tmp_path):
     path, problem, _ = small_variants
     out = tmp_path / "plan.json"
@@ -258,6 +259,7 @@ def test_variants_plan_for_min_cost_only(small_variants):
     assert len(run.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_variant_no_plan_serves_alone_is_named_with_its_relaxation(tmp_path):
     path = tmp_path / "too-busy.yaml"
     text = VARIANTS.replace("arrival_rps: 22", "arrival_rps: 400")

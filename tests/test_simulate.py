@@ -375,6 +375,7 @@ def test_block_size_follows_the_median_input():
 
 
 # --- end to end -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_small_scenario_at_its_demand_is_confirmed_at_steady_state(small):
     s, hw, models, fleet = small
     r = simulate(problem_of(s, hw, models), fleet, rate_rps=10.0, seed=3)
@@ -647,6 +648,7 @@ def test_a_short_decode_side_hit_is_corrected_first(small):
     assert t.md_hit == 1.0
 
 
+@pytest.mark.slow
 def test_solve_verify_on_the_small_scenario(tmp_path):
     """The small scenario with one-GPU instances only: its plan misses TPOT P99 at its
     demand (the gaps' tail is above the operating point's step); the loop tightens TPOT

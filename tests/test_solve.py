@@ -18,6 +18,7 @@ from conftest import (
     SCENARIOS,
     SMALL,
     problem_of,
+    quick_or_slow,
     run_main,
     triple,
 )
@@ -139,7 +140,7 @@ def test_tiny_milp_row_generation_agrees_with_all_rows(monkeypatch):
 
 
 # --- plans on the shipped scenarios -----------------------------------------------------------
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize("path", quick_or_slow(SCENARIOS))
 def test_each_shipped_scenario_solves(path, hardware, models):
     s, hw, catalog = triple(load_scenario(path))
     r = solve_plan(problem_of(s, hw, catalog))
@@ -258,6 +259,7 @@ def test_progress_hears_each_rate_priced_against_the_budget():
     assert heard[-1].milp_solves <= r.stats.milp_solves
 
 
+@pytest.mark.slow
 def test_a_search_out_of_rate_points_returns_the_best_plan_with_its_gap():
     """Stopped by its rate-point budget (``solver.rate_points``) after the demand's point and
     the probes that prove an upper rate: the best plan so far, marked ``work_limit`` with
@@ -288,6 +290,7 @@ def _clock_stopping_after(reads: int):
     return clock
 
 
+@pytest.mark.slow
 def test_time_limit_stops_the_search():
     s, hw, catalog = triple(load_scenario(H100_H200))
     full = solve_plan(problem_of(s, hw, catalog), objective="max-bcr", explain=False)
@@ -311,6 +314,7 @@ def test_time_limit_stops_the_search():
     assert early.status == "time_limit" and early.fleet is None
 
 
+@pytest.mark.slow
 def test_the_time_limit_stops_the_count_tables_too():
     """The safety stop is checked where each unit of work starts, so a deadline that passes
     while the count tables are built (before any MILP) stops the solve there, as
@@ -326,6 +330,7 @@ def test_the_time_limit_stops_the_count_tables_too():
     assert 0 < stopped["count_searches"] < full["count_searches"] and not stopped["milp_solves"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["max-bcr", "min-cost"])
 def test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not(objective):
     """Stopped at every early point of the search (a fake clock): each plan stopped by the
@@ -359,6 +364,7 @@ def test_a_time_limited_plan_carries_a_gap_and_a_bound_or_says_why_not(objective
     assert notes >= (1 if objective == "max-bcr" else 0)
 
 
+@pytest.mark.slow
 def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
     """A solve that runs out of time proves nothing about the rates above it: the reported
     bound must not fall below the true optimum (it was, before this was fixed)."""
@@ -429,6 +435,7 @@ def test_solve_table_report_sections():
         assert text in result.stdout, text
 
 
+@pytest.mark.slow
 def test_solve_infeasible_exits_1_with_the_relaxation(tmp_path):
     text = SMALL.read_text().replace("ttft_p90_s: 0.8", "ttft_p90_s: 0.05")
     text = text.replace("ttft_p99_s: 2.0", "ttft_p99_s: 0.1")
@@ -456,7 +463,7 @@ def test_evaluate_refuses_a_plan_for_another_model(tmp_path):
     assert run("evaluate", str(SMALL)).exit_code == 2  # neither --fleet nor --plan
 
 
-@pytest.mark.parametrize("path", [H100_H200, SMALL])
+@pytest.mark.parametrize("path", quick_or_slow([H100_H200, SMALL]))
 def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
     """The max-BCR search prunes rate intervals with cost_floor: it must stay a lower bound
     on the MILP's minimum cost in every cell (here at each cell's upper end, where the
@@ -474,7 +481,7 @@ def test_cost_floor_never_exceeds_the_minimum_cost(path, hardware, models):
         assert floor[cell] <= out.cost_per_hour * (1 + 1e-9), (rate, floor[cell], out)
 
 
-@pytest.mark.parametrize("path", [H100_H200, SMALL])
+@pytest.mark.parametrize("path", quick_or_slow([H100_H200, SMALL]))
 def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
     """The max-BCR search's probes: relaxed_optimum's cost never exceeds the MILP's minimum cost, is
     infinite only where the MILP has no plan, and (no datacenter limit binds in these
@@ -493,6 +500,7 @@ def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
         assert low == pytest.approx(out.cost_per_hour, rel=1e-9), (rate, low, out)
 
 
+@pytest.mark.slow
 def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
     """``relaxed_optimum`` settles a rate without a MILP when one of its plans meets the
     datacenter rows it drops: then each plan it returns costs what the MILP's optimum costs

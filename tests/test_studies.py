@@ -57,6 +57,7 @@ def _demand(tmp_path=None, resume=False):
                         scenario_label="small", journal=journal, resume=resume)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_demand_steps_are_where_independent_solves_change_fleet():
     """Between 23 and 24 req/s small-llama-8b's cheapest fleet changes twice: its L40S main
     decode gives way to A100 (whose faster first decode step keeps the TTFT P99 within
@@ -90,6 +91,7 @@ def test_the_demand_steps_are_where_independent_solves_change_fleet():
     assert costs == sorted(costs)
 
 
+@pytest.mark.slow
 def test_the_demand_study_resumes_from_its_journal(tmp_path):
     full = _demand(tmp_path)
     journal = tmp_path / "d.csv.journal.jsonl"

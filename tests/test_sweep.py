@@ -136,6 +136,7 @@ def test_an_invalid_point_is_a_result_and_the_grid_goes_on():
     assert good.status == "ok" and good.results[0].status == "ok"
 
 
+@pytest.mark.slow
 def test_results_are_the_same_bytes_on_one_or_two_workers():
     problem = pddplan.load_scenario(SMALL)
     job = _job(problem, "workload.arrival_rps=4,12", "sla.ttft_p99_s=1,2")
@@ -144,6 +145,7 @@ def test_results_are_the_same_bytes_on_one_or_two_workers():
     assert _strip(one) == _strip(two)
 
 
+@pytest.mark.slow
 def test_resume_skips_journalled_points_and_refuses_another_sweep(tmp_path):
     problem = pddplan.load_scenario(SMALL)
     job = _job(problem, "workload.arrival_rps=4,8,12")
@@ -227,6 +229,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     assert not any(tmp_path.iterdir())  # nothing half-written
 
 
+@pytest.mark.slow
 def test_csv_out_and_each_plot_kind(tmp_path):
     out = tmp_path / "s.csv"
     res = _cli(str(SMALL), "--vary", "workload.arrival_rps=4,30", "--format", "csv", "--out",
