@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -207,3 +209,53 @@ def run_main(*args: str) -> Run:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
     return Run(code, out.getvalue(), err.getvalue())
+
+
+# --- golden files -------------------------------------------------------------------------
+GOLDEN = Path(__file__).resolve().parent / "golden"
+"""Outputs pinned across refactors (``tests/test_golden.py``, ``tests/test_render.py``);
+``pytest --update-golden`` rewrites them, in a commit whose message explains each change."""
+GOLDEN_RELATIVE = 1e-9
+"""How far a number in a JSON golden may move (relative)."""
+
+
+def golden_differences(want: Any, got: Any, path: str = "") -> list[str]:
+    """Where ``got`` differs from ``want``: numbers beyond ``GOLDEN_RELATIVE``, anything
+    else at all."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = [f"{path}.{k}: missing" for k in want.keys() - got.keys()]
+        out += [f"{path}.{k}: unexpected" for k in got.keys() - want.keys()]
+        for k in want.keys() & got.keys():
+            out += golden_differences(want[k], got[k], f"{path}.{k}")
+        return out
+    if isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            return [f"{path}: {len(got)} items, expected {len(want)}"]
+        return [
+            d
+            for i, (a, b) in enumerate(zip(want, got, strict=True))
+            for d in golden_differences(a, b, f"{path}[{i}]")
+        ]
+    numbers = (int, float)
+    if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool):
+        if math.isclose(want, got, rel_tol=GOLDEN_RELATIVE, abs_tol=1e-12) or want == got:
+            return []
+        return [f"{path}: {got!r}, expected {want!r}"]
+    return [] if want == got else [f"{path}: {got!r}, expected {want!r}"]
+
+
+def check_golden(name: str, text: str, request: pytest.FixtureRequest) -> None:
+    """``text`` against ``tests/golden/NAME``: a ``.json`` file compared as data
+    (``golden_differences``), any other exactly; with ``--update-golden``, written instead.
+    A missing file fails, naming the option that writes it."""
+    path = GOLDEN / name
+    if request.config.getoption("update_golden"):
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"{path} is missing: run with --update-golden to create it"
+    want = path.read_text(encoding="utf-8")
+    if name.endswith(".json"):
+        problems = golden_differences(json.loads(want), json.loads(text))
+        assert not problems, "\n".join(problems[:20])
+    else:
+        assert text == want, f"{name} changed; diff it against {path} (--update-golden rewrites it)"

@@ -20,10 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import SMALL
-from typer.testing import CliRunner
-
-from pddplan.cli.app import app
+from conftest import SMALL, run_main
 
 BAD = Path(__file__).parent / "data" / "bad"
 CORPUS = sorted(p for p in BAD.iterdir() if p.is_file())
@@ -73,14 +70,9 @@ def test_the_corpus_covers_every_kind_and_failure_class():
         assert len(cells[kind]) >= 5, (kind, cells[kind])
 
 
-@pytest.fixture
-def runner():
-    return CliRunner()
-
-
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
-def test_each_bad_input_is_one_located_error(runner, path):
-    result = runner.invoke(app, command(path))
+def test_each_bad_input_is_one_located_error(path):
+    result = run_main(*command(path))
     check(path, result.exit_code, result.output)
 
 

@@ -8,16 +8,11 @@ import sys
 
 import pytest
 import yaml
-from conftest import DATA, ROOT, SCENARIOS, SMALL
-from typer.testing import CliRunner
-
-from pddplan.cli.app import app
-
-runner = CliRunner()
+from conftest import DATA, ROOT, SCENARIOS, SMALL, run_main
 
 
 def run(*args: str):
-    result = runner.invoke(app, list(args))
+    result = run_main(*list(args))
     assert "Traceback" not in result.output, result.output
     return result
 

@@ -9,9 +9,7 @@ import json
 
 import pytest
 from conftest import H100_H200, ONE_CLASS, PAPER_FLEETS, ROOT, SMALL, problem_of, run_main, triple
-from typer.testing import CliRunner
 
-from pddplan.cli.app import app
 from pddplan.cli.compare import parse_sweep
 from pddplan.errors import InputError
 from pddplan.io.fleet import load_fleet
@@ -30,7 +28,6 @@ from pddplan.plan.compare import (
 from pddplan.plan.search import solve_plan
 from pddplan.sweeps.prices import price_sweep, with_price
 
-runner = CliRunner()
 H100 = 2.69  # the scenario's H100 rent, USD per GPU-hour
 
 
@@ -64,14 +61,12 @@ def test_paper_fleets_cannot_hold_the_weights_and_say_so():
     """8-GPU H100 instances cannot hold DeepSeek-V4-Pro: a plain finding, one line per pool,
     and --cost-only still prices the fleet."""
     fleet = ROOT / "fleets" / "paper-pdd-43xh100-32xh200.yaml"
-    r = runner.invoke(app, ["evaluate", str(PAPER_FLEETS), "--fleet", str(fleet)])
+    r = run_main("evaluate", str(PAPER_FLEETS), "--fleet", str(fleet))
     assert r.exit_code == 2
     assert "pools[0] (prefill): deepseek-v4-pro" in r.output and "does not fit 8 x h100" in r.output
     assert "pools[1] (relay_decode)" in r.output and "--cost-only still prices" in r.output
     assert "Traceback" not in r.output
-    r = runner.invoke(
-        app, ["evaluate", str(PAPER_FLEETS), "--fleet", str(fleet), "--cost-only", "--json"]
-    )
+    r = run_main("evaluate", str(PAPER_FLEETS), "--fleet", str(fleet), "--cost-only", "--json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["total_gpus"] == 75
@@ -355,7 +350,7 @@ def test_sections_render_a_free_fleet_and_a_lone_hypothetical_row():
 @pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_json_csv_md():
     """Every row appears; an infeasible one says why while the others print."""
-    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "json"])
+    r = run_main("compare", str(SMALL), "--at", "demand", "--format", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     (section,) = data["sections"]
@@ -374,26 +369,24 @@ def test_compare_json_csv_md():
     assert by["hypothetical one-DC"]["rank"] is None  # never ranked
     assert section["ranking"][0] in section["verdict"]
 
-    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "csv"])
+    r = run_main("compare", str(SMALL), "--at", "demand", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(r.output)))
     assert [x["label"] for x in rows] == [x["label"] for x in section["rows"]]
     pdd = next(x for x in rows if x["kind"] == "pdd")
     assert float(pdd["cost_per_hour_usd"]) == pytest.approx(by["PDD"]["cost_per_hour_usd"])
 
-    r = runner.invoke(app, ["compare", str(SMALL), "--at", "demand", "--format", "md"])
+    r = run_main("compare", str(SMALL), "--at", "demand", "--format", "md")
     assert "## Comparison" in r.output and "### At equal demand" in r.output
     assert "cross-DC naive: infeasible" in r.output
 
 
 @pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_budget_section_names_its_budget():
-    r = runner.invoke(
-        app, ["compare", str(SMALL), "--at", "budget", "--budget", "40", "--format", "json"]
-    )
+    r = run_main("compare", str(SMALL), "--at", "budget", "--budget", "40", "--format", "json")
     assert r.exit_code == 0, r.output
     (section,) = json.loads(r.output)["sections"]
     assert section["budget_usd_per_hour"] == 40 and section["budget_source"] == "given"
-    r = runner.invoke(app, ["compare", str(SMALL), "--at", "budget"])
+    r = run_main("compare", str(SMALL), "--at", "budget")
     assert "At equal budget ($31.95/hour, PDD's equal-demand cost)" in r.output
 
 
@@ -455,18 +448,15 @@ def _plan_costing(per_hour: float):
 
 @pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)
 def test_compare_price_sweep_runs_end_to_end():
-    r = runner.invoke(
-        app,
-        [
-            "compare",
-            str(SMALL),
-            "--at",
-            "demand",
-            "--format",
-            "json",
-            "--price-sweep",
-            "l40s=0.8:1.6:0.8",
-        ],
+    r = run_main(
+        "compare",
+        str(SMALL),
+        "--at",
+        "demand",
+        "--format",
+        "json",
+        "--price-sweep",
+        "l40s=0.8:1.6:0.8",
     )
     assert r.exit_code == 0, r.output
     sweep = json.loads(r.output)["price_sweep"]

@@ -11,22 +11,14 @@ whose message explains each changed figure::
 from __future__ import annotations
 
 import json
-import math
 import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCENARIOS, quick_or_slow
-from typer.testing import CliRunner
+from conftest import ROOT, SCENARIOS, check_golden, golden_differences, quick_or_slow, run_main
 
-from pddplan.cli.app import app
-
-GOLDEN = Path(__file__).resolve().parent / "golden"
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second"}
 """JSON keys that measure this machine's speed, not the plan."""
-RELATIVE = 1e-9
 
-runner = CliRunner()
 FAST_CLOCK = 4.0
 """The goldens are checked with the wall clock running this many times fast, as on a machine
 that much slower: the searches stop on counted work, so the output is the golden all the
@@ -51,57 +43,16 @@ def _normalized(value):
     return value
 
 
-def _differences(want, got, path: str = "") -> list[str]:
-    """Where ``got`` differs from ``want``: numbers beyond ``RELATIVE``, anything else at all."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        out = [f"{path}.{k}: missing" for k in want.keys() - got.keys()]
-        out += [f"{path}.{k}: unexpected" for k in got.keys() - want.keys()]
-        for k in want.keys() & got.keys():
-            out += _differences(want[k], got[k], f"{path}.{k}")
-        return out
-    if isinstance(want, list) and isinstance(got, list):
-        if len(want) != len(got):
-            return [f"{path}: {len(got)} items, expected {len(want)}"]
-        return [
-            d
-            for i, (a, b) in enumerate(zip(want, got, strict=True))
-            for d in _differences(a, b, f"{path}[{i}]")
-        ]
-    numbers = (int, float)
-    if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool):
-        if math.isclose(want, got, rel_tol=RELATIVE, abs_tol=1e-12) or want == got:
-            return []
-        return [f"{path}: {got!r}, expected {want!r}"]
-    return [] if want == got else [f"{path}: {got!r}, expected {want!r}"]
-
-
-def _check(name: str, text: str, update: bool, *, as_json: bool) -> None:
-    path = GOLDEN / name
-    if update:
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"{path} is missing: run with --update-golden to create it"
-    want = path.read_text(encoding="utf-8")
-    if as_json:
-        problems = _differences(json.loads(want), json.loads(text))
-        assert not problems, "\n".join(problems[:20])
-    else:
-        assert text == want, f"{name} changed; diff it against {path}"
-
-
 @pytest.mark.parametrize(
     "scenario",
     quick_or_slow(SCENARIOS),
-    ids=[p.stem for p in SCENARIOS],
 )
 def test_solve_json_is_unchanged(scenario, request, monkeypatch):
     monkeypatch.chdir(ROOT)  # the outputs name the scenario file as the user gave it
-    result = runner.invoke(app, ["solve", f"scenarios/{scenario.name}", "--json"])
+    result = run_main("solve", f"scenarios/{scenario.name}", "--json")
     assert result.exit_code == 0, result.output
     text = json.dumps(_normalized(json.loads(result.stdout)), indent=2) + "\n"
-    _check(
-        f"solve-{scenario.stem}.json", text, request.config.getoption("update_golden"), as_json=True
-    )
+    check_golden(f"solve-{scenario.stem}.json", text, request)
 
 
 @pytest.mark.slow
@@ -109,36 +60,26 @@ def test_solve_max_bcr_json_is_unchanged(request, monkeypatch):
     """The max-BCR search (Dinkelbach, then the cheapest plan in the plateau)."""
     monkeypatch.chdir(ROOT)
     args = ["solve", "scenarios/pdd-h100-h200.yaml", "--objective", "max-bcr", "--json"]
-    result = runner.invoke(app, args)
+    result = run_main(*args)
     assert result.exit_code == 0, result.output
     text = json.dumps(_normalized(json.loads(result.stdout)), indent=2) + "\n"
-    _check(
-        "solve-max-bcr-pdd-h100-h200.json",
-        text,
-        request.config.getoption("update_golden"),
-        as_json=True,
-    )
+    check_golden("solve-max-bcr-pdd-h100-h200.json", text, request)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_compare_markdown_is_unchanged(scenario, request, monkeypatch):
     monkeypatch.chdir(ROOT)
-    result = runner.invoke(app, ["compare", f"scenarios/{scenario.name}", "--format", "md"])
+    result = run_main("compare", f"scenarios/{scenario.name}", "--format", "md")
     assert result.exit_code == 0, result.output
-    _check(
-        f"compare-{scenario.stem}.md",
-        result.stdout,
-        request.config.getoption("update_golden"),
-        as_json=False,
-    )
+    check_golden(f"compare-{scenario.stem}.md", result.stdout, request)
 
 
 def test_the_comparison_can_fail():
-    assert _differences({"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-6, "b": [1, 2]}) == [
+    assert golden_differences({"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-6, "b": [1, 2]}) == [
         ".a: 1.000001, expected 1.0"
     ]
-    assert not _differences({"a": 1.0}, {"a": 1.0 + 1e-12})
+    assert not golden_differences({"a": 1.0}, {"a": 1.0 + 1e-12})
     assert _normalized({"stats": {"seconds": 3.2, "x": 1}}) == {
         "stats": {"seconds": "<wall clock>", "x": 1}
     }

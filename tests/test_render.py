@@ -9,13 +9,12 @@ import io
 import itertools
 
 import pytest
-from conftest import H100_H200, ROOT, SMALL
+from conftest import H100_H200, ROOT, SMALL, check_golden
 from rich.console import Console
 
 import pddplan
 from pddplan.report import simulation, tables, views
 
-GOLDEN = ROOT / "tests" / "golden"
 WIDTHS = (80, 120)
 WALL_S = 1.0
 """Every wall-clock figure is set to this before rendering (they vary from run to run)."""
@@ -67,13 +66,7 @@ def test_reports_fit_and_match_their_golden_text(reports, name, width, request):
     names = ["cluster-a", "cluster-b", "h100-sxm", "h200-sxm", "a100-80g-sxm", "west", "east"]
     broken = [w for w in names if _broken(text, w)]
     assert not broken, f"{name} at {width} columns breaks {broken}"
-    normalized = text
-    path = GOLDEN / f"render-{name}-{width}.txt"
-    if request.config.getoption("update_golden") or not path.exists():
-        path.write_text(normalized)
-        if not request.config.getoption("update_golden"):
-            pytest.fail(f"wrote {path.name}: check it in")
-    assert normalized == path.read_text(), f"{path.name} differs: --update-golden rewrites it"
+    check_golden(f"render-{name}-{width}.txt", text, request)
 
 
 def test_the_broken_name_check_can_fail():

@@ -12,9 +12,7 @@ import weakref
 import numpy as np
 import pytest
 from conftest import DATA, H100_H200, ROOT, SMALL, problem_of, run_main, triple
-from typer.testing import CliRunner
 
-from pddplan.cli.app import app
 from pddplan.errors import InputError
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
@@ -37,7 +35,6 @@ from pddplan.workload.sessions import SessionOptions, SessionSource, block_token
 from pddplan.workload.trace import fit_trace
 
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -560,7 +557,7 @@ def test_trace_errors_name_the_lines(tmp_path, small):
 
 
 def _cli(*args: str):
-    result = runner.invoke(app, list(args))
+    result = run_main(*list(args))
     assert "Traceback" not in result.output, result.output
     return result
 

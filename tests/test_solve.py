@@ -22,9 +22,7 @@ from conftest import (
     run_main,
     triple,
 )
-from typer.testing import CliRunner
 
-from pddplan.cli.app import app
 from pddplan.evaluation.evaluator import meets_sla
 from pddplan.io.scenario import load_scenario
 from pddplan.plan import milp
@@ -34,8 +32,6 @@ from pddplan.plan.search import solve_plan
 from pddplan.plan.space import NO_RLD, Band, PoolOption, Space, State
 from pddplan.spec.status import PlanStatus
 from pddplan.work import counted
-
-runner = CliRunner()
 
 
 # --- a MILP solved on paper -------------------------------------------------------------------
@@ -388,7 +384,7 @@ def test_a_timed_out_rate_is_not_taken_as_infeasible(monkeypatch):
 
 # --- the command line -------------------------------------------------------------------------
 def run(*args: str):
-    result = runner.invoke(app, list(args))
+    result = run_main(*list(args))
     assert "Traceback" not in result.output, result.output
     return result
 

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DATA, H100_H200, MONTHLY
-from typer.testing import CliRunner
+from conftest import DATA, H100_H200, MONTHLY, run_main
 
-from pddplan.cli.app import app
 from pddplan.errors import InputError
 from pddplan.io.scenario import load_scenario
 from pddplan.spec.scenario import (
@@ -23,7 +21,6 @@ from pddplan.spec.scenario import (
     variant_scenarios,
 )
 
-runner = CliRunner()
 SLICE = DATA / "traces" / "conversation-2000.jsonl"
 
 BASE = textwrap.dedent("""\
@@ -63,7 +60,7 @@ def _line(path: Path, text: str, nth: int = 0) -> int:
 
 def _errors(path: Path) -> list[str]:
     """``pddplan validate``'s error lines, after checking it failed cleanly (exit 2)."""
-    result = runner.invoke(app, ["validate", str(path)])
+    result = run_main("validate", str(path))
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
@@ -299,7 +296,7 @@ def test_variant_scenarios_refuses_bad_variants_built_in_code():
 
 # --- the shipped example -------------------------------------------------------------------
 def test_the_monthly_example_validates_and_keeps_the_base():
-    result = runner.invoke(app, ["validate", str(MONTHLY), "--json"])
+    result = run_main("validate", str(MONTHLY), "--json")
     assert result.exit_code == 0, result.output
     scenario = json.loads(result.stdout)["scenario"]
     variants = scenario["workload_variants"]
@@ -315,7 +312,7 @@ def test_the_monthly_example_validates_and_keeps_the_base():
 
 
 def test_validate_shows_the_variants():
-    result = runner.invoke(app, ["validate", str(MONTHLY)])
+    result = run_main("validate", str(MONTHLY))
     assert result.exit_code == 0, result.output
     assert "variant m3" in result.stdout and "must meet; changes arrival_rps, prefix_hit" in (
         result.stdout
@@ -323,7 +320,7 @@ def test_validate_shows_the_variants():
 
 
 def test_the_schema_has_the_key():
-    result = runner.invoke(app, ["schema"])
+    result = run_main("schema")
     schema = json.loads(result.stdout)
     assert "workload_variants" in schema["properties"]
     variant = schema["$defs"]["WorkloadVariant"]["properties"]
@@ -374,9 +371,7 @@ def test_windows_by_day_and_their_variants_yaml(tmp_path):
     weights, summing to 1, that validate pasted under workload_variants."""
     trace = _trace(tmp_path, [150, 300, 250])
     out = tmp_path / "variants.yaml"
-    result = runner.invoke(
-        app, ["workload", "fit", str(trace), "--window", "1d", "--out", str(out)]
-    )
+    result = run_main("workload", "fit", str(trace), "--window", "1d", "--out", str(out))
     assert result.exit_code == 0, result.output
     table = result.stdout
     assert "w1" in table and "w3" in table and "1d 00:00" in table and "2d 00:00" in table
@@ -398,7 +393,7 @@ def test_small_windows_are_merged(tmp_path):
     """Day 0 has 40 requests (< 100): merged forward into day 1; day 3's 10 into day 2;
     day 4 is empty and left out."""
     trace = _trace(tmp_path, [40, 200, 150, 10])
-    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", "1d", "--json"])
+    result = run_main("workload", "fit", str(trace), "--window", "1d", "--json")
     assert result.exit_code == 0, result.output
     view = json.loads(result.stdout)
     assert view["merged"] == 2 and view["min_requests"] == 100
@@ -411,7 +406,7 @@ def test_small_windows_are_merged(tmp_path):
 def test_windows_of_the_shipped_trace_slice():
     """The first 2,000 Mooncake requests span 669 s: 5-minute windows give three; the cache
     carries over, so the later windows hit more than the first."""
-    result = runner.invoke(app, ["workload", "fit", str(SLICE), "--window", "5m", "--json"])
+    result = run_main("workload", "fit", str(SLICE), "--window", "5m", "--json")
     assert result.exit_code == 0, result.output
     view = json.loads(result.stdout)
     windows = view["windows"]
@@ -425,7 +420,7 @@ def test_windows_of_the_shipped_trace_slice():
 @pytest.mark.parametrize(("window", "seconds"), [("30m", 1800), ("12h", 43_200), ("7d", 604_800)])
 def test_window_units_accepted(tmp_path, window, seconds):
     trace = _trace(tmp_path, [120])
-    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", window, "--json"])
+    result = run_main("workload", "fit", str(trace), "--window", window, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["window_s"] == seconds
 
@@ -433,7 +428,7 @@ def test_window_units_accepted(tmp_path, window, seconds):
 @pytest.mark.parametrize("window", ["1w", "0d", "1.5h", "d", "10", "-1h", "１d"])
 def test_window_units_refused(tmp_path, window):
     trace = _trace(tmp_path, [120])
-    result = runner.invoke(app, ["workload", "fit", str(trace), "--window", window])
+    result = run_main("workload", "fit", str(trace), "--window", window)
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: --window: '{window}' is not allowed")
@@ -445,7 +440,7 @@ def test_a_variant_trace_without_a_rate_names_the_variant(tmp_path):
         json.dumps({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}) + "\n"
     )
     path = _write(tmp_path, "- {name: a, weight: 1, trace: {file: one.jsonl}}\n")
-    result = runner.invoke(app, ["validate", str(path)])
+    result = run_main("validate", str(path))
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == (
         f"Error: {path}: workload_variants[0].trace: one.jsonl spans no time, so it gives no "
