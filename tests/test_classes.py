@@ -7,6 +7,7 @@ import pytest
 from conftest import SMALL, problem_of
 
 import pddplan
+from pddplan.model.routing import relay_shares, relay_split
 from pddplan.plan.space import default_singular_cuts
 from pddplan.spec.distributions import Bucket, HitDist, LengthDist
 from pddplan.spec.scenario import Workload
@@ -130,10 +131,10 @@ def test_a_relay_threshold_splits_a_class_as_the_router_does(hardware):
     assert hit == pytest.approx(0.925)  # every class: one hit slice, one input length
     kv = problem.kv
     at = [kv.transfer_bytes(1000, h) / 1e6 for h in (0.925, 0.91)]
-    shares = problem.relay_shares(hit, [None, *at, 0.0])
+    shares = relay_shares(problem, hit, [None, *at, 0.0])
     assert shares[:, 0] == pytest.approx([0.0, 8 / 16, 3 / 16, 1.0])
     # a decode-side cache that keeps half the reuse halves every request's hit
-    halved = problem.relay_shares(hit / 2, [kv.transfer_bytes(1000, 0.4625) / 1e6])
+    halved = relay_shares(problem, hit / 2, [kv.transfer_bytes(1000, 0.4625) / 1e6])
     assert halved[:, 0] == pytest.approx(0.5)  # hits 0.45-0.475 now, 0.4625 the middle
 
 
@@ -149,7 +150,7 @@ def test_the_requests_kept_direct_are_the_smaller_payloads(hardware):
     )
     problem = problem_of(base.model_copy(update={"workload": workload}), hardware)
     kv, hit = problem.kv, problem.arrays.md_hit
-    split = problem.relay_split(hit, [kv.transfer_bytes(1000, 0.925) / 1e6, None])
+    split = relay_split(problem, hit, [kv.transfer_bytes(1000, 0.925) / 1e6, None])
     assert split.below_bytes[0] == pytest.approx(kv.transfer_bytes(1000, 0.9375))
     sd = kv.bytes_per_token * 1000 * 0.05 * (1 / 16) * np.sqrt(63 / 12)
     assert split.below_sd_bytes[0] == pytest.approx(sd)

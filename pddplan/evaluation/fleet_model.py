@@ -17,6 +17,7 @@ from pddplan.model.md_cache import Tiers, fetch_seconds, instance_tiers, tier_hi
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import PassOrder
 from pddplan.model.relay import relay_pace
+from pddplan.model.routing import relay_shares, relay_split
 from pddplan.spec.fleet import CacheSizes, Fleet, Pool, Routing, md_cache_problem
 
 
@@ -247,18 +248,18 @@ class FleetModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per class, the shares of its requests (direct, relay, singular) when they hit
         ``hits`` at main decode (default: the workload's): the router compares each
-        request's own WAN payload with the threshold (``Problem.relay_shares``, as the
+        request's own WAN payload with the threshold (``pddplan.model.routing.relay_shares``, as the
         planner's cuts)."""
         by = self.md_hit if hits is None else hits
-        relay = self.problem.relay_shares(by, [routing.relay_above_mb])[0]
+        relay = relay_shares(self.problem, by, [routing.relay_above_mb])[0]
         singular = relay * (self.out <= routing.singular_max_output_tokens)
         return 1.0 - relay, relay - singular, singular
 
     def direct_payloads(self, routing: Routing, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per class, the mean payload of its requests sent straight to MD and their
         standard deviation, as multiples of the class's mean payload at ``hits``: the
-        router relays a class's larger payloads (``Problem.relay_split``)."""
-        split = self.problem.relay_split(hits, [routing.relay_above_mb])
+        router relays a class's larger payloads (``pddplan.model.routing.relay_split``)."""
+        split = relay_split(self.problem, hits, [routing.relay_above_mb])
         mean = np.asarray(self.problem.kv.transfer_bytes(self.inp, hits))
 
         def per_mean(x: np.ndarray, empty: float) -> np.ndarray:  # a class shipping nothing

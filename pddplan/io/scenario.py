@@ -9,6 +9,7 @@ from pddplan.errors import InputError
 from pddplan.io.catalogs import load_hardware, load_models, unknown_id
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
+from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -63,7 +64,7 @@ def load_scenario(path: Path) -> Problem:
         if problems:
             raise InputError(problems)
     problem = Problem(scenario, hardware, models[scenario.model], source=source)
-    problems = problem.problems()
+    problems = scenario_problems(problem)
     if problems:
         raise InputError(problems)
     return problem

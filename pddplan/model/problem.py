@@ -12,11 +12,10 @@ Everything here is a pure function of the inputs; a problem pickles (its tables 
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,14 +29,14 @@ from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.colocation import HostPoint, at_chunk, host_point
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
-from pddplan.model.md_cache import CacheChoice, tier_price
+from pddplan.model.md_cache import CacheChoice
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
 from pddplan.model.queueing import first_decode_step_s
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import ROLES, Scenario, WorkloadVariant, variant_scenarios
+from pddplan.spec.scenario import Scenario, WorkloadVariant, variant_scenarios
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.work import tally
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
@@ -188,18 +187,6 @@ class ClassArrays:
     ``md_hit``."""
 
 
-class RelaySplit(NamedTuple):
-    """How relay thresholds split the classes (``Problem.relay_split``): cuts x classes."""
-
-    shares: Array
-    """The share of the class's requests relayed."""
-    below_bytes: Array
-    """The mean WAN payload of the class's requests not relayed (the class's mean where
-    all are)."""
-    below_sd_bytes: Array
-    """The standard deviation of the payloads not relayed (0 where all are)."""
-
-
 def _points(rows: list[tuple[tuple[float, ...], float]]) -> Array:
     """Classes x points from each class's (points, value): its points (repeated to the
     widest), or its value where it has none."""
@@ -316,45 +303,6 @@ class Problem:
             np.array([x.md_hit for x in c]),
             _points([(x.md_hit_points, x.md_hit) for x in c]),
         )
-
-    def relay_shares(self, hits: Array, cuts_mb: Sequence[float | None]) -> Array:
-        """Cuts x classes: the share of each class's requests whose WAN payload is above
-        each relay threshold (MB; None relays nothing), when the classes hit ``hits`` of
-        their context at main decode (``relay_split``)."""
-        return self.relay_split(hits, cuts_mb).shares
-
-    def relay_split(self, hits: Array, cuts_mb: Sequence[float | None]) -> RelaySplit:
-        """How each relay threshold (MB; None relays nothing) splits each class, when the
-        classes hit ``hits`` of their context at main decode.
-
-        The router compares each request's own payload, and a class's requests spread
-        around its mean: over its input lengths (``ClassArrays.inp_points``) times its
-        decode-side hits (``md_hit_points``, scaled to ``hits``: a decode-side cache
-        keeps the same share of every request's reuse), taken as independent. A
-        threshold at a class's mean payload relays about half of it, and the half it
-        keeps direct is the half with the smaller payloads."""
-        a, kv = self.arrays, self.kv
-        scale = np.divide(hits, a.md_hit, out=np.zeros_like(hits), where=a.md_hit > 0)
-        hit_points = np.where(
-            a.md_hit[:, None] > 0,
-            np.clip(a.md_hit_points * scale[:, None], 0.0, 1.0),
-            hits[:, None],
-        )
-        payload = np.asarray(kv.transfer_bytes(a.inp_points[:, :, None], hit_points[:, None, :]))
-        points = payload.reshape(len(hits), -1)  # classes x points, equally likely
-        mean, n = points.mean(axis=1), points.shape[1]
-        shares, below, below_sd = [], [], []
-        for cut in cuts_mb:
-            kept = np.ones(points.shape, dtype=bool) if cut is None else points / 1e6 <= cut
-            n_kept = np.maximum(kept.sum(axis=1), 1)
-            kept_mean = np.where(kept.any(axis=1), (points * kept).sum(axis=1) / n_kept, mean)
-            shares.append(1.0 - kept.sum(axis=1) / n)
-            below.append(kept_mean)
-            below_sd.append(
-                np.sqrt((kept * (points - kept_mean[:, None]) ** 2).sum(axis=1) / n_kept)
-            )
-        shape = (len(cuts_mb), len(hits))
-        return RelaySplit(*(np.array(x).reshape(shape) for x in (shares, below, below_sd)))
 
     @property
     def md_caches(self) -> list[CacheChoice]:
@@ -632,76 +580,6 @@ class Problem:
                 table[ChipGpus(chip, gpus)] = (known, seconds)
                 at = np.searchsorted(known, keys)
         return cast(Array, seconds[at][where.ravel()].reshape(tokens.shape))
-
-    # --- checks that need the model ---------------------------------------------------------
-    def problems(self) -> list[str]:
-        """What makes the scenario impossible before any planning, one located line each:
-        a role whose allowed chips hold the weights at no searched size, and decode-side
-        cache options whose MD hits do not give one value per class."""
-        s, out = self.scenario, []
-        sizes = s.search.sizes()
-        for role in ROLES:
-            chips = sorted({c for _, c in s.chips_for(role)})
-            if chips and not any(self.fits(c, g) for c in chips for g in sizes):
-                out.append(
-                    self._located(
-                        ("datacenters",),
-                        f"{self.model.id} fits no allowed configuration for role '{role}': "
-                        f"chips {', '.join(chips)} at {', '.join(map(str, sizes))} GPUs per "
-                        "instance (allow larger instances in search, or a larger-memory chip)",
-                    )
-                )
-        n = len(self.classes)
-        for i, option in enumerate(s.md_cache or ()):
-            if option.md_hit is not None and len(option.md_hit) != n:
-                out.append(
-                    self._located(
-                        ("md_cache", i, "md_hit"),
-                        f"{len(option.md_hit)} values; the workload has {n} classes (one MD "
-                        "hit rate per class, in class order)",
-                    )
-                )
-        if not out:
-            out += self._md_cache_problems()
-        return out
-
-    def _md_cache_problems(self) -> list[str]:
-        """Tiers without a price, and measured hits that fall as the cache grows."""
-        s, out, tiers = self.scenario, [], self.hardware.cache_tiers
-        options = s.md_cache or ()
-        prices = s.cache_tier_prices_usd_per_gb_month
-        for i, o in enumerate(options):
-            for name, gb in (("dram", o.dram_gb), ("ssd", o.ssd_gb)):
-                if gb and tier_price(self.hardware, name, prices) is None:
-                    where = "has no cache_tiers" if tiers is None else (
-                        f"gives cache_tiers.{name}.usd_per_gb_month as null"
-                    )  # fmt: skip
-                    out.append(
-                        self._located(
-                            ("md_cache", i, f"{name}_gb_per_gpu"),
-                            f"{gb:g} GB of {name} per GPU needs a price, and the hardware "
-                            f"catalog {where} (give a $/GB-month there or in the scenario's "
-                            "cache_tier_prices_usd_per_gb_month, or size it 0)",
-                        )
-                    )
-        measured = [(o.gb_per_gpu, i) for i, o in enumerate(options) if o.measured]
-        if len(measured) > 1:
-            w = self.arrays.w
-            hits = md_caches(s)
-            mean = {i: float(w @ np.array(hits[i][1])) for _, i in measured}
-            ordered = sorted(measured)
-            for (gb_a, a), (gb_b, b) in itertools.pairwise(ordered):
-                if mean[b] < mean[a] - 1e-9:
-                    key = "md_prefix_hit" if options[b].md_prefix_hit is not None else "md_hit"
-                    out.append(
-                        self._located(
-                            ("md_cache", b, key),
-                            f"a hit curve must not fall as the cache grows: mean MD hit "
-                            f"{mean[b]:.1%} at {gb_b:g} GB/GPU is below {mean[a]:.1%} at "
-                            f"{gb_a:g} GB/GPU (md_cache[{a}])",
-                        )
-                    )
-        return out
 
     def located(self, loc: Loc, message: str) -> str:
         """``message`` about the scenario's key ``loc``, with its file and line when known."""

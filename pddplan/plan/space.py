@@ -37,6 +37,7 @@ from pddplan.model.md_cache import CacheChoice, tier_reads
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import ADMISSION_GRID, PassOrder, md_wait_probability
+from pddplan.model.routing import relay_shares
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 from pddplan.workload.classes import output_class_edges
@@ -259,7 +260,7 @@ class Space:
         self.cuts = relay_cuts(np.concatenate(self.payloads))
         self.relay_float = [self._relay_shares(c.hits) for c in self.caches]
         """Per cache choice: cuts x classes, the share of each class's requests each cut
-        relays (``Problem.relay_shares``: the router compares each request's payload); kept
+        relays (``pddplan.model.routing.relay_shares``: the router compares each request's payload); kept
         on the problem, since no price moves it (a price sweep's spaces share them)."""
         self.relay_matrix = [m > 0 for m in self.relay_float]
         """Per cache choice: cuts x classes, whether each cut relays any of the class."""
@@ -284,12 +285,12 @@ class Space:
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
 
     def _relay_shares(self, hits: np.ndarray) -> np.ndarray:
-        """``Problem.relay_shares`` at these cuts, kept on the problem (no price moves it)
+        """``pddplan.model.routing.relay_shares`` at these cuts, kept on the problem (no price moves it)
         and read-only (every space derived alike shares it)."""
         problem, cuts = self.problem, self.cuts
 
         def make() -> np.ndarray:
-            shares = problem.relay_shares(hits, cuts)
+            shares = relay_shares(problem, hits, cuts)
             shares.flags.writeable = False
             return shares
 
@@ -490,7 +491,7 @@ class Space:
 
     def relayed(self, cut: float | None, cache: int = 0) -> np.ndarray:
         """Per class, the share of its requests the relay cut sends through RLD under a
-        cache choice (the evaluator's arithmetic, ``Problem.relay_shares``)."""
+        cache choice (the evaluator's arithmetic, ``pddplan.model.routing.relay_shares``)."""
         if cut is None:
             return np.zeros_like(self.w)
         return self.relay_float[cache][self.cuts.index(cut)]
@@ -666,7 +667,7 @@ def relay_cuts(payload_bytes: np.ndarray) -> list[float | None]:
     """Candidate relay thresholds in MB: None (relay nothing), then each distinct class
     payload below the largest, then 0 (relay everything). A threshold relays each request
     whose own payload is above it (a rule a router can apply), so part of each class whose
-    payloads spread across it (``Problem.relay_shares``)."""
+    payloads spread across it (``pddplan.model.routing.relay_shares``)."""
     distinct = sorted({float(x) for x in payload_bytes / 1e6}, reverse=True)
     cuts: list[float | None] = [None, *distinct[1:]]
     if distinct[-1] > 0:

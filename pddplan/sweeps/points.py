@@ -16,6 +16,7 @@ from typing import Any
 
 from pddplan.errors import InputError, PddplanError
 from pddplan.io.validation import validate
+from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
@@ -127,7 +128,7 @@ class PointRunner:
         start = time.perf_counter()
         try:
             problem = self.last.with_scenario(self.scenario(values))
-            problems = problem.problems()
+            problems = scenario_problems(problem)
             if problems:
                 raise InputError(f"at {_values_text(values)}: {'; '.join(problems)}")
         except InputError as e:
