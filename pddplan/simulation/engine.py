@@ -38,27 +38,26 @@ from __future__ import annotations
 import bisect
 import functools
 import gc
-import heapq
 import math
 from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
-from pddplan.model.instance import Instance
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s
 from pddplan.model.problem import Problem
 from pddplan.simulation.cache import Cache, ChainCache
 from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import WanLink
+from pddplan.simulation.prefill import PrefillInstance, PrefillSite, fill_pass
+from pddplan.simulation.request import DIRECT, RELAY, SINGULAR, Req
 from pddplan.spec.fleet import Fleet
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.sessions import BLOCK_TOKENS, SimRequest
@@ -70,90 +69,12 @@ cycles, and every pass that moves objects up makes the older generations' passes
 walk everything alive, come sooner."""
 
 
-# --- the state a run moves -------------------------------------------------------------------
-DIRECT, RELAY, SINGULAR = 0, 1, 2
-"""A request's pipeline: P -> MD, P -> RLD -> MD, P -> RLD (singular)."""
-
-
-class Req:
-    __slots__ = (
-        "blocks",
-        "cross",
-        "done",
-        "fetched",
-        "finished",
-        "first",
-        "flow",
-        "gone_md",
-        "hit_md",
-        "hit_p",
-        "i",
-        "inp",
-        "md_dc",
-        "md_run",
-        "out",
-        "p_dc",
-        "path",
-        "prefilled",
-        "ready",
-        "rld",
-        "rld_made",
-        "run",
-        "t0",
-        "taken",
-    )
-
-    def __init__(self, i: int, t0: float, inp: int, out: int, blocks: Sequence[int]) -> None:
-        self.i, self.t0, self.inp, self.out, self.blocks = i, t0, inp, out, blocks
-        self.p_dc = self.md_dc = ""  # set when the router picks them
-        self.done = self.run = self.md_run = 0
-        self.prefilled = self.ready = self.taken = 0.0
-        self.hit_p = self.hit_md = 0.0
-        self.path = DIRECT
-        self.first = math.nan
-        self.flow: Any = None
-        self.rld: DecodeInstance | None = None
-        self.finished = False
-        self.cross = False
-        self.rld_made = 0
-        self.gone_md = False
-        self.fetched = 0.0  # when its hit is in HBM (a tiered cache's DRAM or SSD)
-
-
-class PrefillInstance:
-    """A prefill instance: one FIFO of started requests per attention rank."""
-
-    __slots__ = (
-        "busy", "busy_s", "chunk", "host", "hosted", "inst", "pass_memo", "pool", "ranks"
-    )  # fmt: skip
-
-    def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
-        self.inst, self.pool = inst, pool
-        self.chunk = inst.chunk_tokens  # new tokens per attention group and pass
-        self.host = inst.cal.knobs.prefix_cache == "host"  # cached KV loads from host memory
-        self.pass_memo = {} if pass_memo is None else pass_memo
-        """``Instance.batched_pass_s``'s memo: shared by a pool's instances (one model and
-        chip); bounded, as a pass's total tokens are whole numbers up to its chunk budget."""
-        self.busy = False
-        self.ranks: list[deque[Req]] = [deque() for _ in range(inst.attention_groups)]
-        self.busy_s = 0.0
-        self.hosted: DecodeInstance | None = None
-        """The relay decode it hosts: one token of each of its sequences rides every pass."""
-
-
-class PrefillSite:
-    def __init__(self, cache: Cache | None) -> None:
-        self.queue: deque[Req] = deque()
-        self.instances: list[PrefillInstance] = []
-        self.cache = cache
-
-
 class DecodePool:
     def __init__(self, role: str, index: int) -> None:
         self.role, self.index = role, index
         self.instances: list[DecodeInstance] = []
         # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
-        # pool those that went straight to MD (``Req.gone_md``), leave it at its head
+        # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
         self.queue: deque[tuple[Req, int, float]] = deque()
         self.op_batch, self.op_step = 1, 0.0
 
@@ -521,7 +442,7 @@ class Simulation:
     # --- arrivals and prefill ---------------------------------------------------------------
     def _arrive(self, r: Req) -> None:
         self._arrived = r.i + 1
-        self._arrival_s.append(r.t0)
+        self._arrival_s.append(r.arrival_s)
         if self._arrived == self._pause_at:
             self.ev.pause()
         self._next_arrival()
@@ -543,58 +464,22 @@ class Simulation:
         return names[bisect.bisect_right(cdf, self.rng.random())]
 
     def _start_pass(self, dc: PrefillSite, pi: PrefillInstance) -> None:
-        """Each attention rank takes up to ``prefill_chunk_tokens`` of its started requests;
-        then the datacenter queue's head goes, one request at a time, to the rank with the
-        fewest tokens in the pass (a free rank first), until every rank is full. The
-        ranks' chunks run as one pass."""
-        if not dc.queue and not any(pi.ranks):
-            pi.busy = False
-            if pi.hosted is not None:
-                pi.hosted.pace(None)
-            return
-        chunk, host = pi.chunk, pi.host
-        members = []
-        parts: list[list[tuple[float, float, float]]] = [[] for _ in pi.ranks]
-        loads = []
-        for k, running in enumerate(pi.ranks):
-            budget = chunk
-            for r in running:
-                if budget <= 0:
-                    break
-                take = min(r.inp - r.done, budget)
-                parts[k].append((float(take), float(r.done), 0.0))
-                members.append((r, take, running))
-                budget -= take
-            loads.append((chunk - budget, k))
-        heapq.heapify(loads)
-        while dc.queue and loads[0][0] < chunk:
-            load, k = loads[0]
-            r = dc.queue.popleft()
-            run = dc.cache.lookup(r.blocks) if dc.cache is not None else 0
-            r.run = run
-            r.taken = self.ev.now
-            r.done = min(run * self.block, r.inp - 1)
-            r.hit_p = r.done / r.inp
-            take = min(r.inp - r.done, chunk - load)
-            parts[k].append((float(take), float(r.done), float(r.done) if host else 0.0))
-            members.append((r, take, pi.ranks[k]))
-            pi.ranks[k].append(r)
-            heapq.heapreplace(loads, (load + take, k))
-        ranks = [x for x in parts if x]
+        """``pi``'s next pass (``fill_pass``), with one token of each sequence of the relay
+        decode it hosts; it ends at ``_end_pass``. An instance with nothing to run idles."""
+        members, parts = fill_pass(dc, pi, self.ev.now, self.block)
         hosted = pi.hosted
-        if not ranks:
+        if not members:
             pi.busy = False
             if hosted is not None:
                 hosted.pace(None)
             return
         pi.busy = True
-        busy = len(ranks)
+        busy = sum(1 for x in parts if x)
         if hosted is not None and hosted.n:  # one token of each hosted sequence
             ctx = hosted.context()
             for k in range(hosted.n):
                 parts[k % len(parts)].append((1.0, ctx, 0.0))
-            ranks = [x for x in parts if x]
-        seconds = pi.inst.batched_pass_s(ranks, pi.pass_memo)
+        seconds = pi.inst.batched_pass_s([x for x in parts if x], pi.pass_memo)
         pi.busy_s += seconds * busy / len(pi.ranks)  # attention groups prefilling
         if hosted is not None:
             hosted.pace(seconds)
@@ -605,12 +490,12 @@ class Simulation:
     ) -> None:
         dc, pi, members = arg
         for r, take, running in members:
-            r.done += take
-            if r.done >= r.inp:
-                r.prefilled = self.ev.now
+            r.prefilled_tokens += take
+            if r.prefilled_tokens >= r.inp:
+                r.prefilled_s = self.ev.now
                 running.remove(r)
                 if dc.cache is not None:
-                    dc.cache.insert(r.blocks, known=r.run)
+                    dc.cache.insert(r.blocks, known=r.p_hit_blocks)
                 self._dispatch(r)
         self._start_pass(dc, pi)
 
@@ -619,22 +504,22 @@ class Simulation:
         now = self.ev.now
         r.md_dc = self._pick(self.md_dcs, self.md_cdf)
         cache = self.md_cache[r.md_dc]
-        r.md_run = cache.lookup(r.blocks) if cache else 0
-        if r.md_run and r.md_dc in self.md_tiers:  # fetched from DRAM or SSD meanwhile
+        r.md_hit_blocks = cache.lookup(r.blocks) if cache else 0
+        if r.md_hit_blocks and r.md_dc in self.md_tiers:  # fetched from DRAM or SSD meanwhile
             hbm, dram, _ = self.md_tiers[r.md_dc]
             in_hbm, above_ssd = hbm.lookup(r.blocks), dram.lookup(r.blocks)
             dram_read, ssd_read = self.tier_reads[r.md_dc]
             nbytes = self.bpt * self.block
-            r.fetched = now + (above_ssd - in_hbm) * nbytes / dram_read + (
-                r.md_run - above_ssd
+            r.fetched_s = now + (above_ssd - in_hbm) * nbytes / dram_read + (
+                r.md_hit_blocks - above_ssd
             ) * nbytes / ssd_read  # fmt: skip
-        hit_tokens = min(r.md_run * self.block, r.inp)
+        hit_tokens = min(r.md_hit_blocks * self.block, r.inp)
         r.hit_md = hit_tokens / r.inp
         payload = self.fixed + self.bpt * (r.inp - hit_tokens)
         rule = self.routing
         if rule.relay_above_mb is not None and payload / 1e6 > rule.relay_above_mb:
             r.path = SINGULAR if r.out <= rule.singular_max_output_tokens else RELAY
-        r.cross = r.p_dc != r.md_dc
+        r.crosses_wan = r.p_dc != r.md_dc
         if r.path != DIRECT:
             pools = self.rld.get(r.p_dc)
             if not pools:
@@ -645,7 +530,7 @@ class Simulation:
             full = self.fixed + self.bpt * r.inp
             nic = self.prefill[r.p_dc].instances[0].inst.chip.nic_bytes_per_s
             self.ev.at(now + rdma_transfer_s(full, nic_bytes_per_s=nic), self._at_rld, r)
-        if r.cross:
+        if r.crosses_wan:
             link = self.links[(r.p_dc, r.md_dc)]
             path = self.paths[(r.p_dc, r.md_dc)]
             q = path.tail_loss_probability(payload)
@@ -662,25 +547,25 @@ class Simulation:
         self.ev.at(t + rto_s + self.links[(r.p_dc, r.md_dc)].rtt / 2, self._at_md, r)
 
     def _at_rld(self, r: Req) -> None:
-        if r.finished or r.gone_md:
+        if r.finished or r.gone_to_md:
             return  # the KV reached MD first (the request went straight there)
-        r.ready = self.ev.now
+        r.md_ready_s = self.ev.now
         self._admit(self._pool(self.rld[r.p_dc]), r, max(r.out, 1), 0.0)
 
     def _at_md(self, r: Req) -> None:
-        if r.fetched > self.ev.now:  # the suffix is here; the hit is still on its way up
-            self.ev.at(r.fetched, self._at_md, r)
-            r.fetched = 0.0
+        if r.fetched_s > self.ev.now:  # the suffix is here; the hit is still on its way up
+            self.ev.at(r.fetched_s, self._at_md, r)
+            r.fetched_s = 0.0
             return
-        self._md_insert(r.md_dc, r.blocks, r.md_run)
+        self._md_insert(r.md_dc, r.blocks, r.md_hit_blocks)
         if r.finished or r.path == SINGULAR:
             return  # RLD finishes it; the KV still fills MD's cache for the next turn
         pool = self._pool(self.md[r.md_dc])
         if r.path == DIRECT or r.rld is None:
             if r.path == RELAY:  # not on RLD yet: go straight to MD (RLD's queue skips it)
-                r.gone_md = True
-            if math.isnan(r.first):
-                r.ready = self.ev.now
+                r.gone_to_md = True
+            if math.isnan(r.first_token_s):
+                r.md_ready_s = self.ev.now
             self._admit(pool, r, max(r.out, 1), 0.0)
             return
         self._handoff(pool, r)
@@ -728,14 +613,14 @@ class Simulation:
         first = inst.join(r, float(r.inp + r.out - tokens), tokens, need)
         if pool.role == "relay_decode":
             r.rld = inst
-        if math.isnan(r.first):
+        if math.isnan(r.first_token_s):
             back = (
                 self.links[(r.p_dc, r.md_dc)].rtt / 2
-                if pool.role == "main_decode" and r.cross
+                if pool.role == "main_decode" and r.crosses_wan
                 else 0
             )
-            r.first = first + back
-            self._firsts.extend((r.i, r.first - r.t0, r.hit_md))  # FIRST_FIELDS
+            r.first_token_s = first + back
+            self._firsts.extend((r.i, r.first_token_s - r.arrival_s, r.hit_md))  # FIRST_FIELDS
 
     def _handoff(self, pool: DecodePool, r: Req) -> None:
         rld = r.rld
@@ -748,7 +633,7 @@ class Simulation:
         if above is None or eager <= above or eager <= chunk:
             made = rld.remove(r)
             r.rld = None
-            r.rld_made = made
+            r.rld_tokens = made
             stall = inst.prefill_pass_s(float(max(made, 1)), float(r.inp)) if made else 0.0
             if made < r.out:
                 self._admit(pool, r, r.out - made, stall)
@@ -775,7 +660,7 @@ class Simulation:
             return
         made = r.rld.remove(r)
         r.rld = None
-        r.rld_made = made
+        r.rld_tokens = made
         if made >= r.out:
             self._record(r, self.ev.now)
         elif target.fits(self._kv_need(r)):  # the instance the chunks went to
@@ -786,14 +671,14 @@ class Simulation:
     def _finished(self, inst: DecodeInstance, r: Req, t: float) -> None:
         if r.rld is inst:  # finished on RLD (its transfer runs on, into MD's cache)
             r.rld = None
-            r.rld_made = r.out
+            r.rld_tokens = r.out
         self._record(r, t)
         dp = self._pool_of[id(inst)]
         relay = dp.role == "relay_decode"
         while dp.queue:
             q, tokens, stall = dp.queue[0]
             # a request that went straight to MD leaves RLD's queue here, at its head
-            gone = q.finished or (relay and q.gone_md)
+            gone = q.finished or (relay and q.gone_to_md)
             need = self._kv_need(q)
             if not gone and not inst.fits(need):
                 break
@@ -806,14 +691,14 @@ class Simulation:
         self._rec.extend(  # RECORD_FIELDS, in order
             (
                 r.i,
-                r.t0,
-                r.first - r.t0,
-                r.taken - r.t0,
-                r.prefilled - r.t0,
-                r.ready - r.prefilled,
+                r.arrival_s,
+                r.first_token_s - r.arrival_s,
+                r.taken_s - r.arrival_s,
+                r.prefilled_s - r.arrival_s,
+                r.md_ready_s - r.prefilled_s,
                 t,
                 r.out,
-                r.rld_made,
+                r.rld_tokens,
                 r.path,
                 r.hit_p,
                 r.hit_md,

@@ -19,7 +19,8 @@ from pddplan.evaluation.evaluator import Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.simulation.decode import gap_seconds
-from pddplan.simulation.engine import DIRECT, RELAY, SINGULAR, Simulation
+from pddplan.simulation.engine import Simulation
+from pddplan.simulation.request import DIRECT, RELAY, SINGULAR
 from pddplan.simulation.steady import (
     MIN_BATCH,
     Interval,
