@@ -13,7 +13,10 @@ from conftest import H100_H200, ROOT, SMALL, check_golden
 from rich.console import Console
 
 import pddplan
-from pddplan.report import simulation, tables, views
+from pddplan.report import catalog as report_catalog
+from pddplan.report import compare as report_compare
+from pddplan.report import plan as report_plan
+from pddplan.report import simulation, views
 
 WIDTHS = (80, 120)
 WALL_S = 1.0
@@ -39,10 +42,10 @@ def reports() -> dict[str, object]:
     sim_view["wall_seconds"] = sim_view["steady_state"]["wall_s"] = WALL_S
     sim_view["events_per_second"] = sim_view["events"] / WALL_S
     return {
-        "solve": tables.plan_report(plan, problem.scenario),
-        "compare": tables.comparison_report(comparison),
+        "solve": report_plan.plan_report(plan, problem.scenario),
+        "compare": report_compare.comparison_report(comparison),
         "simulate": simulation.simulation_report(sim_view),
-        "model": tables.model_detail(views.model_view(problem.model)),
+        "model": report_catalog.model_detail(views.model_view(problem.model)),
     }
 
 

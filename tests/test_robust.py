@@ -275,11 +275,11 @@ def test_the_report_fits_80_columns(small_variants):
     """Every figure whole at 80 columns: no cell cut to an ellipsis."""
     from rich.console import Console
 
-    from pddplan.report import tables
+    from pddplan.report import plan as report_plan
 
     _, problem, r = small_variants
     console = Console(width=80, record=True, file=io.StringIO())
-    console.print(tables.robust_report(r, problem.scenario))
+    console.print(report_plan.robust_report(r, problem.scenario))
     text = console.export_text()
     assert "…" not in text
     for v in r.variants:

@@ -56,7 +56,8 @@ def calibrate(
 
     Example: [bold]pddplan calibrate benchmarks/validation_points.json --knobs prefill_mfu[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import calibration as report_calibration
+    from pddplan.report import views
 
     names = [k.strip() for k in knobs.split(",") if k.strip()] if knobs is not None else None
     fit = pddplan.calibrate(
@@ -66,7 +67,7 @@ def calibrate(
         write_file(out_file, pddplan.calibration_yaml(fit, [str(p) for p in measurements]))
         err.print(f"wrote {out_file}")
     view = views.calibration_view(fit)
-    emit(json_out, lambda: view, lambda: tables.calibration_report(view))
+    emit(json_out, lambda: view, lambda: report_calibration.calibration_report(view))
 
 
 COMMANDS = {"calibrate": user_errors(calibrate)}

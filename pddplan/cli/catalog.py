@@ -35,13 +35,14 @@ def catalog_list(json_out: JsonOpt = False, hardware: HardwareOpt = None) -> Non
 
     Example: [bold]pddplan catalog list --json[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
 
     hw = pddplan.load_catalogs(hardware=hardware).hardware
     emit(
         json_out,
         lambda: [views.chip_view(c, hw) for c in hw.chips.values()],
-        lambda: tables.chips_table(hw),
+        lambda: report_catalog.chips_table(hw),
     )
 
 
@@ -56,11 +57,12 @@ def catalog_show(
 
     Example: [bold]pddplan catalog show h200-sxm[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
 
     catalogs = pddplan.load_catalogs(hardware=hardware)
     view = views.chip_view(catalogs.chip(chip_id), catalogs.hardware)
-    emit(json_out, lambda: view, lambda: tables.chip_detail(view))
+    emit(json_out, lambda: view, lambda: report_catalog.chip_detail(view))
 
 
 @model_app.command("list", cls=Command)
@@ -72,11 +74,12 @@ def model_list(
 
     Example: [bold]pddplan model list --kv-dtype fp8[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
 
     catalog = pddplan.load_catalogs(models=models).models
     found = [views.model_view(m, value(kv_dtype)) for m in catalog.values()]
-    emit(json_out, lambda: found, lambda: tables.models_table(found))
+    emit(json_out, lambda: found, lambda: report_catalog.models_table(found))
 
 
 @model_app.command("show", cls=Command)
@@ -91,11 +94,12 @@ def model_show(
 
     Example: [bold]pddplan model show deepseek-v4-pro --json --kv-dtype bf16[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
 
     model = pddplan.load_catalogs(models=models).model(model_id)
     view = views.model_view(model, value(kv_dtype))
-    emit(json_out, lambda: view, lambda: tables.model_detail(view))
+    emit(json_out, lambda: view, lambda: report_catalog.model_detail(view))
 
 
 @model_app.command("import", cls=Command)

@@ -107,7 +107,8 @@ def compare(
 
     Example: [bold]pddplan compare scenarios/pdd-h100-h200.yaml --format md --out review.md[/bold]
     """
-    from pddplan.report import documents, tables, views
+    from pddplan.report import compare as report_compare
+    from pddplan.report import documents, views
 
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
     if out_fleets is not None:  # found before any planning
@@ -158,7 +159,7 @@ def compare(
             write_file(out_fleets / name, text, "--out-fleets")
         err.print(f"wrote {len(files)} files to {out_fleets}")
     if out_file is None and format_ == Format.table:
-        out.print(tables.comparison_report(view))
+        out.print(report_compare.comparison_report(view))
         return
     if format_ == Format.json:
         text = json.dumps(view, indent=2) + "\n"
@@ -170,7 +171,7 @@ def compare(
         from rich.console import Console
 
         buf = io.StringIO()
-        Console(file=buf, width=100, no_color=True).print(tables.comparison_report(view))
+        Console(file=buf, width=100, no_color=True).print(report_compare.comparison_report(view))
         text = buf.getvalue()
     if out_file is None:
         typer.echo(text, nl=False)

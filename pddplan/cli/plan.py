@@ -48,13 +48,13 @@ def validate(scenario: ScenarioArg, json_out: JsonOpt = False) -> None:
 
     Example: [bold]pddplan validate scenarios/pdd-h100-h200.yaml[/bold]
     """
-    from pddplan.report import tables
+    from pddplan.report import plan as report_plan
 
     s = pddplan.load_scenario(scenario).scenario
     emit(
         json_out,
         lambda: {"valid": True, "scenario": s.model_dump(mode="json")},
-        lambda: tables.scenario_summary(s, str(scenario)),
+        lambda: report_plan.scenario_summary(s, str(scenario)),
     )
 
 
@@ -98,7 +98,8 @@ def solve(
 
     Example: [bold]pddplan solve scenarios/pdd-h100-h200.yaml --out plan.json[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import plan as report_plan
+    from pddplan.report import views
 
     problem = pddplan.load_scenario(scenario)
     if headroom is not None:
@@ -132,7 +133,9 @@ def solve(
     emit(
         json_out,
         lambda: view,
-        lambda: cli_simulate.with_verification(tables.plan_report(result, problem.scenario), view),
+        lambda: cli_simulate.with_verification(
+            report_plan.plan_report(result, problem.scenario), view
+        ),
     )
     if out_file is not None and result.fleet is not None and not json_out:
         err.print(f"wrote {out_file}")
@@ -169,7 +172,8 @@ def evaluate(
 
     Example: [bold]pddplan evaluate scenarios/pdd-h100-h200.yaml --fleet fleets/pdd-h100-h200-example.yaml[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import plan as report_plan
+    from pddplan.report import views
 
     problem, deployment = load_deployment(scenario, fleet, plan, variant)
     if cost_only:
@@ -177,7 +181,7 @@ def evaluate(
         emit(
             json_out,
             lambda: views.cost_view(deployment, cost),
-            lambda: tables.cost_report(deployment, cost),
+            lambda: report_plan.cost_report(deployment, cost),
         )
         return
     try:
@@ -187,7 +191,7 @@ def evaluate(
     emit(
         json_out,
         lambda: views.evaluation_view(result),
-        lambda: tables.evaluation_report(result, problem.scenario),
+        lambda: report_plan.evaluation_report(result, problem.scenario),
     )
 
 
@@ -240,7 +244,8 @@ def perf(
 
     Example: [bold]pddplan perf deepseek-v3 h800 --gpus 16 --input-tokens 4096 --hit-rate 0.5 --tpot-ms 50[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
 
     problem, catalogs = None, None
     if scenario is not None:
@@ -268,7 +273,7 @@ def perf(
         weight_dtype=value(weight_dtype),
         context_parallel=context_parallel,
     )
-    emit(json_out, lambda: views.perf_view(result), lambda: tables.perf_table(result))
+    emit(json_out, lambda: views.perf_view(result), lambda: report_catalog.perf_table(result))
 
 
 def schema() -> None:
@@ -319,7 +324,8 @@ def _solve_robust(
 ) -> None:
     """``solve`` of a scenario with workload variants: one fleet for all of them; with
     ``--verify``, each must-meet variant simulated at its planned rate."""
-    from pddplan.report import simulation, tables, views
+    from pddplan.report import plan as report_plan
+    from pddplan.report import simulation, views
 
     s = problem.scenario
     chosen = objective or s.objective
@@ -362,7 +368,7 @@ def _solve_robust(
     def report() -> object:
         from rich.console import Group
 
-        parts = [tables.robust_report(result, s)]
+        parts = [report_plan.robust_report(result, s)]
         parts += [simulation.simulation_report(views.simulation_view(sim)) for _, sim in checks]
         return Group(*parts)
 

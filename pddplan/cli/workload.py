@@ -144,7 +144,8 @@ def workload_fit(
 
     Example: [bold]pddplan workload fit trace.jsonl --cache-tokens 2000000 --out workload.yaml[/bold]
     """
-    from pddplan.report import tables, views
+    from pddplan.report import views
+    from pddplan.report import workload as report_workload
 
     if window is not None:
         window_s = _window_s(window)
@@ -158,14 +159,14 @@ def workload_fit(
         emit(
             json_out,
             lambda: views.trace_windows_view(windowed),
-            lambda: tables.trace_windows_report(windowed, window),
+            lambda: report_workload.trace_windows_report(windowed, window),
         )
         return
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad, hit_curve)
     if output is not None:
         write_file(output, pddplan.workload_yaml(fit))
         err.print(f"wrote {output}")
-    emit(json_out, lambda: views.trace_fit_view(fit), lambda: tables.trace_report(fit))
+    emit(json_out, lambda: views.trace_fit_view(fit), lambda: report_workload.trace_report(fit))
 
 
 @workload_app.command("show", cls=Command)
@@ -189,14 +190,15 @@ def workload_show(
 
     Example: [bold]pddplan workload show trace.jsonl --plot hits.png[/bold]
     """
-    from pddplan.report import plots, tables
+    from pddplan.report import plots
+    from pddplan.report import workload as report_workload
 
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         raise pddplan.InputError(
             f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
         )
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad)
-    out.print(tables.trace_report(fit))
+    out.print(report_workload.trace_report(fit))
     if plot is not None:
         try:
             plots.plot_trace(fit, plot)

@@ -1,5 +1,5 @@
 """Rich renderables for ``pddplan simulate`` and ``pddplan solve --verify`` (the report
-layer, like ``pddplan.report.tables``): they read the JSON views, so the terminal and ``--json``
+layer, like ``pddplan.report.plan``): they read the JSON views, so the terminal and ``--json``
 show the same figures."""
 
 from __future__ import annotations

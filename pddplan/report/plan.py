@@ -1,0 +1,475 @@
+"""A plan and a fleet in the terminal: the scenario summary, ``solve``'s report (verdict, fleet, costs, the solver's work), ``evaluate``'s, the cost breakdown and the robust plan's."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from pddplan import units
+from pddplan.report.format import num
+from pddplan.report.tables import ROLE_LABELS, grid
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
+from pddplan.spec.scenario import TAIL_BUDGETS
+from pddplan.spec.status import EvalStatus, PlanStatus
+
+if TYPE_CHECKING:
+    from pddplan.evaluation.results import Evaluation
+    from pddplan.model.pricing import FleetCost
+    from pddplan.plan.results import PlanResult
+    from pddplan.plan.robust import RobustResult
+    from pddplan.spec.fleet import Fleet
+    from pddplan.spec.scenario import Scenario
+
+
+def scenario_summary(s: Scenario, path: str) -> Table:
+    """What a valid scenario contains."""
+    t = Table(title=f"{path}: valid", box=box.SIMPLE_HEAD)
+    t.add_column("section")
+    t.add_column("content", overflow="fold")
+    t.add_row("name", s.name)
+    t.add_row("model", f"{s.model} (KV {s.kv_dtype or 'model default'})")
+    for dc_id, dc in s.datacenters.items():
+        limits = ", ".join(
+            x
+            for x in (
+                dc.max_gpus and f"max {dc.max_gpus} GPUs",
+                dc.max_power_kw and f"max {dc.max_power_kw:g} kW",
+            )
+            if x
+        )
+        t.add_row(
+            f"datacenter {dc_id}",
+            f"{'/'.join(dc.roles)} on {', '.join(dc.chips)}" + (f"; {limits}" if limits else ""),
+        )
+    for link in s.links:
+        tiers = ", ".join(f"{x.gbps:g}" for x in link.tiers)
+        t.add_row(
+            f"link {link.between[0]}-{link.between[1]}",
+            f"RTT {link.rtt_ms:g} ms; tiers {tiers} Gbps",
+        )
+    w = s.workload
+    t.add_row("workload", f"trace {w.trace.file}" if w.trace else f"{w.arrival_rps:g} req/s")
+    for v in s.workload_variants or ():
+        kind = "must meet" if v.must_meet else f"weight {v.weight:g}"
+        given = ", ".join(v.changes()) or "nothing (the base workload)"
+        t.add_row(f"variant {v.name}", f"{kind}; changes {given}")
+    t.add_row(
+        "SLA",
+        f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",
+    )
+    t.add_row("objective", s.objective)
+    return t
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None or x == float("inf") else f"{x:,.2f} s"
+
+
+def _headroom(headroom: float | None) -> str:
+    """``headroom +55%``, or for a fleet far above the demand ``28x the demand``."""
+    if headroom is None:
+        return "headroom —"
+    if headroom >= 1:
+        return f"{headroom + 1:,.3g}x the demand"
+    return f"headroom {headroom:+.0%}"
+
+
+def evaluation_report(e: Evaluation, s: Scenario) -> Group:
+    """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
+    fleet = grid(
+        f"Fleet {e.fleet}",
+        (
+            "DC",
+            "role",
+            "chip",
+            "layout",
+            "inst. ×\nGPUs",
+            "$/hour",
+            "busy at\ndemand",
+            "at ca-\npacity",
+        ),
+        text=3,
+    )
+    cap = s.search.max_utilization
+    for p in e.pools:
+        fleet.add_row(
+            p.datacenter,
+            ROLE_LABELS[p.role],
+            p.chip,
+            p.layout.replace("+", " + "),
+            f"{p.instances} × {p.gpus_per_instance}",
+            num(p.cost_per_hour_usd, ",.2f"),
+            _pct(p.utilization),
+            _pct(p.utilization_at_capacity),
+        )
+    headroom = e.sla_capacity_rps / e.demand_rps - 1 if e.demand_rps else None
+    fleet.caption = (
+        f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
+        f"demand ({e.demand_rps:g} req/s) and at the SLA capacity "
+        f"({e.sla_capacity_rps:,.3g} req/s, " + _headroom(headroom) + "); "
+        f"pools are capped at {cap:.0%} busy"
+    )
+    links = grid("WAN links", ("between", "Gbps", "busy at\ndemand", "at ca-\npacity", "$/hour"))
+    for x in e.links:
+        links.add_row(
+            f"{x.between[0]} - {x.between[1]}",
+            f"{x.gbps:g}",
+            _pct(x.utilization),
+            _pct(x.utilization_at_capacity),
+            num(x.cost_per_hour_usd, ",.2f"),
+        )
+    gb, hit, tiers = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"], e.md_cache.get("tiers")
+    if tiers is not None:
+        below = [f"{tiers[k]:g} GB {name}" for k, name in (
+            ("dram_gb_per_gpu", "DRAM"), ("ssd_gb_per_gpu", "SSD")) if tiers[k]
+        ]  # fmt: skip
+        size = "HBM" + "".join(f" + {x}" for x in below) + (" per MD GPU" if below else "")
+    else:
+        size = "from the workload" if gb is None else f"{gb:g} GB per MD GPU"
+    cache = f"decode-side cache: {size}, mean MD hit {_pct(hit)}"
+    links.caption = cache
+    routing = Table(title="Routing", box=box.SIMPLE_HEAD)
+    for col in ("pipeline", "requests", "output tokens"):
+        routing.add_column(col, justify="left" if col == "pipeline" else "right")
+    names = {"p_md": "P -> MD", "p_rld_md": "P -> RLD -> MD", "singular": "P -> RLD (singular)"}
+    for key, share in e.pipelines.items():
+        routing.add_row(names[key], _pct(share["requests"]), _pct(share["output_tokens"]))
+    routing.caption = "rule: " + routing_rule(e.routing)
+    routing.caption += f"; RLD produces {e.rld_token_share:.2%} of output tokens"
+    latency = Table(title=f"Latency at the demand ({e.demand_rps:g} req/s)", box=box.SIMPLE_HEAD)
+    for col in ("metric", "predicted", "SLA"):
+        latency.add_column(col, justify="left" if col == "metric" else "right")
+    latency.add_row("TTFT P50", _s(e.ttft_s["p50"]), "")
+    latency.add_row("TTFT P90", _s(e.ttft_s["p90"]), f"{s.sla.ttft_p90_s:g} s")
+    latency.add_row("TTFT P99", _s(e.ttft_s["p99"]), f"{s.sla.ttft_p99_s:g} s")
+    latency.add_row("TPOT (decode step)", f"{e.tpot_ms['step']:.1f} ms", f"{s.sla.tpot_ms:g} ms")
+    latency.add_row(
+        "TPOT P99 gap (handoff stalls)", f"{e.tpot_ms['p99']:.1f} ms", f"{s.sla.tpot_ms:g} ms"
+    )
+    econ = Table(title="Economics", box=box.SIMPLE_HEAD)
+    econ.add_column("figure")
+    econ.add_column("value", justify="right")
+    cost = e.cost_per_hour_usd
+    econ.add_row("cost per hour", f"${cost:,.2f}" if cost is not None else "— (missing prices)")
+    econ.add_row(
+        "cost per month", f"${cost * units.HOURS_PER_MONTH:,.0f}" if cost is not None else "—"
+    )
+    econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
+    econ.add_row("BCR (capacity per $/hour)", num(e.bcr, ",.4f"))
+    econ.add_row("$ per million output tokens", num(e.usd_per_million_output_tokens, ",.2f"))
+    econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
+    style = "green" if e.status == EvalStatus.OK else "red"
+    lines = [Text(f"status: {e.status}", style=style)]
+    lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
+    lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
+    wan: Any = links if e.links else Text(f"no WAN link; {cache}")  # no empty table
+    return Group(fleet, wan, routing, latency, econ, *lines)
+
+
+def price_basis_text(basis: dict[str, str], owned_gpus: int) -> str:
+    """Which prices the costs use, in words."""
+    words = {"rent": "rent per GPU-hour", "buy": "bought: amortized capex + power + hosting"}
+    text = "prices: " + "; ".join(f"{c} {words[b]}" for c, b in basis.items())
+    if owned_gpus:
+        text += f"; {owned_gpus} owned GPUs at running cost (power + hosting)"
+    return text
+
+
+def routing_rule(r: dict[str, Any]) -> str:
+    """The router's rule in words."""
+    if r["relay_above_mb"] is None:
+        return "send every request P -> MD (relay nothing)"
+    text = f"relay requests whose WAN payload exceeds {r['relay_above_mb']:,.2f} MB"
+    if r["singular_max_output_tokens"]:
+        text += f"; of those, finish on RLD when max_tokens <= {r['singular_max_output_tokens']:,}"
+    cu = r.get("catch_up_above_tokens")
+    if cu is None:
+        text += "; hand off to MD in one extend step"
+    else:
+        text += f"; catch up in {r['chunk_tokens']}-token chunks above {cu:,} eager tokens"
+    return text
+
+
+def plan_report(r: PlanResult, s: Scenario) -> Group:
+    """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
+    the solver's figures; or, without a plan, why."""
+    st = r.stats
+    parts: list[Any] = []
+    if r.verdict is not None:
+        parts.append(Text(r.verdict.text, style="bold"))
+    head = Text(
+        f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
+        style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
+    )
+    parts.append(head)
+    if r.status.stopped:
+        parts.append(Text(stop_note(r.status, st.stop_reason, r.fleet is not None), style="yellow"))
+    if r.evaluation is not None:
+        parts.append(evaluation_report(r.evaluation, s))
+    if r.bcr_steps:
+        steps = grid(
+            "BCR against cost",
+            ("$/hour", "SLA capacity\nreq/s", "BCR", "deployment"),
+        )
+        bound = st.bcr_bound
+        for x in r.bcr_steps:
+            mark = " <- plan" if x.plan else ""
+            steps.add_row(
+                f"{x.cost_per_hour_usd:,.2f}",
+                f"{x.sla_capacity_rps:,.2f}",
+                f"{x.bcr:.4f}{mark}",
+                x.deployment,
+            )
+        plateau = s.search.bcr_plateau
+        steps.caption = (
+            f"the plans the search evaluated; the plan: the cheapest within {plateau:.0%} of "
+            f"the proven bound {num(bound, '.4f')}"
+        )
+        if bound and st.bcr_best and (bound - st.bcr_best) / bound > plateau:
+            steps.caption += (
+                f"; the best found ({st.bcr_best:.4f}) is more than {plateau:.0%} below the "
+                "bound: the search stopped early"
+            )
+        parts.append(steps)
+    if r.marginals:
+        m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
+        for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):
+            m.add_column(col, justify="left" if col == "change" else "right")
+        for change in r.marginals:
+            m.add_row(
+                change.change,
+                f"{change.d_cost_per_hour_usd:+,.2f}",
+                f"{change.d_sla_capacity_rps:+,.2f}",
+                num(change.bcr, ",.4f"),
+            )
+        parts.append(m)
+    if r.relaxations:
+        t = Table(
+            title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
+        )
+        for col in ("limit relaxed", "factor", "what it takes"):
+            t.add_column(col, justify="right" if col == "factor" else "left")
+        unhelpful: dict[str, list[str]] = {}  # message -> the limits it is said of
+        for relax in r.relaxations:
+            if relax.factor is None and relax.family != "options" and relax.keys:
+                unhelpful.setdefault(relax.message, []).append(relax.family)
+                continue
+            t.add_row(relax.family, f"{relax.factor:.3g}" if relax.factor else "—", relax.message)
+        for message, families in unhelpful.items():
+            if len(families) > 1:
+                message = message.replace("relaxing it alone", "relaxing any one alone")
+            t.add_row(", ".join(families), "—", message)
+        parts.append(t)
+    solver = _solver_table(st.solver, st.status)
+    solver.add_row("time", f"{st.seconds:.2f} s")
+    solver.add_row("MILP solves", str(st.milp_solves))
+    if st.settled:
+        solver.add_row("rates settled without a MILP", str(st.settled))
+    solver.add_row("check-and-cut rounds", str(st.check_rounds))
+    if st.rate_point_budget:  # the MILP's search (not --method enumerate)
+        solver.add_row("rates priced", f"{st.rate_points:,} of {st.rate_point_budget:,}")
+        if st.milp_solves:
+            solver.add_row("MILP nodes", f"{st.milp_nodes:,}")
+            solver.add_row("node limit per MILP", f"{st.node_limit:,}")
+    for rejected in st.rejected:
+        solver.add_row(
+            "rejected",
+            f"{rejected.deployment}: {rejected.sla_capacity_rps:,.3g} of "
+            f"{rejected.rate_rps:,.3g} req/s",
+        )
+    if st.objective == MAX_BCR:
+        solver.add_row("Dinkelbach iterations", str(st.iterations))
+        bound = st.bcr_bound
+        proven = bound is not None and math.isfinite(bound)
+        solver.add_row("BCR upper bound", num(bound, ",.5f") if proven else "none proven")
+    elif st.objective == MAX_CAPACITY:
+        solver.add_row("bisection steps", str(st.iterations))
+    solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
+    if st.gap_note:
+        solver.caption = f"No gap or bound: {st.gap_note}."
+        solver.caption_justify = "left"
+    if st.milp_solves:
+        solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
+    parts.append(solver)
+    return Group(*parts)
+
+
+def stop_note(status: PlanStatus, reason: str | None, has_plan: bool) -> str:
+    """What a search that stopped before proving its answer returned, and whether the
+    answer would be the same on another machine."""
+    found = "the best plan found, not proven optimal" if has_plan else "no plan found by then"
+    if status == PlanStatus.TIME_LIMIT:
+        return (
+            f"Stopped at {reason or 'the time limit'}: {found}. How far a search gets in a "
+            "time depends on the machine: the answer may differ on a faster one."
+        )
+    return (
+        f"Stopped at {reason or 'a work budget'}: {found}. The budgets count work, so the "
+        "answer is the same on any machine."
+    )
+
+
+def _solver_table(backend: str, status: str) -> Table:
+    """The solver's figures, its backend and status first (the caller adds the rest)."""
+    t = Table(title="Solver", box=box.SIMPLE_HEAD)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row("backend", backend)
+    t.add_row("status", status)
+    return t
+
+
+def cost_report(fleet: Fleet, cost: FleetCost) -> Table:
+    """``pddplan evaluate --cost-only``: what the deployment costs, pool by pool."""
+    t = Table(title=f"Cost of {fleet.name}", box=box.SIMPLE_HEAD)
+    for col in ("DC", "role", "chip", "GPUs", "owned", "$/hour"):
+        t.add_column(col, justify="left" if col in ("DC", "role", "chip") else "right")
+    for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True):
+        gpus = p.gpus_per_instance * p.instances
+        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), num(c, ",.2f"))
+    for x, c in zip(fleet.links, cost.links, strict=True):
+        t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", num(c, ",.2f"))
+    total = cost.total
+    gpus = sum(p.gpus_per_instance * p.instances for p in fleet.pools)
+    t.add_row("total", "", "", str(gpus), str(sum(cost.owned_gpus)), num(total, ",.2f"))
+    month = "—" if total is None else f"${total * units.HOURS_PER_MONTH:,.0f}"
+    t.caption = (
+        f"per month {month}; "
+        + price_basis_text(cost.basis, sum(cost.owned_gpus))
+        + ("; no price for " + ", ".join(cost.missing) if cost.missing else "")
+        + "; egress per GB not included (no traffic without an evaluation)"
+    )
+    return t
+
+
+def robust_report(r: RobustResult, s: Scenario) -> Group:
+    """``pddplan solve`` for a scenario with workload variants: the shared fleet, each
+    variant at it (latency against the SLA, utilizations, headroom), the weighted
+    variants' mixture, the price of robustness and the single-variant plans under every
+    variant."""
+    parts: list[Any] = []
+    month = units.HOURS_PER_MONTH
+    if r.cost_per_hour_usd is None or not r.variants:
+        parts.append(Text(f"{r.scenario}: no robust plan (status {r.status})", style="bold yellow"))
+        parts += [Text(n) for n in r.notes]
+        return Group(*parts)
+    fleet = r.variants[0].fleet
+    bought = "; ".join(
+        f"{p.instances} x {p.gpus_per_instance} {p.chip} ({p.role}) in {p.datacenter}"
+        for p in fleet.pools
+    )
+    links = ", ".join(f"{x.gbps:g} Gbit/s {'-'.join(x.between)}" for x in fleet.links)
+    verdict = "holds" if r.confirmed else "does NOT hold"
+    parts.append(
+        Text(
+            f"Buy {bought}; {links}: ${r.cost_per_hour_usd * month:,.0f}/month. One fleet for "
+            f"{len(r.variants)} workload variants; the SLA {verdict} on every must-meet "
+            "variant and on the weighted variants' mixture.",
+            style="bold",
+        )
+    )
+    parts.append(
+        Text(
+            f"{r.scenario}: objective min-cost over workload variants, status {r.status}",
+            style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
+        )
+    )
+    t = grid(
+        "Each variant at the shared fleet",
+        ("variant", "kind", "rate\nreq/s", "SLA cap.\nreq/s", "TTFT P90\ns", "TTFT P99\ns",
+         "TPOT P99\nms", "busy\nP/RLD/MD"),
+        text=1,
+    )  # fmt: skip
+    routers = grid("Each variant's router", ("variant", "relay if payload", "singular if out"))
+    for v in r.variants:
+        e = v.evaluation
+        kind = "must" if v.weight is None else f"w{v.weight:g} x{v.tail_scale:g}"
+        busy = {p.role: p.utilization for p in e.pools}
+        t.add_row(
+            v.name + ("" if v.meets else " (misses)"),
+            kind,
+            f"{v.rate_rps:,.2f}",
+            f"{e.sla_capacity_rps:,.2f}",
+            f"{e.ttft_s['p90']:.2f}",
+            f"{e.ttft_s['p99']:.2f}",
+            f"{e.tpot_ms['p99']:.1f}",
+            "/".join(
+                f"{busy[role]:.0%}" if role in busy else "—"
+                for role in ("prefill", "relay_decode", "main_decode")
+            ),
+        )
+        routing = e.routing
+        relay = routing["relay_above_mb"]
+        routers.add_row(
+            v.name,
+            "never" if relay is None else f"> {relay:,.1f} MB",
+            f"<= {routing['singular_max_output_tokens']} tokens"
+            if relay is not None and routing["singular_max_output_tokens"]
+            else "—",
+        )
+    caption = (
+        f"SLA: TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s, TPOT "
+        f"{s.sla.tpot_ms:g} ms. SLA cap.: the capacity under that variant (its headroom "
+        "over the rate); busy: each role's pool at the rate. w x: a weighted variant's "
+        "weight and the share of the tail budgets it was planned for"
+    )
+    if r.mixture is not None:
+        (_, b90), (_, b99) = TAIL_BUDGETS
+        caption += (
+            f". Weighted mixture: {r.mixture[0]:.2%} of requests above the TTFT P90 bound "
+            f"(budget {b90:.0%}), {r.mixture[1]:.3%} above P99 (budget {b99:.0%}); a weighted "
+            "variant's share is one that fits the budgets, not the only one"
+        )
+    t.caption = caption
+    t.caption_justify = "left"
+    parts += [t, routers]
+    if r.singles:
+        names = [v.name for v in r.variants]
+        c = grid("Each variant planned alone, under every variant", ("plan", "$/month", *names))
+        breaks: dict[str, str] = {}
+        for p in r.singles:
+            cells = []
+            for u in names:
+                check = next((x for x in p.under if x.variant == u), None)
+                if check is None:
+                    cells.append("—")
+                elif check.serves:
+                    cells.append(f"ok {num(check.capacity_rps, ',.2f')}")
+                else:
+                    mark = breaks.setdefault(_first_limit(check.breaks), f"[{len(breaks) + 1}]")
+                    cells.append(f"breaks {mark}")
+            cost = num(
+                p.cost_per_hour_usd * month if p.cost_per_hour_usd is not None else None, ",.0f"
+            )
+            c.add_row(p.name, cost, *cells)
+        price = r.price_of_robustness_usd_per_hour
+        c.caption = (
+            "each plan's hardware with the routing that serves the variant, if any (ok: its "
+            "SLA capacity, req/s). Price of robustness against the dearest single plan: "
+            + (f"${price * month:+,.0f}/month" if price is not None else "—")
+            + "".join(f". {mark}: {limit}" for limit, mark in breaks.items())
+        )
+        c.caption_justify = "left"
+        parts.append(c)
+    solver = _solver_table(r.solver, r.status)
+    solver.add_row("time (counts and MILP)", f"{r.seconds:.2f} s")
+    solver.add_row("gap", f"{r.gap:.3%}" if r.gap is not None else "—")
+    solver.add_row("model size", f"{r.variables} variables, {r.constraints} constraints")
+    parts.append(solver)
+    parts += [Text(n) for n in r.notes]
+    return Group(*parts)
+
+
+def _first_limit(failures: str) -> str:
+    """The first limit of a '; '-joined failure list, shortened for a cell."""
+    first = failures.split("; ")[0] if failures else "no routing serves it"
+    return first.removeprefix("the ")
