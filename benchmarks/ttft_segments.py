@@ -39,7 +39,7 @@ from tail_fidelity import draw  # noqa: E402
 
 import pddplan  # noqa: E402
 from pddplan.evaluation import evaluator  # noqa: E402
-from pddplan.model.queueing import prefill_wait  # noqa: E402
+from pddplan.model.prefill_queue import prefill_wait  # noqa: E402
 from pddplan.simulation import run  # noqa: E402
 
 

@@ -13,7 +13,7 @@ from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import make_instance
-from pddplan.model.queueing import filled_service
+from pddplan.model.prefill_queue import filled_service
 from pddplan.spec.calibration import resolve_calibration
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.fleet import Pool, Routing

@@ -11,19 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pddplan.io.scenario import load_scenario
+from pddplan.model.admission import first_decode_step_s
 from pddplan.model.instance import PassFill, PrefillFigures
-from pddplan.model.queueing import (
+from pddplan.model.prefill_queue import (
     LoadedPrefill,
     PassInProgress,
     RankCompany,
-    erlang_c,
     filled_service,
-    first_decode_step_s,
     pass_in_progress,
     prefill_wait_tail,
     rank_company,
-    wait_tail,
 )
+from pddplan.model.queueing import erlang_c, wait_tail
 
 
 def test_first_decode_step_by_hand():
@@ -81,7 +80,8 @@ def test_wait_plus_an_exponential_link_delay_by_hand():
     import numpy as np
 
     from pddplan.model.network import TcpPath, wan_queueing_mean_s
-    from pddplan.model.queueing import prefill_wait_tail, wait_tail_many
+    from pddplan.model.prefill_queue import prefill_wait_tail
+    from pddplan.model.queueing import wait_tail_many
 
     t = np.array([-1.0, 0.0, 0.5, 2.0])
     idle = prefill_wait_tail(
@@ -203,7 +203,7 @@ def test_rank_company_bins_long_tails_no_lighter():
     """Near saturation (u = 0.98) with room for 10,000 others the count has hundreds of
     atoms: binned to at most RANK_COMPANY_ATOMS, each bin's mass at its largest count, so
     the binned mean delay is at least the exact geometric one (capped at the room)."""
-    from pddplan.model.queueing import RANK_COMPANY_ATOMS
+    from pddplan.model.prefill_queue import RANK_COMPANY_ATOMS
 
     rank = rank_company(
         _one_class(1e6), np.array([1.0]), utilization=0.98, instances=1, service_cv2=0.0
@@ -218,7 +218,7 @@ def test_md_wait_with_a_flat_step_is_erlang_c():
     """Every batch at the same step: the chain's departure rate is n mu, Erlang C's; two
     instances of 4 slots at u = 0.75 are C(8, 6) (0.3570 by the recursion B_n = a B_(n-1) /
     (n + a B_(n-1)))."""
-    from pddplan.model.queueing import md_wait_probability
+    from pddplan.model.admission import md_wait_probability
 
     flat = (np.array([1.0, 4.0]), np.array([0.03, 0.03]))
     got = md_wait_probability(4, 2, flat, np.array([0.75]))[0]
@@ -235,7 +235,7 @@ def test_md_wait_is_shorter_where_part_full_batches_step_faster():
     mu(n) = (n / 2) (step(2) / step(n)) lambda / 0.5, so mu(1) = mu(2) = 2 lambda (Erlang:
     mu(1) = lambda); pi = 1, 0.5, 0.25, then geometric at 0.5 (0.25 + 0.125 + ... = 0.5
     queued or full): P(wait) = 0.5 / (1 + 0.5 + 0.5) = 0.25, against Erlang C's 1/3."""
-    from pddplan.model.queueing import md_wait_probability
+    from pddplan.model.admission import md_wait_probability
 
     steps = (np.array([1.0, 2.0]), np.array([0.01, 0.02]))
     assert md_wait_probability(2, 1, steps, np.array([0.5]))[0] == pytest.approx(0.25)
@@ -302,7 +302,7 @@ def test_a_backlog_drains_at_the_full_pass_service():
 
     import numpy as np
 
-    from pddplan.model.queueing import prefill_wait_tail
+    from pddplan.model.prefill_queue import prefill_wait_tail
 
     t = np.array([2.0])
     kwargs = dict(instances=1, groups=1, utilization=0.8, mean_service_s=1.0, service_cv2=1.0)

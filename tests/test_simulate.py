@@ -18,7 +18,7 @@ from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
 from pddplan.model.instance import PrefillFigures, make_instance
 from pddplan.model.network import capped_sharing_factor, link_bytes_per_s, wan_transfer_s
-from pddplan.model.queueing import loaded_prefill_latency
+from pddplan.model.prefill_queue import loaded_prefill_latency
 from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.engine import Simulation
 from pddplan.simulation.events import Events

@@ -1,7 +1,7 @@
 """The evaluator: what a given deployment delivers, computed from the analytic model.
 
 It shares only the per-instance cost functions (``pddplan.model.instance``), the
-transfer-time model (``network``), the queueing formulas (``queueing``) and the prefill pool
+transfer-time model (``network``), the queueing formulas (``queueing``, ``admission``) and the prefill pool
 model (``prefill_pool``) with the planner; it never looks at the MILP. Given a fleet it
 finds, for the scenario's workload:
 
@@ -33,12 +33,13 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import CacheAt, FleetModel
 from pddplan.evaluation.results import Evaluation, LinkResult, PoolResult
+from pddplan.model.admission import Admission, md_admission
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.prefill_pool import PrefillPoolLoad
 from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import Admission, md_admission, p99_gap, percentile
+from pddplan.model.queueing import p99_gap, percentile
 from pddplan.model.relay import eager_tokens
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario

@@ -14,8 +14,8 @@ from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.colocation import MIN_CHUNK, HostPoint
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import Tiers, fetch_seconds, instance_tiers, tier_hits, tier_reads
+from pddplan.model.prefill_queue import PassOrder
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import PassOrder
 from pddplan.model.relay import relay_pace
 from pddplan.model.routing import relay_shares, relay_split
 from pddplan.spec.fleet import CacheSizes, Fleet, Pool, Routing, md_cache_problem

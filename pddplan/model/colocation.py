@@ -40,7 +40,7 @@ from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.numeric import Array
 
 if TYPE_CHECKING:
-    from pddplan.model.queueing import PassOrder
+    from pddplan.model.prefill_queue import PassOrder
 
 MIN_CHUNK = 64
 """New tokens per attention group the batch leaves room for in a pass within the TPOT

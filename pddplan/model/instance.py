@@ -675,7 +675,7 @@ FILL_GRID_POINTS = 32
 
 
 class PassFill(NamedTuple):
-    """A request's prefill service when its passes are part-full (``queueing.filled_service``):
+    """A request's prefill service when its passes are part-full (``prefill_queue.filled_service``):
     per class, the seconds of its first chunk and of its other chunks when each carries its
     own tokens plus ``grid[g]`` tokens of other requests on its attention group, every
     group as busy, so that it carries ``t / (groups x min(chunk, t + x))`` of each pass's

@@ -19,10 +19,10 @@ from functools import cached_property
 
 import numpy as np
 
+from pddplan.model.admission import Admission
 from pddplan.model.colocation import stretched
 from pddplan.model.instance import PrefillFigures
-from pddplan.model.queueing import (
-    Admission,
+from pddplan.model.prefill_queue import (
     Filled,
     LoadedPrefill,
     PassInProgress,

@@ -26,13 +26,13 @@ import numpy.typing as npt
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
+from pddplan.model.admission import first_decode_step_s
 from pddplan.model.colocation import HostPoint, at_chunk, host_point
 from pddplan.model.instance import Instance, PrefillFigures, make_instance
 from pddplan.model.kv import KvModel
 from pddplan.model.md_cache import CacheChoice
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
-from pddplan.model.queueing import first_decode_step_s
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -44,7 +44,7 @@ from pddplan.workload.hit_curve import RateBlend, ReuseCurve
 from pddplan.workload.sessions import SessionOptions, reuse_top_rate, sampled_reuse
 
 if TYPE_CHECKING:
-    from pddplan.model.queueing import PassOrder
+    from pddplan.model.prefill_queue import PassOrder
 
 T = TypeVar("T")
 
@@ -470,7 +470,7 @@ class Problem:
         table = self._tables.passes
         key = PrefillKey(chip, gpus, context_parallel, hosting)
         if key not in table:
-            from pddplan.model.queueing import pass_order  # scipy: only where it is needed
+            from pddplan.model.prefill_queue import pass_order  # scipy: only where it is needed
 
             with self._building("passes"):
                 figures = self.prefill_figures(chip, gpus, context_parallel, hosting)

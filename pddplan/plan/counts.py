@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pddplan import units
+from pddplan.model.admission import ADMISSION_GRID
 from pddplan.model.kv import session_working_set_bytes
 from pddplan.model.md_cache import instance_tiers
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.model.prefill_pool import PrefillPoolLoad
-from pddplan.model.queueing import ADMISSION_GRID
 from pddplan.model.relay import eager_tokens, relay_pace, step_at
 from pddplan.plan.space import NO_RLD, Band
 from pddplan.spec.scenario import MD_ADMISSION_SHARE, TAIL_BUDGETS, Role

@@ -31,12 +31,13 @@ import numpy as np
 
 from pddplan import units
 from pddplan.errors import InputError
+from pddplan.model.admission import ADMISSION_GRID, md_wait_probability
 from pddplan.model.colocation import HostPoint
 from pddplan.model.instance import Instance, PrefillFigures
 from pddplan.model.md_cache import CacheChoice, tier_reads
+from pddplan.model.prefill_queue import PassOrder
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
-from pddplan.model.queueing import ADMISSION_GRID, PassOrder, md_wait_probability
 from pddplan.model.routing import relay_shares
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
