@@ -40,7 +40,7 @@ from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult, SolveStats
 from pddplan.plan.search import finish_plan, widest
 from pddplan.plan.space import Choice, PoolOption, Space
-from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.status import PlanStatus
 
 MAX_CANDIDATES = 2_000_000
@@ -135,7 +135,7 @@ def _largest(c: Choice) -> Choice:
 def enumerate_plan(
     problem: Problem,
     *,
-    objective: str | None = None,
+    objective: Objective | None = None,
     max_candidates: int = MAX_CANDIDATES,
 ) -> PlanResult:
     """The optimum by brute force (see the module docstring)."""

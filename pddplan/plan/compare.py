@@ -37,7 +37,7 @@ from pddplan.evaluation.evaluator import Evaluator
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
-from pddplan.spec.choices import MAX_CAPACITY, MIN_COST
+from pddplan.spec.choices import MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.scenario import Datacenter, MdCacheOption, Role, Scenario
 from pddplan.spec.status import EvalStatus
@@ -100,7 +100,7 @@ class Section:
     """Every architecture at one question (``AT``)."""
 
     at: str
-    objective: str
+    objective: Objective
     demand_rps: float
     planned_rps: float
     """The demand x (1 + headroom): what equal-demand fleets are sized for."""

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pddplan.evaluation.results import Evaluation
+from pddplan.spec.choices import Objective
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
 
 
 @dataclass(frozen=True)
 class SolveStats:
-    objective: str
+    objective: Objective
     solver: str
     status: PlanStatus
     seconds: float
@@ -64,7 +65,7 @@ class SearchProgress:
     """Where a search stands, against its work budget: what ``solve``'s ``progress`` hears
     each time it prices a rate."""
 
-    objective: str
+    objective: Objective
     rate_points: int
     """Rates priced so far..."""
     rate_point_budget: int

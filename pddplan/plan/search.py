@@ -75,7 +75,7 @@ from pddplan.plan.results import (
     SolveStats,
 )
 from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
-from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
 from pddplan.work import TimeLimitReached, counted, deadline, tally, wall_clock
@@ -105,7 +105,7 @@ class _Search:
         budget: float | None,
         clock: Callable[[], float] = wall_clock,
         progress: Callable[[SearchProgress], None] | None = None,
-        objective: str = MIN_COST,
+        objective: Objective = MIN_COST,
     ) -> None:
         self.space, self.solver, self.budget = space, solver, budget
         self.progress, self.objective = progress, objective
@@ -349,7 +349,7 @@ class _Search:
 def solve_plan(
     problem: Problem,
     *,
-    objective: str | None = None,
+    objective: Objective | None = None,
     solver: str | None = None,
     time_limit_s: float | None = None,
     explain: bool = True,
@@ -522,7 +522,7 @@ def describe(choice: Choice) -> str:
     return f"{' + '.join(pools)}; {link}; {cut}"
 
 
-def _best_found(search: _Search, objective: str) -> Choice | None:
+def _best_found(search: _Search, objective: Objective) -> Choice | None:
     """The best plan a search stopped between its steps had found: the most SLA capacity
     (max capacity) or BCR (max BCR) of the rates it solved; none for min cost."""
     found = [(c, cost, cap) for c, cost, cap in search.points.values() if c is not None]
@@ -540,7 +540,7 @@ def _status(search: _Search, choice: Choice | None) -> PlanStatus:
     return PlanStatus.WORK_LIMIT if search.unproven else PlanStatus.OPTIMAL
 
 
-def _gap(search: _Search, objective: str, choice: Choice | None, bound: float | None):
+def _gap(search: _Search, objective: Objective, choice: Choice | None, bound: float | None):
     if choice is None:
         return None
     if objective == MAX_BCR and bound is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pddplan import units
-from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST
+from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.status import PlanStatus
 from pddplan.sweeps.engine import SweepRun
 from pddplan.sweeps.points import PointResult
@@ -66,7 +66,7 @@ def rows(run: SweepRun) -> list[dict[str, Any]]:
     return out
 
 
-def metric_of(objective: str | None) -> str:
+def metric_of(objective: Objective | None) -> str:
     return OBJECTIVE_METRIC.get(objective or MIN_COST, "cost")
 
 

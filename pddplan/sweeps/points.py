@@ -18,6 +18,7 @@ from pddplan.errors import InputError, PddplanError
 from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
+from pddplan.spec.choices import Objective
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
 from pddplan.spec.status import EvalStatus, PlanStatus
@@ -34,7 +35,7 @@ CLOCK_FIELDS = ("wall_s", "solve_s")
 class Settings:
     """What every point is asked (the same for the whole sweep)."""
 
-    objective: str | None = None
+    objective: Objective | None = None
     """Default: the scenario's."""
     architectures: tuple[str, ...] = ("pdd",)
     solver: str | None = None
