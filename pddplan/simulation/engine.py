@@ -47,12 +47,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pddplan import units
 from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
-from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s
+from pddplan.model.network import rdma_transfer_s
 from pddplan.model.problem import Problem
-from pddplan.simulation.cache import Cache, ChainCache
+from pddplan.simulation.build import DecodePool, build_decode, build_links, build_prefill, cdf
+from pddplan.simulation.cache import ChainCache
 from pddplan.simulation.decode import DecodeInstance
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import WanLink
@@ -67,16 +67,6 @@ GC_YOUNG_THRESHOLD = 100_000
 (Python's default is 700): a run allocates millions of short-lived objects, few of them in
 cycles, and every pass that moves objects up makes the older generations' passes, which
 walk everything alive, come sooner."""
-
-
-class DecodePool:
-    def __init__(self, role: str, index: int) -> None:
-        self.role, self.index = role, index
-        self.instances: list[DecodeInstance] = []
-        # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
-        # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
-        self.queue: deque[tuple[Req, int, float]] = deque()
-        self.op_batch, self.op_step = 1, 0.0
 
 
 Counters = dict
@@ -208,111 +198,32 @@ class Simulation:
         self.kv = m.roles["main_decode"][0][1].kv
         self.bpt, self.fixed = self.kv.bytes_per_token, self.kv.fixed_bytes
         self.gaps: dict[int, float] = {}
-        memo: dict[tuple[str, int], dict] = {}
-        # prefill datacenters, their instances and caches
-        self.prefill: dict[str, PrefillSite] = {}
-        cap: dict[str, float] = {}
-        by_pool: list[list[PrefillInstance]] = []
-        for j, ((pool, inst), share) in enumerate(zip(m.roles["prefill"], m.p_share, strict=True)):
-            dc = self.prefill.setdefault(pool.datacenter, PrefillSite(None))
-            pass_memo: dict = {}  # one per pool: its instances price passes alike
-            by_pool.append([PrefillInstance(inst, j, pass_memo) for _ in range(pool.instances)])
-            dc.instances += by_pool[-1]
-            cap[pool.datacenter] = cap.get(pool.datacenter, 0.0) + share
-        for dc in self.prefill.values():
-            if p_cache_tokens is None:
-                dc.cache = cache_of(None)
-            elif p_cache_tokens >= block:
-                dc.cache = cache_of(p_cache_tokens // block)
-        self.p_dcs = sorted(self.prefill)
-        self.p_weights = np.array([cap[d] for d in self.p_dcs])
-        self.p_cdf = _cdf(self.p_weights)
-        # decode pools
-        self.md: dict[str, list[DecodePool]] = {}
-        self.rld: dict[str, list[DecodePool]] = {}
-        md_cap: dict[str, float] = {}
-        reserve = (fleet.md_cache_gb_per_gpu or 0.0) * units.GB
-        self.md_cache: dict[str, Cache | None] = {}
-        self._pool_of: dict[int, DecodePool] = {}
-        for role, points, pools, out in (
-            ("main_decode", list(m.md_points.values()), m.roles["main_decode"], self.md),
-            ("relay_decode", m.rld_points, m.roles["relay_decode"], self.rld),
-        ):
-            for j, ((pool, inst), (batch, step)) in enumerate(zip(pools, points, strict=True)):
-                dp = DecodePool(role, j)
-                dp.op_batch, dp.op_step = max(batch, 1), step
-                res = reserve * pool.gpus_per_instance if role == "main_decode" else 0.0
-                kv_bytes = inst.kv_capacity_bytes(res)
-                host = m.hosts.get(j) if role == "relay_decode" else None
-                if host is not None:  # hosted: the HBM its prompts leave (``colocation``)
-                    kv_bytes = host[1].batch * host[1].kv_bytes_per_sequence
-                steps = memo.setdefault((pool.chip, pool.gpus_per_instance), {})
-                for _ in range(pool.instances):
-                    dp.instances.append(
-                        DecodeInstance(
-                            self.ev,
-                            inst,
-                            max_seqs=max(batch, 1),
-                            kv_bytes=kv_bytes,
-                            step_memo=steps,
-                            gaps=self.gaps,
-                            on_leave=self._finished,
-                        )
-                    )
-                if host is not None:
-                    for pi, di in zip(by_pool[host[0]], dp.instances, strict=True):
-                        pi.hosted = di
-                out.setdefault(pool.datacenter, []).append(dp)
-                self._pool_of.update((id(i), dp) for i in dp.instances)
-                if role == "main_decode":
-                    md_cap[pool.datacenter] = md_cap.get(pool.datacenter, 0.0) + (
-                        pool.instances * batch / step if batch else 0.0
-                    )
-                    if fleet.md_cache_gb_per_gpu is None:
-                        self.md_cache[pool.datacenter] = cache_of(None)
-                    else:
-                        blocks = (
-                            fleet.md_cache_gb_per_gpu * units.GB * pool.gpus_per_instance
-                            * pool.instances / (self.bpt * block)
-                        )  # fmt: skip
-                        self.md_cache[pool.datacenter] = _grow(
-                            self.md_cache.get(pool.datacenter), blocks, cache_of
-                        )
-        # a tiered decode-side cache: nested LRU caches (HBM, HBM + DRAM, all), whose
-        # contents are each tier's and above by LRU's inclusion
-        self.md_tiers: dict[str, tuple[Cache, Cache, Cache]] = {}
-        self.tier_reads: dict[str, tuple[float, float]] = {}
-        for md_dc, tiers in m.tiers.items():
-            nested = [cache_of(max(int(t / block), 1)) for t in tiers.nested()]
-            self.md_tiers[md_dc] = (nested[0], nested[1], nested[2])
-            self.md_cache[md_dc] = nested[2]
-            self.tier_reads[md_dc] = (tiers.dram_read, tiers.ssd_read)
+        prefill = build_prefill(m, p_cache_tokens=p_cache_tokens, block=block, cache_of=cache_of)
+        self.prefill = prefill.sites
+        self.p_dcs, self.p_weights = prefill.dcs, prefill.weights
+        self.p_cdf = cdf(self.p_weights)
+        decode = build_decode(
+            m,
+            fleet,
+            prefill,
+            events=self.ev,
+            gaps=self.gaps,
+            on_leave=self._finished,
+            block=block,
+            cache_of=cache_of,
+        )
+        self.md, self.rld, self.md_cache = decode.md, decode.rld, decode.md_cache
+        self.md_tiers, self.tier_reads = decode.md_tiers, decode.tier_reads
+        self._pool_of = decode.pool_of
         self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
         self.md_dcs = sorted(self.md)
-        w = np.array([md_cap[d] for d in self.md_dcs])
+        w = np.array([decode.md_capacity[d] for d in self.md_dcs])
         self.md_weights = w if w.sum() > 0 else np.ones(len(w))
-        self.md_cdf = _cdf(self.md_weights)
-        # links, one per direction used
-        self.links: dict[tuple[str, str], WanLink] = {}
-        self.paths: dict[tuple[str, str], TcpPath] = {}
+        self.md_cdf = cdf(self.md_weights)
         self.loss_rng = np.random.default_rng([seed, 6298])  # RTOs: their own stream
-        for a in self.p_dcs:
-            for b in self.md_dcs:
-                if a == b:
-                    continue
-                link = next(x for x in scenario.links if set(x.between) == {a, b})
-                gbps = next(c.gbps for c in fleet.links if set(c.between) == {a, b})
-                path = self.paths[(a, b)] = TcpPath.of(link)
-                goodput = link_bytes_per_s(gbps, link.tcp_efficiency)
-                flow_cap = min(path.flow_cap_bytes_per_s, goodput)
-                self.links[(a, b)] = WanLink(
-                    self.ev,
-                    goodput,
-                    path.rtt_s,
-                    path.initial_window_bytes(flow_cap),
-                    setup_rtts,
-                    flow_cap,
-                )
+        self.links, self.paths = build_links(
+            scenario, fleet, self.p_dcs, self.md_dcs, events=self.ev, setup_rtts=setup_rtts
+        )
         self.handoff = fleet.handoff
         self.stall_s = 0.0
         self.handoffs = 0
@@ -789,22 +700,3 @@ def _few_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
-
-
-def _cdf(weights: np.ndarray) -> list[float]:
-    """The cumulative distribution numpy's ``Generator.choice`` draws from for
-    ``p=weights / weights.sum()`` (it then takes ``searchsorted(random(), side="right")``)."""
-    cdf = (weights / weights.sum()).cumsum()
-    cdf /= cdf[-1]
-    return cdf.tolist()
-
-
-def _grow(cache: Cache | None, blocks: float, cache_of: type[Cache]) -> Cache | None:
-    """A cache ``blocks`` bigger than ``cache`` (None: no cache yet)."""
-    if cache is None:
-        total = int(blocks)
-    elif cache.capacity is None:
-        return cache
-    else:
-        total = cache.capacity + int(blocks)
-    return cache_of(total) if total > 0 else None
