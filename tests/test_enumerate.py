@@ -153,8 +153,12 @@ def test_max_bcr_matches_brute_force(seed, plateau, hardware, models):
     same threshold)."""
     s = random_scenario(seed, objective="max-bcr")
     s = s.model_copy(update={"search": s.search.model_copy(update={"bcr_plateau": plateau})})
-    milp = solve_plan(problem_of(s, hardware, models), explain=False)
-    brute = enumerate_plan(problem_of(s, hardware, models))
+    # one problem: the MILP's search and brute force share the evaluator's capacities (the
+    # same evaluator either way), and so does the problem of another plateau (a plateau is
+    # not an input of a capacity: ``NON_PHYSICAL``)
+    problem = problem_of(s, hardware, models)
+    milp = solve_plan(problem, explain=False)
+    brute = enumerate_plan(problem)
     assert (milp.fleet is None) == (brute.fleet is None)
     if milp.fleet is None:
         return
@@ -168,7 +172,9 @@ def test_max_bcr_matches_brute_force(seed, plateau, hardware, models):
     threshold = (1 - plateau) * bound
     assert milp.evaluation.bcr >= threshold * (1 - 2e-6)
     same = s.search.model_copy(update={"bcr_plateau": 1 - threshold / best})
-    cheapest = enumerate_plan(problem_of(s.model_copy(update={"search": same}), hardware, models))
+    other = problem.with_scenario(s.model_copy(update={"search": same}))
+    cheapest = enumerate_plan(other)
+    assert other.table_builds["capacities"] == 0  # every capacity shared
     assert milp.evaluation.cost_per_hour_usd == pytest.approx(
         cheapest.evaluation.cost_per_hour_usd, rel=1e-9
     )

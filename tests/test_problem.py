@@ -118,8 +118,9 @@ def _covered(read: str, declared: tuple[str, ...]) -> bool:
     from pddplan.model.problem import NON_PHYSICAL
 
     for d in declared:
-        if d == "links:physical":
-            if (read == "links" or read.startswith("links.")) and read not in NON_PHYSICAL:
+        if d.endswith(":physical"):
+            field = d.removesuffix(":physical")
+            if (read == field or read.startswith(field + ".")) and read not in NON_PHYSICAL:
                 return True
         elif read == d or read.startswith(d + "."):
             return True
@@ -240,5 +241,5 @@ def test_every_scenario_field_is_physical_or_not():
     assert top <= set(Scenario.model_fields)
     physical = {f.split(":")[0] for f in _PHYSICAL} - {"hardware"}
     assert physical | top == set(Scenario.model_fields)
-    assert physical & top == {"links"}  # the links' prices only are not physical
+    assert physical & top == {"links", "search"}  # the links' prices, max BCR's tolerances
     assert TABLE_INPUTS["counts"] == TABLE_INPUTS["capacities"] == _PHYSICAL

@@ -68,21 +68,27 @@ NON_PHYSICAL = (
     "solver",
     "links.tiers.usd_per_month",
     "links.tiers.usd_per_gb",
+    "search.bcr_plateau",
+    "search.bcr_tolerance",
 )
 """The scenario fields no minimum count and no SLA capacity depends on: the names, the
-prices, the budget, the objective, the headroom and the solver (``catalogs``: the files'
-content is the ``hardware`` and ``model`` input; ``workload_variants``: each variant is its
-own problem, ``Problem.variants``). Declared once: every other field is an input of the
-physical tables (``_PHYSICAL``), so a new field is one unless it is listed here."""
+prices, the budget, the objective and its search's tolerances, the headroom and the solver
+(``catalogs``: the files' content is the ``hardware`` and ``model`` input;
+``workload_variants``: each variant is its own problem, ``Problem.variants``). A dotted
+entry leaves out one part of a field (``links:physical``, ``search:physical``). Declared
+once: every other field is an input of the physical tables (``_PHYSICAL``), so a new field
+is one unless it is listed here."""
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
+_PARTLY = ("links", "search")
+"""The fields ``NON_PHYSICAL`` leaves out a part of: an input as ``FIELD:physical``."""
 _PHYSICAL = (
     "hardware",
-    *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f != "links"),
-    "links:physical",
+    *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f not in _PARTLY),
+    *(f"{f}:physical" for f in _PARTLY),
 )
 """What minimum counts and SLA capacities are computed from: every input not
 ``NON_PHYSICAL`` (the catalogs' entries, each other scenario field, the links without their
-tiers' prices)."""
+tiers' prices, the search without max BCR's tolerances)."""
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": ("workload",),
     "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
@@ -254,6 +260,9 @@ class Problem:
             tier = {f.removeprefix("links.tiers.") for f in NON_PHYSICAL if f.startswith("links.")}
             prices = {"tiers": {"__all__": tier}}
             return [link.model_dump(exclude=prices) for link in self.scenario.links]
+        if name == "search:physical":
+            knobs = {f.removeprefix("search.") for f in NON_PHYSICAL if f.startswith("search.")}
+            return self.scenario.search.model_dump(exclude=knobs)
         value: Any = self.scenario
         for part in name.split("."):
             value = getattr(value, part)
