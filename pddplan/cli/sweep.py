@@ -249,7 +249,7 @@ class _progress:
         return self
 
     def __call__(self, point: Any, done: int, total: int) -> None:
-        if point.status != "ok" or any(r.status == "error" for r in point.results):
+        if point.failed:
             self.failed += 1
         if self.bar is None:
             return

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pddplan import units
 from pddplan.atomic import atomic_file
+from pddplan.spec.status import PointStatus
 
 if TYPE_CHECKING:
     from pddplan.sweeps.engine import SweepRun
@@ -104,7 +105,7 @@ def _series(
     path = run.job.axes[0].path
     xs, ys, limited = [], [], []
     for p in run.points:
-        v = analysis.value_of(p, architecture, metric) if p.status == "ok" else None
+        v = analysis.value_of(p, architecture, metric) if p.status == PointStatus.OK else None
         if v is not None:
             xs.append(float(p.values[path]))
             ys.append(v)
@@ -196,7 +197,7 @@ def _heatmap_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     name = analysis.architectures(run)[0]
     z = np.full((len(ya.values), len(xa.values)), np.nan)
     for p in run.points:
-        if p.status != "ok":
+        if p.status != PointStatus.OK:
             continue
         v = analysis.value_of(p, name, metric)
         if v is not None:

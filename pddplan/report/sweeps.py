@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.errors import InputError
-from pddplan.spec.status import PlanStatus
+from pddplan.spec.status import PlanStatus, PointStatus, RowStatus
 from pddplan.sweeps import analysis
 from pddplan.sweeps.engine import SweepRun
 
@@ -56,7 +56,7 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     notes: dict[str, str] = {}
 
     def ref(r: dict[str, Any]) -> str:
-        if r["status"] == "ok" and r["fleet"]:
+        if r["status"] == RowStatus.OK and r["fleet"]:
             return fleets.setdefault(r["fleet"], f"F{len(fleets) + 1}")
         text = r["reason"] or r["fleet"] or "-"
         return notes.setdefault(text, f"N{len(notes) + 1}")
@@ -106,7 +106,7 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     for b in analysis.break_evens(run, metric):
         lines.append(Text(f"break-even ({metric}): {b.text()}"))
     lines += [Text(note) for note in run.notes]
-    failed = sum(p.status not in ("ok",) for p in run.points)
+    failed = sum(p.status != PointStatus.OK for p in run.points)
     rate = len(run.points) - run.resumed
     speed = f", {rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
     lines.append(Text(

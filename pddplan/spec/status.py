@@ -74,3 +74,30 @@ class EvalStatus(StrEnum):
 SIM_TIME_LIMIT = "time_limit"
 """A simulation's verdict when its wall-clock safety stop ended it: none
 (``pddplan.simulation.steady``)."""
+
+
+class PointStatus(StrEnum):
+    """A sweep point's outcome (``pddplan.sweeps.points.PointResult.status``)."""
+
+    OK = "ok"
+    """Planned: each architecture's row is in ``results``."""
+    INVALID = "invalid"
+    """Its scenario does not validate (``reason`` says why)."""
+    ERROR = "error"
+    """Planning it raised (``reason``: the error); a bug to report."""
+    INTERRUPTED = "interrupted"
+    """Stopped by Ctrl-C before it finished; not journalled, so a resume plans it."""
+
+
+class RowStatus(StrEnum):
+    """One architecture's row at a sweep point (``ArchResult.status``): an evaluation's
+    status when it has a plan (``EvalStatus``), else why not."""
+
+    OK = EvalStatus.OK.value
+    BELOW_DEMAND = EvalStatus.BELOW_DEMAND.value
+    SLA_INFEASIBLE = EvalStatus.SLA_INFEASIBLE.value
+    INFEASIBLE = PlanStatus.INFEASIBLE.value
+    """No plan: ``reason`` says which limit binds."""
+    NOT_APPLICABLE = "not_applicable"
+    """The scenario has no such architecture."""
+    ERROR = "error"

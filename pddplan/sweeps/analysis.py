@@ -11,7 +11,7 @@ from typing import Any
 
 from pddplan import units
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
-from pddplan.spec.status import PlanStatus
+from pddplan.spec.status import PlanStatus, PointStatus, RowStatus
 from pddplan.sweeps.engine import SweepRun
 from pddplan.sweeps.points import PointResult
 
@@ -40,7 +40,7 @@ def rows(run: SweepRun) -> list[dict[str, Any]]:
     paths = [a.path for a in run.job.axes]
     for p in run.points:
         head = {path: p.values.get(path) for path in paths}
-        if p.status != "ok":
+        if p.status != PointStatus.OK:
             out.append(head | dict.fromkeys(COLUMNS) | {"status": p.status, "reason": p.reason})
             continue
         for r in p.results:
@@ -75,7 +75,7 @@ def value_of(point: PointResult, architecture: str, metric: str) -> float | None
     serves the demand."""
     field = METRICS[metric][0]
     for r in point.results:
-        if r.architecture == architecture and r.status == "ok":
+        if r.architecture == architecture and r.status == RowStatus.OK:
             v = getattr(r, field)
             return None if v is None or not math.isfinite(v) else float(v)
     return None
@@ -85,7 +85,7 @@ def fleet_of(point: PointResult, architecture: str) -> str | None:
     """``architecture``'s fleet at ``point``; None where it has no plan that serves the
     demand."""
     return next((r.fleet for r in point.results
-                 if r.architecture == architecture and r.status == "ok"), None)  # fmt: skip
+                 if r.architecture == architecture and r.status == RowStatus.OK), None)  # fmt: skip
 
 
 def architectures(run: SweepRun) -> list[str]:
@@ -137,7 +137,7 @@ def break_evens(run: SweepRun, metric: str) -> list[BreakEven]:
     if len(run.job.axes) != 1:
         return []
     path = run.job.axes[0].path
-    won = [(p, w) for p in run.points if p.status == "ok" and (w := winner(p, metric))]
+    won = [(p, w) for p in run.points if p.status == PointStatus.OK and (w := winner(p, metric))]
     out = []
     for (a, wa), (b, wb) in itertools.pairwise(won):
         if wa != wb:

@@ -35,6 +35,7 @@ from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
+from pddplan.spec.status import PointStatus
 from pddplan.sweeps.axes import Axis, points
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
@@ -45,7 +46,7 @@ WORKER_ENV = {
     "MKL_NUM_THREADS": "1",
 }
 """The environment every worker starts with: string hashing and BLAS threads fixed."""
-JOURNALLED = ("ok", "invalid")
+JOURNALLED = (PointStatus.OK, PointStatus.INVALID)
 """Point statuses a resume keeps; the others (``interrupted``, ``error``) run again."""
 
 
@@ -208,7 +209,7 @@ def run_sweep(
     start = time.perf_counter()
 
     def finished(point: PointResult) -> None:
-        if point.status != "interrupted":
+        if point.status != PointStatus.INTERRUPTED:
             done[point.index] = point
         if log is not None:
             log.add(point)
@@ -254,7 +255,7 @@ def _run_here(
         try:
             point = runner.run(index, values)
         except KeyboardInterrupt:
-            finished(PointResult(index, values, "interrupted", "stopped by Ctrl-C"))
+            finished(PointResult(index, values, PointStatus.INTERRUPTED, "stopped by Ctrl-C"))
             return True
         finished(point)
     return False
@@ -279,7 +280,7 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
             try:
                 point = _RUNNER.run(index, values)
             except Exception as e:  # a bug: the point says so, the sweep goes on
-                point = PointResult(index, values, "error", f"{type(e).__name__}: {e}")
+                point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
             results.put(("done", os.getpid(), point.to_json()))
 
 
@@ -331,7 +332,7 @@ def _run_pool(
                 for p in dead:
                     index = running.pop(p.pid, None) if p.pid is not None else None
                     if index is not None:
-                        finished(PointResult(index, values[index], "error",
+                        finished(PointResult(index, values[index], PointStatus.ERROR,
                                              f"its worker died (exit code {p.exitcode})"))  # fmt: skip
                         left -= 1
                     procs.remove(p)
@@ -347,7 +348,9 @@ def _run_pool(
     except KeyboardInterrupt:
         _kill(procs)
         for index in sorted(running.values()):
-            finished(PointResult(index, values[index], "interrupted", "stopped by Ctrl-C"))
+            finished(
+                PointResult(index, values[index], PointStatus.INTERRUPTED, "stopped by Ctrl-C")
+            )
         return True
     finally:
         _kill(procs)

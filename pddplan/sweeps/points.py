@@ -21,7 +21,7 @@ from pddplan.model.problem import Problem
 from pddplan.spec.choices import Objective
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
-from pddplan.spec.status import EvalStatus, PlanStatus
+from pddplan.spec.status import EvalStatus, PlanStatus, PointStatus, RowStatus
 from pddplan.sweeps import knobs
 
 ARCHITECTURES = ("pdd", "cross-dc-naive", "intra-dc-homogeneous", "intra-dc-heterogeneous",
@@ -50,9 +50,9 @@ class ArchResult:
     """Its label (``PDD``, ``intra-DC h100-sxm in cluster-a``)."""
     kind: str
     status: str
-    """``ok``; ``below_demand``/``sla_infeasible`` (a plan that does not serve the demand);
-    ``infeasible`` (no plan: ``reason`` says which limit binds); ``not_applicable`` (the
-    scenario has no such architecture); ``error``."""
+    """A ``RowStatus``: ``ok``; ``below_demand``/``sla_infeasible`` (a plan that does not
+    serve the demand); ``infeasible`` (no plan: ``reason`` says which limit binds);
+    ``not_applicable`` (the scenario has no such architecture); ``error``."""
     cost_per_hour_usd: float | None = None
     sla_capacity_rps: float | None = None
     bcr: float | None = None
@@ -77,7 +77,7 @@ class ArchResult:
 @dataclass
 class PointResult:
     """One point: its values and each architecture's result (``status`` ``ok``), or why
-    it has none (``invalid``: its scenario does not validate; ``interrupted``)."""
+    it has none (``PointStatus``)."""
 
     index: int
     values: dict[str, Any]
@@ -85,6 +85,14 @@ class PointResult:
     reason: str | None = None
     results: list[ArchResult] = field(default_factory=list)
     wall_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        """Whether it, or one of its rows, has no answer because something went wrong
+        (``invalid``, ``error``, ``interrupted``), as against a row with no plan."""
+        return self.status != PointStatus.OK or any(
+            r.status == RowStatus.ERROR for r in self.results
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,11 +141,13 @@ class PointRunner:
             if problems:
                 raise InputError(f"at {_values_text(values)}: {'; '.join(problems)}")
         except InputError as e:
-            return PointResult(index, values, "invalid", str(e),
+            return PointResult(index, values, PointStatus.INVALID, str(e),
                                wall_s=time.perf_counter() - start)  # fmt: skip
         self.last = problem
         results = [r for kind in self.settings.architectures for r in self._plan(problem, kind)]
-        return PointResult(index, values, "ok", None, results, time.perf_counter() - start)
+        return PointResult(
+            index, values, PointStatus.OK, None, results, time.perf_counter() - start
+        )
 
     def _plan(self, problem: Problem, kind: str) -> list[ArchResult]:
         from pddplan.plan.compare import _why, architectures
@@ -158,7 +168,7 @@ class PointRunner:
                     explain=True,
                 )
             except PddplanError as e:
-                out.append(ArchResult(row.label, kind, "not_applicable", reason=str(e),
+                out.append(ArchResult(row.label, kind, RowStatus.NOT_APPLICABLE, reason=str(e),
                                       solve_s=time.perf_counter() - start))  # fmt: skip
                 continue
             out.append(_result(row.label, kind, plan, _why(plan, below_demand_ok=True),
@@ -183,7 +193,7 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
     }
     if e is None or plan.fleet is None:
         return ArchResult(
-            status=PlanStatus.INFEASIBLE, reason=why or f"no plan ({stats.status})", **base
+            status=RowStatus.INFEASIBLE, reason=why or f"no plan ({stats.status})", **base
         )
     pools = " + ".join(
         f"{_ROLE[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"

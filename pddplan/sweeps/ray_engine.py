@@ -23,6 +23,7 @@ from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
+from pddplan.spec.status import PointStatus
 from pddplan.sweeps.engine import WORKER_ENV
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
@@ -42,7 +43,9 @@ def _chunk(
         try:
             out.append(runner.run(index, values).to_json())
         except Exception as e:  # a bug: the point says so, the sweep goes on
-            out.append(PointResult(index, values, "error", f"{type(e).__name__}: {e}").to_json())
+            out.append(
+                PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}").to_json()
+            )
     return out
 
 
@@ -180,7 +183,7 @@ def _run(
                     results = [PointResult.from_json(d) for d in ray.get(ref)]
                 except ray.exceptions.RayError as e:
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-                    results = [PointResult(i, v, "error", f"its Ray task failed: {reason}")
+                    results = [PointResult(i, v, PointStatus.ERROR, f"its Ray task failed: {reason}")
                                for i, v in points]  # fmt: skip
                 for p in results:
                     finished(p)
@@ -190,7 +193,7 @@ def _run(
             for ref, points in pending.items():
                 ray.cancel(ref, force=True)
                 for i, v in points:
-                    finished(PointResult(i, v, "interrupted", "stopped by Ctrl-C"))
+                    finished(PointResult(i, v, PointStatus.INTERRUPTED, "stopped by Ctrl-C"))
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         return True

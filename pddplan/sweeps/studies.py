@@ -24,9 +24,10 @@ from pddplan import units
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.spec.choices import MIN_COST
+from pddplan.spec.status import PointStatus, RowStatus
 from pddplan.sweeps.axes import Axis, parse_vary
 from pddplan.sweeps.engine import Journal, SweepJob, SweepRun, scenario_digest
-from pddplan.sweeps.points import PointResult, PointRunner, Settings
+from pddplan.sweeps.points import ArchResult, PointResult, PointRunner, Settings
 
 STUDIES = ("bathtub", "price-premium", "demand")
 COMPARED = ("pdd", "cross-dc-naive", "intra-dc-homogeneous", "intra-dc-heterogeneous")
@@ -39,6 +40,13 @@ DEMAND_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 DEMAND_TOLERANCE = 0.005
 """The demand study bisects a step down to this relative width of demand."""
 MAX_DEMAND_POINTS = 400
+
+
+def _served(p: PointResult) -> ArchResult | None:
+    """A point's first row with a plan that serves the demand, if the point was planned."""
+    if p.status != PointStatus.OK:
+        return None
+    return next((r for r in p.results if r.status == RowStatus.OK), None)
 
 
 def study_axes(problem: Problem, name: str) -> tuple[list[str], str]:
@@ -115,7 +123,9 @@ def demand_study(
             except KeyboardInterrupt:
                 if log is not None:
                     log.add(
-                        PointResult(len(seen), {path: rate}, "interrupted", "stopped by Ctrl-C")
+                        PointResult(
+                            len(seen), {path: rate}, PointStatus.INTERRUPTED, "stopped by Ctrl-C"
+                        )
                     )
                 raise
             seen[rate] = point
@@ -127,7 +137,7 @@ def demand_study(
 
     def fleet(rate: float) -> str | None:
         p = at(rate)
-        r = next((r for r in p.results if r.status == "ok"), None) if p.status == "ok" else None
+        r = _served(p)
         return r.fleet if r is not None else None
 
     todo = list(itertools.pairwise(rates))
@@ -163,7 +173,7 @@ def demand_study(
 
 def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
     def first(p: PointResult) -> Any:
-        return next((r for r in p.results if r.status == "ok"), None) if p.status == "ok" else None
+        return _served(p)
 
     ra, rb = first(a), first(b)
     where = f"step between {lo:g} and {hi:g} req/s"
