@@ -720,3 +720,22 @@ def test_max_bcr_plan_is_the_cheapest_solved_plan_in_the_plateau():
     in_plateau = [st.cost_per_hour_usd for st in r.bcr_steps if st.bcr >= threshold]
     assert in_plateau
     assert r.evaluation.cost_per_hour_usd == pytest.approx(min(in_plateau), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_max_capacity_proves_its_answer_with_the_rate_just_past_it():
+    """With the README plan's own cost as the budget, max capacity finds that capacity at
+    the demand and proves it with one more rate, just past it, that no plan within the
+    budget serves (a bisection from there took 15 rates); the same capacity."""
+    import pddplan
+
+    problem = load_scenario(H100_H200)
+    plan = pddplan.solve(problem, objective="min-cost", explain=False)
+    budget = plan.evaluation.cost_per_hour_usd
+    with counted() as work:
+        best = pddplan.solve(
+            problem.derive({"budget_usd_per_hour": budget}), objective="max-capacity", explain=False
+        )
+    assert best.status == "optimal" and work["rate_points"] == 2 == best.stats.iterations
+    assert best.evaluation.sla_capacity_rps == plan.evaluation.sla_capacity_rps
+    assert best.evaluation.cost_per_hour_usd <= budget

@@ -6,9 +6,11 @@ the MILP's (``pddplan.plan.milp.min_cost``). The plan returned is then the one o
 cost the evaluator confirms and prefers, with its router tuned (``_Search._preferred``).
 
 - **min cost** at the scenario's demand: one such rate.
-- **max SLA capacity** within ``budget_usd_per_hour``: bisection on the arrival rate; each
+- **max SLA capacity** within ``budget_usd_per_hour``: a search on the arrival rate; each
   step asks the MILP for the cheapest deployment at that rate and compares it with the
-  budget. A feasible step jumps to that deployment's evaluated capacity.
+  budget. A feasible step jumps to that deployment's evaluated capacity and tries the rate
+  just past it next (no plan there proves it the answer); otherwise doubling, then
+  bisection.
 - **max BCR** (SLA capacity per dollar-hour, capacity at least the demand): Dinkelbach's
   method. Let ``C(r)`` be the MILP's minimum cost at rate ``r``; it does not decrease with
   ``r``, and the best BCR is ``max_r r / C(r)``. For the current ratio ``q``, the
@@ -653,13 +655,14 @@ def routings(req: Requirements, choice: Choice) -> list[Choice]:
 
 # --- max capacity -----------------------------------------------------------------------------
 def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
-    """Bisection on the rate for the largest one the budget buys (see module docstring)."""
+    """The largest rate the budget buys (see module docstring): after each rate that finds
+    a plan, first the rate just past that plan's capacity, which proves it the answer in one
+    step where it is; else doubling, then bisection."""
     best: tuple[Choice | None, float] = (None, 0.0)
     lo, hi, steps = 0.0, math.inf, 0
     rate = max(search.space.scenario.workload.arrival_rps or 1.0, 1e-3)
+    climbed = False  # the last rate was the one just past the best capacity
     while not math.isfinite(hi) or (hi - lo > RATE_TOLERANCE * hi and hi > MIN_RATE_RPS):
-        if math.isfinite(hi):
-            rate = (lo + hi) / 2
         choice, _, capacity = search.at(rate)
         steps += 1
         if search.stopped:
@@ -669,14 +672,17 @@ def _max_capacity(search: _Search) -> tuple[Choice | None, int]:
         else:
             best = (choice, capacity) if capacity > best[1] else best
             lo = max(lo, capacity)
-            if not math.isfinite(hi):
-                rate = 2 * lo
-                if rate > MAX_RATE_RPS:
-                    search.halt(
-                        PlanStatus.WORK_LIMIT,
-                        f"no rate up to {MAX_RATE_RPS:g} req/s is out of reach",
-                    )
-                    break
+        if choice is not None and not climbed:
+            rate, climbed = lo * (1 + RATE_TOLERANCE / 2), True
+        elif math.isfinite(hi):
+            rate, climbed = (lo + hi) / 2, False
+        else:
+            rate, climbed = 2 * lo, False
+        if rate > MAX_RATE_RPS and not math.isfinite(hi):
+            search.halt(
+                PlanStatus.WORK_LIMIT, f"no rate up to {MAX_RATE_RPS:g} req/s is out of reach"
+            )
+            break
     return best[0], steps
 
 
