@@ -28,7 +28,7 @@ class SolveStats:
     gap: float | None = None
     """Relative optimality gap of the last MILP (min cost), or of the BCR search."""
     iterations: int = 0
-    """Dinkelbach updates of the ratio (max BCR) or bisection steps (max capacity)."""
+    """Dinkelbach updates of the ratio (max BCR) or rates tried (max capacity)."""
     bcr_bound: float | None = None
     """Proven upper bound on BCR (max BCR)."""
     bcr_best: float | None = None

@@ -292,7 +292,7 @@ def plan_report(r: PlanResult, s: Scenario) -> Group:
         proven = bound is not None and math.isfinite(bound)
         solver.add_row("BCR upper bound", num(bound, ",.5f") if proven else "none proven")
     elif st.objective == MAX_CAPACITY:
-        solver.add_row("bisection steps", str(st.iterations))
+        solver.add_row("rates tried", str(st.iterations))
     solver.add_row("gap", f"{st.gap:.3%}" if st.gap is not None else "—")
     if st.gap_note:
         solver.caption = f"No gap or bound: {st.gap_note}."
