@@ -50,9 +50,8 @@ def test_the_readme_scenario_at_3_rps_is_served_not_below_its_demand():
     assert routing.relay_above_mb is not None and routing.relay_above_mb > 0
 
 
-@pytest.mark.parametrize(
-    "seed", [1, pytest.param(6, marks=pytest.mark.slow), pytest.param(11, marks=pytest.mark.slow)]
-)  # 6 and 11: 6-10 s of brute force
+@pytest.mark.slow  # 3-10 s of brute force each (the loop's default-run test is the next one)
+@pytest.mark.parametrize("seed", [1, 6, 11])
 def test_a_rejected_plan_is_cut_and_the_next_cheapest_confirmed_one_returned(
     seed, hardware, models, monkeypatch
 ):
