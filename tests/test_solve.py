@@ -726,7 +726,7 @@ def test_max_bcr_plan_is_the_cheapest_solved_plan_in_the_plateau():
 def test_max_capacity_proves_its_answer_with_the_rate_just_past_it():
     """With the README plan's own cost as the budget, max capacity finds that capacity at
     the demand and proves it with one more rate, just past it, that no plan within the
-    budget serves (a bisection from there took 15 rates); the same capacity."""
+    budget serves (the bisection before took 16 rates); the same capacity."""
     import pddplan
 
     problem = load_scenario(H100_H200)
