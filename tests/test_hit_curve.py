@@ -204,24 +204,6 @@ def test_the_per_turn_measure_equals_the_per_block_one(rate, seconds):
     )
 
 
-def test_a_hashed_sample_of_the_blocks_measures_the_same_returns():
-    """Past ``max_uses`` the returns come from 1 block in k: the occupancy and the hit
-    shares move by less than 2 points; the ages are every request's, so they are equal."""
-    stream, source = _session_stream(seconds=1200.0)
-    full = ReuseCurve.measure(stream, block_tokens=source.block_tokens)
-    uses = sum(len(ids) for _, ids in stream)
-    thin = ReuseCurve.measure(stream, block_tokens=source.block_tokens, max_uses=uses // 6)
-    assert thin.uses < full.uses / 6  # k = 8
-    assert np.array_equal(thin.gaps_s, full.gaps_s)
-    assert thin.tokens_per_request == full.tokens_per_request
-    rate = len(stream) / stream[-1][0]
-    for blocks in (4_000, 16_000, 30_000):
-        c = blocks * source.block_tokens
-        assert thin.hit_share(c, rate) == pytest.approx(full.hit_share(c, rate), abs=0.02)
-    t = float(np.median(full.returns_s))
-    assert thin.held_tokens(t, rate) == pytest.approx(full.held_tokens(t, rate), rel=0.05)
-
-
 def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
     """Ages shorten as the rate grows (a larger pool of ready contexts), so one curve
     sampled at the scenario's 4 req/s keeps too few reuses at 30 req/s; the problem samples

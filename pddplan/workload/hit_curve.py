@@ -171,26 +171,13 @@ def lru_hit_curve(requests: Iterable[Sequence[int]]) -> HitCurve:
     return counter.curve()
 
 
-MEASURED_USES = 2_000_000
-"""``ReuseCurve.measure`` (of a stream of block ids, such as a trace) measures every block's
-returns up to this many block uses, and a hashed sample of the blocks beyond (16 bytes a
-use, sorted: ~0.5 s and ~200 MB here). The session generator's sample needs no such limit
-(``ReuseCurve.of_sessions``)."""
-
-
-def _thinned(ids: np.ndarray, k: int) -> np.ndarray:
-    """The ids kept by a 1-in-``k`` hash sample (``k`` a power of two): Fibonacci hashing,
-    the top bits of ``id x 2^64 / phi``, so that neighbouring ids are not kept together."""
-    mixed = ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return (mixed >> np.uint64(64 - k.bit_length() + 1)) == 0
-
-
 @dataclass(frozen=True)
 class ReuseCurve:
     """A request stream's reuse times, for Che's approximation at any capacity and rate.
 
-    Measured on a stream of requests with prefix block ids (a trace, or the session
-    generator's sample of the workload) over ``2 x horizon_s``:
+    Measured on the session generator's sample of the workload over ``2 x horizon_s``
+    (``of_sessions``; ``measure`` is the same from any stream of prefix block ids, one sort
+    of every block use, the definition the per-request measure is checked against):
 
     - ``returns_s``: for every block use in the first half, the time to the same block's
       next use, ``inf`` when there is none within ``horizon_s`` (the session ended, or the
@@ -222,14 +209,10 @@ class ReuseCurve:
         *,
         block_tokens: int,
         known: Iterable[int] = (),
-        max_uses: int = MEASURED_USES,
     ) -> ReuseCurve:
-        """Reuse times of ``stream`` ((arrival s, block ids), in time order); ``known``:
-        block ids cached before the stream starts (the generator's warm contexts). Past
-        ``max_uses`` block uses, the returns are measured on one block in ``k`` (a power of
-        two, chosen by a hash of the id, so a block is in or out for all of its uses): an
-        unbiased sample of the same distribution, at 1/k of the memory and sort. The
-        contexts' ages are measured on every request."""
+        """Reuse times of ``stream`` ((arrival s, block ids), in time order), per block
+        use (16 bytes a use, sorted); ``known``: block ids cached before the stream starts
+        (the generator's warm contexts)."""
         times: list[float] = []
         ids: list[Sequence[int]] = []
         for t, blocks in stream:
@@ -243,10 +226,6 @@ class ReuseCurve:
         id_all = np.concatenate(ids).astype(np.int64, copy=False)
         firsts = id_all[np.cumsum(lengths) - lengths]  # each request's first block
         use_of = np.repeat(np.arange(len(ids), dtype=np.int32), lengths)  # request of a use
-        if total > max_uses:
-            k = 1 << math.ceil(math.log2(total / max_uses))
-            keep = _thinned(id_all, k)
-            id_all, use_of = id_all[keep], use_of[keep]
         starts = np.asarray(times)
         # a block id names a prefix (a context's first blocks), so a request's first block
         # is only ever a first block: its previous use is its context's last. Per request:
@@ -286,9 +265,9 @@ class ReuseCurve:
         *,
         block_tokens: int,
     ) -> ReuseCurve:
-        """``measure`` of a stream of session turns, exact and per request, not per block
-        use (what ``measure`` gives on the same stream, with no hashed sample past
-        ``MEASURED_USES``; ``tests/test_hit_curve.py`` holds the two equal).
+        """``measure`` of a stream of session turns, per request, not per block use: what
+        ``measure`` gives on the same stream (``tests/test_hit_curve.py`` holds the two
+        equal to the bit), at any size.
 
         Request ``j`` (in time order) at ``times_s[j]`` continues or opens session
         ``sessions[j]``, reuses the first ``reused[j]`` blocks of that session's context
