@@ -10,7 +10,8 @@ Packages, in the order data flows through them (each says what it may import):
 ``spec`` (validated inputs) -> ``io`` (files) -> ``workload`` -> ``model`` -> ``evaluation``
 -> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
 
-May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``, ``model``, ``workload``, ``spec``, ``atomic``, ``work``, ``errors``.
+May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``,
+``io``, ``model``, ``workload``, ``spec``, ``atomic``, ``work``, ``errors``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Every function raises ``PddplanError`` (``InputError`` for bad input) for the us
 mistakes, with messages that name this API's arguments; anything else is a bug. The heavy
 parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
 
-May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``, ``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``.
+May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``,
+``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``.
 """
 
 from __future__ import annotations

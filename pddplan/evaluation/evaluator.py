@@ -1,9 +1,9 @@
 """The evaluator: what a given deployment delivers, computed from the analytic model.
 
 It shares only the per-instance cost functions (``pddplan.model.instance``), the
-transfer-time model (``network``), the queueing formulas (``queueing``, ``admission``) and the prefill pool
-model (``prefill_pool``) with the planner; it never looks at the MILP. Given a fleet it
-finds, for the scenario's workload:
+transfer-time model (``network``), the queueing formulas (``queueing``, ``admission``) and
+the prefill pool model (``prefill_pool``) with the planner; it never looks at the MILP.
+Given a fleet it finds, for the scenario's workload:
 
 - the SLA capacity: the largest arrival rate at which every pool and link stays within its
   utilization cap, the TTFT tail masses meet the P90/P99 budgets, and the P99 inter-token

@@ -248,8 +248,8 @@ class FleetModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per class, the shares of its requests (direct, relay, singular) when they hit
         ``hits`` at main decode (default: the workload's): the router compares each
-        request's own WAN payload with the threshold (``pddplan.model.routing.relay_shares``, as the
-        planner's cuts)."""
+        request's own WAN payload with the threshold (``pddplan.model.routing.relay_shares``,
+        as the planner's cuts)."""
         by = self.md_hit if hits is None else hits
         relay = relay_shares(self.problem, by, [routing.relay_above_mb])[0]
         singular = relay * (self.out <= routing.singular_max_output_tokens)

@@ -6,7 +6,8 @@ Scenario, fleet, plan and catalog files come from other people and other tools, 
 reader is bounded at every step, and each bound is one located line (``InputError``):
 
 - the read: at most ``input_limit_bytes()`` (4 MB unless raised with ``PDDPLAN_MAX_INPUT_MB``
-  or, for one block of reads, ``input_limit``); a pipe is read up to the bound, a directory is refused;
+  or, for one block of reads, ``input_limit``); a pipe is read up to the bound, a
+  directory is refused;
 - the text: UTF-8 (or UTF-16/32 with a byte-order mark), the line of a bad byte named;
 - the document: composed here from the parser's events, never recursively, counting
   nesting depth (``MAX_DEPTH``) and the size the document would have with every alias

@@ -93,7 +93,8 @@ def tiers_usd_per_gpu_hour(
     override: Mapping[Any, float] | None = None,
 ) -> float:
     """What ``dram_gb`` of host DRAM and ``ssd_gb`` of SSD cost per GPU-hour (an unpriced
-    tier of size 0 costs nothing; ``pddplan.model.checks.scenario_problems`` refuses a priced-less one in use)."""
+    tier of size 0 costs nothing; ``checks.scenario_problems`` refuses a priced-less one in
+    use)."""
     total = 0.0
     for gb, tier in ((dram_gb, "dram"), (ssd_gb, "ssd")):
         if gb:

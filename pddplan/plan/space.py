@@ -261,8 +261,9 @@ class Space:
         self.cuts = relay_cuts(np.concatenate(self.payloads))
         self.relay_float = [self._relay_shares(c.hits) for c in self.caches]
         """Per cache choice: cuts x classes, the share of each class's requests each cut
-        relays (``pddplan.model.routing.relay_shares``: the router compares each request's payload); kept
-        on the problem, since no price moves it (a price sweep's spaces share them)."""
+        relays (``pddplan.model.routing.relay_shares``: the router compares each request's
+        payload); kept on the problem, since no price moves it (a price sweep's spaces share
+        them)."""
         self.relay_matrix = [m > 0 for m in self.relay_float]
         """Per cache choice: cuts x classes, whether each cut relays any of the class."""
         self.relays_any = np.any([m.any(axis=1) for m in self.relay_matrix], axis=0)
@@ -286,8 +287,8 @@ class Space:
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
 
     def _relay_shares(self, hits: np.ndarray) -> np.ndarray:
-        """``pddplan.model.routing.relay_shares`` at these cuts, kept on the problem (no price moves it)
-        and read-only (every space derived alike shares it)."""
+        """``pddplan.model.routing.relay_shares`` at these cuts, kept on the problem (no price
+        moves it) and read-only (every space derived alike shares it)."""
         problem, cuts = self.problem, self.cuts
 
         def make() -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The catalogs and one instance in the terminal: ``catalog list``/``show``, ``model list``/``show`` and ``perf``."""
+"""The catalogs and one instance in the terminal: ``catalog list``/``show``, ``model
+list``/``show`` and ``perf``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``compare`` in the terminal: each section's ranked rows, the latency rows, the verdict and the price sweep, from the comparison's view."""
+"""``compare`` in the terminal: each section's ranked rows, the latency rows, the verdict
+and the price sweep, from the comparison's view."""
 
 from __future__ import annotations
 

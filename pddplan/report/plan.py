@@ -1,4 +1,5 @@
-"""A plan and a fleet in the terminal: the scenario summary, ``solve``'s report (verdict, fleet, costs, the solver's work), ``evaluate``'s, the cost breakdown and the robust plan's."""
+"""A plan and a fleet in the terminal: the scenario summary, ``solve``'s report (verdict,
+fleet, costs, the solver's work), ``evaluate``'s, the cost breakdown and the robust plan's."""
 
 from __future__ import annotations
 

@@ -183,8 +183,8 @@ def _run(
                     results = [PointResult.from_json(d) for d in ray.get(ref)]
                 except ray.exceptions.RayError as e:
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-                    results = [PointResult(i, v, PointStatus.ERROR, f"its Ray task failed: {reason}")
-                               for i, v in points]  # fmt: skip
+                    why = f"its Ray task failed: {reason}"
+                    results = [PointResult(i, v, PointStatus.ERROR, why) for i, v in points]
                 for p in results:
                     finished(p)
     except KeyboardInterrupt:
