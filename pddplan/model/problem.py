@@ -33,6 +33,7 @@ from pddplan.model.kv import KvModel
 from pddplan.model.md_cache import CacheChoice
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
+from pddplan.model.prefill_queue import pass_order
 from pddplan.spec.calibration import Calibration, resolve_calibration
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -79,8 +80,9 @@ entry leaves out one part of a field (``links:physical``, ``search:physical``). 
 once: every other field is an input of the physical tables (``_PHYSICAL``), so a new field
 is one unless it is listed here."""
 _INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
-_PARTLY = ("links", "search")
-"""The fields ``NON_PHYSICAL`` leaves out a part of: an input as ``FIELD:physical``."""
+_PARTLY = tuple(sorted({f.split(".")[0] for f in NON_PHYSICAL if "." in f}))
+"""The fields ``NON_PHYSICAL`` leaves out a part of (its dotted entries): an input as
+``FIELD:physical``, the field without those parts."""
 _PHYSICAL = (
     "hardware",
     *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f not in _PARTLY),
@@ -256,13 +258,13 @@ class Problem:
             return self.hardware
         if name == "model":
             return self.model
-        if name == "links:physical":
-            tier = {f.removeprefix("links.tiers.") for f in NON_PHYSICAL if f.startswith("links.")}
-            prices = {"tiers": {"__all__": tier}}
-            return [link.model_dump(exclude=prices) for link in self.scenario.links]
-        if name == "search:physical":
-            knobs = {f.removeprefix("search.") for f in NON_PHYSICAL if f.startswith("search.")}
-            return self.scenario.search.model_dump(exclude=knobs)
+        if name.endswith(":physical"):
+            field = name.removesuffix(":physical")
+            data = self.scenario.model_dump(mode="json", include={field})[field]
+            for path in NON_PHYSICAL:
+                if path.startswith(field + "."):
+                    _drop(data, path.split(".")[1:])
+            return data
         value: Any = self.scenario
         for part in name.split("."):
             value = getattr(value, part)
@@ -479,8 +481,6 @@ class Problem:
         table = self._tables.passes
         key = PrefillKey(chip, gpus, context_parallel, hosting)
         if key not in table:
-            from pddplan.model.prefill_queue import pass_order  # scipy: only where it is needed
-
             with self._building("passes"):
                 figures = self.prefill_figures(chip, gpus, context_parallel, hosting)
                 table[key] = pass_order(figures, self.arrays.w)
@@ -598,6 +598,19 @@ class Problem:
         if self.source is not None:
             return self.source.problem(loc, message)
         return f"scenario {self.scenario.name}: {fmt_loc(loc)}: {message}"
+
+
+def _drop(data: Any, keys: list[str]) -> None:
+    """Remove the dotted path ``keys`` from plain data, in every item of a list on the way
+    (``tiers.usd_per_month`` from each of a link's tiers)."""
+    if isinstance(data, list):
+        for item in data:
+            _drop(item, keys)
+    elif isinstance(data, dict) and keys[0] in data:
+        if len(keys) == 1:
+            del data[keys[0]]
+        else:
+            _drop(data[keys[0]], keys[1:])
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -5,7 +5,6 @@ direction used (``build_links``). What runs them is ``pddplan.simulation.engine`
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,25 +14,13 @@ from pddplan import units
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.model.network import TcpPath, link_bytes_per_s
 from pddplan.simulation.cache import Cache
-from pddplan.simulation.decode import DecodeInstance
+from pddplan.simulation.decode import DecodeInstance, DecodePool
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import WanLink
 from pddplan.simulation.prefill import PrefillInstance, PrefillSite
 from pddplan.simulation.request import Req
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import Scenario
-
-
-class DecodePool:
-    """A decode pool's instances and its queue of requests waiting for a seat."""
-
-    def __init__(self, role: str, index: int) -> None:
-        self.role, self.index = role, index
-        self.instances: list[DecodeInstance] = []
-        # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
-        # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
-        self.queue: deque[tuple[Req, int, float]] = deque()
-        self.op_batch, self.op_step = 1, 0.0
 
 
 @dataclass

@@ -2,18 +2,23 @@
 token per step, with handoff stalls. It changes state only at events (a sequence joins or
 leaves, a stall); between events its step time is constant, so the time of its next event
 is computed, not stepped to (no event per token). Also the inter-token gap histogram's
-bins."""
+bins, and a pool of instances with its queue of requests waiting for a seat
+(``DecodePool``)."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pddplan.model.instance import Instance
 from pddplan.simulation.events import Events
+
+if TYPE_CHECKING:
+    from pddplan.simulation.request import Req
 
 EPS = 1e-9
 
@@ -216,3 +221,15 @@ def _gap_key(seconds: float) -> int:
 
 def gap_seconds(key: int) -> float:
     return 2.0 ** (key / GAP_BINS_PER_DOUBLING)
+
+
+class DecodePool:
+    """A decode pool's instances and its queue of requests waiting for a seat."""
+
+    def __init__(self, role: str, index: int) -> None:
+        self.role, self.index = role, index
+        self.instances: list[DecodeInstance] = []
+        # (request, tokens, stall) waiting for a seat; finished requests, and on a relay
+        # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
+        self.queue: deque[tuple[Req, int, float]] = deque()
+        self.op_batch, self.op_step = 1, 0.0

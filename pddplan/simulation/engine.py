@@ -51,9 +51,9 @@ from pddplan.errors import InputError
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.model.network import rdma_transfer_s
 from pddplan.model.problem import Problem
-from pddplan.simulation.build import DecodePool, build_decode, build_links, build_prefill, cdf
+from pddplan.simulation.build import build_decode, build_links, build_prefill, cdf
 from pddplan.simulation.cache import ChainCache
-from pddplan.simulation.decode import DecodeInstance
+from pddplan.simulation.decode import DecodeInstance, DecodePool
 from pddplan.simulation.events import Events
 from pddplan.simulation.link import WanLink
 from pddplan.simulation.prefill import PrefillInstance, PrefillSite, fill_pass

@@ -26,7 +26,7 @@ So a run is decided in four steps (docs/simulate.md#run-length):
    at the request cap (``MAX_REQUESTS``): counted, so the same seed gives the same run on any
    machine; a run not yet stationary whose later half misses a TTFT bound by ``OVERLOAD``x
    stops as overloaded. A wall-clock safety stop (``RunLength.max_wall_s``) is off unless
-   asked for, and a run it ends has no verdict (``TIME_LIMIT``).
+   asked for, and a run it ends has no verdict (``SIM_TIME_LIMIT``).
 4. **Verdict.** "confirmed" when every upper bound (TTFT P90, P99, TPOT P99) is within the
    SLA, "missed" when a lower bound is above it (or the run is overloaded), "inconclusive"
    otherwise; a run that is not stationary, or shorter than 20 minimal batches after
@@ -80,10 +80,6 @@ OVERLOAD = 2.0
 """A run that is not yet stationary, whose later half has a TTFT percentile at least this
 many times its bound, stops as overloaded (``_far_off``)."""
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-TIME_LIMIT = SIM_TIME_LIMIT
-"""The verdict of a run the wall-clock safety stop ended: none."""
-
-
 @dataclass(frozen=True)
 class RunLength:
     """How long to simulate (the module docstring)."""
@@ -93,7 +89,7 @@ class RunLength:
     precision: float = PRECISION
     max_wall_s: float | None = None
     """A wall-clock safety stop (seconds), off by default. A run it stops is "stopped at
-    the time limit, not a verdict" (``TIME_LIMIT``): how far it got depends on the
+    the time limit, not a verdict" (``SIM_TIME_LIMIT``): how far it got depends on the
     machine."""
     max_requests: int = MAX_REQUESTS
     until_decided: bool = False
@@ -528,7 +524,7 @@ class _Run:
         first, close = _window(self.marks, warmup, last.used)
         verdict, reasons = last.verdict
         if stopped == "time cap":  # how far it got is the machine's speed: no verdict
-            verdict = TIME_LIMIT
+            verdict = SIM_TIME_LIMIT
             reasons = (
                 f"stopped at the time limit ({self.length.max_wall_s:g} s of wall-clock time), "
                 "not a verdict: a faster or idler machine runs further and prints other "

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.simulation.run import Figure, SimResult, check_length, simulate
-from pddplan.simulation.steady import TIME_LIMIT, RunLength
+from pddplan.simulation.steady import RunLength
 from pddplan.spec.scenario import Scenario
 from pddplan.workload.classes import md_cache_hits
 
@@ -143,7 +143,7 @@ class Verification:
         sims = [st.sim for st in self.steps if st.sim is not None]
         if self.at_capacity is not None:
             sims.append(self.at_capacity.sim)
-        return any(sim.verdict == TIME_LIMIT for sim in sims)
+        return any(sim.stopped for sim in sims)
 
     @property
     def final(self) -> VerifyStep | None:
@@ -303,7 +303,7 @@ def verify(
                 steps, True, f"iteration {i}: the simulator {note} (the demand)", check
             )
         why = "; ".join(sim.reasons)
-        if sim.verdict == TIME_LIMIT:  # no verdict to re-plan on
+        if sim.stopped:  # no verdict to re-plan on
             note = f"stopped at the time limit, not a verdict ({why})"
             steps.append(VerifyStep(i, tightening, plan, load, sim, False, note))
             return Verification(steps, False, f"iteration {i}: {note}")

@@ -15,7 +15,7 @@ from pddplan.spec.status import PlanStatus, PointStatus, RowStatus
 from pddplan.sweeps.engine import SweepRun
 from pddplan.sweeps.points import PointResult
 
-STOPPED = (PlanStatus.WORK_LIMIT, PlanStatus.TIME_LIMIT)
+STOPPED = tuple(s for s in PlanStatus if s.stopped)
 """Solver statuses of a search that stopped before it proved its answer."""
 
 METRICS = {
