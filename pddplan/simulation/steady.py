@@ -80,6 +80,8 @@ OVERLOAD = 2.0
 """A run that is not yet stationary, whose later half has a TTFT percentile at least this
 many times its bound, stops as overloaded (``_far_off``)."""
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
 @dataclass(frozen=True)
 class RunLength:
     """How long to simulate (the module docstring)."""
