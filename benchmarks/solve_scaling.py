@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import pddplan  # noqa: E402
-from pddplan.io.catalogs import load_hardware, load_models  # noqa: E402
+from pddplan.io.catalogs import load_engines, load_hardware, load_models  # noqa: E402
 from pddplan.model.problem import Problem  # noqa: E402
 from pddplan.spec.scenario import Scenario  # noqa: E402
 
@@ -112,7 +112,7 @@ def timed(fn):
 
 def cold(s: Scenario, hw, models) -> Problem:
     """A problem with no table computed yet, so that every timed solve starts alike."""
-    return Problem(s, hw, models[s.model])
+    return Problem(s, hw, models[s.model], engines=load_engines())
 
 
 def paper(solver: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pddplan.io.catalogs import load_hardware, load_models
+from pddplan.io.catalogs import load_engines, load_hardware, load_models
 from pddplan.model.problem import Problem
 from pddplan.spec.calibration import Calibration, Knobs
 from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
@@ -177,7 +177,7 @@ def models() -> dict[str, ModelSpec]:
 def problem_of(scenario: Scenario, hardware: HardwareCatalog, models=None) -> Problem:
     """The problem of a scenario built in a test (the shipped model catalog by default)."""
     models = models if models is not None else load_models()
-    return Problem(scenario, hardware, models[scenario.model])
+    return Problem(scenario, hardware, models[scenario.model], engines=load_engines())
 
 
 def triple(problem: Problem) -> tuple[Scenario, HardwareCatalog, dict[str, ModelSpec]]:

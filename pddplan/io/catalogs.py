@@ -10,6 +10,7 @@ from typing import Any
 from pddplan.errors import ArgumentError, InputError
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
+from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.readonly import ReadOnlyDict
@@ -76,6 +77,18 @@ def _load_models(file: tuple[Path, int, int]) -> ReadOnlyDict[str, ModelSpec]:
     return ReadOnlyDict(out)
 
 
+@cache
+def _load_engines(file: tuple[Path, int, int]) -> EngineCatalog:
+    data, source = read_yaml(file[0])
+    return validate(EngineCatalog, _with_ids(data, "engines", source), source)
+
+
+def load_engines(path: Path | None = None) -> EngineCatalog:
+    """The engine profiles at ``path`` (default: the shipped ``catalogs/engines.yaml``),
+    read once per version of the file and shared, as ``load_hardware``."""
+    return _load_engines(_identity(path or _shipped("engines.yaml")))
+
+
 def load_hardware(path: Path | None = None) -> HardwareCatalog:
     """The hardware catalog at ``path`` (default: the shipped ``catalogs/hardware.yaml``),
     read once per version of the file (kept by path, modification time and size) and shared
@@ -101,11 +114,36 @@ def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
 
 
 class Catalogs:
-    """The hardware and model catalogs (each read when first used), with lookups that name
-    what is close to a wrong id."""
+    """The hardware, model and engine catalogs (each read when first used), with lookups
+    that name what is close to a wrong id."""
 
-    def __init__(self, hardware: Path | None = None, models: Path | None = None) -> None:
-        self.hardware_path, self.models_path = hardware, models
+    def __init__(
+        self,
+        hardware: Path | None = None,
+        models: Path | None = None,
+        engines: Path | None = None,
+    ) -> None:
+        self.hardware_path, self.models_path, self.engines_path = hardware, models, engines
+
+    @cached_property
+    def engines(self) -> EngineCatalog:
+        return load_engines(self.engines_path)
+
+    def engine(self, engine_id: str | None, chips: Iterable[str] = ()) -> str:
+        """``engine_id`` (default: the catalog's default engine), checked to exist and to
+        have a profile for each of ``chips``; ``ArgumentError`` for ``--engine`` if not."""
+        catalog = self.engines
+        name = engine_id or catalog.default
+        if name not in catalog.engines:
+            raise ArgumentError(
+                "engine", f"{{argument}}: {unknown_id('engine', name, catalog.engines)}"
+            )
+        for chip in chips:
+            try:
+                chip_knobs(catalog.engines[name], self.hardware, chip)
+            except ValueError as e:
+                raise ArgumentError("engine", f"{{argument}}: {e}") from None
+        return name
 
     @cached_property
     def hardware(self) -> HardwareCatalog:
@@ -129,12 +167,17 @@ class Catalogs:
 
 
 def load_catalogs(
-    hardware: Path | None = None, models: Path | None = None, *, base: Path | None = None
+    hardware: Path | None = None,
+    models: Path | None = None,
+    *,
+    engines: Path | None = None,
+    base: Path | None = None,
 ) -> Catalogs:
-    """The hardware and model catalogs at these paths (default: the shipped ones), read
-    when first used; relative paths are taken from ``base`` (a scenario file's folder)."""
+    """The hardware, model and engine catalogs at these paths (default: the shipped ones),
+    read when first used; relative paths are taken from ``base`` (a scenario file's
+    folder)."""
 
     def at(p: Path | None) -> Path | None:
         return base / p if (p is not None and base is not None) else p
 
-    return Catalogs(at(hardware), at(models))
+    return Catalogs(at(hardware), at(models), at(engines))

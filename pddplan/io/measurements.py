@@ -17,7 +17,7 @@ from pddplan.errors import InputError
 from pddplan.io.catalogs import Catalogs, unknown_id
 from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
-from pddplan.spec.measurement import Measurement
+from pddplan.spec.measurement import Exclusion, Measurement
 from pddplan.spec.source import Loc, SourceMap
 
 
@@ -63,6 +63,20 @@ def load_measurements(
     return points
 
 
+def load_exclusions(paths: list[Path]) -> list[tuple[Exclusion, str]]:
+    """The runs a corpus file lists as found but not kept (rows with ``excluded``), each
+    with where it was read."""
+    out = []
+    for path in paths:
+        data, source = read_yaml(path)
+        items = data.get("points") if isinstance(data, dict) else data
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict) and "excluded" in item:
+                loc = ("points", i) if isinstance(data, dict) else (i,)
+                out.append((validate(Exclusion, item, source, loc), source.where(loc)))
+    return out
+
+
 def _read(path: Path, deployment: Deployment | None) -> list[Point]:
     if path.suffix.lower() == ".csv":
         return _read_csv(path)
@@ -81,6 +95,12 @@ def _read(path: Path, deployment: Deployment | None) -> list[Point]:
         )
     out, problems = [], []
     for i, item in enumerate(items):
+        if isinstance(item, dict) and "excluded" in item:  # a run found, not kept
+            try:
+                validate(Exclusion, item, source, (*prefix, i))
+            except InputError as e:
+                problems += e.problems
+            continue
         try:
             m = validate(Measurement, item, source, (*prefix, i))
         except InputError as e:

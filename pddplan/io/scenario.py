@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
-from pddplan.io.catalogs import load_hardware, load_models, unknown_id
+from pddplan.io.catalogs import load_engines, load_hardware, load_models, unknown_id
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
+from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import (
@@ -48,8 +49,11 @@ def load_scenario(path: Path) -> Problem:
     base = path.parent
     hw_path = scenario.catalogs.hardware and base / scenario.catalogs.hardware
     model_path = scenario.catalogs.models and base / scenario.catalogs.models
+    engine_path = scenario.catalogs.engines and base / scenario.catalogs.engines
     hardware, models = load_hardware(hw_path), load_models(model_path)
+    engines = load_engines(engine_path)
     problems = variant_issues + _cross_check(scenario, hardware, models, source)
+    problems += _engine_problems(scenario, hardware, engines, source)
     if not problems:
         problems = _variant_resolution_problems(scenario, source)
     if problems:
@@ -63,7 +67,7 @@ def load_scenario(path: Path) -> Problem:
         problems = _variant_scenario_problems(scenario, source)
         if problems:
             raise InputError(problems)
-    problem = Problem(scenario, hardware, models[scenario.model], source=source)
+    problem = Problem(scenario, hardware, models[scenario.model], engines=engines, source=source)
     problems = scenario_problems(problem)
     if problems:
         raise InputError(problems)
@@ -210,6 +214,27 @@ def _cross_check(
     for loc, ref in traces:
         if ref is not None and not (source.path.parent / ref.file).is_file():
             bad((*loc, "trace", "file"), f"trace file not found: {source.path.parent / ref.file}")
+    return problems
+
+
+def _engine_problems(
+    s: Scenario, hw: HardwareCatalog, engines: EngineCatalog, source: SourceMap
+) -> list[str]:
+    """The scenario's engine against the engine profiles: known, with a profile for the
+    family of every chip it may buy."""
+    name = s.engine or engines.default
+    if name not in engines.engines:
+        return [source.problem(("engine",), unknown_id("engine", name, engines.engines))]
+    problems = []
+    for dc_id, dc in s.datacenters.items():
+        for i, chip in enumerate(dc.chips):
+            if chip not in hw.chips:
+                continue
+            try:
+                chip_knobs(engines.engines[name], hw, chip)
+            except ValueError as e:
+                loc = ("engine",) if s.engine else ("datacenters", dc_id, "chips", i)
+                problems.append(source.problem(loc, str(e)))
     return problems
 
 

@@ -141,6 +141,12 @@ class Instance:
     _host_rate: float = field(init=False, repr=False, compare=False)
     _kv_copies: float = field(init=False, repr=False, compare=False)
     _moe: MoeShape = field(init=False, repr=False, compare=False)
+    _fixed_s: float = field(init=False, repr=False, compare=False)
+    """What every pass and step pays whatever it carries: ``step_overhead_ms`` plus
+    ``layer_overhead_us`` per layer."""
+    _score_scale: float = field(init=False, repr=False, compare=False)
+    """Attention-score FLOPs over weight FLOPs at the same time: the weights' peak over the
+    BF16 peak under ``attention_bf16`` (FP8 weights), else 1."""
     _micro: int = field(init=False, repr=False, compare=False)
     """Micro-batches a prefill pass runs as: 2 under two-batch overlap, else 1."""
     _hidden_prefill: float = field(init=False, repr=False, compare=False)
@@ -184,6 +190,13 @@ class Instance:
             "_host_rate": self.chip.host_link_bytes_per_s,
             "_kv_copies": lay.attn_tp / min(lay.attn_tp, self.kv.splittable_heads),
             "_moe": self.model.moe or MoeShape(1, 1, 0),
+            "_fixed_s": self.cal.efficiency.step_overhead_ms * units.MS
+            + self.model.num_hidden_layers * knobs.layer_overhead_us * units.US,
+            "_score_scale": (
+                self.chip.peak_flops(dtype) / self.chip.peak_flops("bf16")
+                if knobs.attention_bf16
+                else 1.0
+            ),
         }
         for name, value in constants.items():
             object.__setattr__(self, name, value)
@@ -275,14 +288,20 @@ class Instance:
         how many attention groups a request's attention is charged over (1: alone; the
         instance's ``attention_groups``: spread over every GPU); its dense MLPs spread over
         as many GPUs, and at least one tensor-parallel group."""
-        p, lay = self.params, self.layout
-        active = self.model.active_params_b * 1e9
-        attention = 2 * tokens * p.attention + attn_flops
+        p, lay, m = self.params, self.layout, self.model
+        active = m.active_params_b * 1e9
+        attention = 2 * tokens * p.attention + attn_flops * self._score_scale
         dense = 2 * tokens * max(0.0, active - p.routed_active - p.attention)
         experts = 2 * tokens * p.routed_active * self.cal.knobs.ep_imbalance
         attn_gpus = lay.attn_width * groups
         dense_gpus = lesser(greater(attn_gpus, lay.dense_tp), lay.gpus)
         per_gpu = attention / attn_gpus + dense / dense_gpus + experts / lay.gpus
+        pad = self.cal.knobs.expert_pad_tokens
+        if pad and m.is_moe:  # each touched expert's GEMM computes ``pad`` rows more
+            expert = 3 * m.hidden_size * self._moe.moe_intermediate_size
+            per_gpu = per_gpu + 2 * m.moe_layers * expert * pad * self._experts_touched_per_gpu(
+                tokens
+            )
         return per_gpu / (self._peak * mfu)
 
     def _collectives_s(self, tokens: Value) -> tuple[Value, float]:
@@ -376,7 +395,7 @@ class Instance:
             max((weights + kv_read) / self._hbm_rate, compute * slowdown, hidden) + serial
             for weights, hidden, serial, slowdown in terms
         )
-        return step + eff.step_overhead_ms * units.MS
+        return (step + self._fixed_s) * self.cal.knobs.decode_time_factor
 
     def max_batch(
         self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0
@@ -438,13 +457,15 @@ class Instance:
             hbm_bytes=kv_read + share * m * self._weights_read_per_gpu(new_tokens / (share * m)),
             host_bytes=host,
             comm_s=hidden * volume,
-            serial_s=(1 - hidden) * volume + share * (latency + eff.step_overhead_ms * units.MS),
+            serial_s=(1 - hidden) * volume + share * (latency + self._fixed_s),
         )
 
     def _seconds(self, cost: _Cost) -> Value:
         host = cost.host_bytes / self._host_rate
         side_by_side = greater(greater(cost.compute_s, cost.hbm_bytes / self._hbm_rate), host)
-        return greater(side_by_side, cost.comm_s) + cost.serial_s
+        return (greater(side_by_side, cost.comm_s) + cost.serial_s) * (
+            self.cal.knobs.prefill_time_factor
+        )
 
     def prefill_pass_s(self, new_tokens: Num, prefix_tokens: Num) -> Num:
         """Seconds of one forward pass over ``new_tokens`` tokens on top of a cached prefix of
@@ -478,7 +499,7 @@ class Instance:
             for new, prefix, host in rank:
                 scores = new * kv.attention_flops(prefix + new / 2, prefill=True)
                 attn_sum += scores
-                load += per_token * new + scores
+                load += per_token * new + scores * self._score_scale
                 read += kv.resident_bytes(prefix + new) * repl
                 if host:
                     host_bytes += kv.resident_bytes(host) * repl
@@ -500,9 +521,9 @@ class Instance:
         hbm_s = (read_max / width + weights) / self._hbm_rate
         host_s = host_bytes / (width * busy) / self._host_rate
         hidden = self._hidden_prefill * volume
-        return max(compute_s, hbm_s, host_s, hidden) + (
-            volume - hidden + latency + eff.step_overhead_ms * units.MS
-        )
+        return (
+            max(compute_s, hbm_s, host_s, hidden) + (volume - hidden + latency + self._fixed_s)
+        ) * self.cal.knobs.prefill_time_factor
 
     @property
     def attention_groups(self) -> int:

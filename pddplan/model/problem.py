@@ -35,6 +35,7 @@ from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
 from pddplan.model.prefill_queue import pass_order
 from pddplan.spec.calibration import Calibration, resolve_calibration
+from pddplan.spec.engine import EngineCatalog, EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario, WorkloadVariant, variant_scenarios
@@ -79,12 +80,22 @@ prices, the budget, the objective and its search's tolerances, the headroom and 
 entry leaves out one part of a field (``links:physical``, ``search:physical``). Declared
 once: every other field is an input of the physical tables (``_PHYSICAL``), so a new field
 is one unless it is listed here."""
-_INSTANCE = ("hardware", "model", "calibration", "kv_dtype", "weight_dtype")
+_INSTANCE = (
+    "hardware",
+    "engines",
+    "model",
+    "engine",
+    "perf_quantile",
+    "calibration",
+    "kv_dtype",
+    "weight_dtype",
+)
 _PARTLY = tuple(sorted({f.split(".")[0] for f in NON_PHYSICAL if "." in f}))
 """The fields ``NON_PHYSICAL`` leaves out a part of (its dotted entries): an input as
 ``FIELD:physical``, the field without those parts."""
 _PHYSICAL = (
     "hardware",
+    "engines",
     *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f not in _PARTLY),
     *(f"{f}:physical" for f in _PARTLY),
 )
@@ -211,11 +222,14 @@ class Problem:
         hardware: HardwareCatalog,
         model: ModelSpec,
         *,
+        engines: EngineCatalog,
         source: SourceMap | None = None,
     ) -> None:
         if model.id != scenario.model:
             raise ValueError(f"the scenario serves {scenario.model}, not {model.id}")
         self.scenario, self.hardware, self.model = scenario, hardware, model
+        self.engines = engines
+        """The engine profiles (``catalogs/engines.yaml``)."""
         self.source = source
         """The scenario file and the line of each key (None for a problem built in code)."""
         self._tables = _Tables()
@@ -242,7 +256,7 @@ class Problem:
     def with_scenario(self, scenario: Scenario) -> Problem:
         """A problem for ``scenario`` (same catalogs), sharing every table whose inputs are
         the same in both."""
-        new = Problem(scenario, self.hardware, self.model, source=self.source)
+        new = Problem(scenario, self.hardware, self.model, engines=self.engines, source=self.source)
         for name, inputs in TABLE_INPUTS.items():
             if all(_same(self._input(k), new._input(k)) for k in inputs):
                 setattr(new._tables, name, getattr(self._tables, name))
@@ -258,6 +272,8 @@ class Problem:
             return self.hardware
         if name == "model":
             return self.model
+        if name == "engines":
+            return self.engines
         if name.endswith(":physical"):
             field = name.removesuffix(":physical")
             data = self.scenario.model_dump(mode="json", include={field})[field]
@@ -411,9 +427,33 @@ class Problem:
         """The model's KV cache at the scenario's KV dtype."""
         return KvModel(self.model, self.scenario.kv_dtype or self.model.kv_dtype)
 
+    @property
+    def engine(self) -> EngineProfile:
+        """The engine profile the pass times assume: the scenario's ``engine``, or the
+        catalog's default."""
+        return self.engines.engines[self.scenario.engine or self.engines.default]
+
+    def time_factors(self) -> tuple[float, float]:
+        """(prefill, decode) pass-time factors at the scenario's ``perf_quantile``."""
+        q, engine = self.scenario.perf_quantile, self.engine
+        return engine.time_factor("prefill", q), engine.time_factor("decode", q)
+
     def calibration(self, chip: str) -> Calibration:
-        """``chip``'s efficiency factors and knobs (catalog defaults, scenario overrides)."""
-        return resolve_calibration(self.hardware, chip, self.scenario.calibration)
+        """``chip``'s efficiency factors and knobs: catalog defaults, the engine profile's
+        knobs for its family, scenario overrides, and the pass-time factors at the
+        scenario's ``perf_quantile``. ``InputError`` where the engine has no profile for the
+        chip's family."""
+        try:
+            engine = chip_knobs(self.engine, self.hardware, chip)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        return resolve_calibration(
+            self.hardware,
+            chip,
+            self.scenario.calibration,
+            engine=engine,
+            time_factors=self.time_factors(),
+        )
 
     def instance(self, chip: str, gpus: int, context_parallel: bool = False) -> Instance:
         """The model on ``gpus`` GPUs of ``chip`` (with ``context_parallel``: each prompt's

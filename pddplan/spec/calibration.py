@@ -76,6 +76,23 @@ class Knobs(Frozen):
     """Under two-batch overlap: decode compute time over its time without it."""
     prefix_cache: Literal["hbm", "host"] = "hbm"
     """Where the prefill prefix cache lives; ``host`` pays the host-to-HBM load of hits."""
+    layer_overhead_us: Annotated[float, Field(ge=0)] = 0.0
+    """Fixed time per layer in every prefill pass and decode step (kernel launches and
+    synchronisation a layer's kernels pay whatever the batch), beside ``step_overhead_ms``:
+    ``num_hidden_layers x layer_overhead_us``. 0: none (``ideal``)."""
+    expert_pad_tokens: Annotated[float, Field(ge=0)] = 0.0
+    """MoE expert GEMMs: the rows each expert a GPU touches costs beyond its tokens (a
+    grouped GEMM computes whole tiles of rows, so an expert that receives ``t`` tokens
+    costs about ``t + pad``): an expert GEMM's efficiency is ``t / (t + pad)``. 0: every
+    expert GEMM at the MFU (``ideal``)."""
+    attention_bf16: bool = False
+    """Attention scores computed at the chip's BF16 peak even where the weights are FP8
+    (engines run MLA and FlashAttention in BF16); False: at the weights' peak (``ideal``)."""
+    prefill_time_factor: Annotated[float, Field(gt=0)] = 1.0
+    """Every prefill pass's time multiplied by this: the engine profile's error at the
+    scenario's ``perf_quantile`` (1 at 0.5, the fit itself)."""
+    decode_time_factor: Annotated[float, Field(gt=0)] = 1.0
+    """Every decode step's time multiplied by this, likewise."""
 
 
 class CalibrationOverride(Frozen):
@@ -97,6 +114,9 @@ class CalibrationOverride(Frozen):
     prefill_overlap_slowdown: Annotated[float, Field(ge=1)] | None = None
     decode_overlap_slowdown: Annotated[float, Field(ge=1)] | None = None
     prefix_cache: Literal["hbm", "host"] | None = None
+    layer_overhead_us: Annotated[float, Field(ge=0)] | None = None
+    expert_pad_tokens: Annotated[float, Field(ge=0)] | None = None
+    attention_bf16: bool | None = None
 
 
 class CalibrationSpec(Frozen):
@@ -114,13 +134,21 @@ class Calibration(Frozen):
 
 
 def resolve_calibration(
-    catalog: HardwareCatalog, chip_id: str, spec: CalibrationSpec | None = None
+    catalog: HardwareCatalog,
+    chip_id: str,
+    spec: CalibrationSpec | None = None,
+    *,
+    engine: CalibrationOverride | None = None,
+    time_factors: tuple[float, float] = (1.0, 1.0),
 ) -> Calibration:
-    """The knobs for ``chip_id``: catalog family defaults, then scenario overrides."""
+    """The knobs for ``chip_id``: catalog family defaults, then ``engine`` (the engine
+    profile's knobs for the chip's family), then scenario overrides; ``time_factors``
+    (prefill, decode) scale pass and step times (``perf_quantile``)."""
     eff = catalog.efficiency(chip_id).model_dump()
     knobs = Knobs().model_dump()
+    knobs["prefill_time_factor"], knobs["decode_time_factor"] = time_factors
     spec = spec or CalibrationSpec()
-    for layer in (spec.default, spec.per_chip.get(chip_id)):
+    for layer in (engine, spec.default, spec.per_chip.get(chip_id)):
         if layer is None:
             continue
         for key, value in layer.model_dump(exclude_none=True).items():

@@ -3,7 +3,7 @@ many GPUs of which chip, the request shape, what was measured and its value."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -18,6 +18,18 @@ Metric = Literal[
     "decode_step_ms",
     "serving_output_tokens_per_s_per_gpu",
 ]
+Regime = Literal[
+    "aggregated-low-concurrency",
+    "aggregated-high-concurrency",
+    "disaggregated-prefill",
+    "disaggregated-decode",
+    "offline-max-throughput",
+    "long-context-prefill",
+]
+REGIMES: tuple[str, ...] = get_args(Regime)
+"""The kinds of run a corpus point may come from: an aggregated server (prefill and decode
+on the same GPUs) at low (1-16 requests per instance) or high concurrency, one role of a
+disaggregated deployment, an offline maximum-throughput run, a long-context prefill."""
 METRICS: tuple[str, ...] = get_args(Metric)
 """What a point may measure: prefill throughput in computed (uncached) tokens or in input
 tokens per second per GPU, with passes full of such requests; decode tokens per second per
@@ -57,6 +69,22 @@ class Measurement(Frozen):
     balance: str | None = None
     """What the source says of the experts' load balance (e.g. ``perfect (simulated)``)."""
     source: str | None = None
+    """The figure as the source prints it (a quote or paraphrase with the raw number)."""
+    engine: str | None = None
+    """The serving engine that produced the figure (an engine profile's id); None: not
+    stated (fitted and predicted with the profile a command names)."""
+    engine_version: str | None = None
+    url: str | None = None
+    """Where the figure is published."""
+    date: str | None = None
+    """When it was published (YYYY-MM or YYYY-MM-DD)."""
+    regime: Regime | None = None
+    """What kind of run it is (``REGIMES``)."""
+    mapping: str | None = None
+    """How the run becomes this point: what became the batch, the lengths, the per-GPU
+    figure."""
+    raw: dict[str, Any] = Field(default_factory=dict)
+    """The run's figures as printed (concurrency, throughputs, parallelism, ...)."""
     calibration: CalibrationOverride = CalibrationOverride()
     """Knobs known for this deployment, held fixed for it whatever is fitted (e.g.
     ``ep_imbalance: 1.0`` for a profile with perfectly balanced routing)."""
@@ -66,3 +94,16 @@ class Measurement(Frozen):
         if self.batch is not None and self.tpot_ms is not None:
             raise ValueError("give batch or tpot_ms, not both")
         return self
+
+
+class Exclusion(Frozen):
+    """A run found but not kept as a point: where it is, and why it cannot map like with
+    like (a model not in the catalog, no per-GPU figure, a chart without numbers)."""
+
+    id: str
+    url: str | None = None
+    excluded: str
+    """The reason."""
+    source: str | None = None
+    engine: str | None = None
+    raw: dict[str, Any] = Field(default_factory=dict)

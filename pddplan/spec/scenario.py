@@ -529,6 +529,7 @@ class CatalogPaths(Frozen):
 
     hardware: Path | None = None
     models: Path | None = None
+    engines: Path | None = None
 
 
 class Scenario(Frozen):
@@ -573,6 +574,15 @@ class Scenario(Frozen):
     """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
     and the cache takes no HBM from running requests."""
     solver: SolverOptions = SolverOptions()
+    engine: Id | None = None
+    """The serving engine whose release the pass times assume (an engine profile of
+    ``catalogs/engines.yaml``; default: the catalog's ``default``, a released engine's;
+    ``ideal``: the hardware catalog's best-case figures)."""
+    perf_quantile: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    """Plan at this quantile of the model's held-out error: prefill pass and decode step
+    times are multiplied by the engine profile's measured/predicted ratio at this quantile
+    over its median (0.5: the fit itself, no margin; 0.9: slower than 9 in 10 measured
+    runs were against the model)."""
     calibration: CalibrationSpec = CalibrationSpec()
 
     @model_validator(mode="after")

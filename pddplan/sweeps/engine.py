@@ -269,8 +269,8 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
     """A worker: load the problem once, then plan each chunk it takes, point by point."""
     global _RUNNER
     os.setpgrp()  # its own group: the terminal's Ctrl-C goes to the parent alone
-    scenario, hardware, model, settings = payload
-    _RUNNER = PointRunner(Problem(scenario, hardware, model), settings)
+    scenario, hardware, model, engines, settings = payload
+    _RUNNER = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
     while True:
         chunk = tasks.get()
         if chunk is None:
@@ -314,7 +314,7 @@ def _run_pool(
     workers = min(workers, math.ceil(len(todo) / size))
     for _ in range(workers):
         tasks.put(None)
-    payload = (problem.scenario, problem.hardware, problem.model, settings)
+    payload = (problem.scenario, problem.hardware, problem.model, problem.engines, settings)
     values = dict(todo)
     with _environment(WORKER_ENV):
         procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)

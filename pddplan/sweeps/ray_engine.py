@@ -2,7 +2,7 @@
 cluster (``address``) or on a local instance started for the sweep. The only module that
 imports ray (``pip install 'pddplan[ray]'``).
 
-Each task gets the problem's inputs (scenario, hardware, model: plain validated data, a
+Each task gets the problem's inputs (scenario, hardware, model, engines: plain validated data, a
 few kB), builds its own ``Problem`` and plans its chunk as a local worker does, with
 ``PYTHONHASHSEED=0`` and one BLAS thread in its runtime environment: the results are the
 same bytes as the local engine's. Chunks are collected as they finish and journalled point
@@ -36,8 +36,8 @@ LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
 def _chunk(
     payload: tuple[Any, ...], chunk: list[tuple[int, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    scenario, hardware, model, settings = payload
-    runner = PointRunner(Problem(scenario, hardware, model), settings)
+    scenario, hardware, model, engines, settings = payload
+    runner = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
     out = []
     for index, values in chunk:
         try:
@@ -171,7 +171,9 @@ def _run(
     chunk: int,
 ) -> bool:
     task = ray.remote(num_cpus=1, max_retries=0)(_chunk)
-    payload = ray.put((problem.scenario, problem.hardware, problem.model, settings))
+    payload = ray.put(
+        (problem.scenario, problem.hardware, problem.model, problem.engines, settings)
+    )
     pending = {task.remote(payload, todo[k : k + chunk]): todo[k : k + chunk]
                for k in range(0, len(todo), chunk)}  # fmt: skip
     try:

@@ -1,0 +1,145 @@
+"""Engine profiles: what a serving engine's release delivers, as the model's knobs per chip
+family, and the model's measured error with it (``catalogs/engines.yaml``).
+
+A chip's knobs resolve as: its family's ``efficiency_defaults`` (the hardware catalog),
+then the engine profile's entry for that family, then the scenario's ``calibration``.
+``ideal`` overrides nothing: the catalog's best-case figures, as pddplan gave them before
+it knew engines.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.spec.base import Frozen
+from pddplan.spec.calibration import CalibrationOverride
+from pddplan.spec.hardware import HardwareCatalog
+
+Phase = Literal["prefill", "decode"]
+PHASES: tuple[Phase, ...] = ("prefill", "decode")
+"""The phases whose pass times the model's error scales: a prefill pass, a decode step."""
+IDEAL = "ideal"
+"""The profile that keeps the hardware catalog's figures (no engine's overheads)."""
+
+
+class PhaseError(Frozen):
+    """The model's error on one phase with one profile: held-out (cross-validated) ratios of
+    measured to predicted pass time, as quantiles."""
+
+    points: Annotated[int, Field(ge=0)]
+    """Held-out points the quantiles come from."""
+    quantiles: dict[float, Annotated[float, Field(gt=0)]]
+    """``q -> ratio``: the q-quantile of measured / predicted pass time, ascending in q;
+    must hold 0.5 (the fit's own centre)."""
+    pooled: str | None = None
+    """Where the points are pooled over chip or model families (a cell with fewer than 10
+    points), what was pooled."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PhaseError:
+        qs = sorted(self.quantiles)
+        if any(not 0 < q < 1 for q in qs):
+            raise ValueError("quantiles: each q must lie in (0, 1)")
+        if 0.5 not in self.quantiles:
+            raise ValueError("quantiles: must hold 0.5, the fit's centre")
+        ratios = [self.quantiles[q] for q in qs]
+        if any(b < a for a, b in itertools.pairwise(ratios)):
+            raise ValueError("quantiles: ratios must not fall as q rises")
+        return self
+
+    def factor(self, q: float) -> float:
+        """How much longer a pass is at the q-quantile of the error than at the fit's
+        centre: ``ratio(q) / ratio(0.5)``, linear in q between the quantiles given, flat
+        beyond them (1 at q = 0.5)."""
+        qs = sorted(self.quantiles)
+        centre = self.quantiles[0.5]
+        if q <= qs[0]:
+            return self.quantiles[qs[0]] / centre
+        for lo, hi in itertools.pairwise(qs):
+            if q <= hi:
+                w = (q - lo) / (hi - lo)
+                return ((1 - w) * self.quantiles[lo] + w * self.quantiles[hi]) / centre
+        return self.quantiles[qs[-1]] / centre
+
+
+class EngineProfile(Frozen):
+    """One engine's release: the knobs it delivers per chip family, their sources, and the
+    model's held-out error with them."""
+
+    id: str
+    name: str
+    version: str
+    """The release the knobs describe (``-`` for ``ideal``)."""
+    families: dict[str, CalibrationOverride] | Literal["any"]
+    """Per chip family, the knobs that differ from the hardware catalog's defaults; ``any``:
+    every family, with none changed (``ideal``)."""
+    sources: dict[str, str] = Field(default_factory=dict)
+    """``family.knob`` (or ``knob`` for every family) -> where its value comes from."""
+    error: dict[Phase, PhaseError] = Field(default_factory=dict)
+    """The model's held-out error per phase with this profile (none: not measured)."""
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _every_knob_is_sourced(self) -> EngineProfile:
+        if self.families == "any":
+            return self
+        missing = []
+        for family, knobs in self.families.items():
+            for knob in knobs.model_dump(exclude_none=True):
+                if f"{family}.{knob}" not in self.sources and knob not in self.sources:
+                    missing.append(f"{family}.{knob}")
+        if missing:
+            raise ValueError(f"sources is missing a citation for: {', '.join(missing)}")
+        return self
+
+    def knobs(self, family: str) -> CalibrationOverride | None:
+        """The knobs for ``family``, or None when the profile has none for it."""
+        if self.families == "any":
+            return CalibrationOverride()
+        return self.families.get(family)
+
+    @property
+    def family_names(self) -> list[str]:
+        return [] if self.families == "any" else sorted(self.families)
+
+    def time_factor(self, phase: Phase, quantile: float) -> float:
+        """The pass-time factor at ``quantile`` of the model's error (1 without an error
+        table or at 0.5)."""
+        err = self.error.get(phase)
+        return 1.0 if err is None or quantile == 0.5 else err.factor(quantile)
+
+
+class EngineCatalog(Frozen):
+    """``catalogs/engines.yaml``: the profiles by id and the one used when a scenario names
+    none (a released engine's, never ``ideal``)."""
+
+    default: str
+    engines: dict[str, EngineProfile]
+
+    @model_validator(mode="after")
+    def _default_exists(self) -> EngineCatalog:
+        if self.default not in self.engines:
+            raise ValueError(
+                f"default: unknown engine '{self.default}'; profiles: {', '.join(self.engines)}"
+            )
+        if IDEAL not in self.engines:
+            raise ValueError(f"engines: must hold '{IDEAL}' (the hardware catalog's figures)")
+        return self
+
+
+def chip_knobs(
+    profile: EngineProfile, hardware: HardwareCatalog, chip_id: str
+) -> CalibrationOverride:
+    """``profile``'s knobs for ``chip_id``'s family; ``ValueError`` naming the families it
+    has when it has none for this one."""
+    family = hardware.chips[chip_id].family
+    knobs = profile.knobs(family)
+    if knobs is None:
+        raise ValueError(
+            f"engine '{profile.id}' has no profile for {chip_id} (family {family}); its "
+            f"profiles: {', '.join(profile.family_names)} (engine '{IDEAL}' covers every chip)"
+        )
+    return knobs

@@ -1,0 +1,190 @@
+"""Engine profiles and the terms they set (issue #49): each term against a hand-worked toy
+pass, the profiles' resolution order, their error quantiles, and their bad input."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import H100_H200, TOY_EFFICIENCY
+
+import pddplan
+from pddplan.errors import InputError
+from pddplan.io.catalogs import load_engines
+from pddplan.model.instance import make_instance
+from pddplan.spec.calibration import Calibration, CalibrationOverride, Knobs, resolve_calibration
+from pddplan.spec.engine import EngineCatalog, EngineProfile, PhaseError, chip_knobs
+from pddplan.spec.llm import ModelSpec
+
+# the toy pass of test_perf.py: 1,000 new tokens on one GPU, compute-bound at 1.38018816 ms;
+# the toy decode step: batch 1 at 1,000 tokens, memory-bound at 129.826816 us
+TOY_PREFILL_S = 1.38018816e-3
+TOY_DECODE_S = 129.826816e-6
+
+
+def toy_cal(**knobs: float | bool) -> Calibration:
+    return Calibration(efficiency=TOY_EFFICIENCY, knobs=Knobs(ep_imbalance=1.0, **knobs))
+
+
+def test_layer_overhead_is_paid_per_layer_in_every_pass(toy_model, toy_chip):
+    """2 layers x 5 us = 10 us on the toy decode step and on the toy prefill pass alone."""
+    inst = make_instance(toy_model, toy_chip, 1, toy_cal(layer_overhead_us=5.0))
+    assert inst.decode_step_s(1, 1000) == pytest.approx(TOY_DECODE_S + 10e-6)
+    assert inst.prefill_pass_s(1000, 0) == pytest.approx(TOY_PREFILL_S + 10e-6)
+
+
+def test_time_factors_scale_whole_passes(toy_model, toy_chip):
+    """``perf_quantile``'s factors multiply the pass and the step, nothing else."""
+    inst = make_instance(
+        toy_model, toy_chip, 1, toy_cal(prefill_time_factor=2.0, decode_time_factor=1.5)
+    )
+    assert inst.decode_step_s(1, 1000) == pytest.approx(1.5 * TOY_DECODE_S)
+    assert inst.prefill_pass_s(1000, 0) == pytest.approx(2.0 * TOY_PREFILL_S)
+    assert inst.prefill_service_s(1000, 0.0) == pytest.approx(2.0 * TOY_PREFILL_S)
+    full = [[(1000.0, 0.0, 0.0)]]
+    assert inst.batched_pass_s(full) == pytest.approx(2.0 * TOY_PREFILL_S)
+
+
+def test_attention_at_bf16_costs_the_scores_twice_on_an_fp8_pass(toy_model, toy_chip):
+    """FP8 weights on a chip of 200 FP8 TFLOPS (100 BF16), MFU 0.5: the toy pass's weight
+    FLOPs 64,913,408,000 take 0.64913408 ms at 100 TFLOP/s; its 4,096,000,000 score FLOPs
+    0.04096 ms at the FP8 peak, 0.08192 ms at the BF16 peak (memory: 33.5 MB, 67 us)."""
+    chip = toy_chip.model_copy(update={"fp8_tflops": 200.0})
+    fp8 = make_instance(toy_model, chip, 1, toy_cal(), weight_dtype="fp8")
+    bf16 = make_instance(toy_model, chip, 1, toy_cal(attention_bf16=True), weight_dtype="fp8")
+    assert fp8.prefill_pass_s(1000, 0) == pytest.approx(0.69009408e-3)
+    assert bf16.prefill_pass_s(1000, 0) == pytest.approx(0.73105408e-3)
+    assert bf16.batched_pass_s([[(1000.0, 0.0, 0.0)]]) == pytest.approx(0.73105408e-3)
+
+
+@pytest.fixture
+def toy_moe(toy_model) -> ModelSpec:
+    """The toy with both MLPs as 8 routed experts of 3 x 1,024 x 512 = 1,572,864 params,
+    top-2: routed 25,165,824, active routed 6,291,456; total 32,456,704 as the toy's,
+    active 5,242,880 attention + 6,291,456 + 2,048,000 embeddings = 13,582,336."""
+    return toy_model.model_copy(
+        update={
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 512,
+            "active_params_b": 0.013582336,
+        }
+    )
+
+
+def test_expert_padding_adds_pad_rows_per_touched_expert(toy_moe, toy_chip):
+    """1,000 tokens touch all 8 experts of each of 2 layers. Without padding the pass is
+    attention 2 x 1,000 x 5,242,880 + scores 4,096,000,000 + embeddings 2 x 1,000 x
+    2,048,000 + experts 2 x 1,000 x 6,291,456 = 31,260,672,000 FLOPs: 0.62521344 ms at
+    50 TFLOP/s. A pad of 64 rows adds 2 x 2 layers x 1,572,864 x 64 x 8 experts =
+    3,221,225,472 FLOPs: 64.42450944 us."""
+    plain = make_instance(toy_moe, toy_chip, 1, toy_cal())
+    padded = make_instance(toy_moe, toy_chip, 1, toy_cal(expert_pad_tokens=64.0))
+    assert plain.prefill_pass_s(1000, 0) == pytest.approx(0.62521344e-3)
+    assert padded.prefill_pass_s(1000, 0) == pytest.approx(0.62521344e-3 + 64.42450944e-6)
+
+
+def test_dense_models_pay_no_expert_padding(toy_model, toy_chip):
+    padded = make_instance(toy_model, toy_chip, 1, toy_cal(expert_pad_tokens=64.0))
+    assert padded.prefill_pass_s(1000, 0) == pytest.approx(TOY_PREFILL_S)
+
+
+def test_resolution_order_catalog_then_engine_then_scenario(hardware):
+    """The engine's knobs override the family's defaults; the scenario's override both."""
+    from pddplan.spec.calibration import CalibrationSpec
+
+    engine = CalibrationOverride(decode_mfu=0.2, layer_overhead_us=30.0)
+    cal = resolve_calibration(hardware, "h100-sxm", engine=engine)
+    assert cal.efficiency.decode_mfu == 0.2 and cal.knobs.layer_overhead_us == 30.0
+    spec = CalibrationSpec(default=CalibrationOverride(decode_mfu=0.25))
+    cal = resolve_calibration(hardware, "h100-sxm", spec, engine=engine)
+    assert cal.efficiency.decode_mfu == 0.25 and cal.knobs.layer_overhead_us == 30.0
+    assert cal.efficiency.prefill_mfu == hardware.efficiency("h100-sxm").prefill_mfu
+
+
+def test_phase_error_factor_is_relative_to_the_median():
+    """Ratios 0.9 / 1.1 / 1.65 at q = 0.1 / 0.5 / 0.9: factor 1 at 0.5, 1.5 at 0.9, the
+    midpoint 1.25 at 0.7, flat beyond the last quantile."""
+    err = PhaseError(points=20, quantiles={0.1: 0.9, 0.5: 1.1, 0.9: 1.65})
+    assert err.factor(0.5) == pytest.approx(1.0)
+    assert err.factor(0.9) == pytest.approx(1.5)
+    assert err.factor(0.7) == pytest.approx(1.25)
+    assert err.factor(0.99) == pytest.approx(1.5)
+    assert err.factor(0.01) == pytest.approx(0.9 / 1.1)
+
+
+@pytest.mark.parametrize(
+    "quantiles, message",
+    [
+        ({0.1: 0.9, 0.9: 1.2}, "must hold 0.5"),
+        ({0.5: 1.0, 0.9: 0.8}, "must not fall"),
+        ({0.5: 1.0, 1.0: 1.2}, "in (0, 1)"),
+    ],
+)
+def test_phase_error_refuses_a_bad_table(quantiles, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        PhaseError(points=5, quantiles=quantiles)
+
+
+def test_every_knob_of_a_profile_is_sourced():
+    with pytest.raises(ValueError, match=r"hopper\.decode_mfu"):
+        EngineProfile(
+            id="x", name="x", version="1", families={"hopper": CalibrationOverride(decode_mfu=0.2)}
+        )
+
+
+def test_the_shipped_catalog_has_ideal_and_a_default():
+    catalog = load_engines()
+    assert "ideal" in catalog.engines and catalog.default in catalog.engines
+    with pytest.raises(ValueError, match="unknown engine"):
+        EngineCatalog(default="nope", engines=catalog.engines)
+
+
+def test_a_profile_without_the_chips_family_names_the_ones_it_has(hardware):
+    profile = EngineProfile(
+        id="x",
+        name="x",
+        version="1",
+        families={"hopper": CalibrationOverride(decode_mfu=0.2)},
+        sources={"decode_mfu": "test"},
+    )
+    assert chip_knobs(profile, hardware, "h100-sxm").decode_mfu == 0.2
+    with pytest.raises(
+        ValueError, match=r"no profile for mi300x \(family cdna3\); its profiles: hopper"
+    ):
+        chip_knobs(profile, hardware, "mi300x")
+
+
+def _scenario_with(tmp_path: Path, extra: str) -> Path:
+    text = H100_H200.read_text() + "\n" + textwrap.dedent(extra)
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_an_unknown_engine_is_one_located_line(tmp_path):
+    path = _scenario_with(tmp_path, "engine: sglangg\n")
+    with pytest.raises(InputError) as e:
+        pddplan.load_scenario(path)
+    assert len(e.value.problems) == 1
+    assert "s.yaml:" in e.value.problems[0] and "engine: unknown engine 'sglangg'" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.1", ".nan"])
+def test_perf_quantile_outside_zero_one_is_refused(tmp_path, value):
+    path = _scenario_with(tmp_path, f"perf_quantile: {value}\n")
+    with pytest.raises(InputError, match="perf_quantile"):
+        pddplan.load_scenario(path)
+
+
+def test_ideal_reproduces_the_catalogs_figures():
+    """Naming ``ideal`` changes no knob: the same instance figures as the catalog's."""
+    problem = pddplan.load_scenario(H100_H200)
+    ideal = problem.derive({"engine": "ideal"})
+    for chip in ("h100-sxm", "h200-sxm"):
+        assert ideal.calibration(chip).knobs.layer_overhead_us == 0.0
+        assert (
+            ideal.calibration(chip).efficiency
+            == resolve_calibration(problem.hardware, chip).efficiency
+        )
