@@ -125,6 +125,7 @@ def predict(
         kv_dtype=m.kv_dtype,
         weight_dtype=m.weight_dtype,
         context_parallel=m.context_parallel,
+        attention_tp=m.attention_tp,
     )
     perf = analyze_instance(
         inst,
@@ -291,9 +292,15 @@ def _factors(result: optimize.OptimizeResult, n_points: int, n_knobs: int) -> li
         cov = np.linalg.inv(j.T @ j + 1e-12 * np.eye(n_knobs)) * s2
     except np.linalg.LinAlgError:
         return [math.inf] * n_knobs
-    return [math.exp(math.sqrt(max(float(cov[i, i]), 0.0))) for i in range(n_knobs)]
+    return [_as_factor(float(cov[i, i])) for i in range(n_knobs)]
 
 
 def _rms(ratios: Sequence[float]) -> float:
     logs = np.log(np.maximum(np.asarray(ratios, dtype=float), 1e-300))
     return float(np.sqrt(np.mean(logs**2)))
+
+
+def _as_factor(variance: float) -> float:
+    """A log-space variance as a one-sigma multiplicative factor (inf past float range)."""
+    sd = math.sqrt(max(variance, 0.0))
+    return math.exp(sd) if sd < 700 else math.inf

@@ -693,7 +693,8 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     capacity is where the excess jumps: a limit that changes form, such as relay decode's
     longest gap on the prefill passes it shares). The Anderson-Bjorck rule scales the
     value of an end kept twice, so both ends close in; each step stays half a tolerance
-    inside the bracket. The low end is always a rate within every limit and the high end
+    inside the bracket, and an interpolated one aims half a tolerance below its estimate
+    (an estimate that is right then closes the bracket). The low end is always a rate within every limit and the high end
     one that is not, so the answer is a bisection's: in about half its states where the
     excess is smooth (11-13 against 26 on half of the README solve's searches), in at most
     ``SLOW_STEPS`` more where it jumps (27-29 on the other half) (``tests/test_evaluate.py`` counts them). The steps depend on nothing
@@ -720,8 +721,11 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
         interpolate = (
             slow < SLOW_STEPS and over <= INTERPOLATE_BELOW and math.isfinite(f_lo) and f_hi > f_lo
         )
-        x = lo - f_lo * width / (f_hi - f_lo) if interpolate else lo + width / 2
+        # interpolated: aimed half a tolerance below the estimated capacity, so that an
+        # estimate that is right ends the search on this state (a low end within the
+        # tolerance of the high one) instead of creeping down onto it from above
         inset = min(0.5 * CAPACITY_TOLERANCE * hi, width / 4)
+        x = lo - f_lo * width / (f_hi - f_lo) - inset if interpolate else lo + width / 2
         x = min(max(x, lo + inset), hi - inset)
         st = _state(m, x, routing)
         f = _log_excess(st)

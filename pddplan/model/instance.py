@@ -89,23 +89,35 @@ class Layout:
 
 
 def layout_for(
-    model: ModelSpec, chip: ChipSpec, gpus: int, *, context_parallel: bool = False
+    model: ModelSpec,
+    chip: ChipSpec,
+    gpus: int,
+    *,
+    context_parallel: bool = False,
+    attention_tp: int | None = None,
 ) -> Layout:
     """The parallel layout of ``gpus`` GPUs of ``chip`` for ``model`` (see ``Layout``); with
     ``context_parallel``, every attention group works on each prompt together (``cp`` = the
-    instance's attention groups). ``ValueError`` for a layout that has one attention group
-    (nothing to split a prompt across)."""
+    instance's attention groups); ``attention_tp`` sets an MoE model's attention
+    tensor-parallel width instead (a measured run's ``--tp`` without data-parallel
+    attention: an MLA latent then replicated on each rank). ``ValueError`` for a layout
+    that has one attention group (nothing to split a prompt across), or an
+    ``attention_tp`` that does not divide ``gpus``."""
     if gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
+    if attention_tp is not None and (attention_tp < 1 or gpus % attention_tp):
+        raise ValueError(f"attention_tp {attention_tp} does not divide {gpus} GPUs")
     if not model.is_moe:
         lay = Layout(gpus=gpus, attn_tp=gpus, dense_tp=gpus, ep=1)
     else:
         inside = min(gpus, chip.scaleup_domain_gpus)
-        if model.attention in ("mla", "compressed"):
+        if attention_tp is not None:
+            attn_tp = attention_tp
+        elif model.attention in ("mla", "compressed"):
             attn_tp = 1
         else:  # no wider than the KV heads (wider only replicates KV); a power of two
             attn_tp = 1 << (min(inside, model.num_key_value_heads).bit_length() - 1)
-        lay = Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=inside, ep=gpus)
+        lay = Layout(gpus=gpus, attn_tp=attn_tp, dense_tp=max(inside, attn_tp), ep=gpus)
     if not context_parallel:
         return lay
     groups = lay.gpus // lay.attn_tp
@@ -774,12 +786,14 @@ def make_instance(
     kv_dtype: KvDtype | None = None,
     weight_dtype: Dtype | None = None,
     context_parallel: bool = False,
+    attention_tp: int | None = None,
 ) -> Instance:
     """An instance of ``gpus`` GPUs, or ``WeightsDoNotFitError`` naming the smallest size
     that does fit. ``weight_dtype`` overrides the model's dtypes (experts included);
     ``context_parallel`` splits each prompt's attention over the instance's attention
-    groups (``layout_for``)."""
-    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype, context_parallel)
+    groups, ``attention_tp`` sets its attention's tensor-parallel width
+    (``layout_for``)."""
+    inst = _build(model, chip, gpus, cal, kv_dtype, weight_dtype, context_parallel, attention_tp)
     if inst.weight_bytes_per_gpu > inst.usable_hbm_per_gpu:
         smallest = smallest_fitting_gpus(model, chip, cal, weight_dtype=weight_dtype)
         hint = (
@@ -837,13 +851,14 @@ def _build(
     kv_dtype: KvDtype | None,
     weight_dtype: Dtype | None,
     context_parallel: bool,
+    attention_tp: int | None = None,
 ) -> Instance:
     kv = KvModel(model, kv_dtype or model.kv_dtype)
     dense_dtype, expert_dtype = weight_dtypes(model, weight_dtype)
     return Instance(
         model,
         chip,
-        layout_for(model, chip, gpus, context_parallel=context_parallel),
+        layout_for(model, chip, gpus, context_parallel=context_parallel, attention_tp=attention_tp),
         cal,
         kv,
         dense_dtype,

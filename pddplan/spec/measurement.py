@@ -60,6 +60,10 @@ class Measurement(Frozen):
     kv_dtype: KvDtype | None = None
     weight_dtype: Dtype | None = None
     context_parallel: bool = False
+    attention_tp: Annotated[int, Field(ge=1)] | None = None
+    """The run's attention tensor-parallel width where it differs from pddplan's layout for
+    the model: an MoE model served with ``--tp N`` and no data-parallel attention (an MLA
+    latent then replicated on every rank). None: pddplan's layout."""
     metric: Metric
     value: Annotated[float, Field(gt=0)]
     """In the metric's unit: tokens per second per GPU, or ms for ``decode_step_ms``."""
