@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "solve": "pddplan.api",
     "solve_robust": "pddplan.api",
     "variant_problem": "pddplan.api",
+    "with_engine": "pddplan.api",
+    "error_margin": "pddplan.api",
     "evaluate": "pddplan.api",
     "price_fleet": "pddplan.api",
     "compare": "pddplan.api",
@@ -104,6 +106,7 @@ __all__ = [
     "calibration_yaml",
     "compare",
     "comparison_files",
+    "error_margin",
     "evaluate",
     "fit_trace",
     "fit_trace_windows",
@@ -124,6 +127,7 @@ __all__ = [
     "variant_problem",
     "variants_yaml",
     "verify",
+    "with_engine",
     "workload_yaml",
 ]
 
@@ -149,6 +153,7 @@ if TYPE_CHECKING:
         calibration_yaml,
         compare,
         comparison_files,
+        error_margin,
         evaluate,
         fit_trace,
         fit_trace_windows,
@@ -168,6 +173,7 @@ if TYPE_CHECKING:
         variant_problem,
         variants_yaml,
         verify,
+        with_engine,
         workload_yaml,
     )
     from pddplan.calibration.fit import Calibration

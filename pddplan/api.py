@@ -18,6 +18,7 @@ May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison
-    from pddplan.plan.results import PlanResult, SearchProgress
+    from pddplan.plan.results import ErrorMargin, PlanResult, SearchProgress
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import Progress as SimProgress
@@ -75,8 +76,8 @@ def load_catalogs(
     *,
     problem: Problem | None = None,
 ) -> Catalogs:
-    """The hardware and model catalogs at these paths (default: the shipped ones), or the
-    ones ``problem``'s scenario names."""
+    """The hardware, model and engine catalogs at these paths (default: the shipped ones),
+    or the ones ``problem``'s scenario names."""
     from pddplan.io.catalogs import load_catalogs as load
 
     if problem is not None:
@@ -88,7 +89,7 @@ def load_catalogs(
             )
         paths = problem.scenario.catalogs
         base = problem.source.path.parent if problem.source is not None else None
-        return load(paths.hardware, paths.models, base=base)
+        return load(paths.hardware, paths.models, engines=paths.engines, base=base)
     return load(_path(hardware), _path(models))
 
 
@@ -107,6 +108,40 @@ def load_fleet(
 
     with input_limit(max_input_mb):
         return load(Path(path), problem, variant)
+
+
+def with_engine(
+    problem: Problem, engine: str | None = None, perf_quantile: float | None = None
+) -> Problem:
+    """``problem`` with its pass times from ``engine``'s profile (``catalogs/engines.yaml``;
+    None: the scenario's) at ``perf_quantile`` of the model's held-out error (None: the
+    scenario's; 0.5: the fit itself). ``ArgumentError`` for an unknown engine, one without a
+    profile for a chip the scenario may buy, or a quantile outside (0, 1)."""
+    changes: dict[str, Any] = {}
+    if engine is not None:
+        known = problem.engines.engines
+        if engine not in known:
+            from pddplan.io.catalogs import unknown_id
+
+            raise ArgumentError(
+                "serving_engine", f"{{argument}}: {unknown_id('engine', engine, known)}"
+            )
+        from pddplan.spec.engine import chip_knobs
+
+        chips = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
+        for chip in sorted(chips):
+            try:
+                chip_knobs(known[engine], problem.hardware, chip)
+            except ValueError as e:
+                raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
+        changes["engine"] = engine
+    if perf_quantile is not None:
+        if not 0 < perf_quantile < 1:
+            raise ArgumentError(
+                "perf_quantile", f"{{argument}} must lie in (0, 1), got {perf_quantile:g}"
+            )
+        changes["perf_quantile"] = perf_quantile
+    return problem.derive(changes) if changes else problem
 
 
 def variant_problem(problem: Problem, name: str) -> Problem:
@@ -236,6 +271,46 @@ def solve(
         clock=clock,
         progress=progress,
     )
+
+
+def error_margin(
+    problem: Problem,
+    plan: PlanResult,
+    *,
+    quantile: float = 0.9,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+) -> ErrorMargin | None:
+    """What ``plan`` (a min-cost plan at the scenario's pass times) would face at
+    ``quantile`` of the model's held-out error: its SLA capacity there, and what the
+    min-cost plan made there buys beyond it. None for a plan without a fleet, or a problem
+    already at or past ``quantile``."""
+    if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
+        return None
+    if problem.scenario.perf_quantile >= quantile:
+        return None
+    slower = with_engine(problem, perf_quantile=quantile)
+    there = evaluate(slower, plan.fleet)
+    other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s)
+    extra_gpus = extra_cost = None
+    if other.fleet is not None and other.evaluation is not None:
+        extra_gpus = _gpus(other.fleet) - _gpus(plan.fleet)
+        if other.evaluation.cost_per_hour_usd is not None and plan.evaluation.cost_per_hour_usd:
+            extra_cost = other.evaluation.cost_per_hour_usd - plan.evaluation.cost_per_hour_usd
+    from pddplan.plan.results import ErrorMargin
+
+    return ErrorMargin(
+        quantile,
+        problem.engine.id,
+        there.sla_capacity_rps,
+        there.demand_rps,
+        extra_gpus,
+        extra_cost,
+    )
+
+
+def _gpus(fleet: Fleet) -> int:
+    return sum(p.instances * p.gpus_per_instance for p in fleet.pools)
 
 
 @one_blas_thread
@@ -569,28 +644,37 @@ def instance_figures(
     kv_dtype: Literal["bf16", "fp8"] | None = None,
     weight_dtype: Literal["bf16", "fp8", "fp4"] | None = None,
     context_parallel: bool = False,
+    engine: str | None = None,
 ) -> InstancePerf:
     """One instance of ``model`` on ``chip`` for one request shape: prefill latency and
     throughput, the largest decode batch, KV sizes. ``gpus`` defaults to the smallest power
     of two that holds the weights; ``context_parallel`` splits each prompt's attention over
-    its attention groups. With ``problem``, its scenario's calibration overrides,
-    dtypes and catalogs apply."""
+    its attention groups. With ``problem``, its scenario's engine, calibration overrides,
+    dtypes and catalogs apply; ``engine`` names the engine profile (default: the
+    scenario's, else the catalog's default)."""
     from pddplan.model.figures import analyze_instance
     from pddplan.model.instance import make_instance, smallest_fitting_gpus
     from pddplan.spec.calibration import resolve_calibration
+    from pddplan.spec.engine import chip_knobs
 
     _choice("kv_dtype", kv_dtype, ("bf16", "fp8"))
     _choice("weight_dtype", weight_dtype, ("bf16", "fp8", "fp4"))
-    calibration = None
     if problem is not None:
         catalogs = load_catalogs(problem=problem)
-        calibration = problem.scenario.calibration
         kv_dtype = kv_dtype or problem.scenario.kv_dtype
         weight_dtype = weight_dtype or problem.scenario.weight_dtype
     elif catalogs is None:
         catalogs = load_catalogs()
     spec, chip_spec = catalogs.model(model), catalogs.chip(chip)
-    cal = resolve_calibration(catalogs.hardware, chip, calibration)
+    if problem is not None:
+        problem = with_engine(problem, engine)
+        cal, engine_id = problem.calibration(chip), problem.engine.id
+    else:
+        engine_id = catalogs.engine(engine, [chip])
+        profile = catalogs.engines.engines[engine_id]
+        cal = resolve_calibration(
+            catalogs.hardware, chip, engine=chip_knobs(profile, catalogs.hardware, chip)
+        )
     if gpus is None:
         gpus = smallest_fitting_gpus(spec, chip_spec, cal, weight_dtype=weight_dtype)
         if gpus is None:
@@ -610,7 +694,7 @@ def instance_figures(
         )
     except ValueError as e:  # context parallelism with one attention group
         raise ArgumentError("context_parallel", f"{{argument}}: {e}") from None
-    return analyze_instance(
+    figures = analyze_instance(
         inst,
         input_tokens=input_tokens,
         hit_rate=hit_rate,
@@ -619,6 +703,7 @@ def instance_figures(
         batch=batch,
         dest_hit_rate=dest_hit_rate,
     )
+    return dataclasses.replace(figures, engine=engine_id)
 
 
 @one_blas_thread

@@ -180,14 +180,12 @@ def test_perf_refuses_an_instance_that_cannot_hold_the_weights():
 
 
 def test_perf_takes_calibration_from_a_scenario(tmp_path):
-    base = run_json("perf", "llama-3.1-8b", "h100-sxm", "--tpot-ms", "30")
+    base = run_json("perf", "llama-3.1-8b", "h100-sxm", "--batch", "32")
     text = (SMALL).read_text()
     text += "calibration:\n  per_chip:\n    h100-sxm: {decode_hbm_efficiency: 0.4}\n"
     path = tmp_path / "s.yaml"
     path.write_text(text)
-    slower = run_json(
-        "perf", "llama-3.1-8b", "h100-sxm", "--tpot-ms", "30", "--scenario", str(path)
-    )
+    slower = run_json("perf", "llama-3.1-8b", "h100-sxm", "--batch", "32", "--scenario", str(path))
     assert slower["decode_step_ms"] > base["decode_step_ms"]
 
 

@@ -123,7 +123,7 @@ def test_a_comparison_is_the_same_slowed_down():
 
 
 ENGINES = [["--workers", "2"]] + (
-    [["--engine", "ray", "--workers", "2"]] if importlib.util.find_spec("ray") else []
+    [["--runner", "ray", "--workers", "2"]] if importlib.util.find_spec("ray") else []
 )
 
 

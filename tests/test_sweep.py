@@ -283,7 +283,7 @@ def _cli_without_ray(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ray_engine_without_ray_says_how_to_install_it_and_leaves_nothing(tmp_path):
-    res = _cli_without_ray(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--engine", "ray",
+    res = _cli_without_ray(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--runner", "ray",
                            "--out", str(tmp_path / "o.csv"))  # fmt: skip
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "pip install 'pddplan[ray]'" in res.stderr and len(res.stderr.splitlines()) == 1
@@ -293,7 +293,7 @@ def test_ray_engine_without_ray_says_how_to_install_it_and_leaves_nothing(tmp_pa
 @pytest.mark.slow
 def test_an_unreachable_ray_address_is_one_line_and_leaves_nothing(tmp_path):
     pytest.importorskip("ray")
-    res = _cli(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--engine", "ray", "--address",
+    res = _cli(str(SMALL), "--vary", "sla.ttft_p99_s=1,2", "--runner", "ray", "--address",
                "127.0.0.1:9", "--out", str(tmp_path / "o.csv"))  # fmt: skip
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert "could not reach the Ray cluster at 127.0.0.1:9" in res.stderr

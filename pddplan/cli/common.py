@@ -168,6 +168,26 @@ HeadroomOpt = Annotated[
     ),
 ]
 
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="The serving engine whose pass times to assume: an engine profile "
+        "(sglang, vllm, trtllm, or ideal: the hardware catalog's best case; default: the "
+        "scenario's engine, else the catalog's default, sglang). docs/catalogs.md#engine-profiles.",
+    ),
+]
+PerfQuantileOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--perf-quantile",
+        help="Plan at this quantile of the model's held-out error: pass and step times "
+        "multiplied by the engine profile's measured/predicted ratio there over its median "
+        "(default: the scenario's perf_quantile, 0.5: the fit itself; 0.9: a margin that "
+        "9 in 10 public runs stay within).",
+    ),
+]
+
 FLAGS = {
     "rate_rps": "--rate-rps",
     "variant": "--variant",
@@ -190,7 +210,9 @@ FLAGS = {
     "solver": "--solver",
     "vary": "--vary",
     "architectures": "--architectures",
-    "engine": "--engine",
+    "engine": "--runner",
+    "serving_engine": "--engine",
+    "perf_quantile": "--perf-quantile",
     "name": "--study",
     "node_limit": "--node-limit",
     "rate_points": "--rate-points",
@@ -297,16 +319,56 @@ def emit(json_out: bool, data: Callable[[], Any], render: Callable[[], Any]) -> 
         out.print(render())
 
 
+def load_problem(
+    scenario: Path, engine: str | None = None, perf_quantile: float | None = None
+) -> pddplan.Problem:
+    """The scenario's problem with ``--engine`` and ``--perf-quantile`` applied."""
+    return pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
+
+
+def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
+    """The engine and error quantile a plan file (``solve --out``) was made with, so that a
+    later command on it assumes the same pass times; (None, None) for a fleet file or an
+    older plan."""
+    if plan is None:
+        return None, None
+    try:
+        if plan.stat().st_size > 64 * 2**20:  # the fleet loader refuses it, in one line
+            return None, None
+        data = json.loads(plan.read_text())
+    except (OSError, ValueError):
+        return None, None  # the fleet loader reports the file's problem
+    engine = data.get("engine") if isinstance(data, dict) else None
+    if not isinstance(engine, dict):
+        return None, None
+    name, q = engine.get("id"), engine.get("perf_quantile")
+    return (
+        name if isinstance(name, str) else None,
+        float(q) if isinstance(q, int | float) and not isinstance(q, bool) else None,
+    )
+
+
 def load_deployment(
-    scenario: Path, fleet: Path | None, plan: Path | None, variant: str | None = None
+    scenario: Path,
+    fleet: Path | None,
+    plan: Path | None,
+    variant: str | None = None,
+    engine: str | None = None,
+    perf_quantile: float | None = None,
 ) -> tuple[pddplan.Problem, pddplan.Fleet]:
     """The problem and the deployment given as exactly one of ``--fleet`` or ``--plan``;
     with ``variant``, that workload variant's problem and the robust plan's routing for
-    it."""
+    it. The engine and error quantile are ``--engine`` and ``--perf-quantile``, else the
+    plan's, else the scenario's."""
     path = fleet if fleet is not None else plan
     if path is None or (fleet is not None and plan is not None):
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
-    problem = pddplan.load_scenario(scenario)
+    planned_engine, planned_q = plan_engine(plan)
+    problem = load_problem(
+        scenario,
+        engine if engine is not None else planned_engine,
+        perf_quantile if perf_quantile is not None else planned_q,
+    )
     if variant is not None:
         problem = pddplan.variant_problem(problem, variant)
     return problem, pddplan.load_fleet(path, problem, variant=variant)

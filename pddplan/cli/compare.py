@@ -14,13 +14,16 @@ import typer
 import pddplan
 from pddplan.cli.common import (
     At,
+    EngineOpt,
     Format,
     NodeLimitOpt,
+    PerfQuantileOpt,
     RatePointsOpt,
     ScenarioArg,
     SolverOpt,
     TimeLimitOpt,
     err,
+    load_problem,
     out,
     user_errors,
     value,
@@ -87,6 +90,8 @@ def compare(
     time_limit: TimeLimitOpt = None,
     node_limit: NodeLimitOpt = None,
     rate_points: RatePointsOpt = None,
+    engine: EngineOpt = None,
+    perf_quantile: PerfQuantileOpt = None,
     out_fleets: Annotated[
         Path | None,
         typer.Option(
@@ -113,7 +118,7 @@ def compare(
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
     if out_fleets is not None:  # found before any planning
         writable_folder(out_fleets, "--out-fleets")
-    problem = pddplan.load_scenario(scenario)
+    problem = load_problem(scenario, engine, perf_quantile)
     quiet = format_ != Format.table or out_file is not None
 
     began = time.monotonic()

@@ -4,6 +4,7 @@ one deployment, one instance."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import typer
 import pddplan
 from pddplan.cli import simulate as cli_simulate
 from pddplan.cli.common import (
+    EngineOpt,
     FleetOpt,
     HardwareOpt,
     HeadroomOpt,
@@ -24,6 +26,7 @@ from pddplan.cli.common import (
     NodeLimitOpt,
     Objective,
     ObjectiveOpt,
+    PerfQuantileOpt,
     PlanOpt,
     RatePointsOpt,
     ScenarioArg,
@@ -35,6 +38,7 @@ from pddplan.cli.common import (
     emit,
     err,
     load_deployment,
+    load_problem,
     print_json,
     status_line,
     user_errors,
@@ -72,6 +76,8 @@ def solve(
         ),
     ] = Method.milp,
     headroom: HeadroomOpt = None,
+    engine: EngineOpt = None,
+    perf_quantile: PerfQuantileOpt = None,
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
     ] = None,
@@ -101,7 +107,7 @@ def solve(
     from pddplan.report import plan as report_plan
     from pddplan.report import views
 
-    problem = pddplan.load_scenario(scenario)
+    problem = load_problem(scenario, engine, perf_quantile)
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})
     if problem.scenario.workload_variants:
@@ -126,6 +132,14 @@ def solve(
         )
         result = checked.final.plan if checked.final is not None else result
     view = views.plan_view(result)
+    margin = None
+    if result.fleet is not None:
+        with status_line() as show:
+            show("pricing the plan at the 90th percentile of the model's error ...")
+            margin = pddplan.error_margin(
+                problem, result, solver=value(solver), time_limit_s=time_limit
+            )
+    view["error_margin"] = dataclasses.asdict(margin) if margin is not None else None
     if checked is not None:
         view["verification"] = views.verification_view(checked)
     if out_file is not None and result.fleet is not None:
@@ -134,7 +148,7 @@ def solve(
         json_out,
         lambda: view,
         lambda: cli_simulate.with_verification(
-            report_plan.plan_report(result, problem.scenario), view
+            report_plan.plan_report(result, problem.scenario, margin), view
         ),
     )
     if out_file is not None and result.fleet is not None and not json_out:
@@ -164,6 +178,8 @@ def evaluate(
         ),
     ] = False,
     variant: VariantOpt = None,
+    engine: EngineOpt = None,
+    perf_quantile: PerfQuantileOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """What a deployment delivers: SLA capacity, cost, BCR, TTFT percentiles, utilizations.
@@ -175,7 +191,7 @@ def evaluate(
     from pddplan.report import plan as report_plan
     from pddplan.report import views
 
-    problem, deployment = load_deployment(scenario, fleet, plan, variant)
+    problem, deployment = load_deployment(scenario, fleet, plan, variant, engine, perf_quantile)
     if cost_only:
         cost = pddplan.price_fleet(problem, deployment)
         emit(
@@ -234,8 +250,10 @@ def perf(
         ),
     ] = False,
     scenario: Annotated[
-        Path | None, typer.Option(help="Take calibration overrides and dtypes from this scenario.")
+        Path | None,
+        typer.Option(help="Take the engine, calibration overrides and dtypes from this scenario."),
     ] = None,
+    engine: EngineOpt = None,
     json_out: JsonOpt = False,
     hardware: HardwareOpt = None,
     models: ModelsOpt = None,
@@ -272,6 +290,7 @@ def perf(
         kv_dtype=value(kv_dtype),
         weight_dtype=value(weight_dtype),
         context_parallel=context_parallel,
+        engine=engine,
     )
     emit(json_out, lambda: views.perf_view(result), lambda: report_catalog.perf_table(result))
 

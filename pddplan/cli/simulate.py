@@ -12,8 +12,10 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    EngineOpt,
     FleetOpt,
     JsonOpt,
+    PerfQuantileOpt,
     PlanOpt,
     ScenarioArg,
     SeedOpt,
@@ -133,6 +135,8 @@ def simulate(
     ] = 0.0,
     seed: SeedOpt = 0,
     variant: VariantOpt = None,
+    engine: EngineOpt = None,
+    perf_quantile: PerfQuantileOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a plan request by request at steady state and compare with the analytic model.
@@ -151,7 +155,7 @@ def simulate(
     """
     from pddplan.report import simulation, views
 
-    problem, deployment = load_deployment(scenario, fleet, plan, variant)
+    problem, deployment = load_deployment(scenario, fleet, plan, variant, engine, perf_quantile)
     with progress_line("simulating") as tick:
         result = pddplan.simulate(
             problem,

@@ -12,13 +12,16 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    EngineOpt,
     NodeLimitOpt,
     ObjectiveOpt,
+    PerfQuantileOpt,
     RatePointsOpt,
     ScenarioArg,
     SolverOpt,
     TimeLimitOpt,
     err,
+    load_problem,
     out,
     user_errors,
     value,
@@ -114,9 +117,11 @@ def sweep(
         int | None,
         typer.Option("--workers", min=1, help="Local worker processes (default: the cores)."),
     ] = None,
-    engine: Annotated[
-        Engine, typer.Option("--engine", help="local processes, or ray (needs ray installed).")
+    runner: Annotated[
+        Engine, typer.Option("--runner", help="local processes, or ray (needs ray installed).")
     ] = Engine.local,
+    engine: EngineOpt = None,
+    perf_quantile: PerfQuantileOpt = None,
     address: Annotated[
         str | None,
         typer.Option("--address", help="Ray: a running cluster's address (default: start one)."),
@@ -147,7 +152,12 @@ def sweep(
     if format_ == SweepFormat.parquet and out_file is None:
         raise pddplan.InputError("--format parquet writes a binary file: give --out FILE")
     kinds = [a.strip() for a in (architectures or "").split(",") if a.strip()] or None
-    problem = pddplan.load_scenario(scenario)
+    if engine in ("local", "ray"):
+        raise pddplan.InputError(
+            f"--engine {engine}: --engine names the serving engine's profile (sglang, vllm, "
+            f"trtllm, ideal); run the sweep's points with --runner {engine}"
+        )
+    problem = load_problem(scenario, engine, perf_quantile)
     options = {
         "objective": value(objective),
         "architectures": kinds,
@@ -156,7 +166,7 @@ def sweep(
         "node_limit": node_limit,
         "rate_points": rate_points,
         "workers": workers or os.cpu_count() or 1,
-        "engine": value(engine),
+        "engine": value(runner),
         "address": address,
         "journal": None if out_file is None else Path(f"{out_file}.journal.jsonl"),
         "resume": resume,

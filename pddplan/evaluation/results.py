@@ -73,3 +73,7 @@ class Evaluation:
     """The demand x (1 + the scenario's headroom): the load a plan is sized for."""
     ttft_planned_s: dict[str, float] | None = None
     """TTFT percentiles at ``planned_rps`` (None when it is the demand)."""
+    engine: dict[str, Any] = field(default_factory=dict)
+    """The pass times these figures assume: the engine profile's ``id``, ``name`` and
+    ``version``, the ``perf_quantile`` of the model's error and the ``time_factors`` it
+    gives (prefill, decode)."""

@@ -136,13 +136,13 @@ class Catalogs:
         name = engine_id or catalog.default
         if name not in catalog.engines:
             raise ArgumentError(
-                "engine", f"{{argument}}: {unknown_id('engine', name, catalog.engines)}"
+                "serving_engine", f"{{argument}}: {unknown_id('engine', name, catalog.engines)}"
             )
         for chip in chips:
             try:
                 chip_knobs(catalog.engines[name], self.hardware, chip)
             except ValueError as e:
-                raise ArgumentError("engine", f"{{argument}}: {e}") from None
+                raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
         return name
 
     @cached_property

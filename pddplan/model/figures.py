@@ -43,6 +43,8 @@ class InstancePerf:
     kv_transfer_bytes: float
     """KV a destination lacking ``dest_hit_rate`` of the context must receive."""
     dest_hit_rate: float
+    engine: str = ""
+    """The engine profile whose pass times these are (``pddplan.api.instance_figures``)."""
 
 
 def analyze_instance(

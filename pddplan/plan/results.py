@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pddplan import units
 from pddplan.evaluation.results import Evaluation
 from pddplan.spec.choices import Objective
 from pddplan.spec.fleet import Fleet
@@ -130,6 +131,41 @@ class Relaxation:
     unit: str = ""
     verified: bool = False
     """Whether a minimum-cost solve of the scenario with exactly ``needed`` found a plan."""
+
+
+@dataclass(frozen=True)
+class ErrorMargin:
+    """What a plan made at the model's central pass times would need at ``quantile`` of
+    its error (``pddplan.api.error_margin``)."""
+
+    quantile: float
+    engine: str
+    capacity_rps: float
+    """This plan's SLA capacity with pass times at ``quantile``."""
+    demand_rps: float
+    extra_gpus: int | None
+    """GPUs the plan made at ``quantile`` buys beyond this one (None: no plan there)."""
+    extra_cost_per_hour_usd: float | None
+
+    @property
+    def extra_cost_per_month_usd(self) -> float | None:
+        h = self.extra_cost_per_hour_usd
+        return None if h is None else h * units.HOURS_PER_MONTH
+
+    @property
+    def text(self) -> str:
+        head = f"At the {self.quantile * 100:g}th percentile of the model's error ({self.engine})"
+        holds = f"this plan serves {self.capacity_rps:,.3g} req/s" + (
+            " (below the demand)" if self.capacity_rps < self.demand_rps else ""
+        )
+        if self.extra_gpus is None or self.extra_cost_per_month_usd is None:
+            return f"{head}: {holds}, and no plan serves the demand."
+        if self.capacity_rps >= self.demand_rps:
+            return f"{head}: {holds}, still above the {self.demand_rps:,.3g} req/s demand."
+        return (
+            f"{head}: {holds}; the plan for it buys {self.extra_gpus:+,} GPUs, "
+            f"${self.extra_cost_per_month_usd:+,.0f}/month."
+        )
 
 
 @dataclass(frozen=True)

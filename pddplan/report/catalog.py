@@ -137,7 +137,8 @@ def model_detail(view: dict[str, Any]) -> Table:
 def perf_table(p: InstancePerf) -> Table:
     """The per-instance figures of ``pddplan perf``."""
     t = Table(
-        title=f"{p.model} on {p.gpus} x {p.chip} ({p.layout}, weights {p.weight_dtype}, KV {p.kv_dtype})",
+        title=f"{p.model} on {p.gpus} x {p.chip} ({p.layout}, weights {p.weight_dtype}, "
+        f"KV {p.kv_dtype}; engine {p.engine or '?'})",
         box=box.SIMPLE_HEAD,
     )
     t.add_column("figure")

@@ -21,7 +21,7 @@ from pddplan.spec.status import EvalStatus, PlanStatus
 if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
     from pddplan.model.pricing import FleetCost
-    from pddplan.plan.results import PlanResult
+    from pddplan.plan.results import ErrorMargin, PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.scenario import Scenario
@@ -84,10 +84,19 @@ def _headroom(headroom: float | None) -> str:
     return f"headroom {headroom:+.0%}"
 
 
+def engine_note(engine: dict[str, Any]) -> str:
+    """`` (sglang pass times)``, with the error quantile where it is not the fit's centre."""
+    if not engine:
+        return ""
+    q = engine.get("perf_quantile", 0.5)
+    at = "" if q == 0.5 else f" at the error's P{q * 100:g}"
+    return f" ({engine['id']} pass times{at})"
+
+
 def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
     fleet = grid(
-        f"Fleet {e.fleet}",
+        f"Fleet {e.fleet}{engine_note(e.engine)}",
         (
             "DC",
             "role",
@@ -200,13 +209,16 @@ def routing_rule(r: dict[str, Any]) -> str:
     return text
 
 
-def plan_report(r: PlanResult, s: Scenario) -> Group:
+def plan_report(r: PlanResult, s: Scenario, margin: ErrorMargin | None = None) -> Group:
     """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
-    the solver's figures; or, without a plan, why."""
+    the solver's figures; or, without a plan, why. ``margin``: what the plan faces at a
+    higher quantile of the model's error (``pddplan.api.error_margin``)."""
     st = r.stats
     parts: list[Any] = []
     if r.verdict is not None:
         parts.append(Text(r.verdict.text, style="bold"))
+    if margin is not None:
+        parts.append(Text(margin.text, style="yellow"))
     head = Text(
         f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
         style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",

@@ -19,7 +19,7 @@ SolverName = Literal["cbc", "highs"]
 Method = Literal["milp", "enumerate"]
 """How ``solve`` searches: the MILP, or brute force scored by the evaluator (``--method``)."""
 Engine = Literal["local", "ray"]
-"""Where a sweep's points run: local processes, or Ray (``--engine``)."""
+"""Where a sweep's points run: local processes, or Ray (``--runner``)."""
 Dtype = Literal["bf16", "fp8", "fp4"]
 """Weight dtypes (``weight_dtype``, ``--weight-dtype``)."""
 KvDtype = Literal["bf16", "fp8"]

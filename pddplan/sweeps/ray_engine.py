@@ -81,11 +81,11 @@ def _probe(address: str, where: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=INIT_TIMEOUT_S).close()
     except TimeoutError:
         raise InputError(
-            f"--engine ray: could not reach {where} within {INIT_TIMEOUT_S:g} s"
+            f"--runner ray: could not reach {where} within {INIT_TIMEOUT_S:g} s"
         ) from None
     except OSError as e:
         raise InputError(
-            f"--engine ray: could not reach {where}: {e.strerror or type(e).__name__}"
+            f"--runner ray: could not reach {where}: {e.strerror or type(e).__name__}"
         ) from None
 
 
@@ -96,7 +96,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
         import ray
     except ImportError:
         raise InputError(
-            "--engine ray needs ray: pip install 'pddplan[ray]' (or pip install 'ray>=2.40')"
+            "--runner ray needs ray: pip install 'pddplan[ray]' (or pip install 'ray>=2.40')"
         ) from None
     if ray.is_initialized():
         return ray
@@ -125,12 +125,12 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
         late = f" (Ray's native connection attempt gave up after {took:.0f} s)" if took > (
             INIT_TIMEOUT_S + 1) else ""  # fmt: skip
         raise InputError(
-            f"--engine ray: {where} did not answer as Ray within {INIT_TIMEOUT_S:g} s{late}"
+            f"--runner ray: {where} did not answer as Ray within {INIT_TIMEOUT_S:g} s{late}"
         ) from None
     except Exception as e:
         first = str(e).strip().splitlines()
         raise InputError(
-            f"--engine ray: could not reach {where}: {first[0] if first else e!r}"
+            f"--runner ray: could not reach {where}: {first[0] if first else e!r}"
         ) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
