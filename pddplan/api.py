@@ -283,13 +283,16 @@ def error_margin(
 ) -> ErrorMargin | None:
     """What ``plan`` (a min-cost plan at the scenario's pass times) would face at
     ``quantile`` of the model's held-out error: its SLA capacity there, and what the
-    min-cost plan made there buys beyond it. None for a plan without a fleet, or a problem
-    already at or past ``quantile``."""
+    min-cost plan made there buys beyond it. None for a plan without a fleet, another
+    objective's, a problem already at or past ``quantile``, or an engine profile without
+    a measured error (``ideal``)."""
     if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
         return None
     if problem.scenario.perf_quantile >= quantile:
         return None
     slower = with_engine(problem, perf_quantile=quantile)
+    if slower.time_factors() == problem.time_factors():  # a profile without an error table
+        return None
     there = evaluate(slower, plan.fleet)
     other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s)
     extra_gpus = extra_cost = None

@@ -188,3 +188,68 @@ def test_ideal_reproduces_the_catalogs_figures():
             ideal.calibration(chip).efficiency
             == resolve_calibration(problem.hardware, chip).efficiency
         )
+
+
+# --- the command line -------------------------------------------------------------------------
+def _run_json(*args: str) -> dict:
+    import json
+
+    from conftest import run_main
+
+    result = run_main(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_a_plan_carries_its_engine_to_later_commands(tmp_path):
+    """``solve --engine ideal --out`` writes the engine into the plan; ``evaluate --plan``
+    without ``--engine`` assumes it, and ``--engine`` there overrides it."""
+    from conftest import SMALL
+
+    plan = tmp_path / "plan.json"
+    solved = _run_json("solve", str(SMALL), "--engine", "ideal", "--out", str(plan))
+    assert solved["engine"]["id"] == "ideal" and solved["error_margin"] is None
+    again = _run_json("evaluate", str(SMALL), "--plan", str(plan))
+    assert again["engine"]["id"] == "ideal"
+    assert again["sla_capacity_rps"] == pytest.approx(solved["sla_capacity_rps"], rel=1e-9)
+    other = _run_json("evaluate", str(SMALL), "--plan", str(plan), "--engine", "sglang")
+    assert other["engine"]["id"] == "sglang"
+    assert other["sla_capacity_rps"] != pytest.approx(solved["sla_capacity_rps"], rel=1e-3)
+
+
+def test_the_default_engine_prices_its_plan_at_the_error_s_90th_percentile():
+    """At the default quantile a min-cost plan says what it serves with pass times at the
+    engine's 90th-percentile error (slower: less capacity than at the fit's centre)."""
+    from conftest import SMALL
+
+    solved = _run_json("solve", str(SMALL))
+    margin = solved["error_margin"]
+    assert solved["engine"]["id"] == load_engines().default
+    assert margin["quantile"] == 0.9
+    assert margin["capacity_rps"] < solved["sla_capacity_rps"]
+    slower = _run_json("solve", str(SMALL), "--perf-quantile", "0.9")
+    factors = slower["engine"]["time_factors"]
+    assert factors["prefill"] > 1 and factors["decode"] > 1 and slower["error_margin"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["solve", "{small}", "--perf-quantile", "1.5"], "--perf-quantile must lie in (0, 1)"),
+        (["solve", "{small}", "--perf-quantile", "nan"], "--perf-quantile must lie in (0, 1)"),
+        (["solve", "{small}", "--engine", "sglangg"], "--engine: unknown engine 'sglangg'"),
+        (
+            ["perf", "deepseek-v3", "ascend-910c", "--engine", "trtllm"],
+            "no profile for ascend-910c",
+        ),
+        (["sweep", "{small}", "--vary", "headroom=0,0.1", "--engine", "ray"], "--runner ray"),
+    ],
+)
+def test_bad_engine_arguments_are_one_line_exit_2(args, message):
+    from conftest import SMALL, run_main
+
+    result = run_main(*[a.format(small=SMALL) for a in args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
