@@ -719,11 +719,13 @@ def calibrate(
     chip: str | None = None,
     gpus: int | None = None,
     catalogs: Catalogs | None = None,
+    engine: str | None = None,
 ) -> Calibration:
     """The calibration knobs fitted to measured points (``docs/validation.md#calibrate``):
     CSV or JSON points, or vLLM / SGLang / genai-perf benchmark results (which need
     ``model``, ``chip`` and ``gpus``). ``knobs``: those to fit (default: the efficiency
-    factors the points inform)."""
+    factors the points inform); ``engine``: the engine profile they are fitted on top of
+    (default: the catalog's default engine), which must cover every point's chip."""
     from pddplan.calibration.fit import RIDGE
     from pddplan.calibration.fit import calibrate as fit
     from pddplan.io.measurements import Deployment, load_measurements
@@ -734,12 +736,16 @@ def calibrate(
         raise InputError("a benchmark result's deployment needs all of --model, --chip, --gpus")
     deployment = Deployment(model, chip, gpus) if model and chip and gpus else None
     points = load_measurements([Path(p) for p in paths], catalogs, deployment)
+    profile = catalogs.engines.engines[
+        catalogs.engine(engine, sorted({p.measurement.chip for p in points}))
+    ]
     return fit(
         [(p.measurement, p.where) for p in points],
         {m: catalogs.model(m) for m in {p.measurement.model for p in points}},
         catalogs.hardware,
         knobs,
         ridge=RIDGE if ridge is None else ridge,
+        engine=profile,
     )
 
 

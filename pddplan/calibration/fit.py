@@ -29,6 +29,7 @@ from pddplan.errors import InputError
 from pddplan.model.figures import InstancePerf, analyze_instance
 from pddplan.model.instance import make_instance
 from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec, resolve_calibration
+from pddplan.spec.engine import EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.measurement import Measurement
@@ -104,6 +105,18 @@ class Calibration:
     rms_after: float
     ridge: float
     starts: int
+    engine: str = ""
+    """The engine profile the knobs were fitted on top of (its knobs for each point's chip
+    family come first; the fitted ones override them)."""
+
+
+def engine_knobs(
+    engine: EngineProfile | None, hardware: HardwareCatalog, chip: str
+) -> dict[str, float]:
+    """``engine``'s knobs for ``chip``'s family, as a dict (none without an engine)."""
+    if engine is None:
+        return {}
+    return chip_knobs(engine, hardware, chip).model_dump(exclude_none=True)
 
 
 def predict(
@@ -111,10 +124,15 @@ def predict(
     model: ModelSpec,
     hardware: HardwareCatalog,
     knobs: dict[str, float] | None = None,
+    engine: EngineProfile | None = None,
 ) -> float:
-    """What the model gives for ``m``'s metric with ``knobs`` (the point's own calibration
-    on top)."""
-    values = dict(knobs or {}) | m.calibration.model_dump(exclude_none=True)
+    """What the model gives for ``m``'s metric with ``engine``'s knobs for its chip, then
+    ``knobs``, then the point's own calibration on top."""
+    values = (
+        engine_knobs(engine, hardware, m.chip)
+        | dict(knobs or {})
+        | m.calibration.model_dump(exclude_none=True)
+    )
     spec = CalibrationSpec(default=CalibrationOverride(**values))
     cal = resolve_calibration(hardware, m.chip, spec)
     inst = make_instance(
@@ -148,11 +166,16 @@ def _metric(perf: InstancePerf, m: Measurement) -> float:
 
 
 def defaults(
-    hardware: HardwareCatalog, chips: Sequence[str], names: Sequence[str]
+    hardware: HardwareCatalog,
+    chips: Sequence[str],
+    names: Sequence[str],
+    engine: EngineProfile | None = None,
 ) -> dict[str, float]:
     """Each knob's default: its value for the first chip of ``chips`` (the catalog family's
-    efficiency defaults, the deployment defaults). Chips of one fit should share a family."""
-    cal = resolve_calibration(hardware, chips[0])
+    efficiency defaults, ``engine``'s knobs for the family, the deployment defaults). Chips
+    of one fit should share a family."""
+    overrides = CalibrationOverride(**engine_knobs(engine, hardware, chips[0]))
+    cal = resolve_calibration(hardware, chips[0], engine=overrides)
     values = cal.efficiency.model_dump() | cal.knobs.model_dump()
     return {k: float(values[k]) for k in names}
 
@@ -165,9 +188,11 @@ def calibrate(
     *,
     ridge: float = RIDGE,
     starts: int = STARTS,
+    engine: EngineProfile | None = None,
 ) -> Calibration:
     """Fit ``knobs`` (default: those of ``DEFAULT_KNOBS`` the points inform) to ``points``
-    ((measurement, where) pairs). ``InputError`` for a knob no point informs, too few
+    ((measurement, where) pairs), on top of ``engine``'s profile (None: the hardware
+    catalog's figures, ``ideal``). ``InputError`` for a knob no point informs, too few
     points, a point the defaults cannot predict, or a fit that does not converge."""
     if not points:
         raise InputError("no points to fit")
@@ -181,10 +206,10 @@ def calibrate(
     if ridge < 0:
         raise InputError(f"--ridge must be at least 0, got {ridge:g}")
     chips = [m.chip for m, _ in points]
-    x0 = defaults(hardware, chips, names)
+    x0 = defaults(hardware, chips, names, engine)
 
     def run(m: Measurement, values: dict[str, float]) -> float:
-        return predict(m, models[m.model], hardware, values)
+        return predict(m, models[m.model], hardware, values, engine)
 
     before = []
     for m, where in points:
@@ -258,6 +283,7 @@ def calibrate(
         _rms([p.after / p.measurement.value for p in capacity]),
         ridge,
         len(tries),
+        engine.id if engine is not None else "ideal",
     )
 
 

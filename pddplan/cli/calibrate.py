@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 import pddplan
-from pddplan.cli.common import JsonOpt, emit, err, user_errors, write_file
+from pddplan.cli.common import EngineOpt, JsonOpt, emit, err, user_errors, write_file
 
 
 def calibrate(
@@ -44,6 +44,7 @@ def calibrate(
         Path | None,
         typer.Option("--out", help="Write the fitted calibration: block (YAML) here."),
     ] = None,
+    engine: EngineOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit calibration knobs to measured throughputs by bounded least squares.
@@ -61,7 +62,7 @@ def calibrate(
 
     names = [k.strip() for k in knobs.split(",") if k.strip()] if knobs is not None else None
     fit = pddplan.calibrate(
-        measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus
+        measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus, engine=engine
     )
     if out_file is not None:
         write_file(out_file, pddplan.calibration_yaml(fit, [str(p) for p in measurements]))

@@ -240,8 +240,15 @@ def calibration_yaml(fit: Calibration, sources: list[str]) -> str:
         header.append(
             f"# {k.name}: {k.value:.4g} ({spread} at one sigma; default {k.default:g}{bound})"
         )
+    header.append(
+        f"# On top of the engine profile '{fit.engine}': a scenario that includes this block "
+        "plans with that engine."
+    )
     body = yaml.safe_dump(
-        {"calibration": {"default": {k.name: round(k.value, 6) for k in fit.knobs}}},
+        {
+            "engine": fit.engine,
+            "calibration": {"default": {k.name: round(k.value, 6) for k in fit.knobs}},
+        },
         sort_keys=False,
     )
     return "\n".join(header) + "\n" + body
