@@ -283,9 +283,12 @@ def error_margin(
 ) -> ErrorMargin | None:
     """What ``plan`` (a min-cost plan at the scenario's pass times) would face at
     ``quantile`` of the model's held-out error: its SLA capacity there, and what the
-    min-cost plan made there buys beyond it. None for a plan without a fleet, another
+    min-cost plan made there buys beyond it (planned only where this plan no longer serves
+    its planned rate there). None for a plan without a fleet, another
     objective's, a problem already at or past ``quantile``, or an engine profile without
     a measured error (``ideal``)."""
+    from pddplan.plan.results import ErrorMargin
+
     if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
         return None
     if problem.scenario.perf_quantile >= quantile:
@@ -294,14 +297,16 @@ def error_margin(
     if slower.time_factors() == problem.time_factors():  # a profile without an error table
         return None
     there = evaluate(slower, plan.fleet)
+    if there.sla_capacity_rps >= plan.planned_rps:  # it holds there: nothing more to buy
+        return ErrorMargin(
+            quantile, problem.engine.id, there.sla_capacity_rps, there.demand_rps, 0, 0.0
+        )
     other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s)
     extra_gpus = extra_cost = None
     if other.fleet is not None and other.evaluation is not None:
         extra_gpus = _gpus(other.fleet) - _gpus(plan.fleet)
         if other.evaluation.cost_per_hour_usd is not None and plan.evaluation.cost_per_hour_usd:
             extra_cost = other.evaluation.cost_per_hour_usd - plan.evaluation.cost_per_hour_usd
-    from pddplan.plan.results import ErrorMargin
-
     return ErrorMargin(
         quantile,
         problem.engine.id,

@@ -253,3 +253,27 @@ def test_bad_engine_arguments_are_one_line_exit_2(args, message):
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+@pytest.mark.slow
+def test_error_margin_plans_again_only_where_the_plan_no_longer_holds():
+    """A plan that still serves its planned rate at the 90th percentile needs nothing more
+    (no second solve); one that does not is compared with the plan made there."""
+    import dataclasses
+
+    from conftest import SMALL
+
+    from pddplan.plan.results import ErrorMargin
+
+    problem = pddplan.load_scenario(SMALL)
+    plan = pddplan.solve(problem)
+    holds = pddplan.error_margin(problem, plan)
+    assert holds is not None and holds.extra_gpus == 0
+    assert "still above the 20 req/s demand" in holds.text
+    # the same plan claimed for far more than it serves: the plan at P90 is solved for
+    tight = dataclasses.replace(plan, planned_rps=1e6)
+    again = pddplan.error_margin(problem, tight)
+    assert again is not None and again.extra_gpus is not None and again.extra_gpus >= 0
+    short = ErrorMargin(0.9, "sglang", 3.0, 4.0, 16, 40.0)
+    assert short.text.endswith("the plan for it buys +16 GPUs, +$29,200/month.")
+    assert "no plan serves the demand" in ErrorMargin(0.9, "sglang", 3.0, 4.0, None, None).text

@@ -162,9 +162,10 @@ class ErrorMargin:
             return f"{head}: {holds}, and no plan serves the demand."
         if self.capacity_rps >= self.demand_rps:
             return f"{head}: {holds}, still above the {self.demand_rps:,.3g} req/s demand."
+        usd = self.extra_cost_per_month_usd
         return (
             f"{head}: {holds}; the plan for it buys {self.extra_gpus:+,} GPUs, "
-            f"${self.extra_cost_per_month_usd:+,.0f}/month."
+            f"{'+' if usd >= 0 else '-'}${abs(usd):,.0f}/month."
         )
 
 
