@@ -27,13 +27,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pydantic import ValidationError
 
 from pddplan import units
 from pddplan.errors import ArgumentError, InputError
-from pddplan.evaluation.evaluator import Evaluator
+from pddplan.evaluation.evaluator import Evaluator, engine_summary
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
@@ -132,6 +133,8 @@ class Section:
 class Comparison:
     scenario: Scenario
     sections: list[Section]
+    engine: dict[str, Any] = field(default_factory=dict)
+    """The pass times every row assumes (``evaluator.engine_summary``)."""
 
     def section(self, at: str) -> Section:
         return next(s for s in self.sections if s.at == at)
@@ -411,7 +414,7 @@ def compare(
         section = Section("budget", MAX_CAPACITY, demand, planned, budget, source,
                           budget_rows, common, "")  # fmt: skip
         sections.append(_with_verdict(section))
-    return Comparison(s, sections)
+    return Comparison(s, sections, engine_summary(problem))
 
 
 def _latencies(rows: list[Candidate]) -> list[Candidate]:

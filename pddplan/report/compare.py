@@ -30,6 +30,11 @@ def comparison_report(view: dict[str, Any]) -> Group:
     """``pddplan compare``: one table per question (equal demand, equal budget), each with
     its verdict (and, at equal budget, the latency table), then the price sweep if any."""
     parts: list[Any] = []
+    engine = view.get("engine")
+    if engine:
+        q = engine.get("perf_quantile", 0.5)
+        at = "the fit's centre" if q == 0.5 else f"the {q * 100:g}th percentile of its error"
+        parts.append(Text(f"Pass times: {engine['name']} ({engine['id']}), at {at}.", style="dim"))
     for section in view["sections"]:
         heads, rows = section_rows(section)
         # a row that relaxes the scenario: its label marked, the relaxation in the caption

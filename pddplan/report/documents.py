@@ -188,6 +188,13 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
         "scored by the same evaluator: at equal demand its cheapest fleet (min-cost), at "
         "equal budget its largest SLA capacity (max-capacity).",
     ]
+    engine = view.get("engine")
+    if engine:
+        parts.append(
+            f"- Pass times: {engine['name']} (`{engine['id']}`, {engine['version']}) at the "
+            f"{engine['perf_quantile'] * 100:g}th percentile of the model's held-out error "
+            "(docs/validation.md)."
+        )
     for dc_id, dc in s.datacenters.items():
         limits = [f"max {dc.max_gpus} GPUs" if dc.max_gpus else "", f"PUE {dc.pue:g}"]
         parts.append(

@@ -289,6 +289,7 @@ def comparison_view(c: Comparison, sweep: Sweep | None = None) -> dict[str, Any]
         "model": c.scenario.model,
         "demand_rps": c.scenario.workload.arrival_rps,
         "headroom": c.scenario.headroom,
+        "engine": c.engine,
         "sections": [section_view(s) for s in c.sections],
     }
     if sweep is not None:
