@@ -33,6 +33,7 @@ import pddplan  # noqa: E402
 from pddplan.calibration.crossval import (  # noqa: E402
     FAMILY_KNOBS,
     Fit,
+    Param,
     HeldOut,
     cross_validate,
     fit_engine,
@@ -157,10 +158,7 @@ def profile_families(engine: str, fit: Fit, points: list[Measurement]) -> tuple[
         sources[k] = spec["fixed_sources"][k]
     for p in fit.values:
         if p.family is None and p.knob not in FAMILY_KNOBS:
-            f = fit.factors.get(p, math.nan)
-            sources[p.knob] = f"fit: {here}, {fit.points} {engine} points (x/÷ {f:.2f})" + (
-                "; no point informs it: its starting value" if p in fit.idle else ""
-            )
+            sources[p.knob] = f"fit: {here}, {fit.points} {engine} points" + _quality(fit, p)
     for family in spec["runs_on"]:
         knobs = dict(spec["fixed"])
         if family in own_families or any(
@@ -189,17 +187,27 @@ def profile_families(engine: str, fit: Fit, points: list[Measurement]) -> tuple[
             knobs[k] = round(values[k], 4)
             param = next((p for p in fit.values if p.knob == k and p.family == family), None)
             param = param or next((p for p in fit.values if p.knob == k and p.family is None), None)
-            f = fit.factors.get(param, math.nan) if param else math.nan
-            sources[f"{family}.{k}"] = (
-                f"fit: {here}, {how}"
-                + (f" (x/÷ {f:.2f})" if param and math.isfinite(f) else "")
-                + ("; at its bound" if param in fit.at_bound else "")
-            )
+            sources[f"{family}.{k}"] = f"fit: {here}, {how}" + _quality(fit, param)
         for p, v in fit.values.items():
             if p.family is None and p.knob not in FAMILY_KNOBS:
                 knobs[p.knob] = round(v, 3)
         families[family] = knobs
     return families, sources
+
+
+def _quality(fit: Fit, param: Param | None) -> str:
+    """How well the points pin a fitted value down, for its source line."""
+    if param is None:
+        return ""
+    if param in fit.idle:
+        return "; no point informs it: the catalog's default"
+    f = fit.factors.get(param, math.nan)
+    out = f" (x/÷ {f:.2f})" if math.isfinite(f) else " (unbounded by the points)"
+    if math.isfinite(f) and f > 10:
+        out += "; barely informed: the points hardly move it"
+    if param in fit.at_bound:
+        out += "; at its bound"
+    return out
 
 
 def error_table(held_by_engine: dict[str, list[HeldOut]]) -> dict[str, dict]:
@@ -316,7 +324,7 @@ def write_catalog(profiles: dict[str, dict], errors: dict[str, dict]) -> None:
     }
     for engine, profile in profiles.items():
         data[engine] = profile | {"error": errors[engine]}
-    body = yaml.safe_dump(data, sort_keys=False, width=100, indent=2)
+    body = yaml.safe_dump(data, sort_keys=False, width=100, indent=2, allow_unicode=True)
     body = "\n".join("  " + line if line else line for line in body.splitlines())
     path.write_text(head + "\nengines:\n" + body + "\n")
     print(f"\nwrote {path.relative_to(ROOT)}")
