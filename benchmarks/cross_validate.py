@@ -33,8 +33,8 @@ import pddplan  # noqa: E402
 from pddplan.calibration.crossval import (  # noqa: E402
     FAMILY_KNOBS,
     Fit,
-    Param,
     HeldOut,
+    Param,
     cross_validate,
     fit_engine,
     source_group,
