@@ -277,3 +277,33 @@ def test_error_margin_plans_again_only_where_the_plan_no_longer_holds():
     short = ErrorMargin(0.9, "sglang", 3.0, 4.0, 16, 40.0)
     assert short.text.endswith("the plan for it buys +16 GPUs, +$29,200/month.")
     assert "no plan serves the demand" in ErrorMargin(0.9, "sglang", 3.0, 4.0, None, None).text
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ("{hopper: {decode_mfu: -0.2}}", "greater than 0"),
+        ("{hopper: {decode_mfu: .nan}}", "decode_mfu"),
+        (
+            "{hopper: {layer_overhead_us: 5}}",
+            "sources is missing a citation for: hopper.layer_overhead_us",
+        ),
+        ("{hopper: {decode_mfuu: 0.2}}", "unknown key 'decode_mfuu'"),
+    ],
+)
+def test_a_bad_engine_file_is_one_located_line(tmp_path, profile, message):
+    """A scenario's own engine file: a negative, non-finite, unsourced or unknown knob is
+    one line naming the file, the line and the key, exit 2."""
+    from conftest import run_main
+
+    (tmp_path / "engines.yaml").write_text(
+        "default: mine\nengines:\n  ideal: {name: ideal, version: '-', families: any}\n"
+        f"  mine: {{name: mine, version: '1', families: {profile}}}\n"
+    )
+    path = _scenario_with(tmp_path, "engine: mine\n")
+    text = path.read_text().replace("\nmodel:", "\ncatalogs: {engines: engines.yaml}\nmodel:", 1)
+    path.write_text(text)
+    result = run_main("validate", str(path))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "engines.yaml:" in lines[0] and message in lines[0], lines

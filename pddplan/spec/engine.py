@@ -10,7 +10,7 @@ it knew engines.
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -21,6 +21,8 @@ from pddplan.spec.hardware import HardwareCatalog
 Phase = Literal["prefill", "decode"]
 PHASES: tuple[Phase, ...] = ("prefill", "decode")
 """The phases whose pass times the model's error scales: a prefill pass, a decode step."""
+EVERY = "*"
+"""The family key of a profile that covers every family (``families: any``)."""
 IDEAL = "ideal"
 """The profile that keeps the hardware catalog's figures (no engine's overheads)."""
 
@@ -73,19 +75,25 @@ class EngineProfile(Frozen):
     name: str
     version: str
     """The release the knobs describe (``-`` for ``ideal``)."""
-    families: dict[str, CalibrationOverride] | Literal["any"]
-    """Per chip family, the knobs that differ from the hardware catalog's defaults; ``any``:
-    every family, with none changed (``ideal``)."""
+    families: dict[str, CalibrationOverride]
+    """Per chip family, the knobs that differ from the hardware catalog's defaults. The file
+    may say ``families: any``: every family, with none changed (``ideal``; held as the one
+    family ``EVERY``)."""
     sources: dict[str, str] = Field(default_factory=dict)
     """``family.knob`` (or ``knob`` for every family) -> where its value comes from."""
     error: dict[Phase, PhaseError] = Field(default_factory=dict)
     """The model's held-out error per phase with this profile (none: not measured)."""
     notes: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _any_family(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("families") == "any":
+            return {**data, "families": {EVERY: {}}}
+        return data
+
     @model_validator(mode="after")
     def _every_knob_is_sourced(self) -> EngineProfile:
-        if self.families == "any":
-            return self
         missing = []
         for family, knobs in self.families.items():
             for knob in knobs.model_dump(exclude_none=True):
@@ -97,13 +105,11 @@ class EngineProfile(Frozen):
 
     def knobs(self, family: str) -> CalibrationOverride | None:
         """The knobs for ``family``, or None when the profile has none for it."""
-        if self.families == "any":
-            return CalibrationOverride()
-        return self.families.get(family)
+        return self.families.get(family, self.families.get(EVERY))
 
     @property
     def family_names(self) -> list[str]:
-        return [] if self.families == "any" else sorted(self.families)
+        return sorted(f for f in self.families if f != EVERY)
 
     def time_factor(self, phase: Phase, quantile: float) -> float:
         """The pass-time factor at ``quantile`` of the model's error (1 without an error
