@@ -110,7 +110,7 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     rate = len(run.points) - run.resumed
     speed = f", {rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
     lines.append(Text(
-        f"{run.engine} engine, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s"
+        f"{run.engine} runner, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s"
         f"{speed}; {run.resumed:,} from the journal; {failed:,} invalid or failed"
         + ("; interrupted: run again with --resume" if run.interrupted else ""), style="dim"))  # fmt: skip
     return Group(*lines)
