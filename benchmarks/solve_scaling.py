@@ -91,6 +91,7 @@ def four_dc_scenario(chips: int, tiers: int, classes: int, objective: str) -> Sc
     return Scenario.model_validate(
         {
             "name": f"4dc-{chips}chips-{tiers}tiers-{classes}classes",
+            "engine": "ideal",  # every chip family of the catalog: only ideal covers them all
             "model": "llama-3.1-70b",
             "datacenters": datacenters,
             "links": links,

@@ -387,7 +387,7 @@ def test_compare_budget_section_names_its_budget():
     (section,) = json.loads(r.output)["sections"]
     assert section["budget_usd_per_hour"] == 40 and section["budget_source"] == "given"
     r = run_main("compare", str(SMALL), "--at", "budget")
-    assert "At equal budget ($31.95/hour, PDD's equal-demand cost)" in r.output
+    assert "At equal budget ($36.75/hour, PDD's equal-demand cost)" in r.output
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ from pddplan.plan.brute_force import enumerate_plan
 from pddplan.plan.search import solve_plan
 from pddplan.spec.scenario import Scenario
 
-SEEDS = range(20)
-SLOW = {*range(20), *range(100, 105), *range(200, 203)}
-"""Seeds whose brute force takes seconds: run by CI (``pytest -m slow``), not by default."""
+SEEDS = range(12)
+SLOW = {*range(12), *range(100, 105), *range(200, 203)}
+"""Seeds whose brute force takes seconds: run by CI (``pytest -m slow``), not by default.
+(20 min-cost seeds and max-BCR seed 103 until 2026-12-07, cut to keep CI under 10
+minutes.)"""
 
 
 def seeds(values) -> list:
@@ -147,7 +149,7 @@ def test_min_cost_matches_brute_force(seed, hardware, models):
     assert milp.evaluation.sla_capacity_rps >= s.workload.arrival_rps * (1 - 1e-6)
 
 
-@pytest.mark.parametrize("seed", seeds(range(100, 105)))
+@pytest.mark.parametrize("seed", seeds([100, 101, 102, 104]))
 def test_max_bcr_matches_brute_force(seed, hardware, models):
     """At two plateaus (1% and 10%): the best BCR agrees with brute force, the bound is a
     bound, and the plan is the cheapest candidate within the plateau of the MILP's bound

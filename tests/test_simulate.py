@@ -654,6 +654,7 @@ def test_solve_verify_on_the_small_scenario(tmp_path):
     text = SMALL.read_text(encoding="utf-8")
     one_gpu = text.replace("  max_gpus_per_instance: 8 ", "  gpus_per_instance: [1]  ")
     assert one_gpu != text
+    one_gpu += "\nengine: ideal  # the catalog's figures: the plan that misses at first\n"
     path = tmp_path / "small-one-gpu.yaml"
     path.write_text(one_gpu, encoding="utf-8")
     r = _cli("solve", str(path), "--verify", "--json")

@@ -51,7 +51,8 @@ def test_price_premium_needs_a_second_chip():
 
 
 def _demand(tmp_path=None, resume=False):
-    problem = pddplan.load_scenario(SMALL)
+    # the catalog's figures (``ideal``): where the steps below are
+    problem = pddplan.load_scenario(SMALL).derive({"engine": "ideal"})
     journal = None if tmp_path is None else tmp_path / "d.csv.journal.jsonl"
     return demand_study(problem, Settings("min-cost"), vary=["workload.arrival_rps=23,24"],
                         scenario_label="small", journal=journal, resume=resume)  # fmt: skip
@@ -71,7 +72,7 @@ def test_the_demand_steps_are_where_independent_solves_change_fleet():
     fleets = [p.results[0].fleet for p in run.points]
     steps = [i for i in range(len(fleets) - 1) if fleets[i] != fleets[i + 1]]
     assert len(steps) == len(run.notes) == 2
-    base = pddplan.load_scenario(SMALL)
+    base = pddplan.load_scenario(SMALL).derive({"engine": "ideal"})
     month = units.HOURS_PER_MONTH
     costs = []
     for k, note in zip(steps, run.notes, strict=True):

@@ -63,7 +63,8 @@ def test_each_thread_counts_into_its_own_block():
 # before each relay cut's stretch was read by bisection (``stretched_meets``)
 CEILINGS = {
     "small-llama-8b": {"pool_tails": 525, "states": 215, "capacity_searches": 7},
-    "pdd-h100-h200": {"pool_tails": 940, "states": 290, "capacity_searches": 9},
+    # with SGLang's pass times (the default engine) its plan takes 10 capacity searches
+    "pdd-h100-h200": {"pool_tails": 940, "states": 290, "capacity_searches": 11},
     "pdd-paper-fleets": {"pool_tails": 1_220, "states": 375, "capacity_searches": 12},
 }
 
