@@ -137,6 +137,7 @@ def test_every_knob_of_a_profile_is_sourced():
 def test_the_shipped_catalog_has_ideal_and_a_default():
     catalog = load_engines()
     assert "ideal" in catalog.engines and catalog.default in catalog.engines
+    assert catalog.default != "ideal"  # a released engine's figures, never the best case
     with pytest.raises(ValueError, match="unknown engine"):
         EngineCatalog(default="nope", engines=catalog.engines)
 

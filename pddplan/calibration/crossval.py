@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,10 +233,9 @@ def _informs(
     param: Param,
     start: dict[Param, float],
     before: np.ndarray,
-    predictions: object,
+    predictions: Callable[[dict[Param, float]], np.ndarray],
 ) -> bool:
     """Whether moving ``param`` by 20% moves some prediction by more than 0.1%."""
-    assert callable(predictions)
     lo, hi = FIT_BOUNDS[param.knob]
     trial = min(max(start[param] * 1.2, lo), hi)
     if trial == start[param]:
@@ -346,10 +345,3 @@ def summarize(held: Sequence[HeldOut], band: float = 0.2) -> Summary:
         float(np.median(r)),
         float(np.mean(np.abs(r - 1))),
     )
-
-
-def error_quantiles(held: Sequence[HeldOut], phase: Phase, qs: Sequence[float]) -> list[float]:
-    """The q-quantiles of measured / predicted pass time over ``phase``'s held-out points
-    (1 / ratio)."""
-    times = np.array([1.0 / h.ratio for h in held if h.phase == phase])
-    return [float(np.quantile(times, q)) for q in qs]

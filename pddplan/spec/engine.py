@@ -19,7 +19,6 @@ from pddplan.spec.calibration import CalibrationOverride
 from pddplan.spec.hardware import HardwareCatalog
 
 Phase = Literal["prefill", "decode"]
-PHASES: tuple[Phase, ...] = ("prefill", "decode")
 """The phases whose pass times the model's error scales: a prefill pass, a decode step."""
 EVERY = "*"
 """The family key of a profile that covers every family (``families: any``)."""
@@ -120,7 +119,8 @@ class EngineProfile(Frozen):
 
 class EngineCatalog(Frozen):
     """``catalogs/engines.yaml``: the profiles by id and the one used when a scenario names
-    none (a released engine's, never ``ideal``)."""
+    none (the shipped file's is a released engine's, never ``ideal``:
+    ``tests/test_engines.py``)."""
 
     default: str
     engines: dict[str, EngineProfile]
