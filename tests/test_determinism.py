@@ -30,7 +30,7 @@ from conftest import H100_H200, ONE_CLASS, ROOT, SMALL
 
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second", "solve_s", "wall_s"}
 """JSON keys that measure this machine's speed, not the answer."""
-HOW_IT_RAN = {"workers", "engine"}
+HOW_IT_RAN = {"workers", "runner"}
 """A sweep's keys that say how it ran, not what it found."""
 FAST = 10.0
 """How much faster the slowed run's clock runs."""
@@ -122,20 +122,20 @@ def test_a_comparison_is_the_same_slowed_down():
     _same_slowed(["compare", str(SMALL), "--format", "json"])
 
 
-ENGINES = [["--workers", "2"]] + (
+RUNNERS = [["--workers", "2"]] + (
     [["--runner", "ray", "--workers", "2"]] if importlib.util.find_spec("ray") else []
 )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ENGINES, ids=[" ".join(e) for e in ENGINES])
-def test_a_sweep_is_the_same_on_more_workers_and_slowed_down(engine):
+@pytest.mark.parametrize("runner", RUNNERS, ids=[" ".join(e) for e in RUNNERS])
+def test_a_sweep_is_the_same_on_more_workers_and_slowed_down(runner):
     """One worker at normal speed against two workers (or Ray) slowed: the same rows."""
     vary = ["sweep", str(SMALL), "--vary", "workload.arrival_rps=2,5,11", "--format", "json"]
     vary += ["--architectures", "pdd,intra-dc-homogeneous"]
     normal = _run([*vary, "--workers", "1"], slowed=False)
     # Ray's own processes miss their heartbeats with both cores burnt (146 s a run against
     # 10 s): its run is slowed by the driver's clock only
-    with _busy_cores(0 if "ray" in engine else 1):
-        slowed = _run([*vary, *engine], slowed=True)
+    with _busy_cores(0 if "ray" in runner else 1):
+        slowed = _run([*vary, *runner], slowed=True)
     assert slowed == normal

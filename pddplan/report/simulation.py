@@ -130,6 +130,7 @@ def simulation_report(v: dict[str, Any]) -> Group:
     head = Text(
         f"{v['scenario']}: fleet {v['fleet']}, {v['source']} requests, seed {v['seed']}; "
         f"analytic: {v['predicted_from']}"
+        + (f"; {v['engine']} pass times" if v.get("engine") else "")
     )
     paths = v["pipelines"]
     routes = Text(

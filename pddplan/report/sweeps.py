@@ -110,7 +110,8 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     rate = len(run.points) - run.resumed
     speed = f", {rate / run.wall_s:.2f} points/s" if run.wall_s > 0 and rate else ""
     lines.append(Text(
-        f"{run.engine} runner, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s"
+        (f"{run.pass_times} pass times; " if run.pass_times else "")
+        + f"{run.engine} runner, {run.workers} worker(s): {rate:,} points in {run.wall_s:.1f} s"
         f"{speed}; {run.resumed:,} from the journal; {failed:,} invalid or failed"
         + ("; interrupted: run again with --resume" if run.interrupted else ""), style="dim"))  # fmt: skip
     return Group(*lines)
@@ -132,7 +133,8 @@ def sweep_json(run: SweepRun) -> str:
     data = {
         "sweep": run.job.identity(),
         "run": {
-            "engine": run.engine,
+            "runner": run.engine,
+            "pass_times": run.pass_times,
             "workers": run.workers,
             "wall_s": run.wall_s,
             "points": len(run.points),

@@ -376,6 +376,7 @@ def simulation_view(r: SimResult) -> dict[str, Any]:
         "fleet": r.fleet,
         "source": r.source,
         "predicted_from": r.predicted_from,
+        "engine": r.engine,
         "rate_rps": r.rate_rps,
         "requests": r.requests,
         "warmup_requests": r.warmup_requests,

@@ -109,6 +109,8 @@ class SimResult:
     and the return hop) over the requests above the simulated TTFT P90."""
     events: int
     wall_s: float
+    engine: str = ""
+    """The engine profile whose pass times both the simulator and the analytic column use."""
 
     @property
     def confirmed(self) -> bool:
@@ -313,6 +315,7 @@ def _summarize(
     stall = last.stall_s - first.stall_s
     st = steady.steadiness
     return SimResult(
+        engine=predicted.engine.get("id", ""),
         scenario=s.name,
         fleet=fleet.name,
         source=str(trace) if trace is not None else "sessions",

@@ -97,6 +97,8 @@ class SweepRun:
     engine: str = "local"
     notes: list[str] = field(default_factory=list)
     """What a study found (the demand study's steps)."""
+    pass_times: str = ""
+    """The engine profile whose pass times every point assumes."""
 
     @property
     def complete(self) -> bool:
@@ -232,7 +234,8 @@ def run_sweep(
         if log is not None:
             log.close()
     run = SweepRun(job, [done[i] for i in sorted(done)], len(grid), interrupted, resumed,
-                   time.perf_counter() - start, workers, engine)  # fmt: skip
+                   time.perf_counter() - start, workers, engine,
+                   pass_times=problem.engine.id)  # fmt: skip
     return run
 
 

@@ -168,7 +168,8 @@ def demand_study(
     notes = [_step_note(seen[lo], seen[hi], lo, hi) for lo, hi in sorted(steps)]
     total = len(points) + (1 if interrupted else 0)  # at least the rate it was planning
     return SweepRun(job, points, total, interrupted, resumed,
-                    wall_s=time.perf_counter() - start, notes=notes)  # fmt: skip
+                    wall_s=time.perf_counter() - start, notes=notes,
+                    pass_times=problem.engine.id)  # fmt: skip
 
 
 def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
