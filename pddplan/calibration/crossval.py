@@ -37,11 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from pddplan.calibration.fit import BOUNDS, _as_factor, predict
+from pddplan.calibration.fit import BOUNDS, _as_factor, point_figures, predict
 from pddplan.errors import InputError
-from pddplan.model.figures import analyze_instance
-from pddplan.model.instance import make_instance
-from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec, resolve_calibration
+from pddplan.spec.calibration import CalibrationOverride
 from pddplan.spec.engine import Phase
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -90,13 +88,16 @@ class Fit:
 
     def knobs_for(self, family: str) -> dict[str, float]:
         """The knobs a point (or a chip) of ``family`` is predicted with."""
-        out = {}
-        for p, v in self.values.items():
-            if (
-                p.family is None and Param(p.knob, family) not in self.values
-            ) or p.family == family:
-                out[p.knob] = v
-        return out
+        return family_knobs(self.values, family)
+
+
+def family_knobs(values: dict[Param, float], family: str) -> dict[str, float]:
+    """``family``'s own values of ``values``, and the pooled ones where it has none."""
+    out = {}
+    for p, v in values.items():
+        if (p.family is None and Param(p.knob, family) not in values) or p.family == family:
+            out[p.knob] = v
+    return out
 
 
 @dataclass(frozen=True)
@@ -189,10 +190,9 @@ def fit_engine(
         return start | {p: float(math.exp(v)) for p, v in zip(names, z, strict=True)}
 
     def predictions(values: dict[Param, float]) -> np.ndarray:
-        fit = Fit(values, {}, [], [], len(ms))
         return np.array(
             [
-                predict(m, models[m.model], hardware, base | fit.knobs_for(f))
+                predict(m, models[m.model], hardware, base | family_knobs(values, f))
                 for m, f in zip(ms, families, strict=True)
             ]
         )
@@ -265,28 +265,7 @@ def phase_of(
         return "prefill"
     if m.metric != "serving_output_tokens_per_s_per_gpu":
         return "decode"
-    values = dict(knobs) | m.calibration.model_dump(exclude_none=True)
-    cal = resolve_calibration(
-        hardware, m.chip, CalibrationSpec(default=CalibrationOverride(**values))
-    )
-    inst = make_instance(
-        model,
-        hardware.chips[m.chip],
-        m.gpus,
-        cal,
-        kv_dtype=m.kv_dtype,
-        weight_dtype=m.weight_dtype,
-        context_parallel=m.context_parallel,
-        attention_tp=m.attention_tp,
-    )
-    perf = analyze_instance(
-        inst,
-        input_tokens=m.input_tokens,
-        hit_rate=m.hit_rate,
-        output_tokens=m.output_tokens,
-        tpot_ms=m.tpot_ms,
-        batch=m.batch,
-    )
+    perf = point_figures(m, model, hardware, knobs)
     prefill_s = m.input_tokens / perf.prefill_input_tokens_per_s_per_gpu
     decode_s = m.output_tokens / perf.decode_tokens_per_s_per_gpu
     return "prefill" if prefill_s > decode_s else "decode"

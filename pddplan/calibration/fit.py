@@ -128,11 +128,16 @@ def predict(
 ) -> float:
     """What the model gives for ``m``'s metric with ``engine``'s knobs for its chip, then
     ``knobs``, then the point's own calibration on top."""
-    values = (
-        engine_knobs(engine, hardware, m.chip)
-        | dict(knobs or {})
-        | m.calibration.model_dump(exclude_none=True)
-    )
+    values = engine_knobs(engine, hardware, m.chip) | dict(knobs or {})
+    return _metric(point_figures(m, model, hardware, values), m)
+
+
+def point_figures(
+    m: Measurement, model: ModelSpec, hardware: HardwareCatalog, knobs: dict[str, float]
+) -> InstancePerf:
+    """``pddplan perf``'s figures for ``m``'s deployment and request shape, with ``knobs``
+    and the point's own calibration on top."""
+    values = dict(knobs) | m.calibration.model_dump(exclude_none=True)
     spec = CalibrationSpec(default=CalibrationOverride(**values))
     cal = resolve_calibration(hardware, m.chip, spec)
     inst = make_instance(
@@ -145,7 +150,7 @@ def predict(
         context_parallel=m.context_parallel,
         attention_tp=m.attention_tp,
     )
-    perf = analyze_instance(
+    return analyze_instance(
         inst,
         input_tokens=m.input_tokens,
         hit_rate=m.hit_rate,
@@ -153,7 +158,6 @@ def predict(
         tpot_ms=m.tpot_ms,
         batch=m.batch,
     )
-    return _metric(perf, m)
 
 
 def _metric(perf: InstancePerf, m: Measurement) -> float:
