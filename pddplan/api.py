@@ -119,22 +119,10 @@ def with_engine(
     profile for a chip the scenario may buy, or a quantile outside (0, 1)."""
     changes: dict[str, Any] = {}
     if engine is not None:
-        known = problem.engines.engines
-        if engine not in known:
-            from pddplan.io.catalogs import unknown_id
+        from pddplan.io.catalogs import checked_engine
 
-            raise ArgumentError(
-                "serving_engine", f"{{argument}}: {unknown_id('engine', engine, known)}"
-            )
-        from pddplan.spec.engine import chip_knobs
-
-        chips = {c for dc in problem.scenario.datacenters.values() for c in dc.chips}
-        for chip in sorted(chips):
-            try:
-                chip_knobs(known[engine], problem.hardware, chip)
-            except ValueError as e:
-                raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
-        changes["engine"] = engine
+        chips = sorted({c for dc in problem.scenario.datacenters.values() for c in dc.chips})
+        changes["engine"] = checked_engine(problem.engines, problem.hardware, engine, chips)
     if perf_quantile is not None:
         if not 0 < perf_quantile < 1:
             raise ArgumentError(

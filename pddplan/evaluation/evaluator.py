@@ -26,7 +26,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -900,22 +899,8 @@ def _report(
         ttft_over_p99_bound=st.tail99,
         planned_rps=planned,
         ttft_planned_s=_percentiles(at_planned, s.sla.ttft_p99_s) if at_planned else None,
-        engine=engine_summary(m.problem),
+        engine=m.problem.engine_summary(),
     )
-
-
-def engine_summary(problem: Problem) -> dict[str, Any]:
-    """The engine profile and error quantile a problem's pass times assume (``Evaluation``'s
-    ``engine``; plan files carry it, so later commands on a plan assume the same)."""
-    engine = problem.engine
-    prefill, decode = problem.time_factors()
-    return {
-        "id": engine.id,
-        "name": engine.name,
-        "version": engine.version,
-        "perf_quantile": problem.scenario.perf_quantile,
-        "time_factors": {"prefill": prefill, "decode": decode},
-    }
 
 
 def _percentiles(st: _State, hi: float) -> dict[str, float]:

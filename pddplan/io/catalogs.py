@@ -102,6 +102,28 @@ def load_models(path: Path | None = None) -> ReadOnlyDict[str, ModelSpec]:
     return _load_models(_identity(path or _shipped("models.yaml")))
 
 
+def checked_engine(
+    engines: EngineCatalog,
+    hardware: HardwareCatalog,
+    engine_id: str | None,
+    chips: Iterable[str] = (),
+) -> str:
+    """``engine_id`` (default: ``engines``' default), checked to exist and to have a
+    profile for the family of each of ``chips``; ``ArgumentError`` for ``--engine`` if
+    not."""
+    name = engine_id or engines.default
+    if name not in engines.engines:
+        raise ArgumentError(
+            "serving_engine", f"{{argument}}: {unknown_id('engine', name, engines.engines)}"
+        )
+    for chip in chips:
+        try:
+            chip_knobs(engines.engines[name], hardware, chip)
+        except ValueError as e:
+            raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
+    return name
+
+
 def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:
     """'unknown chip 'h100' (close: h100-sxm, h100-pcie)' or the full list when none is close."""
     known = sorted(known)
@@ -132,18 +154,7 @@ class Catalogs:
     def engine(self, engine_id: str | None, chips: Iterable[str] = ()) -> str:
         """``engine_id`` (default: the catalog's default engine), checked to exist and to
         have a profile for each of ``chips``; ``ArgumentError`` for ``--engine`` if not."""
-        catalog = self.engines
-        name = engine_id or catalog.default
-        if name not in catalog.engines:
-            raise ArgumentError(
-                "serving_engine", f"{{argument}}: {unknown_id('engine', name, catalog.engines)}"
-            )
-        for chip in chips:
-            try:
-                chip_knobs(catalog.engines[name], self.hardware, chip)
-            except ValueError as e:
-                raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
-        return name
+        return checked_engine(self.engines, self.hardware, engine_id, chips)
 
     @cached_property
     def hardware(self) -> HardwareCatalog:

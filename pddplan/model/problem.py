@@ -438,6 +438,19 @@ class Problem:
         q, engine = self.scenario.perf_quantile, self.engine
         return engine.time_factor("prefill", q), engine.time_factor("decode", q)
 
+    def engine_summary(self) -> dict[str, Any]:
+        """The engine profile and error quantile the pass times assume, as reports and plan
+        files carry them (so later commands on a plan assume the same)."""
+        engine = self.engine
+        prefill, decode = self.time_factors()
+        return {
+            "id": engine.id,
+            "name": engine.name,
+            "version": engine.version,
+            "perf_quantile": self.scenario.perf_quantile,
+            "time_factors": {"prefill": prefill, "decode": decode},
+        }
+
     def calibration(self, chip: str) -> Calibration:
         """``chip``'s efficiency factors and knobs: catalog defaults, the engine profile's
         knobs for its family, scenario overrides, and the pass-time factors at the

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from pddplan import units
 from pddplan.errors import ArgumentError, InputError
-from pddplan.evaluation.evaluator import Evaluator, engine_summary
+from pddplan.evaluation.evaluator import Evaluator
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
@@ -134,7 +134,7 @@ class Comparison:
     scenario: Scenario
     sections: list[Section]
     engine: dict[str, Any] = field(default_factory=dict)
-    """The pass times every row assumes (``evaluator.engine_summary``)."""
+    """The pass times every row assumes (``Problem.engine_summary``)."""
 
     def section(self, at: str) -> Section:
         return next(s for s in self.sections if s.at == at)
@@ -414,7 +414,7 @@ def compare(
         section = Section("budget", MAX_CAPACITY, demand, planned, budget, source,
                           budget_rows, common, "")  # fmt: skip
         sections.append(_with_verdict(section))
-    return Comparison(s, sections, engine_summary(problem))
+    return Comparison(s, sections, problem.engine_summary())
 
 
 def _latencies(rows: list[Candidate]) -> list[Candidate]:
