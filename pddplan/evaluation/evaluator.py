@@ -81,13 +81,24 @@ def wider(capacity_rps: float, other_rps: float) -> bool:
 
 
 # --- the state at one arrival rate ------------------------------------------------------------
+@dataclass(frozen=True)
+class TtftTail:
+    """The share of requests whose TTFT exceeds a bound, at one state: called with one
+    bound (``percentile`` bisects on it), or ``many`` bounds in one pass over the pools."""
+
+    many: Callable[[np.ndarray], list[float]]
+
+    def __call__(self, bound_s: float) -> float:
+        return self.many(np.array([bound_s]))[0]
+
+
 @dataclass
 class _State:
     ok: bool
     failures: list[str]
     tail90: float
     tail99: float
-    ttft_tail: Callable[[float], float]
+    ttft_tail: TtftTail
     tpot_p99_s: float
     step_md_s: float
     pool_util: list[float]
@@ -165,11 +176,15 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     # and the handoffs per threshold (RLD's busy share moved 14.0% -> 14.1% on
     # pdd-h100-h200 at the relayed part's own payloads; 13.9% simulated)
     direct_scale, direct_sd = m.direct_payloads(routing, cache.mean_hit)
-    wan_time, wan_queueing = _transfers(m, shares, cache, link_util, direct_scale)
-    relay_wan = _transfers(m, shares, cache, link_util, np.ones_like(direct_scale))[0]
-    # the direct requests' payloads spread within their class: their transfers' spread,
-    # one standard deviation of payload up, as a normal term of the tail (variance, s^2)
-    one_sd_up = _transfers(m, shares, cache, link_util, direct_scale + direct_sd)[0]
+    # rows: the direct requests' payloads, the class's mean (the relayed ones'), and the
+    # direct ones one standard deviation up: their payloads spread within their class,
+    # and so do their transfers, a normal term of the tail (variance, s^2)
+    scales = np.stack([direct_scale, np.ones_like(direct_scale), direct_scale + direct_sd])
+    times, queueings = _transfers(m, shares, cache, link_util, scales)
+    wan_time = {k: t[0] for k, t in times.items()}
+    wan_queueing = {k: q[0] for k, q in queueings.items()}
+    relay_wan = {k: t[1] for k, t in times.items()}
+    one_sd_up = {k: t[2] for k, t in times.items()}
     with np.errstate(invalid="ignore"):  # a saturated link: inf - inf
         spread = {
             k: np.nan_to_num((one_sd_up[k] - t) ** 2, posinf=np.inf) for k, t in wan_time.items()
@@ -205,15 +220,13 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
     ttft_tail = _ttft_tail(
         m, loads, shares, (direct, relay, singular), decode, (wan_time, wan_queueing, spread)
     )
-    tails = []
-    for (q, budget), bound in zip(
-        TAIL_BUDGETS, (m.s.sla.ttft_p90_s, m.s.sla.ttft_p99_s), strict=True
-    ):
-        tails.append(ttft_tail(bound))
+    bounds = (m.s.sla.ttft_p90_s, m.s.sla.ttft_p99_s)
+    tails = ttft_tail.many(np.array(bounds))
+    for (q, budget), bound, tail in zip(TAIL_BUDGETS, bounds, tails, strict=True):
         limits.add(
-            tails[-1],
+            tail,
             budget + 1e-12,
-            f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tails[-1]:.2%} of requests "
+            f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tail:.2%} of requests "
             f"above it, budget {budget:.0%})",
         )
     tail90, tail99 = tails
@@ -299,7 +312,7 @@ def _transfers(
 ) -> tuple[dict, dict]:
     """(p_dc, md_dc) -> per class, the seconds until its KV is complete at MD, and the part
     of them other flows add (mean, random), for payloads ``scale`` times the class's
-    mean."""
+    mean (``scale``: classes last; a row per set of payloads)."""
     pools_p = m.roles["prefill"]
     times, queueings = {}, {}
     for pdc in shares.p_dcs:
@@ -502,7 +515,7 @@ def _ttft_tail(
     classes: tuple[np.ndarray, np.ndarray, np.ndarray],
     decode: _Decode,
     wan: tuple[dict, dict, dict],
-) -> Callable[[float], float]:
+) -> TtftTail:
     """The share of requests whose TTFT exceeds T: per class, a mixture over P pools (wait
     + prefill) and decode datacenters. Rows: a request sent straight to MD (its WAN
     transfer, queueing and MD's admission on the way to its first token), and, where any
@@ -522,22 +535,25 @@ def _ttft_tail(
             extra[(a, b)] = np.stack([queueing, np.zeros_like(queueing)][: len(paths)])
             spread_rows[(a, b)] = np.stack([spread[(a, b)], np.zeros_like(queueing)][: len(paths)])
 
-    def ttft_tail(T: float) -> float:
-        total = 0.0
+    def many(bounds_s: np.ndarray) -> list[float]:
+        """The share above each of ``bounds_s``, every bound in one tail per pool pair."""
+        at = np.asarray(bounds_s, dtype=float).reshape(-1, 1, 1)
+        total = [0.0] * len(at)
         for (pool, _), load, share in zip(pools_p, loads, m.p_share, strict=True):
             a = pool.datacenter
             for md_part, b, first, admission in decode.admissions:
                 tail = load.tail(
-                    T - rest[(a, b)] - first,
+                    at - rest[(a, b)] - first,
                     extra_mean_s=extra[(a, b)],
                     extra_var_s2=spread_rows[(a, b)],
                     admission=admission,
-                )
-                per_class = sum(p * t for p, t in zip(paths, tail, strict=True))
-                total += share * shares.dc_share_md[b] * md_part * float(w @ per_class)
+                )  # bounds x rows x classes
+                for k, rows in enumerate(tail):
+                    per_class = sum(p * t for p, t in zip(paths, rows, strict=True))
+                    total[k] += share * shares.dc_share_md[b] * md_part * float(w @ per_class)
         return total
 
-    return ttft_tail
+    return TtftTail(many)
 
 
 def _with_fetch(sent: np.ndarray, fetch: list[tuple[float, np.ndarray]]) -> np.ndarray:

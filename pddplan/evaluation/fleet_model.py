@@ -17,7 +17,7 @@ from pddplan.model.md_cache import Tiers, fetch_seconds, instance_tiers, tier_hi
 from pddplan.model.prefill_queue import PassOrder
 from pddplan.model.problem import Problem
 from pddplan.model.relay import relay_pace
-from pddplan.model.routing import relay_shares, relay_split
+from pddplan.model.routing import RelaySplit, relay_split
 from pddplan.spec.fleet import CacheSizes, Fleet, Pool, Routing, md_cache_problem
 
 
@@ -50,6 +50,7 @@ class FleetModel:
         a = problem.arrays
         self.w, self.inp, self.out, self.hit = a.w, a.inp, a.out, a.hit
         self.out_points = a.out_points
+        self._splits: dict[tuple[bytes, float | None], RelaySplit] = {}
         cache_problem = md_cache_problem(scenario, fleet)
         if cache_problem:
             raise InputError(f"fleet {fleet.name}: {cache_problem[0]}: {cache_problem[1]}")
@@ -251,15 +252,25 @@ class FleetModel:
         request's own WAN payload with the threshold (``pddplan.model.routing.relay_shares``,
         as the planner's cuts)."""
         by = self.md_hit if hits is None else hits
-        relay = relay_shares(self.problem, by, [routing.relay_above_mb])[0]
+        relay = self._split(by, routing.relay_above_mb).shares[0]
         singular = relay * (self.out <= routing.singular_max_output_tokens)
         return 1.0 - relay, relay - singular, singular
+
+    def _split(self, hits: np.ndarray, cut_mb: float | None) -> RelaySplit:
+        """``relay_split`` at one threshold, kept per (hits, threshold): every state of a
+        fleet without a tiered cache routes at the same hits, and ``pipelines`` and
+        ``direct_payloads`` read the same split."""
+        key = (hits.tobytes(), cut_mb)
+        split = self._splits.get(key)
+        if split is None:
+            split = self._splits[key] = relay_split(self.problem, hits, [cut_mb])
+        return split
 
     def direct_payloads(self, routing: Routing, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per class, the mean payload of its requests sent straight to MD and their
         standard deviation, as multiples of the class's mean payload at ``hits``: the
         router relays a class's larger payloads (``pddplan.model.routing.relay_split``)."""
-        split = relay_split(self.problem, hits, [routing.relay_above_mb])
+        split = self._split(hits, routing.relay_above_mb)
         mean = np.asarray(self.problem.kv.transfer_bytes(self.inp, hits))
 
         def per_mean(x: np.ndarray, empty: float) -> np.ndarray:  # a class shipping nothing

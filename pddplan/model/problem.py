@@ -622,7 +622,6 @@ class Problem:
         ``k``'s inputs: an MD handoff's extend step. Kept per (class, tokens): the eager
         tokens behind it come in whole tokens (or a class's whole output), so the planner's
         counts and most capacity-search rates repeat pairs already priced."""
-        inst = self.instance(chip, gpus)
         tokens = np.asarray(tokens, dtype=float)
         k = np.asarray(k, dtype=np.intp)
         table = self._tables.extend_passes
@@ -634,7 +633,9 @@ class Problem:
         if not found.all():
             with self._building("extend_passes"):
                 new = keys[~found]
-                priced = inst.prefill_pass_s(new.imag, self.arrays.inp[new.real.astype(np.intp)])
+                priced = self.instance(chip, gpus).prefill_pass_s(
+                    new.imag, self.arrays.inp[new.real.astype(np.intp)]
+                )
                 known = np.concatenate([known, new])
                 seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
                 order = np.argsort(known, kind="stable")
