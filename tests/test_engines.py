@@ -179,6 +179,54 @@ def test_perf_quantile_outside_zero_one_is_refused(tmp_path, value):
         pddplan.load_scenario(path)
 
 
+OLD_FIT = """
+calibration:
+  per_chip:
+    h100-sxm: {prefill_mfu: 0.5, decode_hbm_efficiency: 0.7}
+"""
+
+
+def test_a_fit_that_names_no_engine_is_read_against_ideal_with_one_warning(tmp_path):
+    """A calibration block written before engine profiles (fitted knobs, no ``engine:``)
+    was fitted on the catalog's figures: read against ``ideal``, and said so once, with
+    the file, line and key."""
+    problem = pddplan.load_scenario(_scenario_with(tmp_path, OLD_FIT))
+    assert problem.engine.id == "ideal"
+    knobs = problem.calibration("h100-sxm")
+    assert knobs.efficiency.prefill_mfu == 0.5 and knobs.knobs.layer_overhead_us == 0.0
+    [line] = problem.warnings()
+    assert "s.yaml:" in line and "calibration:" in line
+    assert "prefill_mfu, decode_hbm_efficiency" in line and "'ideal'" in line
+
+
+@pytest.mark.parametrize(
+    "extra, engine",
+    [
+        (OLD_FIT + "engine: sglang\n", "sglang"),  # a block `calibrate --out` writes
+        ("calibration: {default: {prefill_chunk_tokens: 4096}}\n", None),  # not a fit
+        ("", None),
+    ],
+)
+def test_a_named_engine_or_no_fit_gives_no_warning(tmp_path, extra, engine):
+    problem = pddplan.load_scenario(_scenario_with(tmp_path, extra))
+    assert problem.warnings() == []
+    assert problem.engine.id == (engine or problem.engines.default)
+
+
+def test_the_warning_is_one_stderr_line_and_engine_silences_it(tmp_path):
+    from conftest import run_main
+
+    path = str(_scenario_with(tmp_path, OLD_FIT))
+    result = run_main("validate", path)
+    assert result.exit_code == 0
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith("warning: ") and path in line
+    named = run_main("perf", "deepseek-v3", "h100-sxm", "--scenario", path, "--engine", "sglang")
+    assert named.exit_code == 0 and "warning" not in named.stderr, named.stderr
+    # what every other command reads a scenario with (``cli.common.load_problem``)
+    assert pddplan.with_engine(pddplan.load_scenario(path), "sglang").warnings() == []
+
+
 def test_ideal_reproduces_the_catalogs_figures():
     """Naming ``ideal`` changes no knob: the same instance figures as the catalog's."""
     problem = pddplan.load_scenario(H100_H200)

@@ -322,8 +322,17 @@ def emit(json_out: bool, data: Callable[[], Any], render: Callable[[], Any]) -> 
 def load_problem(
     scenario: Path, engine: str | None = None, perf_quantile: float | None = None
 ) -> pddplan.Problem:
-    """The scenario's problem with ``--engine`` and ``--perf-quantile`` applied."""
-    return pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
+    """The scenario's problem with ``--engine`` and ``--perf-quantile`` applied; its
+    warnings printed (``warn``)."""
+    problem = pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
+    warn(problem)
+    return problem
+
+
+def warn(problem: pddplan.Problem) -> None:
+    """The problem's warnings (``Problem.warnings``), one line each on stderr."""
+    for line in problem.warnings():
+        err.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
 
 
 def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:

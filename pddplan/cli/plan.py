@@ -43,6 +43,7 @@ from pddplan.cli.common import (
     status_line,
     user_errors,
     value,
+    warn,
     write_file,
 )
 
@@ -54,7 +55,9 @@ def validate(scenario: ScenarioArg, json_out: JsonOpt = False) -> None:
     """
     from pddplan.report import plan as report_plan
 
-    s = pddplan.load_scenario(scenario).scenario
+    problem = pddplan.load_scenario(scenario)
+    warn(problem)
+    s = problem.scenario
     emit(
         json_out,
         lambda: {"valid": True, "scenario": s.model_dump(mode="json")},
@@ -273,6 +276,8 @@ def perf(
                 "drop --hardware/--models or set them there"
             )
         problem = pddplan.load_scenario(scenario)
+        if engine is None:  # --engine names the engine: the rule does not apply
+            warn(problem)
     else:
         catalogs = pddplan.load_catalogs(hardware, models)
     result = pddplan.instance_figures(

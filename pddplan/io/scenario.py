@@ -222,7 +222,7 @@ def _engine_problems(
 ) -> list[str]:
     """The scenario's engine against the engine profiles: known, with a profile for the
     family of every chip it may buy."""
-    name = s.engine or engines.default
+    name = s.engine_id(engines.default)
     if name not in engines.engines:
         return [source.problem(("engine",), unknown_id("engine", name, engines.engines))]
     problems = []

@@ -430,8 +430,16 @@ class Problem:
     @property
     def engine(self) -> EngineProfile:
         """The engine profile the pass times assume: the scenario's ``engine``, or the
-        catalog's default."""
-        return self.engines.engines[self.scenario.engine or self.engines.default]
+        catalog's default (``ideal`` for a calibration that names none:
+        ``Scenario.engine_id``)."""
+        return self.engines.engines[self.scenario.engine_id(self.engines.default)]
+
+    def warnings(self) -> list[str]:
+        """What a command should say about how it reads the scenario, each one located
+        line: a calibration that names no engine is read against ``ideal``
+        (``Scenario.unnamed_fit_note``)."""
+        note = self.scenario.unnamed_fit_note()
+        return [self.located(("calibration",), note)] if note else []
 
     def time_factors(self) -> tuple[float, float]:
         """(prefill, decode) pass-time factors at the scenario's ``perf_quantile``."""

@@ -119,11 +119,29 @@ class CalibrationOverride(Frozen):
     attention_bf16: bool | None = None
 
 
+FITTED_KNOBS = (
+    "prefill_mfu",
+    "decode_mfu",
+    "decode_hbm_efficiency",
+    "collective_efficiency",
+    "layer_overhead_us",
+    "expert_pad_tokens",
+)
+"""The knobs a fit to measured runs sets (``pddplan calibrate``'s defaults and the engine
+profiles' fitted knobs): a calibration that sets one of them was fitted on top of some
+engine's pass times, and means nothing on top of another's."""
+
+
 class CalibrationSpec(Frozen):
     """The scenario's ``calibration:`` section."""
 
     default: CalibrationOverride = CalibrationOverride()
     per_chip: dict[str, CalibrationOverride] = Field(default_factory=dict)
+
+    def fitted_knobs(self) -> list[str]:
+        """The ``FITTED_KNOBS`` this section sets, in ``default`` or for any chip."""
+        layers = [self.default, *self.per_chip.values()]
+        return [k for k in FITTED_KNOBS if any(getattr(x, k) is not None for x in layers)]
 
 
 class Calibration(Frozen):

@@ -14,6 +14,7 @@ from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
 from pddplan.spec.choices import Objective, SolverName
 from pddplan.spec.distributions import HitDist, LengthDist
+from pddplan.spec.engine import IDEAL
 from pddplan.spec.limits import (
     MAX_ARRIVAL_RPS,
     MAX_CLASSES,
@@ -584,6 +585,26 @@ class Scenario(Frozen):
     over its median (0.5: the fit itself, no margin; 0.9: slower than 9 in 10 measured
     runs were against the model)."""
     calibration: CalibrationSpec = CalibrationSpec()
+
+    def engine_id(self, default: str) -> str:
+        """The engine profile the pass times assume: ``engine``; without one, ``ideal``
+        where ``calibration`` sets a fitted knob (a calibration that names no engine
+        predates the profiles: it was fitted on the hardware catalog's figures,
+        ``unnamed_fit_note``), else ``default`` (the catalog's)."""
+        if self.engine is not None:
+            return self.engine
+        return IDEAL if self.calibration.fitted_knobs() else default
+
+    def unnamed_fit_note(self) -> str | None:
+        """Why the engine is ``ideal`` though the scenario names none (``engine_id``), as
+        one line a command prints as a warning; None where that rule does not apply."""
+        if self.engine is not None or not (knobs := self.calibration.fitted_knobs()):
+            return None
+        return (
+            f"sets fitted knobs ({', '.join(knobs)}) but the scenario names no engine: read "
+            f"against '{IDEAL}', the figures a calibration was fitted on before engine "
+            "profiles; set engine: to the profile it was fitted on"
+        )
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
