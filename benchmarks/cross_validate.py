@@ -15,7 +15,6 @@ of its phase, pooled over every engine where the engine has fewer than ``MIN_CEL
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from pddplan.calibration.crossval import (  # noqa: E402
     source_group,
     summarize,
 )
+from pddplan.calibration.fit import error_table as phase_error  # noqa: E402
 from pddplan.io.measurements import load_exclusions, load_measurements  # noqa: E402
 from pddplan.spec.calibration import CalibrationOverride  # noqa: E402
 from pddplan.spec.measurement import Measurement  # noqa: E402
@@ -94,7 +94,6 @@ ENGINES = {
     },
 }
 DEFAULT_ENGINE = "sglang"
-QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
 MIN_CELL = 10
 """Held-out points of one engine and phase below which its error quantiles are pooled."""
 BAND = 0.2
@@ -226,13 +225,8 @@ def error_table(held_by_engine: dict[str, list[HeldOut]]) -> dict[str, dict]:
                     f"{len(mine)} held-out {engine} {phase} points: pooled over every engine "
                     f"({len(source)} points)"
                 )
-            times = np.array([1.0 / h.ratio for h in source])
-            qs = {q: round(float(np.quantile(times, q)), 3) for q in QUANTILES}
-            for a, b in itertools.pairwise(QUANTILES):  # quantiles never fall; keep it so
-                qs[b] = max(qs[b], qs[a])
-            entry = {"points": len(source), "quantiles": qs}
-            if pooled:
-                entry["pooled"] = pooled
+            table = phase_error([1.0 / h.ratio for h in source], pooled)
+            entry = table.model_dump(exclude_none=True)
             out[engine][phase] = entry
     return out
 

@@ -176,6 +176,7 @@ def test_a_fit_that_does_not_converge_writes_nothing(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "did not converge" in r.output and not out.exists()
 
 
+@pytest.mark.slow  # the fit and its ten held-out folds
 def test_the_written_block_is_a_calibration_a_scenario_takes(tmp_path):
     out = tmp_path / "cal.yaml"
     r = run_main("calibrate", str(POINTS), "--knobs", "prefill_mfu", "--out", str(out))
@@ -188,3 +189,79 @@ def test_the_written_block_is_a_calibration_a_scenario_takes(tmp_path):
     problem = pddplan.load_scenario(path)
     value = problem.scenario.calibration.default.prefill_mfu
     assert value is not None and 0.3 < value < 0.6
+
+
+def _noisy(catalogs, knobs, n: int, sigma: float):
+    """``n`` prefill and ``n`` decode points of DeepSeek-V3 on H100, each of its own shape,
+    predicted with ``knobs`` and then off by a seeded log-normal factor of ``sigma``."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    model = catalogs.model("deepseek-v3")
+    shapes = [
+        dict(gpus=32, input_tokens=1024 + 512 * i, metric="prefill_tokens_per_s_per_gpu")
+        for i in range(n)
+    ] + [
+        dict(
+            gpus=16,
+            input_tokens=4000,
+            output_tokens=1000,
+            batch=64 + 32 * i,
+            metric="decode_tokens_per_s_per_gpu",
+        )
+        for i in range(n)
+    ]
+    out = []
+    for i, shape in enumerate(shapes):
+        m = Measurement(model="deepseek-v3", chip="h100-sxm", kv_dtype="bf16", value=1.0, **shape)
+        value = predict(m, model, catalogs.hardware, knobs) * float(np.exp(rng.normal(0, sigma)))
+        out.append((m.model_copy(update={"value": value}), f"noisy:{i}"))
+    return out
+
+
+@pytest.mark.slow  # ten folds of a two-knob fit
+def test_a_users_points_give_their_own_error_table(catalogs, tmp_path):
+    """Twelve points per phase: each phase's held-out error becomes the table a scenario
+    with the written block plans ``perf_quantile`` with, instead of the engine's."""
+    import numpy as np
+    from conftest import H100_H200
+
+    points = _noisy(catalogs, {"prefill_mfu": 0.37, "decode_hbm_efficiency": 0.6}, 12, 0.1)
+    models = {"deepseek-v3": catalogs.model("deepseek-v3")}
+    fit = calibrate(
+        points, models, catalogs.hardware, ["prefill_mfu", "decode_hbm_efficiency"], ridge=0.0
+    )
+    assert fit.error_folds == 10 and len(fit.held_out) == 24
+    assert {ph: e.points for ph, e in fit.error.items()} == {"prefill": 12, "decode": 12}
+    for phase, table in fit.error.items():
+        times = [h.time_ratio for h in fit.held_out if h.phase == phase]
+        assert table.quantiles[0.5] == pytest.approx(np.quantile(times, 0.5), abs=5e-4)
+        # ten percent noise held out: the 90th percentile a few tens of percent up
+        assert 1.03 < table.factor(0.9) < 1.5, table
+    text = pddplan.calibration_yaml(fit, ["noisy"])
+    path = tmp_path / "s.yaml"
+    path.write_text(H100_H200.read_text() + "\n" + text)
+    problem = pddplan.with_engine(pddplan.load_scenario(path), perf_quantile=0.9)
+    assert problem.time_factors() == (
+        fit.error["prefill"].factor(0.9),
+        fit.error["decode"].factor(0.9),
+    )
+    assert problem.engine_summary()["error_from"] == {
+        "prefill": "calibration",
+        "decode": "calibration",
+    }
+
+
+def test_fewer_than_ten_points_give_no_error_table_and_say_so(catalogs):
+    from pddplan.report.calibration import held_out_line
+    from pddplan.report.views import calibration_view
+
+    points = _noisy(catalogs, {"prefill_mfu": 0.37, "decode_hbm_efficiency": 0.6}, 4, 0.1)
+    models = {"deepseek-v3": catalogs.model("deepseek-v3")}
+    fit = calibrate(
+        points, models, catalogs.hardware, ["prefill_mfu", "decode_hbm_efficiency"], ridge=0.0
+    )
+    assert fit.held_out == [] and fit.error == {}
+    line = held_out_line(calibration_view(fit)["held_out"])
+    assert "fewer than 10" in line and "engine profile's" in line
+    assert "No error table" in pddplan.calibration_yaml(fit, ["noisy"])

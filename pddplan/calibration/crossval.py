@@ -37,10 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from pddplan.calibration.fit import BOUNDS, _as_factor, point_figures, predict
+from pddplan.calibration.fit import BOUNDS, _as_factor, pass_ratio, phase_of, predict
 from pddplan.errors import InputError
-from pddplan.spec.calibration import CalibrationOverride
-from pddplan.spec.engine import Phase
+from pddplan.spec.calibration import CalibrationOverride, Phase
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.measurement import Measurement
@@ -113,10 +112,7 @@ class HeldOut:
     @property
     def ratio(self) -> float:
         """Predicted / measured per-GPU throughput (measured / predicted step time)."""
-        m = self.measurement
-        if m.metric == "decode_step_ms":
-            return m.value / self.predicted
-        return self.predicted / m.value
+        return pass_ratio(self.measurement, self.predicted)
 
 
 def source_group(m: Measurement) -> str:
@@ -255,20 +251,6 @@ def _factors(result: optimize.OptimizeResult, n: int, names: list[Param]) -> dic
     except np.linalg.LinAlgError:
         return dict.fromkeys(names, math.inf)
     return {p: _as_factor(float(cov[i, i])) for i, p in enumerate(names)}
-
-
-def phase_of(
-    m: Measurement, model: ModelSpec, hardware: HardwareCatalog, knobs: dict[str, float]
-) -> Phase:
-    """The pass a point's metric times (see the module docstring)."""
-    if m.metric.startswith("prefill"):
-        return "prefill"
-    if m.metric != "serving_output_tokens_per_s_per_gpu":
-        return "decode"
-    perf = point_figures(m, model, hardware, knobs)
-    prefill_s = m.input_tokens / perf.prefill_input_tokens_per_s_per_gpu
-    decode_s = m.output_tokens / perf.decode_tokens_per_s_per_gpu
-    return "prefill" if prefill_s > decode_s else "decode"
 
 
 def cross_validate(

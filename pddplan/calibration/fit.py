@@ -18,9 +18,10 @@ but not fitted.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize
@@ -28,7 +29,14 @@ from scipy import optimize
 from pddplan.errors import InputError
 from pddplan.model.figures import InstancePerf, analyze_instance
 from pddplan.model.instance import make_instance
-from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec, resolve_calibration
+from pddplan.spec.calibration import (
+    MIN_ERROR_POINTS,
+    CalibrationOverride,
+    CalibrationSpec,
+    Phase,
+    PhaseError,
+    resolve_calibration,
+)
 from pddplan.spec.engine import EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -108,6 +116,56 @@ class Calibration:
     engine: str = ""
     """The engine profile the knobs were fitted on top of (its knobs for each point's chip
     family come first; the fitted ones override them)."""
+    held_out: list[HeldPoint] = field(default_factory=list)
+    """Each capacity point predicted by the fit on the other folds (``ERROR_FOLDS``); empty
+    with fewer than ``MIN_ERROR_POINTS`` capacity points."""
+    error_folds: int = 0
+    """The folds ``held_out`` was predicted on (0: none)."""
+    error: dict[Phase, PhaseError] = field(default_factory=dict)
+    """Per phase with at least ``MIN_ERROR_POINTS`` held-out points: the quantiles of
+    measured / predicted pass time (``error_table``), which a scenario that includes the
+    written block plans its ``perf_quantile`` with."""
+
+
+@dataclass(frozen=True)
+class HeldPoint:
+    """A capacity point predicted by the fit on the folds that do not hold it."""
+
+    measurement: Measurement
+    where: str
+    predicted: float
+    phase: Phase
+
+    @property
+    def time_ratio(self) -> float:
+        """Measured / predicted pass time (predicted / measured throughput)."""
+        return 1.0 / pass_ratio(self.measurement, self.predicted)
+
+
+def pass_ratio(m: Measurement, predicted: float) -> float:
+    """Predicted / measured per-GPU throughput for ``m``'s metric (measured / predicted step
+    time where the metric is a step time)."""
+    if m.metric == "decode_step_ms":
+        return m.value / predicted
+    return predicted / m.value
+
+
+ERROR_FOLDS = 10
+"""Folds of the held-out error of a user's calibration (at most one per point)."""
+ERROR_STARTS = 2
+"""Starts of each fold's fit: the defaults and the full fit's knobs (the full fit already
+searched ``STARTS``)."""
+ERROR_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
+"""The quantiles an error table holds (as the engine profiles')."""
+
+
+def error_table(times: Sequence[float], pooled: str | None = None) -> PhaseError:
+    """The quantiles (``ERROR_QUANTILES``) of measured / predicted pass times, made never to
+    fall as the quantile rises (as ``PhaseError`` requires)."""
+    qs = {q: round(float(np.quantile(np.asarray(times), q)), 3) for q in ERROR_QUANTILES}
+    for a, b in itertools.pairwise(ERROR_QUANTILES):
+        qs[b] = max(qs[b], qs[a])
+    return PhaseError(points=len(times), quantiles=qs, pooled=pooled)
 
 
 def engine_knobs(
@@ -193,11 +251,16 @@ def calibrate(
     ridge: float = RIDGE,
     starts: int = STARTS,
     engine: EngineProfile | None = None,
+    error_folds: int = ERROR_FOLDS,
+    start: dict[str, float] | None = None,
 ) -> Calibration:
     """Fit ``knobs`` (default: those of ``DEFAULT_KNOBS`` the points inform) to ``points``
     ((measurement, where) pairs), on top of ``engine``'s profile (None: the hardware
-    catalog's figures, ``ideal``). ``InputError`` for a knob no point informs, too few
-    points, a point the defaults cannot predict, or a fit that does not converge."""
+    catalog's figures, ``ideal``); with ``MIN_ERROR_POINTS`` capacity points or more and
+    ``error_folds``, the held-out error per phase (``Calibration.error``). ``start``: a
+    second starting point (knob values) tried after the defaults. ``InputError`` for a
+    knob no point informs, too few points, a point the defaults cannot predict, or a fit
+    (or a fold's) that does not converge."""
     if not points:
         raise InputError("no points to fit")
     asked = knobs is not None
@@ -253,7 +316,10 @@ def calibrate(
         return np.concatenate([fit, math.sqrt(ridge) * (z - base)])
 
     rng = np.random.default_rng(0)
-    tries = [np.clip(base, lo, hi)] + [rng.uniform(lo, hi) for _ in range(max(starts, 1) - 1)]
+    tries = [np.clip(base, lo, hi)]
+    if start is not None:
+        tries.append(np.clip(np.log([start.get(k, x0[k]) for k in names]), lo, hi))
+    tries += [rng.uniform(lo, hi) for _ in range(max(starts - len(tries), 0))]
     best = None
     for z in tries:
         result = optimize.least_squares(residuals, z, bounds=(lo, hi), diff_step=1e-3)
@@ -280,6 +346,13 @@ def calibrate(
         PointFit(m, where, b, a) for (m, where), b, a in zip(points, before, after, strict=True)
     ]
     capacity = [p for p in point_fits if p.measurement.kind == "capacity"]
+    held = (
+        _held_out(fitted_points, models, hardware, names, fitted, ridge=ridge, engine=engine)
+        if error_folds and len(fitted_points) >= MIN_ERROR_POINTS
+        else []
+    )
+    phases: tuple[Phase, ...] = ("prefill", "decode")
+    by_phase = {ph: [h.time_ratio for h in held if h.phase == ph] for ph in phases}
     return Calibration(
         knob_fits,
         point_fits,
@@ -288,7 +361,62 @@ def calibrate(
         ridge,
         len(tries),
         engine.id if engine is not None else "ideal",
+        held,
+        min(ERROR_FOLDS, len(fitted_points)) if held else 0,
+        {ph: error_table(t) for ph, t in by_phase.items() if len(t) >= MIN_ERROR_POINTS},
     )
+
+
+def _held_out(
+    points: Sequence[tuple[Measurement, str]],
+    models: dict[str, ModelSpec],
+    hardware: HardwareCatalog,
+    names: Sequence[str],
+    fitted: dict[str, float],
+    *,
+    ridge: float,
+    engine: EngineProfile | None,
+) -> list[HeldPoint]:
+    """Each point predicted by the same fit (``names``, ``ridge``, ``engine``) on the other
+    ``ERROR_FOLDS`` folds (point ``i`` in fold ``i mod k``), from the defaults and from
+    the full fit's knobs ``fitted``. ``InputError`` where a fold's fit fails (it names the
+    fold): the error would not be the fit's."""
+    k = min(ERROR_FOLDS, len(points))
+    out = []
+    for fold in range(k):
+        train = [p for i, p in enumerate(points) if i % k != fold]
+        try:
+            part = calibrate(
+                train, models, hardware, names, ridge=ridge, starts=ERROR_STARTS,
+                engine=engine, error_folds=0, start=fitted,
+            )  # fmt: skip
+        except InputError as e:
+            raise InputError(
+                f"the held-out error's fold {fold + 1} of {k} (its other "
+                f"{len(train)} points): {e}; nothing written"
+            ) from None
+        values = {kf.name: kf.value for kf in part.knobs}
+        for m, where in points[fold::k]:
+            model = models[m.model]
+            knobs = engine_knobs(engine, hardware, m.chip) | values
+            predicted = predict(m, model, hardware, values, engine)
+            out.append(HeldPoint(m, where, predicted, phase_of(m, model, hardware, knobs)))
+    return out
+
+
+def phase_of(
+    m: Measurement, model: ModelSpec, hardware: HardwareCatalog, knobs: dict[str, float]
+) -> Phase:
+    """The pass a point's metric times: a prefill or decode figure's own; a serving
+    throughput's, the phase that takes longer per request at these knobs."""
+    if m.metric.startswith("prefill"):
+        return "prefill"
+    if m.metric != "serving_output_tokens_per_s_per_gpu":
+        return "decode"
+    perf = point_figures(m, model, hardware, knobs)
+    prefill_s = m.input_tokens / perf.prefill_input_tokens_per_s_per_gpu
+    decode_s = m.output_tokens / perf.decode_tokens_per_s_per_gpu
+    return "prefill" if prefill_s > decode_s else "decode"
 
 
 def _informs(

@@ -17,6 +17,7 @@ from pddplan.errors import InputError
 from pddplan.io.catalogs import Catalogs, unknown_id
 from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
+from pddplan.spec.calibration import MIN_ERROR_POINTS
 from pddplan.spec.measurement import Exclusion, Measurement
 from pddplan.spec.source import Loc, SourceMap
 
@@ -244,11 +245,18 @@ def calibration_yaml(fit: Calibration, sources: list[str]) -> str:
         f"# On top of the engine profile '{fit.engine}': a scenario that includes this block "
         "plans with that engine."
     )
-    body = yaml.safe_dump(
-        {
-            "engine": fit.engine,
-            "calibration": {"default": {k.name: round(k.value, 6) for k in fit.knobs}},
-        },
-        sort_keys=False,
-    )
+    block: dict[str, Any] = {"default": {k.name: round(k.value, 6) for k in fit.knobs}}
+    if fit.error:
+        block["error"] = {ph: e.model_dump(exclude_none=True) for ph, e in fit.error.items()}
+        header.append(
+            f"# error: measured / predicted pass time of the points held out over "
+            f"{fit.error_folds} folds, per phase with {MIN_ERROR_POINTS} points or more "
+            "(--perf-quantile reads it; a phase without one, the engine profile's)."
+        )
+    else:
+        header.append(
+            f"# No error table: fewer than {MIN_ERROR_POINTS} held-out points per phase; "
+            "--perf-quantile uses the engine profile's."
+        )
+    body = yaml.safe_dump({"engine": fit.engine, "calibration": block}, sort_keys=False)
     return "\n".join(header) + "\n" + body

@@ -34,7 +34,7 @@ from pddplan.model.md_cache import CacheChoice
 from pddplan.model.md_cache import choices as cache_choices
 from pddplan.model.numeric import Array
 from pddplan.model.prefill_queue import pass_order
-from pddplan.spec.calibration import Calibration, resolve_calibration
+from pddplan.spec.calibration import Calibration, Phase, resolve_calibration
 from pddplan.spec.engine import EngineCatalog, EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -442,21 +442,36 @@ class Problem:
         return [self.located(("calibration",), note)] if note else []
 
     def time_factors(self) -> tuple[float, float]:
-        """(prefill, decode) pass-time factors at the scenario's ``perf_quantile``."""
-        q, engine = self.scenario.perf_quantile, self.engine
-        return engine.time_factor("prefill", q), engine.time_factor("decode", q)
+        """(prefill, decode) pass-time factors at the scenario's ``perf_quantile``: from the
+        calibration's own error table where it has one for the phase
+        (``CalibrationSpec.error``, a fit to the user's points), else the engine profile's."""
+        q = self.scenario.perf_quantile
+        own = self.scenario.calibration.error
+
+        def factor(phase: Phase) -> float:
+            if q == 0.5:
+                return 1.0
+            return own[phase].factor(q) if phase in own else self.engine.time_factor(phase, q)
+
+        return factor("prefill"), factor("decode")
 
     def engine_summary(self) -> dict[str, Any]:
         """The engine profile and error quantile the pass times assume, as reports and plan
-        files carry them (so later commands on a plan assume the same)."""
+        files carry them (so later commands on a plan assume the same), and per phase
+        whose error the factor comes from (``calibration`` or ``engine``)."""
         engine = self.engine
         prefill, decode = self.time_factors()
+        own = self.scenario.calibration.error
         return {
             "id": engine.id,
             "name": engine.name,
             "version": engine.version,
             "perf_quantile": self.scenario.perf_quantile,
             "time_factors": {"prefill": prefill, "decode": decode},
+            "error_from": {
+                phase: "calibration" if phase in own else "engine"
+                for phase in ("prefill", "decode")
+            },
         }
 
     def calibration(self, chip: str) -> Calibration:

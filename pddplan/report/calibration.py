@@ -38,4 +38,29 @@ def calibration_report(view: dict[str, Any]) -> Group:
         f"{view['rms_log_residual_after']:.3f} fitted (ridge {view['ridge']:g}, "
         f"{view['starts']} starts)"
     )
-    return Group(knobs, points, rms)
+    return Group(knobs, points, rms, Text(held_out_line(view["held_out"])))
+
+
+def held_out_line(held: dict[str, Any]) -> str:
+    """The fit's held-out error in one line, and the error table it gives each phase (or
+    why none)."""
+    if not held["points"]:
+        return (
+            f"No held-out error: fewer than {held['min_points']} capacity points; "
+            "--perf-quantile uses the engine profile's error"
+        )
+    phases = []
+    for phase, n in held["phase_points"].items():
+        table = held["error"].get(phase)
+        if table is None:
+            phases.append(
+                f"{phase} {n} points, fewer than {held['min_points']}: the engine profile's"
+            )
+        else:
+            q90 = table["quantiles"]["0.9"] / table["quantiles"]["0.5"]
+            phases.append(f"{phase} {n} points (x{q90:.2f} at Q = 0.9)")
+    return (
+        f"Held out ({held['folds']} folds): {held['within_20pct']:.0%} of {held['points']} "
+        f"points within ±20%, median ratio {held['median_ratio']:.2f}, MAPE "
+        f"{held['mape']:.0%}. Error for --perf-quantile: {'; '.join(phases)}"
+    )

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from typing import TYPE_CHECKING, Any
 
 from pddplan import units
+from pddplan.spec.calibration import MIN_ERROR_POINTS
 from pddplan.spec.choices import MIN_COST
 from pddplan.spec.status import PlanStatus
 
@@ -486,8 +488,32 @@ def calibration_view(fit: Calibration) -> dict[str, Any]:
                 }
                 for p in fit.points
             ],
+            "held_out": _held_out_view(fit),
         }
     )
+
+
+def _held_out_view(fit: Calibration) -> dict[str, Any]:
+    """The fit's held-out error: each capacity point predicted by the fit on the folds that
+    do not hold it, summarized, and the error table per phase a scenario then plans its
+    ``perf_quantile`` with (a phase with too few points has none)."""
+    ratios = [1.0 / h.time_ratio for h in fit.held_out]
+    out: dict[str, Any] = {
+        "folds": fit.error_folds,
+        "points": len(ratios),
+        "min_points": MIN_ERROR_POINTS,
+        "error": {ph: e.model_dump(mode="json") for ph, e in fit.error.items()},
+    }
+    if ratios:
+        out |= {
+            "within_20pct": sum(abs(r - 1) <= 0.2 for r in ratios) / len(ratios),
+            "median_ratio": statistics.median(ratios),
+            "mape": sum(abs(r - 1) for r in ratios) / len(ratios),
+            "phase_points": {
+                ph: sum(h.phase == ph for h in fit.held_out) for ph in ("prefill", "decode")
+            },
+        }
+    return out
 
 
 def robust_view(r: RobustResult) -> dict[str, Any]:

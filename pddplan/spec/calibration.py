@@ -7,9 +7,10 @@ deployment defaults below, overridden by the scenario's ``calibration.default`` 
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.hardware import Efficiency, HardwareCatalog
@@ -119,6 +120,53 @@ class CalibrationOverride(Frozen):
     attention_bf16: bool | None = None
 
 
+Phase = Literal["prefill", "decode"]
+"""The phases whose pass times the model's error scales: a prefill pass, a decode step."""
+
+
+class PhaseError(Frozen):
+    """The model's error on one phase with one profile: held-out (cross-validated) ratios of
+    measured to predicted pass time, as quantiles."""
+
+    points: Annotated[int, Field(ge=0)]
+    """Held-out points the quantiles come from."""
+    quantiles: dict[float, Annotated[float, Field(gt=0)]]
+    """``q -> ratio``: the q-quantile of measured / predicted pass time, ascending in q;
+    must hold 0.5 (the fit's own centre)."""
+    pooled: str | None = None
+    """Where the points are pooled over chip or model families (a cell with fewer than 10
+    points), what was pooled."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PhaseError:
+        qs = sorted(self.quantiles)
+        if any(not 0 < q < 1 for q in qs):
+            raise ValueError("quantiles: each q must lie in (0, 1)")
+        if 0.5 not in self.quantiles:
+            raise ValueError("quantiles: must hold 0.5, the fit's centre")
+        ratios = [self.quantiles[q] for q in qs]
+        if any(b < a for a, b in itertools.pairwise(ratios)):
+            raise ValueError("quantiles: ratios must not fall as q rises")
+        return self
+
+    def factor(self, q: float) -> float:
+        """How much longer a pass is at the q-quantile of the error than at the fit's
+        centre: ``ratio(q) / ratio(0.5)``, linear in q between the quantiles given, flat
+        beyond them (1 at q = 0.5)."""
+        qs = sorted(self.quantiles)
+        centre = self.quantiles[0.5]
+        if q <= qs[0]:
+            return self.quantiles[qs[0]] / centre
+        for lo, hi in itertools.pairwise(qs):
+            if q <= hi:
+                w = (q - lo) / (hi - lo)
+                return ((1 - w) * self.quantiles[lo] + w * self.quantiles[hi]) / centre
+        return self.quantiles[qs[-1]] / centre
+
+
+MIN_ERROR_POINTS = 10
+"""Held-out points of one phase below which a calibration of a user's own points carries
+no error table for that phase (``CalibrationSpec.error``)."""
 FITTED_KNOBS = (
     "prefill_mfu",
     "decode_mfu",
@@ -137,6 +185,11 @@ class CalibrationSpec(Frozen):
 
     default: CalibrationOverride = CalibrationOverride()
     per_chip: dict[str, CalibrationOverride] = Field(default_factory=dict)
+    error: dict[Phase, PhaseError] = Field(default_factory=dict)
+    """The model's held-out error per phase with these knobs, as ``pddplan calibrate``
+    measured it on the user's own points (cross-validated; a phase with fewer than
+    ``MIN_ERROR_POINTS`` held-out points has none): where a phase has one,
+    ``perf_quantile`` reads it instead of the engine profile's."""
 
     def fitted_knobs(self) -> list[str]:
         """The ``FITTED_KNOBS`` this section sets, in ``default`` or for any chip."""

@@ -9,61 +9,18 @@ it knew engines.
 
 from __future__ import annotations
 
-import itertools
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
-from pddplan.spec.calibration import CalibrationOverride
+from pddplan.spec.calibration import CalibrationOverride, Phase, PhaseError
 from pddplan.spec.hardware import HardwareCatalog
 
-Phase = Literal["prefill", "decode"]
-"""The phases whose pass times the model's error scales: a prefill pass, a decode step."""
 EVERY = "*"
 """The family key of a profile that covers every family (``families: any``)."""
 IDEAL = "ideal"
 """The profile that keeps the hardware catalog's figures (no engine's overheads)."""
-
-
-class PhaseError(Frozen):
-    """The model's error on one phase with one profile: held-out (cross-validated) ratios of
-    measured to predicted pass time, as quantiles."""
-
-    points: Annotated[int, Field(ge=0)]
-    """Held-out points the quantiles come from."""
-    quantiles: dict[float, Annotated[float, Field(gt=0)]]
-    """``q -> ratio``: the q-quantile of measured / predicted pass time, ascending in q;
-    must hold 0.5 (the fit's own centre)."""
-    pooled: str | None = None
-    """Where the points are pooled over chip or model families (a cell with fewer than 10
-    points), what was pooled."""
-
-    @model_validator(mode="after")
-    def _ordered(self) -> PhaseError:
-        qs = sorted(self.quantiles)
-        if any(not 0 < q < 1 for q in qs):
-            raise ValueError("quantiles: each q must lie in (0, 1)")
-        if 0.5 not in self.quantiles:
-            raise ValueError("quantiles: must hold 0.5, the fit's centre")
-        ratios = [self.quantiles[q] for q in qs]
-        if any(b < a for a, b in itertools.pairwise(ratios)):
-            raise ValueError("quantiles: ratios must not fall as q rises")
-        return self
-
-    def factor(self, q: float) -> float:
-        """How much longer a pass is at the q-quantile of the error than at the fit's
-        centre: ``ratio(q) / ratio(0.5)``, linear in q between the quantiles given, flat
-        beyond them (1 at q = 0.5)."""
-        qs = sorted(self.quantiles)
-        centre = self.quantiles[0.5]
-        if q <= qs[0]:
-            return self.quantiles[qs[0]] / centre
-        for lo, hi in itertools.pairwise(qs):
-            if q <= hi:
-                w = (q - lo) / (hi - lo)
-                return ((1 - w) * self.quantiles[lo] + w * self.quantiles[hi]) / centre
-        return self.quantiles[qs[-1]] / centre
 
 
 class EngineProfile(Frozen):
