@@ -46,6 +46,36 @@ def test_time_factors_scale_whole_passes(toy_model, toy_chip):
     assert inst.batched_pass_s(full) == pytest.approx(2.0 * TOY_PREFILL_S)
 
 
+def test_speculative_decoding_verifies_drafts_and_divides_by_the_acceptance_length(
+    toy_model, toy_chip
+):
+    """One draft token, 1.6 tokens gained a step: the toy step verifying 2 tokens per
+    sequence is still memory-bound (the weights and the one context's KV read once:
+    129.826816 us; its math, 2 x 2 x 32.4M FLOPs, 2.6 us at 50 TFLOP/s), the draft layer
+    costs one layer's share of a one-token step (129.826816 / 2 layers = 64.913408 us), and
+    the 194.740224 us yield 1.6 tokens: 121.71264 us a token."""
+    inst = make_instance(
+        toy_model, toy_chip, 1, toy_cal(mtp_draft_tokens=1, mtp_acceptance_length=1.6)
+    )
+    assert inst.decode_step_s(1, 1000) == pytest.approx(121.71264e-6)
+    plain = make_instance(toy_model, toy_chip, 1, toy_cal(mtp_draft_tokens=0))
+    assert plain.decode_step_s(1, 1000) == pytest.approx(TOY_DECODE_S)
+
+
+def test_an_acceptance_length_beyond_the_drafts_is_one_located_line(tmp_path):
+    path = _scenario_with(
+        tmp_path, "engine: sglang\ncalibration: {default: {mtp_acceptance_length: 2}}\n"
+    )
+    from conftest import run_main
+
+    result = run_main("validate", str(path))
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert (
+        "s.yaml:" in line and "calibration.default: for h100-sxm: mtp_acceptance_length 2" in line
+    )
+
+
 def test_attention_at_bf16_costs_the_scores_twice_on_an_fp8_pass(toy_model, toy_chip):
     """FP8 weights on a chip of 200 FP8 TFLOPS (100 BF16), MFU 0.5: the toy pass's weight
     FLOPs 64,913,408,000 take 0.64913408 ms at 100 TFLOP/s; its 4,096,000,000 score FLOPs

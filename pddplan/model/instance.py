@@ -170,10 +170,11 @@ class Instance:
     only above a batch size)."""
     """The experts' shape; for a dense model, experts of size 0 (no instance routes to
     them: its layout has no expert parallelism)."""
-    _by_batch: dict[int, tuple[tuple[float, float, float, float], ...]] = field(
+    _by_batch: dict[tuple[int, int], tuple[tuple[float, float, float, float], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    """``decode_step_s``'s terms that depend on a whole-number batch alone, per decode mode
+    """``decode_step_s``'s terms that depend on a whole-number batch (and the tokens per
+    sequence a step runs) alone, per decode mode
     (weights read, the hidden and the serial collective time, the compute slowdown): a
     simulation asks for the same batches at many contexts."""
 
@@ -381,33 +382,52 @@ class Instance:
 
     # --- decode -----------------------------------------------------------------------------
     def decode_step_s(self, batch: float, context_tokens: float) -> float:
-        """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each."""
+        """Seconds of one decode step for ``batch`` sequences at ``context_tokens`` each;
+        with speculative decoding (``mtp_draft_tokens`` = k > 0), per token a sequence
+        gains: the step verifies ``1 + k`` tokens per sequence (weights, collectives and
+        math at ``batch (1 + k)`` tokens, attention ``1 + k`` queries over each context,
+        whose KV is read once), the draft module runs one layer's share of a one-token
+        step per draft token, and a step yields ``mtp_acceptance_length`` tokens per
+        sequence: ``(step(1 + k) + k x step(1) / layers) / acceptance_length``."""
+        knobs = self.cal.knobs
+        k = knobs.mtp_draft_tokens
+        step = self._verify_step_s(batch, context_tokens, 1 + k)
+        if k:
+            one = self._verify_step_s(batch, context_tokens, 1)
+            step = (step + k * one / self.model.num_hidden_layers) / knobs.mtp_acceptance_length
+        return step * knobs.decode_time_factor
+
+    def _verify_step_s(self, batch: float, context_tokens: float, per_seq: int) -> float:
+        """Seconds of a decode step that runs ``per_seq`` tokens of each of ``batch``
+        sequences at ``context_tokens`` each (1: a plain step)."""
         eff, lay = self.cal.efficiency, self.layout
-        terms = self._by_batch.get(batch) if isinstance(batch, int) else None
+        tokens = batch * per_seq
+        key = (batch, per_seq) if isinstance(batch, int) else None
+        terms = self._by_batch.get(key) if key is not None else None
         if terms is None:
-            volume, latency = (cast(float, x) for x in self._collectives_s(batch))
+            volume, latency = (cast(float, x) for x in self._collectives_s(tokens))
             terms = tuple(
                 (
                     mode.micro_batches  # each micro-batch reads the weights its tokens need
-                    * cast(float, self._weights_read_per_gpu(batch / mode.micro_batches)),
+                    * cast(float, self._weights_read_per_gpu(tokens / mode.micro_batches)),
                     mode.hidden * volume,
                     (1 - mode.hidden) * volume + latency,
                     mode.slowdown,
                 )
                 for mode in self._decode_modes
             )
-            if isinstance(batch, int):
-                self._by_batch[batch] = terms
+            if key is not None:
+                self._by_batch[key] = terms
         kv_read = batch * self.kv.decode_read_bytes(context_tokens) * self._kv_copies / lay.gpus
-        attn = batch * self.kv.attention_flops(context_tokens, prefill=False)
+        attn = tokens * self.kv.attention_flops(context_tokens, prefill=False)
         compute = cast(
-            float, self._compute_s(batch, attn, eff.decode_mfu, groups=self.attention_groups)
+            float, self._compute_s(tokens, attn, eff.decode_mfu, groups=self.attention_groups)
         )  # scalars in, a scalar out
         step = min(
             max((weights + kv_read) / self._hbm_rate, compute * slowdown, hidden) + serial
             for weights, hidden, serial, slowdown in terms
         )
-        return (step + self._fixed_s) * self.cal.knobs.decode_time_factor
+        return step + self._fixed_s
 
     def max_batch(
         self, context_tokens: float, *, tpot_s: float | None = None, reserved_bytes: float = 0.0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import ValidationError
 
 from pddplan import units
 from pddplan.errors import InputError, WeightsDoNotFitError
@@ -483,13 +484,20 @@ class Problem:
             engine = chip_knobs(self.engine, self.hardware, chip)
         except ValueError as e:
             raise InputError(str(e)) from None
-        return resolve_calibration(
-            self.hardware,
-            chip,
-            self.scenario.calibration,
-            engine=engine,
-            time_factors=self.time_factors(),
-        )
+        try:
+            return resolve_calibration(
+                self.hardware,
+                chip,
+                self.scenario.calibration,
+                engine=engine,
+                time_factors=self.time_factors(),
+            )
+        except ValidationError as e:  # knobs that are each valid but not together
+            reason = "; ".join(str(x["msg"]).removeprefix("Value error, ") for x in e.errors())
+            loc: Loc = ("calibration", "per_chip", chip)
+            if chip not in self.scenario.calibration.per_chip:
+                loc = ("calibration", "default")
+            raise InputError(self.located(loc, f"for {chip}: {reason}")) from None
 
     def instance(self, chip: str, gpus: int, context_parallel: bool = False) -> Instance:
         """The model on ``gpus`` GPUs of ``chip`` (with ``context_parallel``: each prompt's

@@ -17,6 +17,9 @@ from pddplan.spec.hardware import Efficiency, HardwareCatalog
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
+MAX_DRAFT_TOKENS = 16
+"""The most draft tokens per step a scenario may set (engines run 1-7)."""
+
 DEFAULT_EP_IMBALANCE = 1.3
 """Assumption: the busiest GPU of an expert-parallel group carries 1.3x the mean expert load
 (tokens and touched experts). DeepSeek's EPLB exists because this ratio is well above 1 on
@@ -89,11 +92,30 @@ class Knobs(Frozen):
     attention_bf16: bool = False
     """Attention scores computed at the chip's BF16 peak even where the weights are FP8
     (engines run MLA and FlashAttention in BF16); False: at the weights' peak (``ideal``)."""
+    mtp_draft_tokens: Annotated[int, Field(ge=0, le=MAX_DRAFT_TOKENS)] = 0
+    """Speculative decoding (DeepSeek's multi-token prediction, EAGLE): tokens drafted per
+    sequence per decode step and verified in the step (0: off). A step then runs
+    ``1 + mtp_draft_tokens`` tokens per sequence through the model, and the draft module
+    one layer per draft token."""
+    mtp_acceptance_length: Annotated[float, Field(ge=1)] = 1.0
+    """Mean tokens a sequence gains per step with drafts on, the verified token included
+    (engines print it as "accept length"): 1 to ``1 + mtp_draft_tokens``."""
     prefill_time_factor: Annotated[float, Field(gt=0)] = 1.0
     """Every prefill pass's time multiplied by this: the engine profile's error at the
     scenario's ``perf_quantile`` (1 at 0.5, the fit itself)."""
     decode_time_factor: Annotated[float, Field(gt=0)] = 1.0
     """Every decode step's time multiplied by this, likewise."""
+
+    @model_validator(mode="after")
+    def _acceptance_within_drafts(self) -> Knobs:
+        if self.mtp_acceptance_length > self.mtp_draft_tokens + 1:
+            raise ValueError(
+                f"mtp_acceptance_length {self.mtp_acceptance_length:g} exceeds 1 + "
+                f"mtp_draft_tokens ({self.mtp_draft_tokens}): a step verifies at most "
+                f"{self.mtp_draft_tokens + 1} token{'s' if self.mtp_draft_tokens else ''} "
+                "per sequence"
+            )
+        return self
 
 
 class CalibrationOverride(Frozen):
@@ -118,6 +140,8 @@ class CalibrationOverride(Frozen):
     layer_overhead_us: Annotated[float, Field(ge=0)] | None = None
     expert_pad_tokens: Annotated[float, Field(ge=0)] | None = None
     attention_bf16: bool | None = None
+    mtp_draft_tokens: Annotated[int, Field(ge=0, le=MAX_DRAFT_TOKENS)] | None = None
+    mtp_acceptance_length: Annotated[float, Field(ge=1)] | None = None
 
 
 Phase = Literal["prefill", "decode"]
