@@ -15,6 +15,8 @@ from test_solve import _HandTables
 
 import pddplan
 from pddplan.plan import milp
+from pddplan.plan.counts import Requirements
+from pddplan.plan.space import Space
 
 _HAND = _HandTables(max_gpus_a=None)
 A, B = _HAND.space.options["prefill"]
@@ -162,15 +164,25 @@ def test_the_weighted_plans_bound_only_where_the_must_meet_ones_leave_a_gap(
     from pddplan.plan import robust
 
     _, problem, _ = small_variants
-    solved = []
-    original = robust._Run.min_cost
+    solved, inside = [], []
+    original, own = robust._Run.min_cost, robust._Run.own
 
     def spy(self, **kwargs):
-        if kwargs.get("hardware") is None:  # a plan, not the routing of a plan's hardware
+        # a plan, not the routing of a plan's hardware, nor the MILP ``own`` falls back on
+        if kwargs.get("hardware") is None and not inside:
             solved.append([next(iter(v.tables.values())).tail_scale for v in kwargs["variants"]])
         return original(self, **kwargs)
 
+    def spy_own(self, variant):  # a variant's own plan: the relaxation's or the MILP's
+        solved.append([variant.tables[1.0].tail_scale])
+        inside.append(1)
+        try:
+            return own(self, variant)
+        finally:
+            inside.pop()
+
     monkeypatch.setattr(robust._Run, "min_cost", spy)
+    monkeypatch.setattr(robust._Run, "own", spy_own)
     m = robust.robust_milp(problem, problem.variants(), "cbc", deadline=float("inf"))
     assert m.outcome.status == "optimal"
     assert solved[:4] == [[1.0]] * 4 and len(solved) == 5  # four own plans, the robust MILP
@@ -343,3 +355,22 @@ def test_a_robust_milp_stopped_early_says_by_what():
     assert _status(M.NODE_LIMIT) == _status(M.NODE_LIMIT_NO_INCUMBENT) == "work_limit"
     assert _status(M.TIME_LIMIT) == _status(M.TIME_LIMIT_NO_INCUMBENT) == "time_limit"
     assert _status(M.OPTIMAL) == "optimal" and _status(M.INFEASIBLE) == "infeasible"
+
+
+@pytest.mark.slow  # a MILP per variant beside the relaxation
+def test_an_exact_relaxation_is_each_variants_own_plan_at_the_milps_cost(small_variants):
+    """Where no datacenter limit binds, a variant's own plan is the relaxation's, with no
+    MILP run, and costs what the MILP's optimum costs."""
+    from pddplan.plan import robust
+    from pddplan.work import counted
+
+    _, problem, _ = small_variants
+    run = robust._Run("cbc", 100_000, float("inf"), lambda: 0.0)
+    for v, vp in problem.variants():
+        table = Requirements(Space(vp), robust._rate(vp))
+        variant = milp.Variant(v.name, {1.0: table})
+        with counted() as work:
+            own = run.own(variant)
+        assert own.status == "optimal" and work["milp_solves"] == 0, v.name
+        solved = run.min_cost(variants=[variant])
+        assert own.cost_per_hour == pytest.approx(solved.cost_per_hour, rel=1e-12)

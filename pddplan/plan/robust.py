@@ -30,6 +30,7 @@ from pddplan.evaluation.evaluator import TTFT_FAILURE, Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
+from pddplan.plan.bounds import relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.space import Choice, NoOptionsError, Space
 from pddplan.spec.choices import MIN_COST
@@ -120,7 +121,9 @@ class RobustResult:
         costs = [p.cost_per_hour_usd for p in self.singles if p.cost_per_hour_usd is not None]
         if self.cost_per_hour_usd is None or len(costs) != len(self.singles) or not costs:
             return None
-        return self.cost_per_hour_usd - max(costs)
+        # to a nano-dollar an hour: the costs are sums in different orders (the robust
+        # MILP's, a single plan's), and equal plans must not read as "-0"
+        return round(self.cost_per_hour_usd - max(costs), 9) + 0.0
 
     @property
     def confirmed(self) -> bool:
@@ -156,6 +159,18 @@ class _Run(NamedTuple):
     node_limit: int
     deadline: float
     clock: Callable[[], float]
+
+    def own(self, variant: milp.Variant) -> milp.MilpOutcome:
+        """One variant's own minimum-cost plan at its table at scale 1: the relaxation's
+        where it is exact (``relaxed_optimum``: no datacenter limit binds, so its plan is
+        the MILP's optimum, as ``solve`` takes it), else the MILP's."""
+        relaxed = relaxed_optimum(variant.tables[1.0])
+        if not relaxed.exact:
+            return self.min_cost(variants=[variant])
+        choice, cost = relaxed.choices[0], relaxed.cost
+        return milp.MilpOutcome(
+            MilpStatus.OPTIMAL, choice, cost, cost, 0.0, 0.0, 0, 0, 0, (choice,), (1.0,)
+        )
 
     def min_cost(self, **kwargs: Any) -> milp.MilpOutcome:
         """``milp.min_cost`` within these limits."""
@@ -308,7 +323,7 @@ def robust_milp(
         variants.append(milp.Variant(v.name, tables, v.weight))
     alone = [milp.Variant(x.name, {1.0: x.tables[1.0]}) for x in variants]
     run = _Run(solver, problem.scenario.solver.node_limit, deadline, clock)
-    plans = [run.min_cost(variants=[own]) for own in alone]
+    plans = [run.own(own) for own in alone]
     # the must-meet variants' own plans bound the robust cost below; a weighted variant's
     # own plan does not (the robust plan may serve it at a looser share), its plan at the
     # loosest share the mixture allows it does: those are planned only where the must-meet
@@ -317,9 +332,7 @@ def robust_milp(
 
     def loose() -> list[milp.MilpOutcome]:
         return [
-            plans[i]
-            if scale == 1.0
-            else run.min_cost(variants=[milp.Variant(x.name, {1.0: x.tables[scale]})])
+            plans[i] if scale == 1.0 else run.own(milp.Variant(x.name, {1.0: x.tables[scale]}))
             for i, (x, scale) in enumerate(zip(variants, _loosest(variants), strict=True))
             if x.weight is not None
         ]
