@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.model.figures import InstancePerf, analyze_instance
 from pddplan.model.instance import make_instance
 from pddplan.spec.calibration import CalibrationOverride, CalibrationSpec, resolve_calibration
@@ -108,6 +108,25 @@ class Calibration:
     engine: str = ""
     """The engine profile the knobs were fitted on top of (its knobs for each point's chip
     family come first; the fitted ones override them)."""
+    notes: tuple[str, ...] = ()
+    """Warnings about the input (points merged as repeats), one located line each."""
+
+
+FitProgress = Callable[[str], None]
+"""Hears the fit's work as one line of text (the start, the predictions made so far)."""
+
+
+def check_ridge(ridge: float, *, zero: bool = False) -> None:
+    """``ridge`` is a finite number > 0 (>= 0 with ``zero``: an exact fit, as the tests and
+    the cross-validation ask), else an ``ArgumentError`` naming ``ridge``: 0 leaves a knob
+    the points barely inform free along a flat valley, and inf or nan would reach the
+    solver as a residual it cannot minimize."""
+    number = isinstance(ridge, int | float) and not isinstance(ridge, bool)
+    if not number or not (ridge >= 0 if zero else ridge > 0) or not ridge < math.inf:
+        raise ArgumentError(
+            "ridge",
+            f"{{argument}}: must be a finite number {'>=' if zero else '>'} 0, got {ridge!r}",
+        )
 
 
 def engine_knobs(
@@ -193,11 +212,13 @@ def calibrate(
     ridge: float = RIDGE,
     starts: int = STARTS,
     engine: EngineProfile | None = None,
+    progress: FitProgress | None = None,
 ) -> Calibration:
     """Fit ``knobs`` (default: those of ``DEFAULT_KNOBS`` the points inform) to ``points``
     ((measurement, where) pairs), on top of ``engine``'s profile (None: the hardware
     catalog's figures, ``ideal``). ``InputError`` for a knob no point informs, too few
-    points, a point the defaults cannot predict, or a fit that does not converge."""
+    points, a point the defaults cannot predict, or a fit that does not converge.
+    ``progress`` hears the work as it goes (each start, and every 50 predictions)."""
     if not points:
         raise InputError("no points to fit")
     asked = knobs is not None
@@ -207,17 +228,26 @@ def calibrate(
         raise InputError(
             f"--knobs: unknown knob {', '.join(unknown)}; fittable: {', '.join(BOUNDS)}"
         )
-    if ridge < 0:
-        raise InputError(f"--ridge must be at least 0, got {ridge:g}")
+    check_ridge(ridge, zero=True)
     chips = [m.chip for m, _ in points]
     x0 = defaults(hardware, chips, names, engine)
+    made = [0]
+    stage = ["predicting the points with the defaults"]
 
     def run(m: Measurement, values: dict[str, float]) -> float:
+        made[0] += 1
+        if progress is not None and made[0] % 50 == 0:
+            progress(f"calibrate: {stage[0]}; {made[0]:,} predictions of {len(points):,} points")
         return predict(m, models[m.model], hardware, values, engine)
 
     before = []
     for m, where in points:
-        value = run(m, x0)
+        try:
+            value = run(m, x0)
+        except ArgumentError as e:  # a point's own batch past what memory holds, say
+            raise InputError(
+                f"{where}: {e.argument}: {e.template.format(argument=e.argument)}"
+            ) from None
         if not value > 0:
             raise InputError(f"{where}: the model predicts no {m.metric} for this point")
         before.append(value)
@@ -255,7 +285,10 @@ def calibrate(
     rng = np.random.default_rng(0)
     tries = [np.clip(base, lo, hi)] + [rng.uniform(lo, hi) for _ in range(max(starts, 1) - 1)]
     best = None
-    for z in tries:
+    for n, z in enumerate(tries, 1):
+        stage[0] = f"fitting {', '.join(names)} from start {n} of {len(tries)}"
+        if progress is not None:
+            progress(f"calibrate: {stage[0]}; {made[0]:,} predictions of {len(points):,} points")
         result = optimize.least_squares(residuals, z, bounds=(lo, hi), diff_step=1e-3)
         if result.status > 0 and (best is None or result.cost < best.cost):
             best = result

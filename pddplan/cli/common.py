@@ -253,6 +253,17 @@ def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> 
     return decorate(fn) if fn is not None else decorate
 
 
+def warn(line: str) -> None:
+    """One ``Warning:`` line on stderr: the input was taken, with a change the user should
+    know of (points merged, say)."""
+    err.print(
+        f"[bold yellow]Warning:[/bold yellow] {escape(line)}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
+    )
+
+
 SHOW_AFTER_S = 2.0
 """Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
 
