@@ -268,13 +268,15 @@ def error_margin(
     quantile: float = 0.9,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    clock: Callable[[], float] = wall_clock,
 ) -> ErrorMargin | None:
     """What ``plan`` (a min-cost plan at the scenario's pass times) would face at
     ``quantile`` of the model's held-out error: its SLA capacity there, and what the
     min-cost plan made there buys beyond it (planned only where this plan no longer serves
     its planned rate there). None for a plan without a fleet, another
     objective's, a problem already at or past ``quantile``, or an engine profile without
-    a measured error (``ideal``)."""
+    a measured error (``ideal``). ``time_limit_s`` and ``clock``: as ``solve``'s, for the
+    plan made at ``quantile`` (``solve`` gives this what is left of its own limit)."""
     from pddplan.plan.results import ErrorMargin
 
     if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
@@ -289,7 +291,7 @@ def error_margin(
         return ErrorMargin(
             quantile, problem.engine.id, there.sla_capacity_rps, there.demand_rps, 0, 0.0
         )
-    other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s)
+    other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s, clock=clock)
     extra_gpus = extra_cost = None
     if other.fleet is not None and other.evaluation is not None:
         extra_gpus = _gpus(other.fleet) - _gpus(plan.fleet)

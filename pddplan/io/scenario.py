@@ -13,6 +13,7 @@ from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.limits import MAX_VARIANTS
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import (
     WORKLOAD_SOURCES,
@@ -21,6 +22,7 @@ from pddplan.spec.scenario import (
     Workload,
     WorkloadVariant,
     resolve_variant,
+    too_many_variants,
     variant_problems,
     variant_scenarios,
 )
@@ -36,6 +38,9 @@ def load_scenario(path: Path) -> Problem:
     model that fits no allowed chip configuration for a role.
     """
     data, source = read_yaml(path)
+    raw = data.get("workload_variants") if isinstance(data, dict) else None
+    if isinstance(raw, list) and len(raw) > MAX_VARIANTS:  # before each is validated
+        raise InputError(source.problem(("workload_variants",), too_many_variants(len(raw))))
     try:
         scenario = validate(Scenario, data, source)
     except InputError as e:
