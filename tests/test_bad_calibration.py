@@ -47,6 +47,7 @@ EXPECT = {
     "points-range-batch-huge.json": "batch: input should be less than or equal to 1000000",
     "points-structure-points-not-list.json": "expected a list of points",
     "points-syntax-cut-short.json": "malformed JSON",
+    "points-syntax-unclosed-quote.csv": ":2: malformed CSV: unexpected end of data",
     "vllm-range-throughput-1e999.json": "output_throughput: expected a finite number",
     "vllm-range-negative-tokens.json": "total_input_tokens: expected a finite number >= 0",
     "vllm-type-completed-fraction.json": "completed: expected a whole number",
@@ -66,6 +67,8 @@ EXPECT = {
     "hf-range-hidden-not-multiple-of-heads.json": "4001 is not a multiple of num_attention_heads",
     "hf-type-four-bad-shapes.json": "and 1 more: num_key_value_heads",
     "fleet-structure-empty-pool.yaml": "missing required keys 'datacenter', 'role', 'chip'",
+    "fleet-structure-many-unknown-keys.yaml": "pools[0]: 7 unknown keys: 'dc', 'kind'",
+    "scenario-reference-link-end-once.yaml": "links[0].between: unknown datacenter 'wset'",
     "plan-syntax-cut-short.json": "malformed JSON",
     "plan-structure-no-deployment.json": "deployment: missing",
     "trace-encoding-binary-many-lines.jsonl": ":1: not UTF-8 text",
@@ -91,6 +94,21 @@ def command(path: Path) -> list[str]:
     return args + EXTRA.get(path.name, [])
 
 
+ONE_LINE = {
+    "points-structure-extra-cell.csv",
+    "hf-type-four-bad-shapes.json",
+    "fleet-structure-empty-pool.yaml",
+    "plan-structure-no-deployment.json",
+    "scenario-reference-link-end-once.yaml",
+    "scenario-structure-no-datacenters.yaml",
+    "trace-encoding-binary-many-lines.jsonl",
+}
+"""Files that gave several lines for one problem (a key per line, a bad line per line, the
+problem once more at the top level) and now give one (three for the four bad shapes; the
+pool of seven unknown keys, which gave twelve, gives two: its unknown keys, its missing
+ones)."""
+
+
 def check(named: str, code: int, output: str, expect: str | None = None) -> None:
     """Exit code 2, 1 to 3 ``Error:`` lines, the first naming ``named``, no traceback."""
     lines = output.strip().splitlines()
@@ -114,6 +132,9 @@ def test_the_matrix_covers_every_new_surface():
 def test_each_hostile_file_is_one_located_error(path):
     result = run_main(*command(path))
     check(str(path), result.exit_code, result.output, EXPECT[path.name])
+    if path.name in ONE_LINE:
+        want = 3 if path.name.startswith("hf-type-four") else 1
+        assert len(result.output.strip().splitlines()) == want, result.output
 
 
 POINTS = str(BAD / "calibrate" / "points-range-gpus-huge.csv")  # any file: never read

@@ -193,7 +193,7 @@ def _read_csv(path: Path, budget: _Budget) -> list[Point]:
     with more cells than the header, are refused (a cell is never dropped)."""
     text = read_text(path)
     try:
-        reader = csv.DictReader(text.splitlines())
+        reader = csv.DictReader(text.splitlines(), strict=True)
         fieldnames = reader.fieldnames
     except csv.Error as e:
         raise InputError(f"{path}:1: malformed CSV: {e}") from None
@@ -213,8 +213,10 @@ def _read_csv(path: Path, budget: _Budget) -> list[Point]:
             row = next(rows)
         except StopIteration:
             break
-        except csv.Error as e:
-            problems.append(f"{path}:{reader.line_num}: malformed CSV: {e}")
+        except csv.Error as e:  # the reader counts the lines of a row only once it ends
+            problems.append(
+                f"{path}:{reader.line_num + 1}: malformed CSV: {e} (a quote opened and not closed?)"
+            )
             break
         i += 1
         line = reader.line_num
