@@ -221,7 +221,12 @@ def test_a_read_only_out_file_is_refused_and_kept(tmp_path):
 
 @pytest.mark.parametrize(
     "command_",
-    [["validate", "{f}"], ["workload", "fit", "{f}"], ["calibrate", "{f}"]],
+    [
+        ["validate", "{f}"],
+        ["workload", "fit", "{f}"],
+        ["calibrate", "{f}"],
+        ["evaluate", str(SMALL), "--plan", "{f}"],
+    ],
     ids=lambda c: c[0],
 )
 def test_a_fifo_with_no_writer_waits_a_bounded_time(tmp_path, monkeypatch, command_):

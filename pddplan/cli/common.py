@@ -344,8 +344,8 @@ def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
     if plan is None:
         return None, None
     try:
-        if plan.stat().st_size > 64 * 2**20:  # the fleet loader refuses it, in one line
-            return None, None
+        if not plan.is_file() or plan.stat().st_size > 64 * 2**20:
+            return None, None  # a pipe (read once, by the loader) or a file it refuses
         data = json.loads(plan.read_text())
     except (OSError, ValueError):
         return None, None  # the fleet loader reports the file's problem
