@@ -48,6 +48,7 @@ EXPECT = {
     "points-structure-points-not-list.json": "expected a list of points",
     "points-syntax-cut-short.json": "malformed JSON",
     "points-syntax-unclosed-quote.csv": ":2: malformed CSV: unexpected end of data",
+    "points-reference-weights-do-not-fit.csv": ":2: gpus: llama-3.1-405b (bf16 weights) does not fit",
     "vllm-range-throughput-1e999.json": "output_throughput: expected a finite number",
     "vllm-range-negative-tokens.json": "total_input_tokens: expected a finite number >= 0",
     "vllm-type-completed-fraction.json": "completed: expected a whole number",

@@ -33,6 +33,7 @@ from pddplan.spec.engine import EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.measurement import Measurement
+from pddplan.spec.source import quote
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "prefill_mfu": (0.02, 1.0),
@@ -223,11 +224,13 @@ def calibrate(
         raise InputError("no points to fit")
     asked = knobs is not None
     names = list(knobs) if knobs is not None else list(DEFAULT_KNOBS)
+    if knobs is not None and not names:
+        raise InputError(f"--knobs: no knob named; fittable: {', '.join(BOUNDS)}")
     unknown = [k for k in names if k not in BOUNDS]
     if unknown:
-        raise InputError(
-            f"--knobs: unknown knob {', '.join(unknown)}; fittable: {', '.join(BOUNDS)}"
-        )
+        shown = ", ".join(quote(k, 40) for k in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise InputError(f"--knobs: unknown knob {shown}{more}; fittable: {', '.join(BOUNDS)}")
     check_ridge(ridge, zero=True)
     chips = [m.chip for m, _ in points]
     x0 = defaults(hardware, chips, names, engine)
@@ -248,6 +251,8 @@ def calibrate(
             raise InputError(
                 f"{where}: {e.argument}: {e.template.format(argument=e.argument)}"
             ) from None
+        except InputError as e:  # its weights do not fit its GPUs, say: located at the point
+            raise InputError(f"{where}: gpus: {'; '.join(e.problems)}") from None
         if not value > 0:
             raise InputError(f"{where}: the model predicts no {m.metric} for this point")
         before.append(value)

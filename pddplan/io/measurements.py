@@ -117,9 +117,10 @@ def merge_duplicates(points: list[Point]) -> tuple[list[Point], list[str]]:
             first[key] = p
             kept.append(p)
         else:
+            twice = " (the file given twice?)" if p.where == seen.where else ""
             notes.append(
-                f"{p.where}: the same point as {seen.where} (merged: a repeated run is "
-                "not independent evidence)"
+                f"{p.where}: the same point as {seen.where}{twice} (merged: a repeated run "
+                "is not independent evidence)"
             )
     return kept, notes
 
