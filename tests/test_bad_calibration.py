@@ -257,3 +257,20 @@ def test_a_fifo_whose_writer_writes_is_read_whole(tmp_path, monkeypatch):
     writer.join(timeout=10)
     assert result.exit_code == 0, result.output
     assert '"valid": true' in result.stdout
+
+
+def test_a_null_kv_head_count_is_one_per_head_and_a_good_shape_passes(tmp_path):
+    """``num_key_value_heads: null`` (some configs write it) is one KV head per attention
+    head, as a config without the key; the attention shape check passes a real GQA config."""
+    import json
+
+    import pddplan
+
+    config = json.loads((DATA / "hf" / "llama-3.1-8b.json").read_text())
+    assert "num_key_value_heads: 8" in pddplan.import_hf_config(
+        DATA / "hf" / "llama-3.1-8b.json", "a"
+    )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_key_value_heads": None}))
+    text = pddplan.import_hf_config(path, "b")
+    assert "num_key_value_heads: 32" in text and "attention: mha" in text

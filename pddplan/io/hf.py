@@ -108,6 +108,10 @@ def hf_config_to_entry(
         )
     _check_shapes(cfg, where)
     heads = cfg["num_attention_heads"]
+    if (
+        cfg.get("num_key_value_heads") is None
+    ):  # left out, or null: one KV head per attention head (MHA)
+        cfg["num_key_value_heads"] = heads
     if isinstance(cfg.get("compress_ratios"), list):
         attention = "compressed"
         cfg["compress_ratios"] = cfg["compress_ratios"][: cfg["num_hidden_layers"]]  # no MTP
@@ -117,7 +121,6 @@ def hf_config_to_entry(
         attention = "gqa"
     else:
         attention = "mha"
-    cfg.setdefault("num_key_value_heads", heads)
     if not cfg.get("head_dim"):
         cfg["head_dim"] = cfg["hidden_size"] // heads
     quant = cfg.get("quantization_config") or config.get("quantization_config") or {}
@@ -201,8 +204,8 @@ def _check_shapes(cfg: dict[str, Any], where: SourceMap) -> None:
     problems = []
     for key in _SHAPE_KEYS:
         value = cfg.get(key)
-        if key in ("head_dim", "num_key_value_heads") and value is None:
-            continue
+        if (key == "head_dim" and not value) or (key == "num_key_value_heads" and value is None):
+            continue  # derived: head_dim from the hidden size, KV heads as the heads
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             problems.append(
                 where.problem((key,), f"expected a positive integer, got {quote(value)}")
