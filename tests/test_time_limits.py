@@ -50,6 +50,19 @@ def _solve(path: Path, limit: float) -> tuple[pddplan.RobustResult, WorkClock, d
     return result, clock, dict(work)
 
 
+def test_a_robust_solve_stopped_early_ends_within_its_time_limit(tmp_path):
+    """Stopped in its count tables or its variants' own plans: within T + 5 on the work
+    clock, with no plan and a note that says so (no MILP is formulated past the deadline:
+    each took as long as a short solve)."""
+    path = _with_variants(tmp_path, 2)
+    for limit in (5.0, 25.0):
+        r, clock, _ = _solve(path, limit)
+        assert r.status == "time_limit" and not r.variants, (limit, r)
+        assert clock.reads <= limit + GRACE, (limit, clock.reads)
+        assert "stopped at the time limit" in r.notes[0]
+
+
+@pytest.mark.slow
 def test_a_robust_solve_ends_within_its_time_limit(tmp_path):
     """Stopped before its plan, with its plan but not its single plans, or finished: each
     ends within T + 5 on the work clock (the single plans and their cross-checks used to
@@ -99,10 +112,22 @@ def _line(path: Path, text: str) -> int:
     return next(n for n, row in enumerate(path.read_text().splitlines(), 1) if row == text)
 
 
-def test_the_error_margin_plans_in_what_is_left(monkeypatch):
-    """``solve`` gives the error margin's second plan what is left of ``--time-limit``, not
-    a second limit (the solve took 2 T where the plan was not at the 90th percentile),
-    and prices nothing when too little is left."""
+class _CommandClock:
+    """The command's own clock (``time`` in ``pddplan.cli.plan``, not the solve's): each
+    read ``step`` seconds after the one before."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = -step, step
+
+    def perf_counter(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def _margin_limits(monkeypatch, step: float) -> tuple[list[float | None], object]:
+    """The time limits ``solve`` gives the error margin, on a command clock of ``step``."""
+    from conftest import run_main
+
     from pddplan.cli import plan as cli_plan
 
     limits: list[float | None] = []
@@ -113,22 +138,22 @@ def test_the_error_margin_plans_in_what_is_left(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pddplan, "error_margin", spy)
-    from conftest import run_main
+    monkeypatch.setattr(cli_plan, "time", _CommandClock(step))
+    result = run_main("solve", str(SMALL), "--time-limit", "600")
+    assert result.exit_code == 0, result.output
+    return limits, result
 
-    r = run_main("solve", str(SMALL), "--time-limit", "600")
-    assert r.exit_code == 0, r.output
-    assert len(limits) == 1 and limits[0] is not None and 0 < limits[0] < 600
-    ticks = iter(range(0, 10_000, 700))  # each read of the command's clock: 700 s later
 
-    class Late:
-        """The command's own clock (``time`` in ``pddplan.cli.plan``), not the solve's."""
+def test_the_error_margin_plans_in_what_is_left(monkeypatch):
+    """``solve`` gives the error margin's second plan what is left of ``--time-limit`` (the
+    plan took 100 s on the command's clock: 500 are left), not a second limit (the solve
+    took 2 T where the plan was short at the 90th percentile)."""
+    limits, _ = _margin_limits(monkeypatch, 100.0)
+    assert limits == [500.0]
 
-        @staticmethod
-        def perf_counter() -> float:
-            return float(next(ticks))
 
-    monkeypatch.setattr(cli_plan, "time", Late)
-    limits.clear()
-    r = run_main("solve", str(SMALL), "--time-limit", "600")
-    assert r.exit_code == 0 and not limits, r.output
-    assert "the time limit (600 s) was spent on the plan" in r.stderr
+@pytest.mark.slow
+def test_no_error_margin_is_priced_when_the_limit_is_spent(monkeypatch):
+    limits, result = _margin_limits(monkeypatch, 700.0)
+    assert not limits
+    assert "the time limit (600 s) was spent on the plan" in result.stderr
