@@ -14,14 +14,18 @@ the words that show the right check refused it (not just some check).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import DATA, SMALL, run_main
 
+import pddplan
 import pddplan.pipes
 
 BAD = Path(__file__).parent / "data" / "bad"
@@ -262,10 +266,6 @@ def test_a_fifo_whose_writer_writes_is_read_whole(tmp_path, monkeypatch):
 def test_a_null_kv_head_count_is_one_per_head_and_a_good_shape_passes(tmp_path):
     """``num_key_value_heads: null`` (some configs write it) is one KV head per attention
     head, as a config without the key; the attention shape check passes a real GQA config."""
-    import json
-
-    import pddplan
-
     config = json.loads((DATA / "hf" / "llama-3.1-8b.json").read_text())
     assert "num_key_value_heads: 8" in pddplan.import_hf_config(
         DATA / "hf" / "llama-3.1-8b.json", "a"
@@ -274,3 +274,26 @@ def test_a_null_kv_head_count_is_one_per_head_and_a_good_shape_passes(tmp_path):
     path.write_text(json.dumps({**config, "num_key_value_heads": None}))
     text = pddplan.import_hf_config(path, "b")
     assert "num_key_value_heads: 32" in text and "attention: mha" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--max-input-mb", "1e308", "validate", str(SMALL)], "--max-input-mb"),
+        (command(BAD / "calibrate" / "vllm-range-throughput-1e999.json"), "vllm-range"),
+        (command(BAD / "limits" / "trace-encoding-binary-many-lines.jsonl"), "trace-encoding"),
+    ],
+    ids=["max-input-mb", "vllm", "binary-trace"],
+)
+def test_a_real_process_fails_cleanly_too(args, named):
+    """Through the installed entry point as a user runs it: no traceback on stderr either
+    (the ``--max-input-mb`` check runs in the group's callback, outside any command)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        timeout=120,
+        check=False,
+    )
+    check(named, proc.returncode, proc.stdout + proc.stderr)
