@@ -268,13 +268,15 @@ def error_margin(
     quantile: float = 0.9,
     solver: SolverName | None = None,
     time_limit_s: float | None = None,
+    clock: Callable[[], float] = wall_clock,
 ) -> ErrorMargin | None:
     """What ``plan`` (a min-cost plan at the scenario's pass times) would face at
     ``quantile`` of the model's held-out error: its SLA capacity there, and what the
     min-cost plan made there buys beyond it (planned only where this plan no longer serves
     its planned rate there). None for a plan without a fleet, another
     objective's, a problem already at or past ``quantile``, or an engine profile without
-    a measured error (``ideal``)."""
+    a measured error (``ideal``). ``time_limit_s`` and ``clock``: as ``solve``'s, for the
+    plan made at ``quantile`` (``solve`` gives this what is left of its own limit)."""
     from pddplan.plan.results import ErrorMargin
 
     if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
@@ -289,7 +291,7 @@ def error_margin(
         return ErrorMargin(
             quantile, problem.engine.id, there.sla_capacity_rps, there.demand_rps, 0, 0.0
         )
-    other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s)
+    other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s, clock=clock)
     extra_gpus = extra_cost = None
     if other.fleet is not None and other.evaluation is not None:
         extra_gpus = _gpus(other.fleet) - _gpus(plan.fleet)
@@ -713,33 +715,58 @@ def calibrate(
     gpus: int | None = None,
     catalogs: Catalogs | None = None,
     engine: str | None = None,
+    max_points: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration knobs fitted to measured points (``docs/validation.md#calibrate``):
     CSV or JSON points, or vLLM / SGLang / genai-perf benchmark results (which need
     ``model``, ``chip`` and ``gpus``). ``knobs``: those to fit (default: the efficiency
-    factors the points inform); ``engine``: the engine profile they are fitted on top of
-    (default: the catalog's default engine), which must cover every point's chip."""
-    from pddplan.calibration.fit import RIDGE
+    factors the points inform); ``ridge``: a finite number > 0 (default 0.01);
+    ``engine``: the engine profile they are fitted on top of (default: the catalog's
+    default engine), which must cover every point's chip. ``max_points``: the most points
+    read in all (default ``MAX_CALIBRATION_POINTS``, 500). Points repeated exactly are
+    fitted once, each repeat a warning in the result's ``notes``. ``progress`` hears the
+    fit's work as a line of text."""
+    from pddplan.calibration.fit import RIDGE, check_ridge
     from pddplan.calibration.fit import calibrate as fit
-    from pddplan.io.measurements import Deployment, load_measurements
+    from pddplan.io.measurements import Deployment, load_measurements, merge_duplicates
+    from pddplan.spec.limits import MAX_CALIBRATION_POINTS, MAX_INSTANCE_GPUS
 
+    if ridge is not None:
+        check_ridge(ridge)
+    limit = MAX_CALIBRATION_POINTS if max_points is None else max_points
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ArgumentError(
+            "max_points", f"{{argument}}: must be a whole number of at least 1, got {limit!r}"
+        )
+    if gpus is not None and not (
+        isinstance(gpus, int) and not isinstance(gpus, bool) and 1 <= gpus <= MAX_INSTANCE_GPUS
+    ):
+        raise ArgumentError(
+            "gpus",
+            f"{{argument}}: must be a whole number of GPUs from 1 to {MAX_INSTANCE_GPUS:,} (one "
+            f"instance; docs/scenarios.md#input-limits), got {gpus!r}",
+        )
     catalogs = catalogs if catalogs is not None else load_catalogs()
     given = [x is not None for x in (model, chip, gpus)]
     if any(given) and not all(given):
         raise InputError("a benchmark result's deployment needs all of --model, --chip, --gpus")
     deployment = Deployment(model, chip, gpus) if model and chip and gpus else None
-    points = load_measurements([Path(p) for p in paths], catalogs, deployment)
+    points = load_measurements([Path(p) for p in paths], catalogs, deployment, max_points=limit)
+    points, notes = merge_duplicates(points)
     profile = catalogs.engines.engines[
         catalogs.engine(engine, sorted({p.measurement.chip for p in points}))
     ]
-    return fit(
+    result = fit(
         [(p.measurement, p.where) for p in points],
         {m: catalogs.model(m) for m in {p.measurement.model for p in points}},
         catalogs.hardware,
         knobs,
         ridge=RIDGE if ridge is None else ridge,
         engine=profile,
+        progress=progress,
     )
+    return dataclasses.replace(result, notes=tuple(notes))
 
 
 def calibration_yaml(fit: Calibration, sources: list[str]) -> str:

@@ -9,6 +9,10 @@ failure, Ctrl-C included, the temporary file is removed and the old target is un
 - A symlinked target is written through: the file the link points to is replaced, the link
   stays.
 - An existing target keeps its permission bits (a new one gets the umask's, as ``open``).
+- A read-only target (no write permission bit, or one this user may not write) is refused
+  with ``PermissionError``, as ``open`` would refuse it: a rename could replace it (the
+  folder is writable), but a file made read-only is one its owner meant to keep, and a
+  process running as root would otherwise replace it silently.
 - A target that is not a regular file (``/dev/stdout``, a pipe such as ``>(cat)``) cannot be
   renamed over, so it is written directly.
 
@@ -18,12 +22,16 @@ May import: nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+"""A file with none of these permission bits is read-only, to root too."""
 
 
 @contextlib.contextmanager
@@ -39,6 +47,10 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
         with open(target, "wb") as direct:  # a device or a pipe: no rename possible
             yield direct
         return
+    if mode is not None and (not mode & WRITE_BITS or not os.access(target, os.W_OK)):
+        raise PermissionError(
+            errno.EACCES, "the file is read-only (make it writable, or choose another path)"
+        )
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -265,3 +265,73 @@ def test_fewer_than_ten_points_give_no_error_table_and_say_so(catalogs):
     line = held_out_line(calibration_view(fit)["held_out"])
     assert "fewer than 10" in line and "engine profile's" in line
     assert "No error table" in pddplan.calibration_yaml(fit, ["noisy"])
+
+
+def _csv_of(tmp_path, rows, name="p.csv"):
+    header = "id,model,chip,gpus,input_tokens,output_tokens,metric,value"
+    path = tmp_path / name
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+SMALL_ROWS = [
+    "a,llama-3.1-8b,h100-sxm,1,1024,1,prefill_tokens_per_s_per_gpu,20000",
+    "b,llama-3.1-8b,h100-sxm,2,2048,1,prefill_tokens_per_s_per_gpu,19000",
+    "c,llama-3.1-8b,h100-sxm,1,1024,256,decode_tokens_per_s_per_gpu,3000",
+    "d,llama-3.1-8b,h100-sxm,4,1024,256,decode_tokens_per_s_per_gpu,2500",
+]
+
+
+def test_repeated_points_are_merged_and_do_not_shrink_the_uncertainty(tmp_path):
+    """A point given five times (a row copied, a result file passed again) is one run: the
+    fit, its knobs' one-sigma factors included, is the fit of the points once, and each
+    repeat is a warning naming the point it repeats. Counted five times, the factors
+    shrank by about sqrt(5)."""
+    once = _csv_of(tmp_path, SMALL_ROWS, "once.csv")
+    copies = [f"{row.split(',', 1)[0]}{k},{row.split(',', 1)[1]}" for row in SMALL_ROWS
+              for k in range(4)]  # fmt: skip
+    again = _csv_of(tmp_path, SMALL_ROWS + copies, "again.csv")
+    knobs = ["prefill_mfu", "decode_hbm_efficiency"]
+    a = pddplan.calibrate([once], knobs=knobs)
+    r = run_main("calibrate", str(again), "--knobs", ",".join(knobs), "--json")
+    assert r.exit_code == 0 and r.stderr.count("Warning: ") == 16, r.output
+    b = json.loads(r.stdout)
+    assert len(b["points"]) == len(a.points) == 4 and len(b["notes"]) == 16
+    assert "again.csv:6: the same point as " in b["notes"][0] and "again.csv:2" in b["notes"][0]
+    for x, y in zip(a.knobs, b["knobs"], strict=True):
+        assert y["value"] == pytest.approx(x.value, rel=1e-9)
+        assert y["one_sigma_factor"] == pytest.approx(x.factor, rel=1e-9) and x.factor > 1.0
+
+
+def test_points_that_differ_only_in_value_are_both_fitted(tmp_path):
+    """Two runs of one deployment that measured different figures are two pieces of
+    evidence (the spread is what the uncertainty measures): not merged."""
+    rows = [*SMALL_ROWS, "e,llama-3.1-8b,h100-sxm,1,1024,1,prefill_tokens_per_s_per_gpu,21000"]
+    fit = pddplan.calibrate([_csv_of(tmp_path, rows)], knobs=["prefill_mfu"])
+    assert len(fit.points) == 5 and not fit.notes
+
+
+def test_the_point_limit_stops_the_read_at_the_first_point_past_it(tmp_path):
+    rows = [f"p{i},llama-3.1-8b,h100-sxm,1,{1024 + i},1,prefill_tokens_per_s_per_gpu,20000"
+            for i in range(12)]  # fmt: skip
+    path = _csv_of(tmp_path, rows)
+    with pytest.raises(InputError, match=r"p\.csv:12: more than 10 points"):
+        pddplan.calibrate([path], max_points=10)
+    assert len(pddplan.calibrate([path], max_points=12, knobs=["prefill_mfu"]).points) == 12
+
+
+def test_the_fit_reports_its_progress(tmp_path):
+    """The fit tells its progress callback each start and its predictions so far (the
+    command line shows it after 2 s, as other long commands do)."""
+    heard: list[str] = []
+    pddplan.calibrate([_csv_of(tmp_path, SMALL_ROWS)], knobs=["prefill_mfu"],
+                      progress=heard.append)  # fmt: skip
+    starts = sorted({h.split(";")[0] for h in heard if "from start" in h})
+    assert len(starts) == fit_module.STARTS and "start 1 of 8" in starts[0]
+    assert any("predictions of 4 points" in h for h in heard)
+
+
+@pytest.mark.parametrize("ridge", [float("nan"), float("inf"), 0.0, -1.0])
+def test_the_ridge_is_finite_and_positive(tmp_path, ridge):
+    with pytest.raises(pddplan.ArgumentError, match="ridge: must be a finite number > 0"):
+        pddplan.calibrate([_csv_of(tmp_path, SMALL_ROWS)], ridge=ridge)

@@ -250,9 +250,9 @@ def test_the_warning_is_one_stderr_line_and_engine_silences_it(tmp_path):
     result = run_main("validate", path)
     assert result.exit_code == 0
     [line] = [x for x in result.stderr.splitlines() if x.strip()]
-    assert line.startswith("warning: ") and path in line
+    assert line.startswith("Warning: ") and path in line
     named = run_main("perf", "deepseek-v3", "h100-sxm", "--scenario", path, "--engine", "sglang")
-    assert named.exit_code == 0 and "warning" not in named.stderr, named.stderr
+    assert named.exit_code == 0 and "Warning" not in named.stderr, named.stderr
     # what every other command reads a scenario with (``cli.common.load_problem``)
     assert pddplan.with_engine(pddplan.load_scenario(path), "sglang").warnings() == []
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from pddplan.errors import InputError
+from pddplan.errors import ArgumentError, InputError
 from pddplan.model.figures import InstancePerf, analyze_instance
 from pddplan.model.instance import make_instance
 from pddplan.spec.calibration import (
@@ -41,6 +41,7 @@ from pddplan.spec.engine import EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.measurement import Measurement
+from pddplan.spec.source import quote
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "prefill_mfu": (0.02, 1.0),
@@ -125,6 +126,8 @@ class Calibration:
     """Per phase with at least ``MIN_ERROR_POINTS`` held-out points: the quantiles of
     measured / predicted pass time (``error_table``), which a scenario that includes the
     written block plans its ``perf_quantile`` with."""
+    notes: tuple[str, ...] = ()
+    """Warnings about the input (points merged as repeats), one located line each."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,23 @@ def error_table(times: Sequence[float], pooled: str | None = None) -> PhaseError
     for a, b in itertools.pairwise(ERROR_QUANTILES):
         qs[b] = max(qs[b], qs[a])
     return PhaseError(points=len(times), quantiles=qs, pooled=pooled)
+
+
+FitProgress = Callable[[str], None]
+"""Hears the fit's work as one line of text (the start, the predictions made so far)."""
+
+
+def check_ridge(ridge: float, *, zero: bool = False) -> None:
+    """``ridge`` is a finite number > 0 (>= 0 with ``zero``: an exact fit, as the tests and
+    the cross-validation ask), else an ``ArgumentError`` naming ``ridge``: 0 leaves a knob
+    the points barely inform free along a flat valley, and inf or nan would reach the
+    solver as a residual it cannot minimize."""
+    number = isinstance(ridge, int | float) and not isinstance(ridge, bool)
+    if not number or not (ridge >= 0 if zero else ridge > 0) or not ridge < math.inf:
+        raise ArgumentError(
+            "ridge",
+            f"{{argument}}: must be a finite number {'>=' if zero else '>'} 0, got {ridge!r}",
+        )
 
 
 def engine_knobs(
@@ -253,6 +273,7 @@ def calibrate(
     engine: EngineProfile | None = None,
     error_folds: int = ERROR_FOLDS,
     start: dict[str, float] | None = None,
+    progress: FitProgress | None = None,
 ) -> Calibration:
     """Fit ``knobs`` (default: those of ``DEFAULT_KNOBS`` the points inform) to ``points``
     ((measurement, where) pairs), on top of ``engine``'s profile (None: the hardware
@@ -260,27 +281,41 @@ def calibrate(
     ``error_folds``, the held-out error per phase (``Calibration.error``). ``start``: a
     second starting point (knob values) tried after the defaults. ``InputError`` for a
     knob no point informs, too few points, a point the defaults cannot predict, or a fit
-    (or a fold's) that does not converge."""
+    (or a fold's) that does not converge. ``progress`` hears the work as it goes (each
+    start, and every 50 predictions)."""
     if not points:
         raise InputError("no points to fit")
     asked = knobs is not None
     names = list(knobs) if knobs is not None else list(DEFAULT_KNOBS)
+    if knobs is not None and not names:
+        raise InputError(f"--knobs: no knob named; fittable: {', '.join(BOUNDS)}")
     unknown = [k for k in names if k not in BOUNDS]
     if unknown:
-        raise InputError(
-            f"--knobs: unknown knob {', '.join(unknown)}; fittable: {', '.join(BOUNDS)}"
-        )
-    if ridge < 0:
-        raise InputError(f"--ridge must be at least 0, got {ridge:g}")
+        shown = ", ".join(quote(k, 40) for k in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise InputError(f"--knobs: unknown knob {shown}{more}; fittable: {', '.join(BOUNDS)}")
+    check_ridge(ridge, zero=True)
     chips = [m.chip for m, _ in points]
     x0 = defaults(hardware, chips, names, engine)
+    made = [0]
+    stage = ["predicting the points with the defaults"]
 
     def run(m: Measurement, values: dict[str, float]) -> float:
+        made[0] += 1
+        if progress is not None and made[0] % 50 == 0:
+            progress(f"calibrate: {stage[0]}; {made[0]:,} predictions of {len(points):,} points")
         return predict(m, models[m.model], hardware, values, engine)
 
     before = []
     for m, where in points:
-        value = run(m, x0)
+        try:
+            value = run(m, x0)
+        except ArgumentError as e:  # a point's own batch past what memory holds, say
+            raise InputError(
+                f"{where}: {e.argument}: {e.template.format(argument=e.argument)}"
+            ) from None
+        except InputError as e:  # its weights do not fit its GPUs, say: located at the point
+            raise InputError(f"{where}: gpus: {'; '.join(e.problems)}") from None
         if not value > 0:
             raise InputError(f"{where}: the model predicts no {m.metric} for this point")
         before.append(value)
@@ -321,7 +356,10 @@ def calibrate(
         tries.append(np.clip(np.log([start.get(k, x0[k]) for k in names]), lo, hi))
     tries += [rng.uniform(lo, hi) for _ in range(max(starts - len(tries), 0))]
     best = None
-    for z in tries:
+    for n, z in enumerate(tries, 1):
+        stage[0] = f"fitting {', '.join(names)} from start {n} of {len(tries)}"
+        if progress is not None:
+            progress(f"calibrate: {stage[0]}; {made[0]:,} predictions of {len(points):,} points")
         result = optimize.least_squares(residuals, z, bounds=(lo, hi), diff_step=1e-3)
         if result.status > 0 and (best is None or result.cost < best.cost):
             best = result
@@ -346,11 +384,12 @@ def calibrate(
         PointFit(m, where, b, a) for (m, where), b, a in zip(points, before, after, strict=True)
     ]
     capacity = [p for p in point_fits if p.measurement.kind == "capacity"]
-    held = (
-        _held_out(fitted_points, models, hardware, names, fitted, ridge=ridge, engine=engine)
-        if error_folds and len(fitted_points) >= MIN_ERROR_POINTS
-        else []
-    )
+    held: list[HeldPoint] = []
+    if error_folds and len(fitted_points) >= MIN_ERROR_POINTS:
+        held = _held_out(
+            fitted_points, models, hardware, names, fitted,
+            ridge=ridge, engine=engine, progress=progress,
+        )  # fmt: skip
     phases: tuple[Phase, ...] = ("prefill", "decode")
     by_phase = {ph: [h.time_ratio for h in held if h.phase == ph] for ph in phases}
     return Calibration(
@@ -376,6 +415,7 @@ def _held_out(
     *,
     ridge: float,
     engine: EngineProfile | None,
+    progress: FitProgress | None = None,
 ) -> list[HeldPoint]:
     """Each point predicted by the same fit (``names``, ``ridge``, ``engine``) on the other
     ``ERROR_FOLDS`` folds (point ``i`` in fold ``i mod k``), from the defaults and from
@@ -385,10 +425,15 @@ def _held_out(
     out = []
     for fold in range(k):
         train = [p for i, p in enumerate(points) if i % k != fold]
+
+        def heard(line: str, fold: int = fold) -> None:
+            if progress is not None:
+                progress(f"held-out fold {fold + 1} of {k}: {line}")
+
         try:
             part = calibrate(
                 train, models, hardware, names, ridge=ridge, starts=ERROR_STARTS,
-                engine=engine, error_folds=0, start=fitted,
+                engine=engine, error_folds=0, start=fitted, progress=heard,
             )  # fmt: skip
         except InputError as e:
             raise InputError(

@@ -20,7 +20,7 @@ from rich.markup import escape
 import pddplan
 from pddplan.cli import calibrate, compare, plan, simulate, sweep
 from pddplan.cli.catalog import catalog_app, model_app
-from pddplan.cli.common import Command, err
+from pddplan.cli.common import Command, err, user_errors
 from pddplan.cli.workload import workload_app
 from pddplan.threads import limit_process
 
@@ -37,6 +37,7 @@ app = typer.Typer(
 
 
 @app.callback()
+@user_errors(names={"max_input_mb": "--max-input-mb"})
 def _options(
     ctx: typer.Context,
     max_input_mb: Annotated[
@@ -44,9 +45,8 @@ def _options(
         typer.Option(
             "--max-input-mb",
             envvar="PDDPLAN_MAX_INPUT_MB",
-            min=0.001,
-            help="Largest scenario, fleet, plan, catalog or HF config read, in MB "
-            "(default 4; traces are read by line and exempt).",
+            help="Largest scenario, fleet, plan, catalog, HF config or measurement file read, "
+            "in MB, from 0.001 to 1024 (default 4; traces are read by line and exempt).",
         ),
     ] = None,
 ) -> None:

@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 import pddplan
-from pddplan.cli.common import EngineOpt, JsonOpt, emit, err, user_errors, write_file
+from pddplan.cli.common import (
+    EngineOpt,
+    JsonOpt,
+    emit,
+    err,
+    status_line,
+    user_errors,
+    warn,
+    write_file,
+)
 
 
 def calibrate(
@@ -29,7 +38,10 @@ def calibrate(
     ] = None,
     ridge: Annotated[
         float | None,
-        typer.Option("--ridge", help="Weight of the pull toward the defaults (default 0.01)."),
+        typer.Option(
+            "--ridge",
+            help="Weight of the pull toward the defaults: a finite number > 0 (default 0.01).",
+        ),
     ] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Model a benchmark result ran (its catalog id).")
@@ -38,7 +50,16 @@ def calibrate(
         str | None, typer.Option("--chip", help="Chip a benchmark result ran on.")
     ] = None,
     gpus: Annotated[
-        int | None, typer.Option("--gpus", min=1, help="GPUs of the deployment a benchmark ran on.")
+        int | None,
+        typer.Option("--gpus", help="GPUs of the deployment a benchmark ran on (1 to 4,096)."),
+    ] = None,
+    max_points: Annotated[
+        int | None,
+        typer.Option(
+            "--max-points",
+            help="The most points read from all the files together (default 500); a file "
+            "past it is refused before its points are fitted.",
+        ),
     ] = None,
     out_file: Annotated[
         Path | None,
@@ -61,9 +82,13 @@ def calibrate(
     from pddplan.report import views
 
     names = [k.strip() for k in knobs.split(",") if k.strip()] if knobs is not None else None
-    fit = pddplan.calibrate(
-        measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus, engine=engine
-    )
+    with status_line() as show:
+        fit = pddplan.calibrate(
+            measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus,
+            engine=engine, max_points=max_points, progress=show,
+        )  # fmt: skip
+    for note in fit.notes:
+        warn(note)
     if out_file is not None:
         write_file(out_file, pddplan.calibration_yaml(fit, [str(p) for p in measurements]))
         err.print(f"wrote {out_file}")
@@ -71,4 +96,6 @@ def calibrate(
     emit(json_out, lambda: view, lambda: report_calibration.calibration_report(view))
 
 
-COMMANDS = {"calibrate": user_errors(calibrate)}
+COMMANDS = {
+    "calibrate": user_errors(calibrate, names={"ridge": "--ridge", "max_points": "--max-points"})
+}

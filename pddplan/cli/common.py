@@ -253,6 +253,17 @@ def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> 
     return decorate(fn) if fn is not None else decorate
 
 
+def warn(line: str) -> None:
+    """One ``Warning:`` line on stderr: the input was taken, with a change the user should
+    know of (points merged, say)."""
+    err.print(
+        f"[bold yellow]Warning:[/bold yellow] {escape(line)}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
+    )
+
+
 SHOW_AFTER_S = 2.0
 """Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
 
@@ -323,16 +334,16 @@ def load_problem(
     scenario: Path, engine: str | None = None, perf_quantile: float | None = None
 ) -> pddplan.Problem:
     """The scenario's problem with ``--engine`` and ``--perf-quantile`` applied; its
-    warnings printed (``warn``)."""
+    warnings printed (``warn_problem``)."""
     problem = pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
-    warn(problem)
+    warn_problem(problem)
     return problem
 
 
-def warn(problem: pddplan.Problem) -> None:
-    """The problem's warnings (``Problem.warnings``), one line each on stderr."""
+def warn_problem(problem: pddplan.Problem) -> None:
+    """The problem's warnings (``Problem.warnings``), one ``Warning:`` line each."""
     for line in problem.warnings():
-        err.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        warn(line)
 
 
 def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
@@ -342,8 +353,8 @@ def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
     if plan is None:
         return None, None
     try:
-        if plan.stat().st_size > 64 * 2**20:  # the fleet loader refuses it, in one line
-            return None, None
+        if not plan.is_file() or plan.stat().st_size > 64 * 2**20:
+            return None, None  # a pipe (read once, by the loader) or a file it refuses
         data = json.loads(plan.read_text())
     except (OSError, ValueError):
         return None, None  # the fleet loader reports the file's problem

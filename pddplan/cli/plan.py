@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,9 +44,13 @@ from pddplan.cli.common import (
     status_line,
     user_errors,
     value,
-    warn,
+    warn_problem,
     write_file,
 )
+
+MIN_MARGIN_S = 0.5
+"""The least time left of ``--time-limit`` in which ``solve`` still prices its plan at the
+90th percentile of the model's error (a second plan); with less, it says it did not."""
 
 
 def validate(scenario: ScenarioArg, json_out: JsonOpt = False) -> None:
@@ -56,7 +61,7 @@ def validate(scenario: ScenarioArg, json_out: JsonOpt = False) -> None:
     from pddplan.report import plan as report_plan
 
     problem = pddplan.load_scenario(scenario)
-    warn(problem)
+    warn_problem(problem)
     s = problem.scenario
     emit(
         json_out,
@@ -126,6 +131,7 @@ def solve(
         "node_limit": node_limit,
         "rate_points": rate_points,
     }
+    began = time.perf_counter()
     with _search_progress() as progress:
         result = pddplan.solve(problem, method=value(method), progress=progress, **options)
     checked = None
@@ -136,12 +142,21 @@ def solve(
         result = checked.final.plan if checked.final is not None else result
     view = views.plan_view(result)
     margin = None
-    if result.fleet is not None:
+    # the margin's plan gets what is left of the time limit: the whole solve ends within it
+    limit = time_limit if time_limit is not None else problem.scenario.solver.time_limit_s
+    left = limit - (time.perf_counter() - began)
+    if result.fleet is not None and left < MIN_MARGIN_S:
+        err.print(
+            f"not priced at the 90th percentile of the model's error: the time limit "
+            f"({limit:g} s) was spent on the plan",
+            style="dim",
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif result.fleet is not None:
         with status_line() as show:
             show("pricing the plan at the 90th percentile of the model's error ...")
-            margin = pddplan.error_margin(
-                problem, result, solver=value(solver), time_limit_s=time_limit
-            )
+            margin = pddplan.error_margin(problem, result, solver=value(solver), time_limit_s=left)
     view["error_margin"] = dataclasses.asdict(margin) if margin is not None else None
     if checked is not None:
         view["verification"] = views.verification_view(checked)
@@ -277,7 +292,7 @@ def perf(
             )
         problem = pddplan.load_scenario(scenario)
         if engine is None:  # --engine names the engine: the rule does not apply
-            warn(problem)
+            warn_problem(problem)
     else:
         catalogs = pddplan.load_catalogs(hardware, models)
     result = pddplan.instance_figures(

@@ -65,14 +65,22 @@ def _cache_tokens(option: str, text: str | None) -> Any:
 WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400}
 
 
+MAX_WINDOW_DAYS = 3650
+"""The longest ``--window``, in days (ten years: longer than any trace kept)."""
+
+
 def _window_s(text: str) -> float:
-    """``--window``: a whole number of minutes, hours or days (``30m``, ``12h``, ``1d``)."""
+    """``--window``: a whole number of minutes, hours or days (``30m``, ``12h``, ``1d``),
+    from one minute to ``MAX_WINDOW_DAYS`` days."""
     number, unit = text[:-1], text[-1:]
-    if unit in WINDOW_UNITS and number.isascii() and number.isdigit() and int(number) > 0:
-        return int(number) * WINDOW_UNITS[unit]
+    shown = text if len(text) <= 40 else f"{text[:37]}... ({len(text):,} characters)"
+    if unit in WINDOW_UNITS and number.isascii() and number.isdigit() and len(number) <= 12:
+        seconds = int(number) * WINDOW_UNITS[unit]
+        if 0 < seconds <= MAX_WINDOW_DAYS * 86400:
+            return seconds
     raise pddplan.InputError(
-        f"--window: '{text}' is not allowed; give a whole number of minutes, hours or days: "
-        "30m, 12h, 1d, 7d"
+        f"--window: '{shown}' is not allowed; give a whole number of minutes, hours or days "
+        f"from 1m to {MAX_WINDOW_DAYS}d: 30m, 12h, 1d, 7d"
     )
 
 

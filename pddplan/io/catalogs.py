@@ -42,8 +42,12 @@ def _with_ids(data: Any, section: str, source: SourceMap) -> Any:
 
 def _identity(path: Path) -> tuple[Path, int, int]:
     """A catalog file as a cache key: its resolved path, modification time and size, so that
-    an edited file is read again (a file that cannot be stat'ed is read, and fails, there)."""
-    resolved = path.resolve()
+    an edited file is read again (a file that cannot be stat'ed or resolved, a loop of
+    symbolic links, is read, and fails, there)."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError on a loop
+        return path, -1, -1
     try:
         st = resolved.stat()
     except OSError:

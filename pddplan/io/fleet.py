@@ -13,6 +13,10 @@ from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet, md_cache_problem
 from pddplan.spec.source import Loc
 
+PLAN_KEYS = frozenset({"verdict", "status", "objective", "deployment", "evaluation_status"})
+"""Keys of a plan file (``solve --out``) that no fleet file has: a file with one of them is
+read as a plan."""
+
 
 def load_fleet(path: Path, problem: Problem, variant: str | None = None) -> Fleet:
     """Load a fleet file (or the ``deployment`` of a plan file written by ``pddplan solve
@@ -41,6 +45,12 @@ def load_fleet(path: Path, problem: Problem, variant: str | None = None) -> Flee
                 )
             routing = routed[variant].get("routing")
         data, prefix = data["deployment"], ("deployment",)
+    elif isinstance(data, dict) and PLAN_KEYS & set(data):  # a plan file without its fleet
+        raise InputError(
+            f"{source.where(())}: deployment: missing: a plan file written by `pddplan solve "
+            "--out` holds its fleet there (a plan with no fleet, an infeasible one, is not "
+            "written); give the plan file whole, or a fleet file with --fleet"
+        )
     elif variant is not None:
         raise InputError(f"{path}: --variant needs a robust plan file (pddplan solve --out)")
     if routing is not None and isinstance(data, dict):

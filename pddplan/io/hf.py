@@ -108,6 +108,10 @@ def hf_config_to_entry(
         )
     _check_shapes(cfg, where)
     heads = cfg["num_attention_heads"]
+    if (
+        cfg.get("num_key_value_heads") is None
+    ):  # left out, or null: one KV head per attention head (MHA)
+        cfg["num_key_value_heads"] = heads
     if isinstance(cfg.get("compress_ratios"), list):
         attention = "compressed"
         cfg["compress_ratios"] = cfg["compress_ratios"][: cfg["num_hidden_layers"]]  # no MTP
@@ -117,7 +121,6 @@ def hf_config_to_entry(
         attention = "gqa"
     else:
         attention = "mha"
-    cfg.setdefault("num_key_value_heads", heads)
     if not cfg.get("head_dim"):
         cfg["head_dim"] = cfg["hidden_size"] // heads
     quant = cfg.get("quantization_config") or config.get("quantization_config") or {}
@@ -145,16 +148,19 @@ def hf_config_to_entry(
     if "n_shared_experts" in entry and entry["n_shared_experts"] is None:
         entry["n_shared_experts"] = 0
     entry.update(weight_dtype=weight_dtype, kv_dtype="bf16")  # BF16 KV: the safe default
-    probe = validate(
-        ModelSpec,
-        {
-            "id": model_id,
-            "total_params_b": total_params_b or 1.0,
-            "active_params_b": active_params_b or (total_params_b or 1.0),
-            **entry,
-        },
-        where,
-    )  # every copied field checked (and located) before it is computed with
+    try:  # every copied field checked (and located) before it is computed with
+        probe = validate(
+            ModelSpec,
+            {
+                "id": model_id,
+                "total_params_b": total_params_b or 1.0,
+                "active_params_b": active_params_b or (total_params_b or 1.0),
+                **entry,
+            },
+            where,
+        )
+    except InputError as e:
+        raise InputError(fold(e.problems)) from None
     if total_params_b is None or active_params_b is None:
         p = param_breakdown(probe)
         shapes = p.attention + p.dense_mlp + p.routed_experts + p.embeddings
@@ -175,17 +181,75 @@ def hf_config_to_entry(
     return entry
 
 
+_SHAPE_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+)
+"""The shapes the conversion computes with (``head_dim`` and ``num_key_value_heads`` may be
+left out, or null: the conversion derives them)."""
+MAX_LINES = 3
+"""The most lines one bad config is reported in: every bad value is named, the ones past
+the first two on the third line."""
+
+
 def _check_shapes(cfg: dict[str, Any], where: SourceMap) -> None:
     """The shapes the conversion computes with are positive integers (JSON strings such as
-    ``"4096"`` or booleans are refused, as the schema would, but before the arithmetic)."""
-    for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "head_dim"):
+    ``"4096"`` or booleans are refused, as the schema would, but before the arithmetic),
+    and the attention's shape holds together: KV heads at most the attention heads and
+    dividing them (each KV head serves a whole group), and, without ``head_dim``, the
+    hidden size a multiple of the heads. Every bad value is named (``MAX_LINES``)."""
+    problems = []
+    for key in _SHAPE_KEYS:
         value = cfg.get(key)
-        if key == "head_dim" and not value:
-            continue
+        if (key == "head_dim" and not value) or (key == "num_key_value_heads" and value is None):
+            continue  # derived: head_dim from the hidden size, KV heads as the heads
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError(
+            problems.append(
                 where.problem((key,), f"expected a positive integer, got {quote(value)}")
             )
+    if not problems:
+        heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
+        kv = cfg.get("num_key_value_heads") or heads
+        if kv > heads:
+            problems.append(
+                where.problem(
+                    ("num_key_value_heads",),
+                    f"{kv} KV heads for {heads} attention heads: at most {heads} (a KV head "
+                    "serves one or more attention heads)",
+                )
+            )
+        elif heads % kv:
+            problems.append(
+                where.problem(
+                    ("num_attention_heads",),
+                    f"{heads} attention heads do not divide into the {kv} KV heads' groups "
+                    "(num_attention_heads must be a multiple of num_key_value_heads)",
+                )
+            )
+        if not cfg.get("head_dim") and hidden % heads:
+            problems.append(
+                where.problem(
+                    ("hidden_size",),
+                    f"{hidden} is not a multiple of num_attention_heads {heads}, and no "
+                    "head_dim is given (give head_dim, or check both)",
+                )
+            )
+    if problems:
+        raise InputError(fold(problems))
+
+
+def fold(problems: list[str], lines: int = MAX_LINES) -> list[str]:
+    """``problems`` in at most ``lines`` lines: the first ``lines - 1`` as they are, the
+    rest named on the last (their ``FILE:LINE:`` prefix dropped after the first)."""
+    if len(problems) <= lines:
+        return problems
+    head, rest = problems[: lines - 1], problems[lines - 1 :]
+    first = rest[0]
+    others = [p.split(": ", 1)[1] if ": " in p else p for p in rest[1:]]
+    return [*head, f"{first}; and {len(others)} more: " + "; ".join(others)]
 
 
 def import_hf_config(
@@ -205,7 +269,10 @@ def import_hf_config(
         active_params_b=active_params_b,
         where=where,
     )
-    validate(ModelSpec, {"id": model_id, **entry}, where)
+    try:
+        validate(ModelSpec, {"id": model_id, **entry}, where)
+    except InputError as e:
+        raise InputError(fold(e.problems)) from None
     return yaml.safe_dump({"models": {model_id: entry}}, sort_keys=False, width=100)
 
 

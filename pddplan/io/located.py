@@ -6,8 +6,9 @@ Scenario, fleet, plan and catalog files come from other people and other tools, 
 reader is bounded at every step, and each bound is one located line (``InputError``):
 
 - the read: at most ``input_limit_bytes()`` (4 MB unless raised with ``PDDPLAN_MAX_INPUT_MB``
-  or, for one block of reads, ``input_limit``); a pipe is read up to the bound, a
-  directory is refused;
+  or, for one block of reads, ``input_limit``; never past ``MAX_INPUT_LIMIT_MB``); a pipe
+  is read up to the bound, waiting at most ``pddplan.pipes.PIPE_WAIT_S`` (10 s) for its
+  writer, a directory and a loop of symbolic links are refused;
 - the text: UTF-8 (or UTF-16/32 with a byte-order mark), the line of a bad byte named;
 - the document: composed here from the parser's events, never recursively, counting
   nesting depth (``MAX_DEPTH``) and the size the document would have with every alias
@@ -21,6 +22,8 @@ reader is bounded at every step, and each bound is one located line (``InputErro
 from __future__ import annotations
 
 import codecs
+import errno
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -42,6 +45,7 @@ from yaml.events import (
 )
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.pipes import open_input
 from pddplan.spec.source import Loc, SourceMap, fmt_loc, quote
 
 Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -52,6 +56,11 @@ DEFAULT_INPUT_LIMIT_MB = 4.0
 """The largest structured input read by default: a scenario with thousands of classes is
 well under 1 MB; a file past this is more likely a mistake (a trace given as a scenario)
 or an attack than a plan. Traces are read line by line and are not bound by it."""
+
+MAX_INPUT_LIMIT_MB = 1024.0
+"""The largest input limit that may be asked for (``--max-input-mb``, ``PDDPLAN_MAX_INPUT_MB``):
+1 GB. Parsed YAML takes tens of times its bytes in memory, so a larger file could not be
+planned from on any machine, and a limit past it (``1e308``) would overflow the read."""
 
 INPUT_LIMIT_ENV = "PDDPLAN_MAX_INPUT_MB"
 """The environment variable that raises (or lowers) the input limit, in MB."""
@@ -79,6 +88,9 @@ _EXPONENT_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]
 """A number with an exponent YAML 1.1 leaves as text (``1e-4``, ``1.5e9``: its floats need a
 dot and a signed exponent)."""
 
+_JSON_START = re.compile(r'\s*[\[{]\s*"')
+"""Text that opens as JSON does (``{"`` or ``["``), whatever the file is called."""
+
 _limit_bytes: ContextVar[int | None] = ContextVar("pddplan_input_limit_bytes", default=None)
 
 _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
@@ -99,9 +111,11 @@ def input_limit(megabytes: float | None) -> Iterator[None]:
     if megabytes is None:
         yield
         return
-    if not 0 < megabytes < float("inf"):
+    if not _valid_limit(megabytes):
         raise ArgumentError(
-            "max_input_mb", f"{{argument}} must be a positive number of MB, got {megabytes!r}"
+            "max_input_mb",
+            f"{{argument}} must be a positive number of MB, from 0.001 to {MAX_INPUT_LIMIT_MB:g}, "
+            f"got {megabytes!r}",
         )
     token = _limit_bytes.set(int(megabytes * 1e6))
     try:
@@ -123,26 +137,40 @@ def input_limit_bytes() -> int:
         mb = float(raw)
     except ValueError:
         mb = float("nan")
-    if not 0 < mb < float("inf"):
-        raise InputError(f"{INPUT_LIMIT_ENV}={quote(raw)}: expected a positive number of megabytes")
+    if not _valid_limit(mb):
+        raise InputError(
+            f"{INPUT_LIMIT_ENV}={quote(raw)}: expected a positive number of megabytes, from "
+            f"0.001 to {MAX_INPUT_LIMIT_MB:g}"
+        )
     return int(mb * 1e6)
+
+
+def _valid_limit(megabytes: object) -> bool:
+    """Whether ``megabytes`` is an input limit that may be set: a number from 0.001 (1 kB)
+    to ``MAX_INPUT_LIMIT_MB``, not a boolean."""
+    return (
+        isinstance(megabytes, int | float)
+        and not isinstance(megabytes, bool)
+        and 0.001 <= megabytes <= MAX_INPUT_LIMIT_MB
+    )
 
 
 def read_bytes(path: Path, *, what: str = "file") -> bytes:
     """``path``'s bytes, at most ``input_limit_bytes()`` (pddplan's own files: whole), or
-    one ``InputError``: not found, a directory, unreadable, or larger than the limit (which
-    the message says how to raise). Pipes and character devices are read up to the limit,
+    one ``InputError``: not found, a directory, a loop of symbolic links, unreadable, a pipe
+    whose writer stays silent for ``PIPE_WAIT_S``, or larger than the limit (which the
+    message says how to raise). Pipes and character devices are read up to the limit,
     never to their end."""
     limit = input_limit_bytes() if not _installed(path) else None
     if path.is_dir():
         raise InputError(f"{path}: is a directory (expected a {what})")
     try:
-        with path.open("rb") as f:
+        with open_input(path) as f:
             data = f.read(-1 if limit is None else limit + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise InputError(f"{path}: cannot read: {os_problem(e)}") from None
     if limit is not None and len(data) > limit:
         raise InputError(
             f"{path}: larger than the input limit of {limit / 1e6:g} MB (raise it with "
@@ -151,15 +179,23 @@ def read_bytes(path: Path, *, what: str = "file") -> bytes:
     return data
 
 
+def os_problem(e: OSError) -> str:
+    """What an ``OSError`` of a read says, in words: a loop of symbolic links named so."""
+    if e.errno == errno.ELOOP:
+        return "a loop of symbolic links (a link that leads back to itself)"
+    return e.strerror or str(e)
+
+
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def _installed(path: Path) -> bool:
     """Whether ``path`` is one of pddplan's own files (the shipped catalogs): those are
-    not untrusted input, and a low ``--max-input-mb`` must not refuse them."""
+    not untrusted input, and a low ``--max-input-mb`` must not refuse them. A path that
+    cannot be resolved (a loop of symbolic links: ``RuntimeError`` in Python 3.11) is not."""
     try:
         return path.resolve().is_relative_to(_PACKAGE) and path.is_file()
-    except OSError:
+    except (OSError, RuntimeError):
         return False
 
 
@@ -207,6 +243,16 @@ def read_yaml(path: Path) -> tuple[Any, SourceMap]:
 
 
 def _yaml_problem(e: yaml.YAMLError, path: Path, text: str) -> str:
+    """One line for a file the YAML parser refused; a JSON file (``.json``, or text that
+    opens with ``{`` or ``[``) in JSON's terms, from JSON's own parser, so a plan cut short
+    is "malformed JSON", not YAML."""
+    if path.suffix.lower() == ".json" or _JSON_START.match(text):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as j:
+            return f"{path}:{j.lineno}: malformed JSON: {j.msg}"
+        except (ValueError, RecursionError):
+            pass
     if isinstance(e, yaml.reader.ReaderError):  # a character YAML does not allow
         line = text.count("\n", 0, max(e.position, 0)) + 1
         return f"{path}:{line}: malformed YAML: character #x{e.character:04x} is not allowed"

@@ -2,12 +2,20 @@
 ``Measurement`` format, or the result file of a serving benchmark (vLLM's
 ``benchmark_serving --save-result``, SGLang's ``bench_serving``, NVIDIA genai-perf's
 ``profile_export_genai_perf.json``), which becomes one ``serving_output_tokens_per_s_per_gpu``
-point for the deployment given alongside it. Every problem is one located line."""
+point for the deployment given alongside it. Every problem is one located line.
+
+Every source goes through the same checks: each point is validated as a ``Measurement``
+(its GPUs, tokens, batch and value within the ceilings of ``pddplan.spec.limits``, finite),
+a benchmark result's raw figures first (finite, non-negative, a whole count of requests);
+the points of one run are counted as they are read and refused past ``max_points``; a CSV
+row with more cells than its header is refused (a cell is never dropped); points repeated
+exactly are merged (``merge_duplicates``): a run copied twice is one piece of evidence."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +26,9 @@ from pddplan.io.catalogs import Catalogs, unknown_id
 from pddplan.io.located import read_text, read_yaml
 from pddplan.io.validation import validate
 from pddplan.spec.calibration import MIN_ERROR_POINTS
+from pddplan.spec.limits import MAX_CALIBRATION_POINTS, MAX_MEASURED, MAX_TOKENS
 from pddplan.spec.measurement import Exclusion, Measurement
-from pddplan.spec.source import Loc, SourceMap
+from pddplan.spec.source import Loc, SourceMap, quote
 
 
 @dataclass(frozen=True)
@@ -39,18 +48,43 @@ class Point:
     where: str
 
 
+class _Budget:
+    """The points a run may still read (``max_points`` in all, over every file): a file
+    that holds more is refused at the first point past it, before it is validated."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, where: str) -> None:
+        """Count one more point read at ``where``; past the limit, one ``InputError``."""
+        self.used += 1
+        if self.used > self.limit:
+            raise InputError(
+                f"{where}: more than {self.limit:,} points (the limit of one calibrate run; "
+                "raise it with --max-points, or fit a sample of the points)"
+            )
+
+
 def load_measurements(
-    paths: list[Path], catalogs: Catalogs, deployment: Deployment | None = None
+    paths: list[Path],
+    catalogs: Catalogs,
+    deployment: Deployment | None = None,
+    *,
+    max_points: int = MAX_CALIBRATION_POINTS,
 ) -> list[Point]:
     """Every point of every file, checked against the catalogs. A benchmark result file
-    needs ``deployment``."""
+    needs ``deployment``. More than ``max_points`` points in all is one ``InputError``
+    (raised at the first point past it, before the rest are read)."""
     points: list[Point] = []
     problems: list[str] = []
+    budget = _Budget(max_points)
     for path in paths:
         try:
-            points += _read(path, deployment)
+            points += _read(path, deployment, budget)
         except InputError as e:
             problems += e.problems
+            if budget.used > budget.limit:
+                break
     for p in points:
         m = p.measurement
         if m.chip not in catalogs.hardware.chips:
@@ -62,6 +96,34 @@ def load_measurements(
     if problems:
         raise InputError(problems)
     return points
+
+
+PROVENANCE = frozenset({"id", "source", "url", "date", "raw", "mapping", "balance"})
+"""A point's fields that say where it came from, not what was measured: two points equal in
+every other field are the same measurement."""
+
+
+def merge_duplicates(points: list[Point]) -> tuple[list[Point], list[str]]:
+    """``points`` with each exact repeat dropped (the same deployment, request shape, metric
+    and value as an earlier point, whatever its id or source), and one warning per point
+    dropped naming the point it repeats: a result file given twice, or a row copied, is one
+    run, and fitted twice it would count as two independent runs and shrink the reported
+    uncertainty."""
+    first: dict[str, Point] = {}
+    kept, notes = [], []
+    for p in points:
+        key = p.measurement.model_dump_json(exclude=set(PROVENANCE))
+        seen = first.get(key)
+        if seen is None:
+            first[key] = p
+            kept.append(p)
+        else:
+            twice = " (the file given twice?)" if p.where == seen.where else ""
+            notes.append(
+                f"{p.where}: the same point as {seen.where}{twice} (merged: a repeated run "
+                "is not independent evidence)"
+            )
+    return kept, notes
 
 
 def load_exclusions(paths: list[Path]) -> list[tuple[Exclusion, str]]:
@@ -78,14 +140,15 @@ def load_exclusions(paths: list[Path]) -> list[tuple[Exclusion, str]]:
     return out
 
 
-def _read(path: Path, deployment: Deployment | None) -> list[Point]:
+def _read(path: Path, deployment: Deployment | None, budget: _Budget) -> list[Point]:
     if path.suffix.lower() == ".csv":
-        return _read_csv(path)
+        return _read_csv(path, budget)
     if path.suffix.lower() == ".jsonl":  # SGLang's bench_serving: one result per line
-        return _read_jsonl(path, deployment)
+        return _read_jsonl(path, deployment, budget)
     data, source = read_yaml(path)  # JSON is YAML: the loader gives every key's line
-    bench = _bench_point(data, path, source.where(()), deployment)
+    bench = _bench_point(data, path, source, (), deployment)
     if bench is not None:
+        budget.take(bench.where)
         return [bench]
     items = data.get("points") if isinstance(data, dict) else data
     prefix = ("points",) if isinstance(data, dict) else ()
@@ -102,6 +165,7 @@ def _read(path: Path, deployment: Deployment | None) -> list[Point]:
             except InputError as e:
                 problems += e.problems
             continue
+        budget.take(source.where((*prefix, i)))
         try:
             m = validate(Measurement, item, source, (*prefix, i))
         except InputError as e:
@@ -125,16 +189,48 @@ def _cell(text: str) -> int | float | str:
     return text
 
 
-def _read_csv(path: Path) -> list[Point]:
+def _read_csv(path: Path, budget: _Budget) -> list[Point]:
     """A header row of ``Measurement`` fields (``calibration.<knob>`` for a point's own
-    knobs); an empty cell is a field left out."""
+    knobs); an empty cell is a field left out. A header naming a column twice, and a row
+    with more cells than the header, are refused (a cell is never dropped)."""
     text = read_text(path)
-    reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames:
+    try:
+        reader = csv.DictReader(text.splitlines(), strict=True)
+        fieldnames = reader.fieldnames
+    except csv.Error as e:
+        raise InputError(f"{path}:1: malformed CSV: {e}") from None
+    if not fieldnames:
         raise InputError(f"{path}: the file is empty")
+    names = [name.strip() for name in fieldnames]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            f"{path}:1: column {quote(twice[0], 60)} is named twice in the header (each field once)"
+        )
     out, problems = [], []
-    for i, row in enumerate(reader):
+    rows = iter(reader)
+    i = -1
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as e:  # the reader counts the lines of a row only once it ends
+            problems.append(
+                f"{path}:{reader.line_num + 1}: malformed CSV: {e} (a quote opened and not closed?)"
+            )
+            break
+        i += 1
         line = reader.line_num
+        if None in row:  # DictReader's restkey: the cells past the header
+            extra = row[None]
+            problems.append(
+                f"{path}:{line}: {len(names) + len(extra)} cells, the header names "
+                f"{len(names)}: {quote(','.join(extra), 60)} past the last column (quote a "
+                "value that holds a comma, or add the column to the header)"
+            )
+            continue
+        budget.take(f"{path}:{line}")
         item: dict[str, Any] = {}
         knobs: dict[str, int | float | str] = {}
         for key, cell in row.items():
@@ -162,40 +258,75 @@ def _read_csv(path: Path) -> list[Point]:
     return out
 
 
-def _read_jsonl(path: Path, deployment: Deployment | None) -> list[Point]:
+def _read_jsonl(path: Path, deployment: Deployment | None, budget: _Budget) -> list[Point]:
     lines = read_text(path).splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = json.loads(line, parse_constant=_refuse_constant)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{n}: malformed JSON: {e.msg}") from None
-        point = _bench_point(data, path, f"{path}:{n}", deployment)
+        except ValueError as e:  # NaN, Infinity
+            raise InputError(f"{path}:{n}: {e} (every figure must be finite)") from None
+        except RecursionError:
+            raise InputError(f"{path}:{n}: nested too deeply to be a result") from None
+        point = _bench_point(data, path, SourceMap(path, {(): n}), (), deployment)
         if point is None:
             raise InputError(f"{path}:{n}: not an SGLang bench_serving result (no 'completed')")
+        budget.take(point.where)
         out.append(point)
     if not out:
         raise InputError(f"{path}: the file is empty")
     return out
 
 
-def _bench_point(data: Any, path: Path, where: str, deployment: Deployment | None) -> Point | None:
-    """A benchmark result as a serving point, or None when ``data`` is not one."""
+def _refuse_constant(literal: str) -> None:
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+def _bench_point(
+    data: Any, path: Path, source: SourceMap, loc: Loc, deployment: Deployment | None
+) -> Point | None:
+    """A benchmark result as a serving point, or None when ``data`` is not one. Its raw
+    figures are checked first (each a finite number, counts whole and non-negative, the
+    means within the token ceiling), then the point as any other (``Measurement``)."""
     if not isinstance(data, dict):
         return None
+    where = source.where(loc)
+
+    def number(parent: Any, key: str, *path_: str) -> float:
+        at = (*loc, *path_, key)
+        value = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(source.problem(at, f"expected a number, got {quote(value)}"))
+        if not math.isfinite(value) or value < 0:
+            raise InputError(
+                source.problem(at, f"expected a finite number >= 0, got {quote(value)}")
+            )
+        return float(value)
+
     if "completed" in data and "output_throughput" in data:  # vLLM and SGLang
         tool = "SGLang bench_serving" if "input_throughput" in data else "vLLM benchmark_serving"
-        completed = _number(data, "completed", where)
-        mean_in = _number(data, "total_input_tokens", where) / max(completed, 1)
-        mean_out = _number(data, "total_output_tokens", where) / max(completed, 1)
-        throughput = _number(data, "output_throughput", where)
+        completed = number(data, "completed")
+        if completed != int(completed) or completed < 1:
+            raise InputError(
+                source.problem(
+                    (*loc, "completed"),
+                    f"expected a whole number of requests >= 1, got {quote(data['completed'])}",
+                )
+            )
+        mean_in = number(data, "total_input_tokens") / completed
+        mean_out = number(data, "total_output_tokens") / completed
+        throughput = number(data, "output_throughput")
+        shapes = {"total_input_tokens": mean_in, "total_output_tokens": mean_out}
     elif isinstance(data.get("output_token_throughput"), dict):  # genai-perf
         tool = "genai-perf"
-        throughput = _number(data["output_token_throughput"], "avg", where)
-        mean_in = _number(data.get("input_sequence_length", {}), "avg", where)
-        mean_out = _number(data.get("output_sequence_length", {}), "avg", where)
+        throughput = number(data["output_token_throughput"], "avg", "output_token_throughput")
+        mean_in = number(data.get("input_sequence_length"), "avg", "input_sequence_length")
+        mean_out = number(data.get("output_sequence_length"), "avg", "output_sequence_length")
+        shapes = {"input_sequence_length": mean_in, "output_sequence_length": mean_out}
     else:
         return None
     if deployment is None:
@@ -205,25 +336,33 @@ def _bench_point(data: Any, path: Path, where: str, deployment: Deployment | Non
         )
     if min(throughput, mean_in, mean_out) <= 0:
         raise InputError(f"{where}: the {tool} result measured no tokens")
-    m = Measurement(
-        id=f"{path.name} ({tool})",
-        model=deployment.model,
-        chip=deployment.chip,
-        gpus=deployment.gpus,
-        input_tokens=max(1, round(mean_in)),
-        output_tokens=max(1, round(mean_out)),
-        metric="serving_output_tokens_per_s_per_gpu",
-        value=throughput / deployment.gpus,
-        source=tool,
-    )
+    for key, mean in shapes.items():
+        if mean > MAX_TOKENS:
+            raise InputError(
+                source.problem(
+                    (*loc, key),
+                    f"{mean:.3g} tokens a request: at most {MAX_TOKENS:,} (the longest context "
+                    "of any released model; docs/scenarios.md#input-limits)",
+                )
+            )
+    if throughput / deployment.gpus > MAX_MEASURED:
+        raise InputError(
+            f"{where}: output_throughput: {throughput:.3g} tokens/s over {deployment.gpus} "
+            f"GPUs: at most {MAX_MEASURED:g} a GPU (a ceiling far above any real chip)"
+        )
+    item = {
+        "id": f"{path.name} ({tool})",
+        "model": deployment.model,
+        "chip": deployment.chip,
+        "gpus": deployment.gpus,
+        "input_tokens": max(1, round(mean_in)),
+        "output_tokens": max(1, round(mean_out)),
+        "metric": "serving_output_tokens_per_s_per_gpu",
+        "value": throughput / deployment.gpus,
+        "source": tool,
+    }
+    m = validate(Measurement, item, SourceMap(path, {(): source.line(loc) or 1}))
     return Point(m, where)
-
-
-def _number(data: Any, key: str, where: str) -> float:
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where}: {key}: expected a number, got {value!r}")
-    return float(value)
 
 
 def calibration_yaml(fit: Calibration, sources: list[str]) -> str:

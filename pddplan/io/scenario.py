@@ -13,6 +13,7 @@ from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.limits import MAX_VARIANTS
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import (
     WORKLOAD_SOURCES,
@@ -21,6 +22,7 @@ from pddplan.spec.scenario import (
     Workload,
     WorkloadVariant,
     resolve_variant,
+    too_many_variants,
     variant_problems,
     variant_scenarios,
 )
@@ -36,13 +38,19 @@ def load_scenario(path: Path) -> Problem:
     model that fits no allowed chip configuration for a role.
     """
     data, source = read_yaml(path)
+    raw = data.get("workload_variants") if isinstance(data, dict) else None
+    if isinstance(raw, list) and len(raw) > MAX_VARIANTS:  # before each is validated
+        raise InputError(source.problem(("workload_variants",), too_many_variants(len(raw))))
     try:
         scenario = validate(Scenario, data, source)
     except InputError as e:
         # Report the unknown ids and the variants' list rules too, so that one run lists
         # every problem of the file.
         more = _raw_id_checks(data, source) + _raw_variant_checks(data, source)
-        raise InputError(e.problems + more) from None
+        problems = e.problems
+        if any(LINK_END in p for p in more):  # said at the link's own line: not again at the top
+            problems = [p for p in problems if UNLOCATED_LINK_END not in p]
+        raise InputError(problems + more) from None
     variant_issues = [
         source.problem(loc, msg) for loc, msg in variant_problems(scenario.workload_variants)
     ]
@@ -72,6 +80,13 @@ def load_scenario(path: Path) -> Problem:
     if problems:
         raise InputError(problems)
     return problem
+
+
+LINK_END = "unknown datacenter"
+"""The raw check's words for a link end that names no datacenter (at the link's line)."""
+UNLOCATED_LINK_END = ".between names unknown datacenter"
+"""The scenario validator's words for it, at the top level: dropped where the raw check
+has said it at its line, so that one problem is one line."""
 
 
 def _raw_variant_checks(data: Any, source: SourceMap) -> list[str]:
@@ -172,7 +187,8 @@ def _raw_id_checks(data: Any, source: SourceMap) -> list[str]:
             if isinstance(chip, str) and chip not in chips:
                 bad(("datacenters", dc_id, "chips", i), unknown_id("chip", chip, chips))
     links = data.get("links")
-    links = links if isinstance(links, list) else []
+    # without a datacenters mapping every link end is "unknown": the missing key says it all
+    links = links if isinstance(links, list) and dcs else []
     for i, link in enumerate(links):
         ends = link.get("between") if isinstance(link, dict) else None
         for end in ends if isinstance(ends, list) else []:

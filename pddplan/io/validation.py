@@ -28,22 +28,57 @@ def validate(cls: type[T], data: Any, source: SourceMap, prefix: Loc = ()) -> T:
 def _messages(
     cls: type[BaseModel], err: ValidationError, source: SourceMap, prefix: Loc
 ) -> list[str]:
+    """One located line per problem: the unknown keys of one mapping on one line (with the
+    keys allowed there), its missing keys on one line, and no "too short" for a list whose
+    items have problems of their own (pydantic counts only the items that passed)."""
+    items = err.errors(include_url=False)
+    locs = [prefix + tuple(p for p in item["loc"] if not _is_union_tag(p)) for item in items]
+    unknown: dict[Loc, list[Loc]] = {}
+    missing: dict[Loc, list[Loc]] = {}
+    for item, loc in zip(items, locs, strict=True):
+        if item["type"] == "extra_forbidden":
+            unknown.setdefault(loc[:-1], []).append(loc)
+        elif item["type"] == "missing":
+            missing.setdefault(loc[:-1], []).append(loc)
     out = []
-    for item in err.errors(include_url=False):
-        loc: Loc = prefix + tuple(p for p in item["loc"] if not _is_union_tag(p))
+    for item, loc in zip(items, locs, strict=True):
         kind, msg = item["type"], item["msg"]
         if kind == "extra_forbidden":
+            group = unknown[loc[:-1]]
+            if loc != group[0]:
+                continue  # said on the group's first key's line
             allowed = _allowed_keys(cls, loc[len(prefix) : -1])
-            msg = f"unknown key {quote(str(loc[-1]))}"
-            import difflib
+            if len(group) == 1:
+                msg = f"unknown key {quote(str(loc[-1]))}"
+                import difflib
 
-            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
-            if close:
-                msg += f"; did you mean '{close[0]}'?"
+                close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.5)
+                if close:
+                    msg += f"; did you mean '{close[0]}'?"
+            else:
+                names = ", ".join(quote(str(g[-1]), 40) for g in group[:12])
+                more = f" and {len(group) - 12} more" if len(group) > 12 else ""
+                msg = f"{len(group)} unknown keys: {names}{more}"
+                loc = loc[:-1]
+                out.append(f"{source.where(group[0])}: {_fmt(loc)}: {msg}" + (
+                    f"; allowed: {', '.join(allowed)}" if allowed else ""
+                ))  # fmt: skip
+                continue
             if allowed:
                 msg += f"; allowed: {', '.join(allowed)}"
         elif kind == "missing":
-            msg = f"missing required key '{loc[-1]}'"
+            group = missing[loc[:-1]]
+            if loc != group[0]:
+                continue
+            if len(group) == 1:
+                msg = f"missing required key '{loc[-1]}'"
+            else:
+                keys = ", ".join(f"'{g[-1]}'" for g in group)
+                loc, msg = loc[:-1], f"missing required keys {keys}"
+        elif kind == "too_short" and any(
+            other[: len(loc)] == loc and len(other) > len(loc) for other in locs
+        ):
+            continue  # its items' own problems are the news
         elif kind in ("value_error", "assertion_error"):
             msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
@@ -52,6 +87,13 @@ def _messages(
                 msg += " (a ceiling far above any real deployment; docs/scenarios.md#input-limits)"
         out.append(source.problem(loc, msg))
     return out
+
+
+def _fmt(loc: Loc) -> str:
+    """A key path as a message names it (``(top level)`` for none)."""
+    from pddplan.spec.source import fmt_loc
+
+    return quote(fmt_loc(loc), 120, quotes=False)
 
 
 def _is_union_tag(part: str | int) -> bool:

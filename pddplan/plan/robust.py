@@ -173,8 +173,11 @@ class _Run(NamedTuple):
         )
 
     def min_cost(self, **kwargs: Any) -> milp.MilpOutcome:
-        """``milp.min_cost`` within these limits."""
-        left = max(self.deadline - self.clock(), 1e-3)
+        """``milp.min_cost`` within these limits; past the deadline, ``TimeLimitReached``
+        before anything of it is built (a formulation costs as much as a short solve)."""
+        left = self.deadline - self.clock()
+        if left <= 0:
+            raise TimeLimitReached
         return milp.min_cost(
             solver=self.solver,
             node_limit=self.node_limit,
@@ -213,7 +216,7 @@ def solve_robust(
     out, plans, alone, spaces = m.outcome, m.alone_plans, m.alone, m.spaces
     seconds = clock() - start
     if out.status == MilpStatus.INFEASIBLE:
-        _raise_if_one_is_infeasible(problem, pairs, m.alone_plans, solver, limit, clock)
+        _raise_if_one_is_infeasible(problem, pairs, m.alone_plans, solver, start + limit, clock)
     if not out.choices:
         notes = (
             ["every variant is feasible alone; no one set of hardware serves them all (the "
@@ -240,9 +243,21 @@ def solve_robust(
         if weighted
         else None
     )
-    # each variant's own plan under every variant, within a time limit of their own
-    run = _Run(solver, scenario.solver.node_limit, clock() + limit, clock)
-    checks = _singles(pairs, alone, plans, spaces, run) if singles else []
+    # each variant's own plan under every variant, in what is left of the time limit: the
+    # whole solve, its single plans included, ends within it (the shared fleet's variants
+    # are evaluated past it, at most MAX_VARIANTS of them)
+    run = _Run(solver, scenario.solver.node_limit, start + limit, clock)
+    checks: list[SinglePlan] = []
+    unfinished: list[str] = []
+    if singles:
+        try:
+            with deadline(start + limit, clock):
+                checks = _singles(pairs, alone, plans, spaces, run)
+        except TimeLimitReached:
+            unfinished.append(
+                f"each variant's own plan and its cross-checks were not finished within the "
+                f"time limit ({limit:g} s): give a longer --time-limit to see them"
+            )
     return RobustResult(
         scenario.name,
         _status(out.status),
@@ -255,6 +270,7 @@ def solve_robust(
         results,
         mixture,
         checks,
+        notes=unfinished,
         solver=solver,
         model=scenario.model,
     )
@@ -449,21 +465,26 @@ def _raise_if_one_is_infeasible(
     pairs: list[tuple[WorkloadVariant, Problem]],
     alone_plans: list[milp.MilpOutcome],
     solver: str,
-    limit: float,
+    end: float,
     clock: Callable[[], float],
 ) -> None:
     """An ``InputError`` at the first variant no plan serves even alone, with the smallest
-    relaxation that would let one (the variants whose own plan ``robust_milp`` found are
-    not planned again)."""
+    relaxation that would let one, searched in what is left of the time limit (until
+    ``end`` on ``clock``; none when nothing is left). The variants whose own plan
+    ``robust_milp`` found are not planned again."""
     from pddplan.plan.search import solve_plan
 
     for i, ((v, vp), own) in enumerate(zip(pairs, alone_plans, strict=True)):
         if own.status != PlanStatus.INFEASIBLE:
             continue
-        plan = solve_plan(vp, objective=MIN_COST, solver=solver, time_limit_s=limit, clock=clock)
-        if plan.status != PlanStatus.INFEASIBLE:
-            continue
-        fixes = [r for r in plan.relaxations if r.factor is not None]
+        left = end - clock()
+        relaxations = []
+        if left > 0:
+            plan = solve_plan(vp, objective=MIN_COST, solver=solver, time_limit_s=left, clock=clock)
+            if plan.status != PlanStatus.INFEASIBLE:
+                continue
+            relaxations = plan.relaxations
+        fixes = [r for r in relaxations if r.factor is not None]
         fix = min(fixes, key=lambda r: abs(r.factor - 1) if r.factor else 0.0, default=None)
         raise InputError(
             problem.located(

@@ -464,6 +464,7 @@ def calibration_view(fit: Calibration) -> dict[str, Any]:
             "rms_log_residual_after": fit.rms_after,
             "ridge": fit.ridge,
             "starts": fit.starts,
+            "notes": list(fit.notes),
             "knobs": [
                 {
                     "name": k.name,

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.hardware import Efficiency, HardwareCatalog
+from pddplan.spec.limits import MAX_TOKENS
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
@@ -130,7 +131,7 @@ class CalibrationOverride(Frozen):
     step_overhead_ms: Annotated[float, Field(ge=0)] | None = None
     ep_imbalance: Annotated[float, Field(ge=1)] | None = None
     hbm_usable_fraction: Fraction | None = None
-    prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
+    prefill_chunk_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None
     overlap: Literal["auto", "two-batch", "none"] | None = None
     prefill_comm_hidden: Annotated[float, Field(ge=0, le=1)] | None = None
     decode_comm_hidden: Annotated[float, Field(ge=0, le=1)] | None = None

@@ -37,8 +37,6 @@ which classes each relay cut relays (cuts x classes, about classes^2, 9 bytes an
 151 MB at this bound, 3.4 GiB at 20,000 classes. The distributions and ``workload fit``
 give at most a few hundred."""
 
-CEILINGS = frozenset({MAX_ARRIVAL_RPS, MAX_TOKENS, MAX_GPUS, MAX_RTT_MS, MAX_LINK_GBPS, MAX_USD})
-"""The bounds above that a field's ``le=`` names, for the message that explains one."""
 
 RELAY_TABLE_BYTES_PER_ENTRY = 9
 """A boolean and a float64 per (cut, class) entry of the relay tables."""
@@ -48,3 +46,42 @@ def relay_table_bytes(classes: int) -> int:
     """The bytes of one MD cache option's relay tables for ``classes`` classes (there is
     one cut per distinct payload, plus "relay nothing")."""
     return (classes + 1) * classes * RELAY_TABLE_BYTES_PER_ENTRY
+
+
+MAX_INSTANCE_GPUS = 4_096
+"""GPUs of one serving instance (a measured point's ``gpus``): the widest published
+deployment of one model copy, Huawei's CloudMatrix384 (384 NPUs, expert parallel over 320),
+is a tenth of it; the validation corpus's widest point has 144."""
+
+MAX_BATCH = 1_000_000
+"""Sequences one instance decodes at once (a measured point's ``batch``): the validation
+corpus's largest is 18,432 (DeepSeek's 72-GPU decode), engines default to 256-1,024."""
+
+MAX_MEASURED = 1e9
+"""A measured figure (tokens per second per GPU, or a decode step in ms): a billion tokens a
+second from one GPU is ten thousand times any chip's peak; a billion ms is 11 days a step."""
+
+MAX_CALIBRATION_POINTS = 500
+"""Points one ``calibrate`` run fits by default (``--max-points`` raises it): each point is
+predicted some hundreds of times per start (about 1 s a point for a large MoE model on a
+2-core machine), so 500 points take minutes; a published corpus has tens."""
+
+MAX_VARIANTS = 32
+"""Workload variants in one scenario: the robust MILP grows superlinearly with them (4
+variants: 10 s, 16: 33 s, 64: 443 s, docs/milp.md) and each variant's own plan is checked
+under every other (variants squared); a year of months, or a month of days, fits."""
+
+CEILINGS = frozenset(
+    {
+        MAX_ARRIVAL_RPS,
+        MAX_TOKENS,
+        MAX_GPUS,
+        MAX_RTT_MS,
+        MAX_LINK_GBPS,
+        MAX_USD,
+        MAX_INSTANCE_GPUS,
+        MAX_BATCH,
+        MAX_MEASURED,
+    }
+)
+"""The bounds above that a field's ``le=`` names, for the message that explains one."""

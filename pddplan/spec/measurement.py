@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.calibration import CalibrationOverride
+from pddplan.spec.limits import MAX_BATCH, MAX_INSTANCE_GPUS, MAX_MEASURED, MAX_TOKENS
 from pddplan.spec.llm import Dtype, KvDtype
 
 Metric = Literal[
@@ -48,24 +49,25 @@ class Measurement(Frozen):
     """A model id of the model catalog."""
     chip: str
     """A chip id of the hardware catalog."""
-    gpus: Annotated[int, Field(ge=1)]
-    """GPUs of one instance (its layout follows, as ``pddplan perf`` builds it)."""
-    input_tokens: Annotated[int, Field(ge=1)]
-    output_tokens: Annotated[int, Field(ge=1)] = 1
+    gpus: Annotated[int, Field(ge=1, le=MAX_INSTANCE_GPUS)]
+    """GPUs of one instance (its layout follows, as ``pddplan perf`` builds it); at most
+    ``MAX_INSTANCE_GPUS``."""
+    input_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+    output_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 1
     hit_rate: Annotated[float, Field(ge=0, le=1)] = 0.0
     """Prefix-cache hit rate of the input at prefill."""
-    batch: Annotated[int, Field(ge=1)] | None = None
+    batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] | None = None
     """Decode sequences per instance (default: the largest meeting ``tpot_ms``, or memory)."""
-    tpot_ms: Annotated[float, Field(gt=0)] | None = None
+    tpot_ms: Annotated[float, Field(gt=0, le=MAX_MEASURED)] | None = None
     kv_dtype: KvDtype | None = None
     weight_dtype: Dtype | None = None
     context_parallel: bool = False
-    attention_tp: Annotated[int, Field(ge=1)] | None = None
+    attention_tp: Annotated[int, Field(ge=1, le=MAX_INSTANCE_GPUS)] | None = None
     """The run's attention tensor-parallel width where it differs from pddplan's layout for
     the model: an MoE model served with ``--tp N`` and no data-parallel attention (an MLA
     latent then replicated on every rank). None: pddplan's layout."""
     metric: Metric
-    value: Annotated[float, Field(gt=0)]
+    value: Annotated[float, Field(gt=0, le=MAX_MEASURED)]
     """In the metric's unit: tokens per second per GPU, or ms for ``decode_step_ms``."""
     kind: Literal["capacity", "average"] = "capacity"
     """``capacity``: a benchmark at full load, what the model predicts; ``average``: a

@@ -23,6 +23,7 @@ from pddplan.spec.limits import (
     MAX_RTT_MS,
     MAX_TOKENS,
     MAX_USD,
+    MAX_VARIANTS,
     relay_table_bytes,
 )
 from pddplan.spec.llm import Dtype, KvDtype
@@ -285,16 +286,28 @@ def resolve_variant(base: Workload, variant: WorkloadVariant) -> Workload:
         raise ValueError("; ".join(reasons)) from None
 
 
+def too_many_variants(count: int) -> str:
+    """The message for ``count`` variants, more than ``MAX_VARIANTS``."""
+    return (
+        f"{count:,} variants: at most {MAX_VARIANTS} (the robust plan's MILP grows faster "
+        "than the variants, and each variant's own plan is checked under every other); "
+        "merge similar windows (a longer workload fit --window)"
+    )
+
+
 def variant_problems(variants: Sequence[WorkloadVariant] | None) -> list[tuple[Loc, str]]:
     """What is wrong with a scenario's variants taken together, each with its key path: an
-    empty list, a name given twice, a variant with neither or both of a weight and
-    ``must_meet``, and weights that do not sum to 1. None (no variants) is fine."""
+    empty list, more than ``MAX_VARIANTS``, a name given twice, a variant with neither or
+    both of a weight and ``must_meet``, and weights that do not sum to 1. None (no
+    variants) is fine."""
     out: list[tuple[Loc, str]] = []
     key = "workload_variants"
     if variants is None:
         return out
     if not variants:
         return [((key,), "an empty list: give at least one variant, or leave the key out")]
+    if len(variants) > MAX_VARIANTS:
+        return [((key,), too_many_variants(len(variants)))]
     first: dict[str, int] = {}
     for i, v in enumerate(variants):
         if v.name in first:

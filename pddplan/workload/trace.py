@@ -14,6 +14,7 @@ lists, except what the cache itself holds.
 
 from __future__ import annotations
 
+import errno
 import math
 from array import array
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ import numpy as np
 import orjson
 
 from pddplan.errors import ArgumentError, InputError
+from pddplan.pipes import open_input
 from pddplan.spec.limits import MAX_TOKENS
 from pddplan.spec.scenario import ClassSpec, Workload
 from pddplan.spec.source import quote
@@ -67,14 +69,18 @@ def read_requests(
 ) -> Iterator[tuple[float, int, int, list[int]]]:
     """Yield (timestamp ms, input tokens, output tokens, hash ids) per valid line, in file
     order. Bad lines are appended to ``bad`` as (line number, problem); without
-    ``skip_bad`` the first ``MAX_REPORTED_BAD_LINES`` of them end the read."""
+    ``skip_bad`` the first ``MAX_REPORTED_BAD_LINES`` of them end the read, and a line that
+    is not UTF-8 text (a binary file) ends it at once, in one line. A pipe or FIFO is
+    waited on for at most ``pddplan.pipes.PIPE_WAIT_S`` for each of its writer's lines."""
     last_ts = -math.inf
     try:
-        handle = path.open("rb")
+        handle = open_input(path)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        if e.errno == errno.ELOOP:
+            raise InputError(f"{path}: cannot read: a loop of symbolic links") from None
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     with handle:
         for number, line in enumerate(_lines_of(handle), start=1):
             if len(line) > MAX_LINE_BYTES:
@@ -87,6 +93,8 @@ def read_requests(
             if row is None:
                 if not line.strip():
                     continue
+                if not skip_bad:
+                    _refuse_binary(path, number, line)
                 problem: str | None = _diagnose(line, block_tokens)
             elif row[0] < last_ts:
                 problem = (
@@ -100,6 +108,21 @@ def read_requests(
             bad.append((number, problem or "invalid request"))
             if not skip_bad and len(bad) >= MAX_REPORTED_BAD_LINES:
                 return
+
+
+def _refuse_binary(path: Path, number: int, line: bytes) -> None:
+    """One ``InputError`` for a line that is not text (a NUL byte, or bytes that are not
+    UTF-8): a binary file given as a trace, named once rather than once a line."""
+    try:
+        line.decode("utf-8")
+        at = line.find(b"\0")
+    except UnicodeDecodeError as e:
+        at = e.start
+    if at >= 0:
+        raise InputError(
+            f"{path}:{number}: not UTF-8 text (byte 0x{line[at]:02x} at column {at + 1}): a "
+            "trace is JSON Lines text, one request a line (is this a binary file?)"
+        )
 
 
 def _lines_of(handle: BinaryIO) -> Iterator[bytes]:
@@ -283,6 +306,10 @@ def _replay(
     return cols, bad, distances
 
 
+MAX_WINDOW_S = 3650 * 86400.0
+"""The longest ``--window``: 3,650 days (ten years, longer than any trace kept); a window
+longer than the trace is the whole trace, one window."""
+
 MIN_WINDOW_REQUESTS = 100
 """A time window with fewer requests than this is merged into the window before it (the
 first window, into the one after): too few requests to fit classes from."""
@@ -342,8 +369,13 @@ def fit_trace_windows(
     ``window_s`` seconds from its first request and fit each window on its own; windows
     with no request are left out, and those with fewer than ``min_requests`` merged into
     the one before (the first into the one after)."""
-    if not window_s > 0:
-        raise ArgumentError("window_s", f"{{argument}} must be positive, got {window_s:g}")
+    number = isinstance(window_s, int | float) and not isinstance(window_s, bool)
+    if not number or not 0 < window_s <= MAX_WINDOW_S:
+        raise ArgumentError(
+            "window_s",
+            f"{{argument}}: must be a number of seconds > 0 and at most {MAX_WINDOW_S:g} "
+            f"(3,650 days), got {window_s!r}",
+        )
     cols, bad, _ = _replay(
         path, block_tokens, cache_tokens, md_cache_tokens, hit_edges, skip_bad, False
     )
