@@ -194,6 +194,7 @@ def test_the_per_turn_measure_equals_the_per_block_one(rate, seconds):
     columns = [np.array(c) for c in zip(*rows, strict=True)]
     per_turn = ReuseCurve.of_sessions(*columns, block_tokens=100)
     assert np.array_equal(per_turn.returns_s, per_block.returns_s)
+    assert np.array_equal(per_turn.return_counts, per_block.return_counts)
     assert np.array_equal(per_turn.gaps_s, per_block.gaps_s)
     if seconds < 100:  # contexts from before the stream, first back in the second half
         assert np.isinf(per_turn.gaps_s).any()
