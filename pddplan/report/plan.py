@@ -476,7 +476,12 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
     solver = _solver_table(r.solver, r.status)
     solver.add_row("time (counts and MILP)", f"{r.seconds:.2f} s")
     solver.add_row("gap", f"{r.gap:.3%}" if r.gap is not None else "—")
-    solver.add_row("model size", f"{r.variables} variables, {r.constraints} constraints")
+    solver.add_row(
+        "model size",
+        f"{r.variables} variables, {r.constraints} constraints"
+        if r.variables
+        else "none: a single plan met the bound",
+    )
     parts.append(solver)
     parts += [Text(n) for n in r.notes]
     return Group(*parts)
