@@ -24,7 +24,7 @@ from typing import Any
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.spec.status import PointStatus
-from pddplan.sweeps.engine import WORKER_ENV
+from pddplan.sweeps.engine import STOPPED, WORKER_ENV
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 INIT_TIMEOUT_S = 10.0
@@ -149,17 +149,38 @@ def run_ray(
     num_cpus: int | None = None,
 ) -> bool:
     """Plan ``todo`` as Ray tasks of ``chunk`` points; tell ``finished`` each point. True
-    when Ctrl-C stopped it (the running tasks are cancelled)."""
+    when Ctrl-C or SIGTERM (a ``KeyboardInterrupt``) stopped it: the running tasks are
+    cancelled and an instance this sweep started is shut down, its agents with it, even
+    when the stop comes while it connects; a second signal does not cut the shutdown."""
     installed: Any = None
     with contextlib.suppress(ImportError):
         import ray as installed
     started = installed is None or not installed.is_initialized()
-    ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
+    ray: Any = None
     try:
+        ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
         return _run(ray, problem, settings, todo, finished, chunk)
+    except KeyboardInterrupt:  # while connecting: nothing ran
+        return True
     finally:
-        if started:  # an instance this sweep started (or connected): let it go
-            ray.shutdown()
+        if started and (ray is not None or installed is not None):
+            with _signals_ignored():  # an instance this sweep started (or connected): let it go
+                (ray or installed).shutdown()
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored for the block (a second Ctrl-C must not cut Ray's
+    shutdown), their handlers put back after it."""
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.getsignal(s) for s in held}
+    for s in held:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _run(
@@ -190,13 +211,10 @@ def _run(
                 for p in results:
                     finished(p)
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup
-        try:
+        with _signals_ignored():  # a second Ctrl-C must not cut the cleanup
             for ref, points in pending.items():
                 ray.cancel(ref, force=True)
                 for i, v in points:
-                    finished(PointResult(i, v, PointStatus.INTERRUPTED, "stopped by Ctrl-C"))
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+                    finished(PointResult(i, v, PointStatus.INTERRUPTED, STOPPED))
         return True
     return False
