@@ -455,7 +455,13 @@ def sweep(
     ``DEFAULT_MAX_POINTS``; ``confirm_large``: ``POINTS_CEILING``, the most it may be),
     checked, with every path and value, before any work. The limits are ``solve``'s, for
     each point's searches: the work budgets make a point's answer the same on every worker."""
-    from pddplan.sweeps.axes import DEFAULT_MAX_POINTS, POINTS_CEILING, grid_size, parse_vary
+    from pddplan.sweeps.axes import (
+        DEFAULT_MAX_POINTS,
+        MAX_AXES,
+        POINTS_CEILING,
+        grid_size,
+        parse_vary,
+    )
     from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
     from pddplan.sweeps.knobs import check_axes
     from pddplan.sweeps.points import ARCHITECTURES, Settings
@@ -475,6 +481,10 @@ def sweep(
             "max_points", f"{{argument}} must be a whole number from 1 to {POINTS_CEILING:,}, "
             f"got {limit!r}"
         )  # fmt: skip
+    if len(vary) > MAX_AXES:
+        raise ArgumentError(
+            "vary", f"{{argument}}: {len(vary)} axes; a sweep takes at most {MAX_AXES}"
+        )
     axes = [parse_vary(v, max_points=limit) for v in vary]
     size = grid_size(axes, zipped=zipped)
     if size > limit:

@@ -281,6 +281,8 @@ def _check_out(path: Path) -> None:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
+    except NotADirectoryError:
+        raise pddplan.InputError(f"{where}: {path.parent} is not a folder") from None
     except OSError as e:
         raise pddplan.InputError(f"{where}: cannot use it: {e.strerror}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
@@ -289,6 +291,8 @@ def _check_out(path: Path) -> None:
         raise pddplan.InputError(f"{where}: the file is read-only; make it writable, or give "
                                  "another --out")  # fmt: skip
     folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise pddplan.InputError(f"{where}: {folder} is not a folder")
     if not folder.is_dir():
         raise pddplan.InputError(f"{where}: the folder {folder} does not exist")
     try:
