@@ -81,11 +81,22 @@ def main(argv: list[str] | None = None) -> None:
     line and exit 2. One BLAS thread for the whole process (``pddplan.threads``), set before
     any command loads numpy. SIGINT and SIGTERM: one line, exit 128 + the signal
     (``pddplan.cli.signals``)."""
-    restore = signals.install()
+    restore = None
     try:
+        restore = signals.install()
         _main(argv)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (signals), inside the command or not
+        if not signals.state.reported:
+            err.print(
+                f"stopped by {signals.name()}; no file was left half-written",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        raise SystemExit(signals.exit_code()) from None
     finally:
-        restore()
+        if restore is not None:
+            restore()
 
 
 def _main(argv: list[str] | None) -> None:
@@ -96,15 +107,6 @@ def _main(argv: list[str] | None) -> None:
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers below
         if signals.stopped() is not None:  # typer made the KeyboardInterrupt an exit code
             raise KeyboardInterrupt
-    except KeyboardInterrupt:  # SIGINT or SIGTERM (signals), inside the command or not
-        if not signals.state.reported:
-            err.print(
-                f"stopped by {signals.name()}; no file was left half-written",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-        raise SystemExit(signals.exit_code()) from None
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, exit 1 as click does
         _drop_stdout()
         raise SystemExit(1) from None

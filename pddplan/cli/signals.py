@@ -6,7 +6,9 @@ left half-written (``pddplan.atomic`` removes its temporary file), a sweep journ
 points it was planning as ``interrupted`` and stops its workers, and a Ray sweep shuts Ray
 down. ``app.main`` then prints one line and exits 128 + the signal's number (130 for
 SIGINT, 143 for SIGTERM), unless the command has said what it stopped (``reported``). A
-second signal while the first is being cleaned up ends the process at once.
+second signal while the first is being cleaned up ends the process at once. A signal that
+comes while a module is being imported (where Python would print the interrupt as
+"ignored" and carry on) is delivered again ``RETRY_S`` later.
 """
 
 from __future__ import annotations
@@ -25,16 +27,39 @@ class _State:
     """The first signal received (None: none)."""
     reported: bool = False
     """Whether the command has printed its own line about the stop."""
+    raised: bool = False
+    """Whether the signal has been raised as ``KeyboardInterrupt``."""
 
 
 state = _State()
 
 
+RETRY_S = 0.05
+"""How soon a signal that came while a module was being imported is delivered again."""
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
-    if state.signum is not None:  # a second one: stop now, the cleanup is cut short
-        os._exit(128 + state.signum)
-    state.signum = signum
+    if state.raised:  # a second one: stop now, the cleanup is cut short
+        os._exit(128 + (state.signum or signum))
+    state.signum = state.signum or signum
+    if _unsafe(frame):  # Python would print the interrupt as "ignored" and go on: later
+        again = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    state.raised = True
     raise KeyboardInterrupt
+
+
+def _unsafe(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs where an exception is printed and dropped rather than raised:
+    inside the import machinery (its module-lock callbacks) or a finaliser."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.startswith("<frozen importlib") or code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install() -> Callable[[], None]:
@@ -42,7 +67,7 @@ def install() -> Callable[[], None]:
     the previous handlers back. Does nothing outside the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    state.signum, state.reported = None, False
+    state.signum, state.reported, state.raised = None, False, False
     previous = {s: signal.getsignal(s) for s in HANDLED}
     for s in HANDLED:
         if s == signal.SIGINT and previous[s] == signal.SIG_IGN:

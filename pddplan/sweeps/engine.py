@@ -39,7 +39,7 @@ from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.spec.status import PointStatus
 from pddplan.sweeps.axes import Axis, points
-from pddplan.sweeps.journal import JOURNALLED, Journal
+from pddplan.sweeps.journal import JOURNALLED, Journal, signals_deferred
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 WORKER_ENV = {
@@ -193,6 +193,9 @@ def run_sweep(
         else:
             interrupted = _run_pool(problem, job.settings, todo, finished, workers, job)
         held = hold_journal
+    except KeyboardInterrupt:  # before an engine's own handling began: nothing was running
+        interrupted = True
+        held = hold_journal
     finally:
         if log is not None and not held:
             log.close()
@@ -238,6 +241,7 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
     """A worker: load the problem once, then plan each chunk it takes, point by point."""
     global _RUNNER
     os.setpgrp()  # its own group: the terminal's Ctrl-C goes to the parent alone
+    _follow_parent()
     scenario, hardware, model, engines, settings = payload
     _RUNNER = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
     while True:
@@ -251,6 +255,22 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
             except Exception as e:  # a bug: the point says so, the sweep goes on
                 point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
             results.put(("done", os.getpid(), point.to_json()))
+
+
+def _follow_parent(every_s: float = 1.0) -> None:
+    """Watch the parent from a thread: a parent gone without stopping this worker (killed
+    with SIGKILL, which it cannot handle) takes the worker's group with it (the worker and
+    its solver subprocess), so that no orphan plans on."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os.killpg(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()
 
 
 @contextmanager
@@ -285,14 +305,14 @@ def _run_pool(
         tasks.put(None)
     payload = (problem.scenario, problem.hardware, problem.model, problem.engines, settings)
     values = dict(todo)
-    with _environment(WORKER_ENV):
-        procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)
-                 for _ in range(workers)]  # fmt: skip
-        for p in procs:
-            p.start()
+    procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)
+             for _ in range(workers)]  # fmt: skip
     running: dict[int, int] = {}  # worker pid -> the point it is planning
     left = len(todo)
     try:
+        for p in procs:  # whole: a worker cut off while it reads its start-up data would
+            with _environment(WORKER_ENV), signals_deferred():  # print a traceback
+                p.start()
         while left:
             try:
                 kind, pid, data = results.get(timeout=1.0)
@@ -325,8 +345,11 @@ def _run_pool(
 
 
 def _kill(procs: list[Any]) -> None:
-    """Each worker's process group (the worker and its solver subprocess), killed."""
+    """Each worker's process group (the worker and its solver subprocess), killed; one
+    not started yet is left alone."""
     for p in procs:
+        if p.pid is None:
+            continue
         if p.is_alive():
             try:
                 os.killpg(p.pid, signal.SIGKILL)

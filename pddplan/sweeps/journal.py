@@ -18,8 +18,8 @@ back as untrusted input (``docs/sweeps.md#the-journal-resume-and-signals``).
 - **The lock**: ``fcntl.flock`` on the open journal, exclusive, not waiting: a second sweep
   on the same journal is refused at once; the kernel drops the lock when the process ends,
   however it ends, so a crash leaves no stale lock (``docs/dependencies.md``).
-- **Writes**: one ``os.write`` per line, fsync'ed, with SIGINT and SIGTERM held off for
-  its length; a failure (a full disk) is an ``InputError`` naming the journal, the partial
+- **Writes**: one ``os.write`` per line, fsync'ed, with SIGINT and SIGTERM deferred to
+  its end (``signals_deferred``); a failure (a full disk) is an ``InputError`` naming the journal, the partial
   line cut back, and a journal this run made and wrote no point to removed.
 """
 
@@ -138,18 +138,34 @@ def read_point(data: Any) -> PointResult | None:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held off (delivered when the block ends), in the main thread: a
-    line is written whole or, on a crash, cut, never cut by the interpreter's own stop."""
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive during the block recorded and raised again when it
+    ends, so that the block runs whole (a journal line written and fsync'ed, a worker
+    started with all its start-up data) and the caller's handler (``KeyboardInterrupt``)
+    sees them after it. Python runs signal handlers in the main thread only, whichever
+    thread the signal reached: a mask would not hold them off; a handler swap does. Outside
+    the main thread the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    held = (signal.SIGINT, signal.SIGTERM)
+    came: list[int] = []
+    old = {s: signal.getsignal(s) for s in held}
+
+    def record(signum: int, frame: Any) -> None:
+        came.append(signum)
+
+    for s in held:
+        if old[s] not in (signal.SIG_IGN, None):
+            signal.signal(s, record)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for held_signal, handler in old.items():
+            if handler is not None:
+                signal.signal(held_signal, handler)
+        for signum in dict.fromkeys(came):
+            signal.raise_signal(signum)
 
 
 class Journal:
@@ -362,7 +378,7 @@ class Journal:
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
         view = memoryview(data)
-        with _signals_held():
+        with signals_deferred():
             try:
                 while view:
                     n = os.write(self._fd, view)
