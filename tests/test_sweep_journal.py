@@ -266,3 +266,55 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     res = run_main(*args, "--out", str(out), "--resume")
     assert res.exit_code == 0, res.output
     assert out.read_bytes() == ref.read_bytes()
+
+
+def _ray_processes(marker: str) -> list[str]:
+    """The processes whose command line names ``marker`` (a Ray temp folder of one run)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.name.isdigit() and marker.encode() in cmdline:
+            found.append(proc.name)
+    return found
+
+
+@pytest.mark.slow
+def test_sigterm_shuts_down_the_ray_instance_a_sweep_started(tmp_path):
+    """Ray's own SIGTERM handler (exit 1, Ray left running) does not replace the command
+    line's: the sweep journals, says how to resume, exits 143 and leaves no Ray process."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    pytest.importorskip("ray")
+    ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths
+    out = tmp_path / "o.csv"
+    journal = Path(f"{out}.journal.jsonl")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pddplan", "sweep", str(SMALL), "--vary",
+         "workload.arrival_rps=10:20:0.5", "--runner", "ray", "--workers", "1", "--format",
+         "csv", "--out", str(out)],
+        env=os.environ | {"RAY_TMPDIR": ray_tmp}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300  # a bound on waiting for a condition, not a timing
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.exists() and len(journal.read_bytes().splitlines()) >= 2:
+                break
+            time.sleep(0.2)
+        assert _ray_processes(ray_tmp), "Ray was not running mid-sweep"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1].startswith("interrupted by SIGTERM after"), err
+    assert not _ray_processes(ray_tmp)  # shut down before the command returned
+    shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -115,6 +115,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     old = signal.signal(signal.SIGALRM, expired)  # ray.init must run on the main thread
     signal.setitimer(signal.ITIMER_REAL, INIT_TIMEOUT_S)
     start = time.monotonic()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _native_stderr_quiet():
             ray.init(address=address, **kwargs)
@@ -135,6 +136,9 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        for signum, handler in ours.items():  # ray.init puts its own on SIGTERM (exit 1,
+            if handler is not None:  # no cleanup): the caller's stay
+                signal.signal(signum, handler)
     return ray
 
 
