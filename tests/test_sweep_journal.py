@@ -239,7 +239,7 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
 ):
     from pddplan.sweeps.points import PointRunner
 
-    args = ["sweep", str(SMALL), "--vary", "prices_usd_per_gpu_hour.h100-sxm=2,3,4,5",
+    args = ["sweep", str(SMALL), "--vary", "prices_usd_per_gpu_hour.h100-sxm=2,3,4",
             "--workers", "1", "--format", "csv"]  # fmt: skip
     ref = tmp_path / "ref.csv"
     assert run_main(*args, "--out", str(ref)).exit_code == 0
@@ -247,7 +247,7 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
 
     def run(self, index, values):
         planned.append(index)
-        if len(planned) == 3:
+        if len(planned) == 2:
             os.kill(os.getpid(), signum)
         return real(self, index, values)
 
@@ -260,7 +260,7 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     assert (
         res.stderr.strip()
         .splitlines()[-1]
-        .startswith(f"interrupted by {name} after 2 of 4 points; run again with --resume")
+        .startswith(f"interrupted by {name} after 1 of 3 points; run again with --resume")
     ), res.stderr
     assert not out.exists()
     res = run_main(*args, "--out", str(out), "--resume")

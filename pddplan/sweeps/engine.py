@@ -128,13 +128,18 @@ Progress = Callable[[PointResult, int, int], None]
 
 
 # --- the journal ------------------------------------------------------------------------------
-def grid_journal(path: Path, job: SweepJob, *, resume: bool) -> Journal:
+def grid_journal(
+    path: Path, job: SweepJob, *, resume: bool, grid: list[dict[str, Any]] | None = None
+) -> Journal:
     """The journal of ``job``'s grid at ``path`` (``pddplan.sweeps.journal``): a point read
-    back must be the grid's point at its index, values and all."""
-    grid = [_canonical(v) for v in job.points()]
+    back must be the grid's point at its index, values and all (``grid``: the job's points,
+    where the caller has made them already)."""
+    points = job.points() if grid is None else grid
 
     def on_grid(point: PointResult) -> bool:
-        return 0 <= point.index < len(grid) and _canonical(point.values) == grid[point.index]
+        return 0 <= point.index < len(points) and _canonical(point.values) == _canonical(
+            points[point.index]
+        )
 
     return Journal(path, job.identity(), resume=resume, on_grid=on_grid)
 
@@ -165,7 +170,7 @@ def run_sweep(
     if workers < 1:
         raise InputError(f"--workers must be 1 or more, got {workers}")
     grid = job.points()
-    log = grid_journal(journal, job, resume=resume) if journal is not None else None
+    log = grid_journal(journal, job, resume=resume, grid=grid) if journal is not None else None
     done: dict[int, PointResult] = dict(log.done) if log is not None else {}
     resumed = len(done)
     todo = [(i, v) for i, v in enumerate(grid) if i not in done]

@@ -41,8 +41,6 @@ from pddplan.spec.scenario import Scenario
 from pddplan.sweeps.axes import Axis
 
 HIT_MEAN = "workload.prefix_hit.mean"
-FREE_KEYS = ("prices_usd_per_gpu_hour", "gpu_purchase")
-"""Mappings whose keys are the user's (chip ids): a path may add a key to them."""
 _SHARE = re.compile(r"^(?P<hist>.*\.buckets)\[(?P<i>\d+)\]\.share$")
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 ZERO_HIT_WIDTH = 1e-3
@@ -69,14 +67,6 @@ def _leaves(data: Any, prefix: str = "") -> Iterator[str]:
             yield from _leaves(v, f"{prefix}[{i}]")
     else:
         yield prefix
-
-
-def _exists(data: Any, path: str) -> bool:
-    try:
-        _get(data, path)
-    except (KeyError, IndexError, TypeError):
-        return False
-    return True
 
 
 FIXED = {
