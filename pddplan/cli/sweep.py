@@ -208,7 +208,7 @@ def sweep(
             run = pddplan.sweep(problem, vary or [], zipped=zipped, progress=progress, **options)
     written = False
     try:
-        _finish(run, report, format_, out_file, metric, study, plot, options)
+        _finish(run, report, format_, out_file, metric, study, options)
         written = out_file is not None
     finally:  # the journal's points are in the output once it is written, and only then
         run.close_journal(remove=written)
@@ -234,7 +234,6 @@ def _finish(
     out_file: Path | None,
     metric: Metric | None,
     study: Study | None,
-    plot: Path | None,
     options: dict[str, Any],
 ) -> None:
     """Say what reading the journal ignored, stop where the run was interrupted, else
