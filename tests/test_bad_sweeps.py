@@ -89,6 +89,7 @@ def test_each_bad_grid_or_out_is_one_located_error_before_any_work(path, tmp_pat
     res = run_main("sweep", str(SMALL), "--workers", "1", *args)
     _check_error(res.output, res.exit_code, names, expect, path.name)
     assert not any(work.iterdir()), (path.name, list(work.iterdir()))  # no journal left
+    assert {p.name for p in tmp_path.iterdir()} == {"work", "a-file", "read-only.csv"}
 
 
 # --- journals ---------------------------------------------------------------------------------

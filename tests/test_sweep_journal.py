@@ -226,11 +226,12 @@ def test_sigterm_stops_a_command_with_one_line_exit_143_and_no_file(tmp_path, mo
 
     monkeypatch.setattr(pddplan, "solve", solve)
     out = tmp_path / "plan.json"
+    before = signal.getsignal(signal.SIGTERM)
     res = run_main("solve", str(SMALL), "--out", str(out))
     assert res.exit_code == 143, res.output
     assert res.stderr.strip().splitlines() == ["stopped by SIGTERM; no file was left half-written"]
     assert not any(tmp_path.iterdir())
-    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handlers put back
+    assert signal.getsignal(signal.SIGTERM) == before  # the handlers put back
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
