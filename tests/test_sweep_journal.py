@@ -164,6 +164,19 @@ def test_flock_is_what_holds_it(tmp_path):
 
 
 # --- a write that fails -----------------------------------------------------------------------
+ARGS = ("sweep", str(SMALL), "--vary", "prices_usd_per_gpu_hour.h100-sxm=2,3", "--workers", "1",
+        "--format", "csv")  # fmt: skip
+"""A two-point sweep: the first point counts, the second only re-prices (cheap)."""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> bytes:
+    """``ARGS``' output, run once uninterrupted."""
+    out = tmp_path_factory.mktemp("reference") / "ref.csv"
+    assert run_main(*ARGS, "--out", str(out)).exit_code == 0
+    return out.read_bytes()
+
+
 def _full_disk(monkeypatch, path: Path, *, after: int = 0) -> None:
     """``os.write`` to ``path`` fails as on a full disk after ``after`` successful writes."""
     real, writes = os.write, [0]
@@ -196,24 +209,22 @@ def test_a_journal_that_cannot_be_started_leaves_nothing(tmp_path, monkeypatch):
     assert not any(tmp_path.iterdir())  # no 0-byte journal to refuse the next run
 
 
-def test_a_write_that_fails_names_the_journal_and_a_resume_finishes(tmp_path, monkeypatch):
-    args = ["sweep", str(SMALL), "--vary", "prices_usd_per_gpu_hour.h100-sxm=2,3,4",
-            "--workers", "1", "--format", "csv"]  # fmt: skip
-    ref = tmp_path / "ref.csv"
-    assert run_main(*args, "--out", str(ref)).exit_code == 0
+def test_a_write_that_fails_names_the_journal_and_a_resume_finishes(
+    tmp_path, monkeypatch, reference
+):
     out = tmp_path / "o.csv"
     path = Path(f"{out}.journal.jsonl")
     with monkeypatch.context() as m:
         _full_disk(m, path, after=2)  # the header and the first point, then a full disk
-        res = run_main(*args, "--out", str(out))
+        res = run_main(*ARGS, "--out", str(out))
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert res.output.startswith(f"Error: {path}: cannot write the sweep's journal: No space")
     assert "finished point(s) it holds are kept" in res.output
     lines = path.read_bytes().splitlines(keepends=True)
     assert len(lines) == 2 and all(line.endswith(b"\n") for line in lines)  # cut back
-    res = run_main(*args, "--out", str(out), "--resume")
+    res = run_main(*ARGS, "--out", str(out), "--resume")
     assert res.exit_code == 0 and "Warning" not in res.output, res.output
-    assert out.read_bytes() == ref.read_bytes() and not path.exists()
+    assert out.read_bytes() == reference and not path.exists()
 
 
 # --- SIGTERM as SIGINT --------------------------------------------------------------------------
@@ -236,37 +247,33 @@ def test_sigterm_stops_a_command_with_one_line_exit_143_and_no_file(tmp_path, mo
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
-    tmp_path, monkeypatch, signum
+    tmp_path, monkeypatch, signum, reference
 ):
     from pddplan.sweeps.points import PointRunner
 
-    args = ["sweep", str(SMALL), "--vary", "prices_usd_per_gpu_hour.h100-sxm=2,3,4",
-            "--workers", "1", "--format", "csv"]  # fmt: skip
-    ref = tmp_path / "ref.csv"
-    assert run_main(*args, "--out", str(ref)).exit_code == 0
     real, planned = PointRunner.run, []
 
     def run(self, index, values):
         planned.append(index)
-        if len(planned) == 2:
+        if len(planned) == 2:  # as `kill PID` (or Ctrl-C) would, in the second point
             os.kill(os.getpid(), signum)
         return real(self, index, values)
 
     out = tmp_path / "o.csv"
     with monkeypatch.context() as m:
         m.setattr(PointRunner, "run", run)
-        res = run_main(*args, "--out", str(out))
+        res = run_main(*ARGS, "--out", str(out))
     assert res.exit_code == 128 + signum, res.output
     name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT (Ctrl-C)"
     assert (
         res.stderr.strip()
         .splitlines()[-1]
-        .startswith(f"interrupted by {name} after 1 of 3 points; run again with --resume")
+        .startswith(f"interrupted by {name} after 1 of 2 points; run again with --resume")
     ), res.stderr
     assert not out.exists()
-    res = run_main(*args, "--out", str(out), "--resume")
+    res = run_main(*ARGS, "--out", str(out), "--resume")
     assert res.exit_code == 0, res.output
-    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes() == reference
 
 
 def _ray_processes(marker: str) -> list[str]:
