@@ -163,7 +163,8 @@ def run_ray(
     ray: Any = None
     try:
         ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
-        return _run(ray, problem, settings, todo, finished, chunk)
+        # a local instance's shutdown ends its tasks; a cluster's must be cancelled
+        return _run(ray, problem, settings, todo, finished, chunk, cancel=address is not None)
     except KeyboardInterrupt:  # while connecting: nothing ran
         return True
     finally:
@@ -194,6 +195,8 @@ def _run(
     todo: list[tuple[int, dict[str, Any]]],
     finished: Callable[[PointResult], None],
     chunk: int,
+    *,
+    cancel: bool = True,
 ) -> bool:
     task = ray.remote(num_cpus=1, max_retries=0)(_chunk)
     payload = ray.put(
@@ -217,7 +220,8 @@ def _run(
     except KeyboardInterrupt:
         with _signals_ignored():  # a second Ctrl-C must not cut the cleanup
             for ref, points in pending.items():
-                ray.cancel(ref, force=True)
+                if cancel:  # Ray may abort on a force-cancel racing its task's end: only
+                    ray.cancel(ref, force=True)  # where no shutdown of ours ends the task
                 for i, v in points:
                     finished(PointResult(i, v, PointStatus.INTERRUPTED, STOPPED))
         return True
