@@ -319,11 +319,12 @@ def test_sigterm_shuts_down_the_ray_instance_a_sweep_started(tmp_path):
         assert _ray_processes(ray_tmp), "Ray was not running mid-sweep"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
+        left = _ray_processes(ray_tmp)  # shut down before the command returned
     finally:
         if proc.poll() is None:
             proc.kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 143, err
     assert "Traceback" not in err, err
     assert any(line.startswith("interrupted by SIGTERM after") for line in err.splitlines()), err
-    assert not _ray_processes(ray_tmp), err  # shut down before the command returned
-    shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert not left, err
