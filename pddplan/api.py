@@ -440,6 +440,8 @@ def sweep(
     journal: str | Path | None = None,
     resume: bool = False,
     confirm_large: bool = False,
+    max_points: int | None = None,
+    hold_journal: bool = False,
     scenario_label: str | None = None,
     progress: Callable[[PointResult, int, int], None] | None = None,
 ) -> SweepRun:
@@ -449,10 +451,19 @@ def sweep(
     planned for ``objective`` as each of ``architectures`` (``pdd``, ``cross-dc-naive``,
     ``intra-dc-homogeneous``, ``intra-dc-heterogeneous``, ``hypothetical``). ``workers``
     local processes, or Ray tasks (``engine="ray"``, ``address`` of a cluster); ``journal``:
-    a JSONL file each finished point is appended to, which ``resume`` continues. A grid over
-    ``MAX_POINTS`` points needs ``confirm_large``. The limits are ``solve``'s, for each
-    point's searches: the work budgets make a point's answer the same on every worker."""
-    from pddplan.sweeps.axes import MAX_POINTS, grid_size, parse_vary
+    a file each finished point is appended to (checksummed, locked: ``docs/sweeps.md``), which
+    ``resume`` continues; ``hold_journal`` keeps it open and locked in the result until
+    ``SweepRun.close_journal``. A grid has at most ``max_points`` points (default
+    ``DEFAULT_MAX_POINTS``; ``confirm_large``: ``POINTS_CEILING``, the most it may be),
+    checked, with every path and value, before any work. The limits are ``solve``'s, for
+    each point's searches: the work budgets make a point's answer the same on every worker."""
+    from pddplan.sweeps.axes import (
+        DEFAULT_MAX_POINTS,
+        MAX_AXES,
+        POINTS_CEILING,
+        grid_size,
+        parse_vary,
+    )
     from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
     from pddplan.sweeps.knobs import check_axes
     from pddplan.sweeps.points import ARCHITECTURES, Settings
@@ -465,15 +476,26 @@ def sweep(
         _choice("architectures", a, ARCHITECTURES)
     if not architectures:
         raise ArgumentError("architectures", "{argument}: give at least one architecture")
-    axes = [parse_vary(v) for v in vary]
-    size = grid_size(axes, zipped=zipped)
-    if size > MAX_POINTS and not confirm_large:
+    limit = max_points if max_points is not None else (
+        POINTS_CEILING if confirm_large else DEFAULT_MAX_POINTS)  # fmt: skip
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= POINTS_CEILING:
         raise ArgumentError(
-            "confirm_large",
-            f"the grid has {size:,} points, over {MAX_POINTS:,}: confirm it with {{argument}} "
-            "(or sweep a coarser grid)",
+            "max_points", f"{{argument}} must be a whole number from 1 to {POINTS_CEILING:,}, "
+            f"got {limit!r}"
+        )  # fmt: skip
+    if len(vary) > MAX_AXES:
+        raise ArgumentError(
+            "vary", f"{{argument}}: {len(vary)} axes; a sweep takes at most {MAX_AXES}"
         )
-    check_axes(problem.scenario.model_dump(mode="json"), axes, chips=problem.hardware.chips)
+    axes = [parse_vary(v, max_points=limit) for v in vary]
+    size = grid_size(axes, zipped=zipped)
+    if size > limit:
+        more = (f"; sweep a coarser grid, or raise {{argument}} (at most {POINTS_CEILING:,})"
+                if limit < POINTS_CEILING else f"; {POINTS_CEILING:,} is the most a sweep "
+                "holds: sweep a coarser grid, or split it")  # fmt: skip
+        raise ArgumentError("max_points", f"--vary: the grid has {size:,} points, over "
+                            f"{{argument}} {limit:,}{more}")  # fmt: skip
+    check_axes(problem, axes)
     label = scenario_label or (
         str(problem.source.path) if problem.source else problem.scenario.name
     )
@@ -493,6 +515,7 @@ def sweep(
         address=address,
         journal=_path(journal),
         resume=resume,
+        hold_journal=hold_journal,
         progress=progress,
     )
 
@@ -531,7 +554,9 @@ def study(
         label = scenario_label or problem.scenario.name
         return demand_study(problem, settings, vary=list(vary), scenario_label=label,
                             journal=_path(options.get("journal")),
-                            resume=bool(options.get("resume")), progress=progress)  # fmt: skip
+                            resume=bool(options.get("resume")),
+                            hold_journal=bool(options.get("hold_journal")),
+                            progress=progress)  # fmt: skip
     if vary:
         raise ArgumentError("vary", f"{{argument}}: --study {name} sets its own axes; leave it out")
     axes, _metric = study_axes(problem, name)

@@ -12,6 +12,7 @@ from conftest import PAPER_FLEETS, SMALL
 import pddplan
 from pddplan import units
 from pddplan.errors import InputError
+from pddplan.sweeps.journal import unseal
 from pddplan.sweeps.points import CLOCK_FIELDS, Settings
 from pddplan.sweeps.studies import DEMAND_TOLERANCE, demand_study, study_axes
 
@@ -97,7 +98,7 @@ def test_the_demand_study_resumes_from_its_journal(tmp_path):
     full = _demand(tmp_path)
     journal = tmp_path / "d.csv.journal.jsonl"
     lines = journal.read_text().splitlines()
-    assert len(lines) == len(full.points) + 1 and "sweep" in json.loads(lines[0])
+    assert len(lines) == len(full.points) + 1 and "sweep" in unseal(lines[0].encode())
     journal.write_text("\n".join(lines[:3]) + "\n")  # two rates planned, then Ctrl-C
     with pytest.raises(InputError, match="--resume"):
         _demand(tmp_path)

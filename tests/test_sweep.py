@@ -17,6 +17,7 @@ from pddplan.errors import InputError
 from pddplan.sweeps import knobs
 from pddplan.sweeps.axes import grid_size, parse_vary, points
 from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
+from pddplan.sweeps.journal import seal, unseal
 from pddplan.sweeps.points import Settings
 
 
@@ -109,8 +110,6 @@ def test_a_bucket_share_renormalises_the_others():
 
 def test_paths_are_checked_with_a_did_you_mean():
     problem = pddplan.load_scenario(PAPER_FLEETS)
-    data = problem.scenario.model_dump(mode="json")
-    chips = problem.hardware.chips
     for spec, message in [
         ("workload.arival_rps=1,2", "did you mean workload.arrival_rps"),
         ("links[0].rtt_ms=a,b", "takes a number"),
@@ -119,7 +118,7 @@ def test_paths_are_checked_with_a_did_you_mean():
         ("workload.prefix_hit.mean=1", r"\[0, 1\)"),
     ]:
         with pytest.raises(InputError, match=message):
-            knobs.check_axes(data, [parse_vary(spec)], chips=chips)
+            knobs.check_axes(problem, [parse_vary(spec)])
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -151,15 +150,17 @@ def test_resume_skips_journalled_points_and_refuses_another_sweep(tmp_path):
     job = _job(problem, "workload.arrival_rps=4,8,12")
     journal = tmp_path / "out.csv.journal.jsonl"
     full = run_sweep(problem, job, journal=journal)
-    lines = journal.read_text().splitlines()
-    assert len(lines) == 4 and "sweep" in json.loads(lines[0])
+    lines = journal.read_bytes().splitlines()
+    assert len(lines) == 4 and "sweep" in unseal(lines[0])
     # as if Ctrl-C came during the third point: two done, the third interrupted
-    third = json.loads(lines[3]) | {"status": "interrupted", "results": []}
-    journal.write_text("\n".join([*lines[:3], json.dumps(third)]) + "\n")
+    third = unseal(lines[3])
+    third["point"] |= {"status": "interrupted", "results": []}
+    journal.write_bytes(b"\n".join(lines[:3]) + b"\n" + seal(third))
     with pytest.raises(InputError, match="--resume"):
         run_sweep(problem, job, journal=journal)
     resumed = run_sweep(problem, job, journal=journal, resume=True)
     assert resumed.resumed == 2 and _strip(resumed) == _strip(full)
+    assert not resumed.warnings
     other = _job(problem, "workload.arrival_rps=4,8")
     with pytest.raises(InputError, match="another sweep"):
         run_sweep(problem, other, journal=journal, resume=True)
@@ -214,7 +215,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
         (["--vary", "sla.ttft_p99_s=3:1:1"], "range is empty"),
         (
             ["--vary", "sla.ttft_p99_s=1:2:0.0001", "--vary", "sla.ttft_p90_s=1:2:0.01"],
-            "confirm it with --yes",
+            "over --max-points 100,000",
         ),
         (["--vary", "links[0].rtt_ms=fast"], "takes a number"),
         (["--study", "nope"], "nope"),

@@ -4,7 +4,8 @@ and its report layer (``pddplan.report``).
 Each command parses options, calls the API, and prints a rich report or JSON. User errors
 (``PddplanError``) become one ``Error:`` line per problem on stderr and a non-zero exit code
 (2 for invalid files or arguments); anything else is a bug and keeps its traceback. The
-library and the reports are imported inside each command, so ``--help`` is quick.
+library and the reports are imported inside each command, so ``--help`` is quick. SIGINT
+and SIGTERM stop any command alike (``pddplan.cli.signals``): one line, exit 130 or 143.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import typer
 from rich.markup import escape
 
 import pddplan
-from pddplan.cli import calibrate, compare, plan, simulate, sweep
+from pddplan.cli import calibrate, compare, plan, signals, simulate, sweep
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err, user_errors
 from pddplan.cli.workload import workload_app
@@ -78,12 +79,34 @@ def main(argv: list[str] | None = None) -> None:
     of range, missing argument) printed as one ``Error:`` line, exit code 2; a reader that
     closes the pipe (``| head``) ends it quietly (exit 1, as click), a full stdout is one
     line and exit 2. One BLAS thread for the whole process (``pddplan.threads``), set before
-    any command loads numpy."""
+    any command loads numpy. SIGINT and SIGTERM: one line, exit 128 + the signal
+    (``pddplan.cli.signals``)."""
+    restore = None
+    try:
+        restore = signals.install()
+        _main(argv)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (signals), inside the command or not
+        if not signals.state.reported:
+            err.print(
+                f"stopped by {signals.name()}; no file was left half-written",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        raise SystemExit(signals.exit_code()) from None
+    finally:
+        if restore is not None:
+            restore()
+
+
+def _main(argv: list[str] | None) -> None:
     limit_process()
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="pddplan", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers below
+        if signals.stopped() is not None:  # typer made the KeyboardInterrupt an exit code
+            raise KeyboardInterrupt
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, exit 1 as click does
         _drop_stdout()
         raise SystemExit(1) from None

@@ -4,6 +4,9 @@ figure."""
 from __future__ import annotations
 
 import io
+import os
+import stat
+import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 import pddplan
+from pddplan.cli import signals
 from pddplan.cli.common import (
     EngineOpt,
     NodeLimitOpt,
@@ -103,11 +107,17 @@ def sweep(
         typer.Option(
             "--out",
             help="Write the results here (written at the end, atomically); the journal "
-            "OUT.journal.jsonl beside it holds each finished point until then.",
+            "OUT.journal.jsonl beside it holds each finished point until then (checksummed, "
+            "locked against a second sweep). Its folder is checked before any planning.",
         ),
     ] = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Continue from --out's journal: skip its points.")
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue from --out's journal: skip its points (lines that fail their "
+            "checksum or lie off the grid are reported and run again).",
+        ),
     ] = False,
     plot: Annotated[
         Path | None,
@@ -130,19 +140,31 @@ def sweep(
     time_limit: TimeLimitOpt = None,
     node_limit: NodeLimitOpt = None,
     rate_points: RatePointsOpt = None,
+    max_points: Annotated[
+        int | None,
+        typer.Option(
+            "--max-points",
+            min=1,
+            max=1_000_000,
+            help="The most points the grid may have, checked before any work (default "
+            "100,000; at most 1,000,000).",
+        ),
+    ] = None,
     yes: Annotated[
-        bool, typer.Option("--yes", help="Run a grid of more than 100,000 points.")
+        bool,
+        typer.Option(
+            "--yes", help="Run a grid of more than 100,000 points: --max-points 1,000,000."
+        ),
     ] = False,
 ) -> None:
     """Plan the scenario at every point of a grid of values: how the answer moves with
-    demand, prices, hit rates, the link or the SLA.
+    demand, prices, hit rates, the link or the SLA. Every --vary, the grid's size and
+    --out's folder are checked before any planning.
 
     Example: [bold]pddplan sweep scenarios/pdd-paper-fleets.yaml --vary
     prices_usd_per_gpu_hour.h200-sxm=2.7:4.3:0.4 --architectures pdd,intra-dc-homogeneous
     --plot price.png[/bold]
     """
-    import os
-
     from pddplan.report import sweeps as report
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
@@ -151,6 +173,8 @@ def sweep(
         raise pddplan.InputError("--resume continues the journal of --out: give --out")
     if format_ == SweepFormat.parquet and out_file is None:
         raise pddplan.InputError("--format parquet writes a binary file: give --out FILE")
+    if out_file is not None:
+        _check_out(out_file)
     kinds = [a.strip() for a in (architectures or "").split(",") if a.strip()] or None
     if engine in ("local", "ray"):
         raise pddplan.InputError(
@@ -171,6 +195,8 @@ def sweep(
         "journal": None if out_file is None else Path(f"{out_file}.journal.jsonl"),
         "resume": resume,
         "confirm_large": yes,
+        "max_points": max_points,
+        "hold_journal": True,
         "scenario_label": str(scenario),
     }
     with _progress(enabled=err.is_terminal) as progress:
@@ -180,12 +206,48 @@ def sweep(
         else:
             options["architectures"] = kinds or ["pdd"]
             run = pddplan.sweep(problem, vary or [], zipped=zipped, progress=progress, **options)
+    written = False
+    try:
+        _finish(run, report, format_, out_file, metric, study, options)
+        written = out_file is not None
+    finally:  # the journal's points are in the output once it is written, and only then
+        run.close_journal(remove=written)
+    if out_file is not None:
+        err.print(f"wrote {out_file}")
+    if plot is not None:
+        from pddplan.report.plots import plot_sweep
+
+        chosen = value(metric) or ("bcr" if study == Study.bathtub else report.default_metric(run))
+        try:
+            kind = plot_sweep(run, plot, chosen)
+        except ValueError as e:
+            raise pddplan.InputError(f"--plot: {e}") from None
+        except OSError as e:
+            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
+        err.print(f"wrote {plot} ({kind})")
+
+
+def _finish(
+    run: Any,
+    report: Any,
+    format_: SweepFormat,
+    out_file: Path | None,
+    metric: Metric | None,
+    study: Study | None,
+    options: dict[str, Any],
+) -> None:
+    """Say what reading the journal ignored, stop where the run was interrupted, else
+    print or write the results."""
+    for line in run.warnings:
+        err.print(f"Warning: {line}", markup=False, highlight=False, soft_wrap=True)
     chosen = value(metric) or ("bcr" if study == Study.bathtub else report.default_metric(run))
     if run.interrupted:
-        err.print(f"interrupted after {len(run.points):,} of {run.total:,} points"
-                  + (f"; run again with --resume to finish ({options['journal']})"
-                     if out_file else ""))  # fmt: skip
-        raise typer.Exit(130)
+        err.print(f"interrupted by {signals.name()} after {len(run.points):,} of "
+                  f"{run.total:,} points" + (f"; run again with --resume to finish "
+                  f"({options['journal']})" if out_file else ""),
+                  markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        signals.report()
+        raise typer.Exit(signals.exit_code())
     if format_ != SweepFormat.table:  # a study's findings (the demand steps), beside the data
         for note in run.notes:
             err.print(note, markup=False, highlight=False)
@@ -208,19 +270,37 @@ def sweep(
             typer.echo(text, nl=False)
         else:
             write_text(out_file, text)
-    if out_file is not None:
-        Path(f"{out_file}.journal.jsonl").unlink(missing_ok=True)
-        err.print(f"wrote {out_file}")
-    if plot is not None:
-        from pddplan.report.plots import plot_sweep
 
-        try:
-            kind = plot_sweep(run, plot, chosen)
-        except ValueError as e:
-            raise pddplan.InputError(f"--plot: {e}") from None
-        except OSError as e:
-            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
-        err.print(f"wrote {plot} ({kind})")
+
+def _check_out(path: Path) -> None:
+    """Before any planning: ``--out`` names a file (new, or a regular writable one) in a
+    folder that exists and takes new files (the output's temporary file, the journal)."""
+    where = f"--out {path}"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise pddplan.InputError(f"{where}: {path.parent} is not a folder") from None
+    except OSError as e:
+        raise pddplan.InputError(f"{where}: cannot use it: {e.strerror}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise pddplan.InputError(f"{where}: a folder; give a file name (e.g. {path / 'sweep.csv'})")
+    if st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
+        raise pddplan.InputError(f"{where}: the file is read-only; make it writable, or give "
+                                 "another --out")  # fmt: skip
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise pddplan.InputError(f"{where}: {folder} is not a folder")
+    if not folder.is_dir():
+        raise pddplan.InputError(f"{where}: the folder {folder} does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise pddplan.InputError(
+            f"{where}: cannot write into the folder {folder}: {e.strerror}"
+        ) from None
 
 
 def _write_bytes(path: Path | None, data: bytes) -> None:
@@ -272,4 +352,9 @@ class _progress:
             self.bar.__exit__(None, None, None)
 
 
-COMMANDS = {"sweep": user_errors(sweep, names={"confirm_large": "--yes", "workers": "--workers"})}
+COMMANDS = {
+    "sweep": user_errors(
+        sweep,
+        names={"confirm_large": "--yes", "workers": "--workers", "max_points": "--max-points"},
+    )
+}

@@ -10,6 +10,9 @@ SPEC is one of:
   a chip id).
 
 Every problem is an ``InputError`` that names the ``--vary`` argument and what is allowed.
+An axis is bounded before any of its values is made: at most ``max_points`` values (the
+grid's own bound, ``DEFAULT_MAX_POINTS`` unless raised, never above ``POINTS_CEILING``),
+finite bounds, and every value finite.
 """
 
 from __future__ import annotations
@@ -21,8 +24,18 @@ from typing import Any
 
 from pddplan.errors import InputError
 
-MAX_POINTS = 100_000
-"""A grid larger than this needs ``confirm_large`` (the command line's ``--yes``)."""
+DEFAULT_MAX_POINTS = 100_000
+"""The most points a grid may have unless the caller raises it (``--max-points``)."""
+POINTS_CEILING = 1_000_000
+"""The most points any grid may have (``--yes``, or the largest ``--max-points``): every
+point and its result are held in memory until the output is written."""
+MAX_POINTS = DEFAULT_MAX_POINTS
+"""The former name of ``DEFAULT_MAX_POINTS``."""
+MAX_AXES = 32
+"""The most ``--vary`` axes one sweep takes."""
+EXACT_INTEGERS = 2.0**53
+"""Whole numbers up to this magnitude stay whole on a range axis; beyond it a float has no
+unit step, so they stay floats."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +48,8 @@ class Axis:
     """The SPEC as given (for the report)."""
 
 
-def parse_vary(text: str) -> Axis:
-    """``PATH=SPEC`` as an ``Axis`` (module docstring)."""
+def parse_vary(text: str, *, max_points: int = DEFAULT_MAX_POINTS) -> Axis:
+    """``PATH=SPEC`` as an ``Axis`` (module docstring) of at most ``max_points`` values."""
     path, sep, spec = text.partition("=")
     path, spec = path.strip(), spec.strip()
     if not sep or not path or not spec:
@@ -44,16 +57,26 @@ def parse_vary(text: str) -> Axis:
             f"--vary {text}: expected PATH=SPEC, e.g. workload.arrival_rps=2:10:2, "
             "prices_usd_per_gpu_hour.h200-sxm=3:4:x5 or sla.ttft_p99_s=8,10,12"
         )
-    return Axis(path, _values(path, spec), spec)
+    return Axis(path, _values(path, spec, max_points), spec)
 
 
-def _values(path: str, spec: str) -> tuple[Any, ...]:
-    where = f"--vary {path}={spec}"
+def _too_many(where: str, n: float | int, cap: int) -> InputError:
+    count = f"{n:,}" if isinstance(n, int) else f"more than {cap:,}"
+    return InputError(
+        f"{where}: {count} values on one axis; at most {cap:,} (--max-points, "
+        f"itself at most {POINTS_CEILING:,})"
+    )
+
+
+def _values(path: str, spec: str, cap: int) -> tuple[Any, ...]:
+    where = f"--vary {path}={spec}" if len(spec) <= 80 else f"--vary {path}={spec[:60]}..."
     if ":" not in spec:
+        if spec.count(",") >= cap:
+            raise _too_many(where, spec.count(",") + 1, cap)
         items = [s.strip() for s in spec.split(",")]
         if any(not s for s in items):
             raise InputError(f"{where}: an empty item in the list; give a,b,c")
-        values = tuple(_scalar(s) for s in items)
+        values = tuple(_scalar(where, s) for s in items)
         if len(set(map(repr, values))) != len(values):
             raise InputError(f"{where}: the list repeats a value; give each once")
         return values
@@ -67,12 +90,15 @@ def _values(path: str, spec: str) -> tuple[Any, ...]:
             n = int(last[1:])
         except ValueError:
             raise InputError(f"{where}: xN takes a whole number of points, got '{last}'") from None
+        if n > cap:
+            raise _too_many(where, n, cap)
         if n < 2:
             raise InputError(f"{where}: xN needs at least 2 points, got {n}")
         if not 0 < lo < hi:
             raise InputError(f"{where}: log spacing needs 0 < LO < HI, got LO {lo:g}, HI {hi:g}")
-        ratio = math.log(hi / lo) / (n - 1)
+        ratio = (math.log(hi) - math.log(lo)) / (n - 1)  # hi / lo may overflow
         points = [lo * math.exp(i * ratio) for i in range(n)]
+        points[0] = lo
         points[-1] = hi
         return tuple(_clean(x) for x in points)
     step = _number(where, last, "STEP")
@@ -82,12 +108,25 @@ def _values(path: str, spec: str) -> tuple[Any, ...]:
         raise InputError(f"{where}: STEP must be above 0 (give LO below HI), got {step:g}")
     if hi < lo:
         raise InputError(f"{where}: the range is empty: HI {hi:g} is below LO {lo:g}")
-    n = math.floor((hi - lo) / step * (1 + 1e-9) + 1e-9) + 1
-    if n > MAX_POINTS:
-        raise InputError(f"{where}: {n:,} values on one axis; at most {MAX_POINTS:,}")
-    integral = all(float(x).is_integer() for x in (lo, hi, step))
-    grid = [lo + i * step for i in range(n)]
+    span = (hi - lo) / step
+    if not math.isfinite(span):  # hi - lo past the float range: each over step instead
+        span = hi / step - lo / step
+    if not math.isfinite(span) or span >= 10 * cap:  # too many to count them
+        raise _too_many(where, math.inf, cap)
+    n = math.floor(span * (1 + 1e-9) + 1e-9) + 1
+    if n > cap:
+        raise _too_many(where, n, cap)
+    integral = all(float(x).is_integer() and abs(x) <= EXACT_INTEGERS for x in (lo, hi, step))
+    grid = [_at(lo, step, i) for i in range(n)]
+    if not all(math.isfinite(x) for x in grid):
+        raise InputError(f"{where}: the range runs past the largest number a value may take")
     return tuple(round(x) if integral else _clean(x) for x in grid)
+
+
+def _at(lo: float, step: float, i: int) -> float:
+    """``lo + i step``, halved and doubled where ``i step`` alone passes the float range."""
+    x = lo + i * step
+    return x if math.isfinite(x) else 2 * (lo / 2 + i * (step / 2))
 
 
 def _clean(x: float) -> float:
@@ -105,21 +144,26 @@ def _number(where: str, text: str, name: str) -> float:
     return x
 
 
-def _scalar(text: str) -> Any:
+def _scalar(where: str, text: str) -> Any:
     """A list item: an int, a float, true/false, or the text itself."""
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
     try:
-        return int(text)
+        whole = int(text)
     except ValueError:
         pass
+    else:
+        if abs(whole) > 2**63 - 1:
+            raise InputError(f"{where}: the item {text[:30]} is past the largest integer a "
+                             "value may take (about 9.2e18)")  # fmt: skip
+        return whole
     try:
         x = float(text)
     except ValueError:
         return text
     if not math.isfinite(x):
-        raise InputError(f"a list item must be finite, got '{text}'")
+        raise InputError(f"{where}: a list item must be finite, got '{text[:30]}'")
     return x
 
 
@@ -128,6 +172,8 @@ def points(axes: list[Axis], *, zipped: bool = False) -> list[dict[str, Any]]:
     slowest to change; or, ``zipped``, the i-th value of each axis together."""
     if not axes:
         raise InputError("a sweep needs at least one --vary PATH=SPEC (or a --study)")
+    if len(axes) > MAX_AXES:
+        raise InputError(f"--vary: {len(axes)} axes; a sweep takes at most {MAX_AXES}")
     seen: set[str] = set()
     for a in axes:
         if a.path in seen:

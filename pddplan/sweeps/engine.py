@@ -7,11 +7,13 @@ journalled point by point so that an interrupted sweep resumes where it stopped.
   subprocess). Each takes a chunk of consecutive points (``chunk_size``): consecutive
   points differ in the last axes first, so a worker's points share the tables of the
   first axes' values. A worker sends every point back as it finishes.
-- **The journal** is JSONL: a header line with the sweep's identity (``SweepJob.identity``),
-  then one line per finished point, fsync'ed as it is written. ``resume`` keeps the
-  journalled points (``ok`` and ``invalid``) and runs the rest; a journal of another sweep
-  is an error, never overwritten. A point cut short by Ctrl-C is journalled as
-  ``interrupted``, which a resume runs again.
+- **The journal** (``pddplan.sweeps.journal``): a header line with the sweep's identity
+  (``SweepJob.identity``) and its grid's fingerprint, then one line per finished point,
+  each with a checksum, fsync'ed as it is written, the file locked while the sweep runs.
+  ``resume`` keeps the journalled points (``ok`` and ``invalid``) that verify and lie on
+  the grid, and runs the rest; a journal of another sweep is an error, never overwritten.
+  A point cut short by Ctrl-C or SIGTERM is journalled as ``interrupted``, which a resume
+  runs again.
 - **Results** do not depend on the engine or the number of workers: a point is a pure
   function of the scenario, its values and the settings (``tests/test_sweep.py`` compares
   the bytes).
@@ -37,6 +39,7 @@ from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.spec.status import PointStatus
 from pddplan.sweeps.axes import Axis, points
+from pddplan.sweeps.journal import JOURNALLED, Journal, signals_deferred
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 WORKER_ENV = {
@@ -46,8 +49,6 @@ WORKER_ENV = {
     "MKL_NUM_THREADS": "1",
 }
 """The environment every worker starts with: string hashing and BLAS threads fixed."""
-JOURNALLED = (PointStatus.OK, PointStatus.INVALID)
-"""Point statuses a resume keeps; the others (``interrupted``, ``error``) run again."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,17 @@ class SweepRun:
     """What a study found (the demand study's steps)."""
     pass_times: str = ""
     """The engine profile whose pass times every point assumes."""
+    warnings: list[str] = field(default_factory=list)
+    """What reading the journal found and ignored (one line each)."""
+    journal: Journal | None = None
+    """The journal, still open and locked, where the caller asked to hold it."""
+
+    def close_journal(self, *, remove: bool = False) -> None:
+        """Close a held journal and let its lock go; ``remove``: delete it first (once its
+        points are in the written output)."""
+        if self.journal is not None:
+            self.journal.close(remove=remove)
+            self.journal = None
 
     @property
     def complete(self) -> bool:
@@ -109,80 +121,31 @@ class SweepRun:
         )
 
 
+STOPPED = "stopped by Ctrl-C or SIGTERM"
+"""The reason an interrupted point gives."""
 Progress = Callable[[PointResult, int, int], None]
 """Told each finished point, with the points done and the total."""
 
 
 # --- the journal ------------------------------------------------------------------------------
-class Journal:
-    """The JSONL journal beside a sweep's output (module docstring)."""
+def grid_journal(
+    path: Path, job: SweepJob, *, resume: bool, grid: list[dict[str, Any]] | None = None
+) -> Journal:
+    """The journal of ``job``'s grid at ``path`` (``pddplan.sweeps.journal``): a point read
+    back must be the grid's point at its index, values and all (``grid``: the job's points,
+    where the caller has made them already)."""
+    points = job.points() if grid is None else grid
 
-    def __init__(self, path: Path, job: SweepJob, *, resume: bool) -> None:
-        self.path = path
-        self.done: dict[int, PointResult] = {}
-        self.added = 0
-        """Lines this run appended."""
-        self.created = not path.exists()
-        identity = job.identity()
-        if path.exists():
-            if not resume:
-                raise InputError(
-                    f"{path}: a journal of an earlier run of this sweep's output is here; "
-                    "give --resume to continue it, or remove it to start again"
-                )
-            self.done = self._read(identity)
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
-        else:
-            try:
-                self._file = open(path, "x", encoding="utf-8")  # noqa: SIM115
-            except OSError as e:
-                raise InputError(
-                    f"{path}: cannot write the sweep's journal: {e.strerror}"
-                ) from None
-            self._write({"sweep": identity})
+    def on_grid(point: PointResult) -> bool:
+        return 0 <= point.index < len(points) and _canonical(point.values) == _canonical(
+            points[point.index]
+        )
 
-    def _read(self, identity: dict[str, Any]) -> dict[int, PointResult]:
-        done: dict[int, PointResult] = {}
-        with open(self.path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        try:
-            header = json.loads(lines[0])["sweep"] if lines else None
-        except (ValueError, KeyError, TypeError):
-            header = None
-        if header != json.loads(json.dumps(identity)):
-            raise InputError(
-                f"{self.path}: the journal is of another sweep (other scenario, axes or "
-                "settings); remove it, or give another --out"
-            )
-        for n, line in enumerate(lines[1:], start=2):
-            try:
-                point = PointResult.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError):
-                if n == len(lines):  # the last line, cut short by a crash: run it again
-                    break
-                raise InputError(
-                    f"{self.path}:{n}: not a journal line; remove the journal"
-                ) from None
-            if point.status in JOURNALLED:
-                done[point.index] = point
-        return done
+    return Journal(path, job.identity(), resume=resume, on_grid=on_grid)
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self._file.write(json.dumps(data, sort_keys=True) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
 
-    def add(self, point: PointResult) -> None:
-        self._write(point.to_json())
-        self.added += 1
-
-    def close(self) -> None:
-        """Close the journal; one this run made and wrote no point to holds nothing to
-        resume (e.g. Ray was unreachable) and is removed, so the next run need not
-        ``--resume`` it."""
-        self._file.close()
-        if self.created and not self.added:
-            self.path.unlink(missing_ok=True)
+def _canonical(values: dict[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True)
 
 
 # --- engines ----------------------------------------------------------------------------------
@@ -195,16 +158,19 @@ def run_sweep(
     address: str | None = None,
     journal: Path | None = None,
     resume: bool = False,
+    hold_journal: bool = False,
     progress: Progress | None = None,
 ) -> SweepRun:
     """Every point of ``job`` on ``problem`` (module docstring). ``workers``: processes (1:
     this one); ``engine``: ``local`` or ``ray`` (``address``: a running cluster's, else a
-    local instance). Ctrl-C ends the run with ``interrupted`` set: what finished is in the
-    journal and in the result."""
+    local instance). Ctrl-C (or SIGTERM, where the caller turns it into
+    ``KeyboardInterrupt``) ends the run with ``interrupted`` set: what finished is in the
+    journal and in the result. ``hold_journal``: the journal stays open and locked in the
+    result (``SweepRun.close_journal``)."""
     if workers < 1:
         raise InputError(f"--workers must be 1 or more, got {workers}")
     grid = job.points()
-    log = Journal(journal, job, resume=resume) if journal is not None else None
+    log = grid_journal(journal, job, resume=resume, grid=grid) if journal is not None else None
     done: dict[int, PointResult] = dict(log.done) if log is not None else {}
     resumed = len(done)
     todo = [(i, v) for i, v in enumerate(grid) if i not in done]
@@ -219,6 +185,7 @@ def run_sweep(
             progress(point, len(done), len(grid))
 
     interrupted = False
+    held = False
     try:
         if engine == "ray":
             from pddplan.sweeps.ray_engine import run_ray
@@ -230,12 +197,17 @@ def run_sweep(
             interrupted = _run_here(problem, job.settings, todo, finished)
         else:
             interrupted = _run_pool(problem, job.settings, todo, finished, workers, job)
+        held = hold_journal
+    except KeyboardInterrupt:  # before an engine's own handling began: nothing was running
+        interrupted = True
+        held = hold_journal
     finally:
-        if log is not None:
+        if log is not None and not held:
             log.close()
     run = SweepRun(job, [done[i] for i in sorted(done)], len(grid), interrupted, resumed,
-                   time.perf_counter() - start, workers, engine,
-                   pass_times=problem.engine.id)  # fmt: skip
+                   time.perf_counter() - start, workers, engine, pass_times=problem.engine.id,
+                   warnings=list(log.warnings) if log else [],
+                   journal=log if held else None)  # fmt: skip
     return run
 
 
@@ -258,8 +230,10 @@ def _run_here(
         try:
             point = runner.run(index, values)
         except KeyboardInterrupt:
-            finished(PointResult(index, values, PointStatus.INTERRUPTED, "stopped by Ctrl-C"))
+            finished(PointResult(index, values, PointStatus.INTERRUPTED, STOPPED))
             return True
+        except Exception as e:  # a bug: the point says so, the sweep goes on (as a worker's)
+            point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
         finished(point)
     return False
 
@@ -272,6 +246,7 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
     """A worker: load the problem once, then plan each chunk it takes, point by point."""
     global _RUNNER
     os.setpgrp()  # its own group: the terminal's Ctrl-C goes to the parent alone
+    _follow_parent()
     scenario, hardware, model, engines, settings = payload
     _RUNNER = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
     while True:
@@ -285,6 +260,22 @@ def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
             except Exception as e:  # a bug: the point says so, the sweep goes on
                 point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
             results.put(("done", os.getpid(), point.to_json()))
+
+
+def _follow_parent(every_s: float = 1.0) -> None:
+    """Watch the parent from a thread: a parent gone without stopping this worker (killed
+    with SIGKILL, which it cannot handle) takes the worker's group with it (the worker and
+    its solver subprocess), so that no orphan plans on."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os.killpg(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()
 
 
 @contextmanager
@@ -319,14 +310,14 @@ def _run_pool(
         tasks.put(None)
     payload = (problem.scenario, problem.hardware, problem.model, problem.engines, settings)
     values = dict(todo)
-    with _environment(WORKER_ENV):
-        procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)
-                 for _ in range(workers)]  # fmt: skip
-        for p in procs:
-            p.start()
+    procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)
+             for _ in range(workers)]  # fmt: skip
     running: dict[int, int] = {}  # worker pid -> the point it is planning
     left = len(todo)
     try:
+        for p in procs:  # whole: a worker cut off while it reads its start-up data would
+            with _environment(WORKER_ENV), signals_deferred():  # print a traceback
+                p.start()
         while left:
             try:
                 kind, pid, data = results.get(timeout=1.0)
@@ -351,9 +342,7 @@ def _run_pool(
     except KeyboardInterrupt:
         _kill(procs)
         for index in sorted(running.values()):
-            finished(
-                PointResult(index, values[index], PointStatus.INTERRUPTED, "stopped by Ctrl-C")
-            )
+            finished(PointResult(index, values[index], PointStatus.INTERRUPTED, STOPPED))
         return True
     finally:
         _kill(procs)
@@ -361,8 +350,11 @@ def _run_pool(
 
 
 def _kill(procs: list[Any]) -> None:
-    """Each worker's process group (the worker and its solver subprocess), killed."""
+    """Each worker's process group (the worker and its solver subprocess), killed; one
+    not started yet is left alone."""
     for p in procs:
+        if p.pid is None:
+            continue
         if p.is_alive():
             try:
                 os.killpg(p.pid, signal.SIGKILL)

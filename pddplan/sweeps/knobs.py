@@ -14,8 +14,11 @@ validated again by the caller. Two changes are more than a value set at a path:
 - a bucket's ``share`` (``...buckets[i].share``) renormalises the other buckets of its
   histogram so that the shares still sum to 1, in their old proportions.
 
-Paths that do not exist are found before any point runs (``check_axes``), with the
-nearest existing path as a did-you-mean; so is a value of the wrong kind for its path.
+Paths are checked against the scenario's schema before any point runs (``check_axes``):
+one that does not exist gets the nearest existing path as a did-you-mean; an index into
+what is not a list, or past its end, a path into a section the scenario leaves unset, a
+field no point can change (``FIXED``: the model, the workload variants, the catalogs) and
+a value of the wrong type for its field are each one line.
 """
 
 from __future__ import annotations
@@ -24,16 +27,20 @@ import copy
 import difflib
 import math
 import re
+import types
+import typing
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
 from pddplan.errors import InputError
-from pddplan.model.problem import set_path
+from pddplan.model.problem import Problem, set_path
+from pddplan.spec.base import _scalar_problem
+from pddplan.spec.scenario import Scenario
 from pddplan.sweeps.axes import Axis
 
 HIT_MEAN = "workload.prefix_hit.mean"
-FREE_KEYS = ("prices_usd_per_gpu_hour", "gpu_purchase")
-"""Mappings whose keys are the user's (chip ids): a path may add a key to them."""
 _SHARE = re.compile(r"^(?P<hist>.*\.buckets)\[(?P<i>\d+)\]\.share$")
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 ZERO_HIT_WIDTH = 1e-3
@@ -62,20 +69,34 @@ def _leaves(data: Any, prefix: str = "") -> Iterator[str]:
         yield prefix
 
 
-def _exists(data: Any, path: str) -> bool:
-    try:
-        _get(data, path)
-    except (KeyError, IndexError, TypeError):
-        return False
-    return True
+FIXED = {
+    "model": "the model cannot be varied: every point shares the model's tables; sweep one "
+    "scenario per model",
+    "workload_variants": "workload variants cannot be varied: a sweep plans the scenario's "
+    "own workload at every point; vary workload.* instead, or sweep one scenario per variant",
+    "catalogs": "the catalogs cannot be varied: they are read once, before any point; sweep "
+    "one scenario per catalog",
+}
+"""Top-level keys no sweep can vary, and why (each is read once, before any point)."""
+_PATH = re.compile(r"^[^.\[\]]+(\.[^.\[\]]+|\[\d+\])*$")
+_CHIP_KEYED = re.compile(r"^(prices_usd_per_gpu_hour|gpu_purchase|datacenters\.[^.]+\.inventory)$")
+"""Mappings keyed by chip ids: a new key there must be a chip of the hardware catalog."""
 
 
-def check_axes(data: dict[str, Any], axes: list[Axis], *, chips: Collection[str] = ()) -> None:
-    """Each axis names a path of the scenario (or a knob) and values of its kind, and a
-    new key of a mapping of chips is one of ``chips``: else an ``InputError``, one line per
-    bad axis."""
+class _Refused(Exception):
+    """Why an axis's path cannot be varied (one line, without the ``--vary`` prefix)."""
+
+
+def check_axes(problem: Problem, axes: list[Axis]) -> None:
+    """Each axis names a path of the scenario's schema that a point can change (or a knob),
+    and values of that field's type, before any point runs: else an ``InputError``, one
+    line per bad axis. Paths into lists need an index in range; a path into a mapping or an
+    optional section the scenario leaves unset says what to set; a new key of a mapping of
+    chips is a chip of the hardware catalog. A value within its type but outside its
+    field's range is left to the point (an ``invalid`` row), since a grid may cross it."""
+    data = problem.scenario.model_dump(mode="json")
+    chips = problem.hardware.chips
     problems = []
-    leaves = [p for p in _leaves(data) if p]
     for a in axes:
         where = f"--vary {a.path}"
         if a.path == HIT_MEAN:
@@ -89,39 +110,182 @@ def check_axes(data: dict[str, Any], axes: list[Axis], *, chips: Collection[str]
             if bad:
                 problems.append(f"{where}: a mean hit rate is a number in [0, 1), got {bad[0]!r}")
             continue
-        parts = _parts(a.path)
-        if not parts or not _exists(data, a.path):
-            parent = a.path.rpartition(".")[0]
-            key = a.path.rpartition(".")[2]
-            if parent in FREE_KEYS and _exists(data, parent) and key in chips:
-                current = None
-            elif parent in FREE_KEYS and _exists(data, parent):
-                near = difflib.get_close_matches(key, list(chips), n=1, cutoff=0.5)
-                hint = f"; did you mean {near[0]}?" if near else ""
-                problems.append(f"{where}: '{key}' is not a chip of the hardware catalog{hint}")
-                continue
-            else:
-                near = difflib.get_close_matches(a.path, [*leaves, HIT_MEAN], n=1, cutoff=0.6)
-                hint = f"; did you mean {near[0]}?" if near else ""
-                problems.append(f"{where}: the scenario has no {a.path}{hint}")
-                continue
-        else:
-            current = _get(data, a.path)
-        if isinstance(current, dict | list):
-            problems.append(
-                f"{where}: {a.path} is a {'mapping' if isinstance(current, dict) else 'list'}; "
-                "vary one of its values (e.g. "
-                f"{next(p for p in leaves if p.startswith(a.path))})"
-            )
-            continue
-        kind = _kind(current)
-        wrong = [v for v in a.values if kind is not None and _kind(v) != kind]
-        if wrong:
-            problems.append(
-                f"{where}: {a.path} takes a {kind} (it is {current!r}), got {wrong[0]!r}"
-            )
+        try:
+            annotation = _field(data, a.path, chips)
+            _check_values(a.path, annotation, a.values)
+            if a.path == "engine":
+                _check_engines(problem, a.values)
+        except _Refused as e:
+            problems.append(f"{where}: {e}")
     if problems:
         raise InputError(problems)
+
+
+def _field(data: dict[str, Any], path: str, chips: Collection[str]) -> Any:
+    """The type of the scenario's field at ``path``, walked through the schema with the
+    scenario's data alongside (a union is the member the data holds); ``_Refused`` where
+    the path is not one a point can set."""
+    if not _PATH.match(path):
+        raise _Refused("not a path: give dotted keys and [i] indexes, e.g. links[0].rtt_ms")
+    parts = _parts(path)
+    if parts[0] in FIXED:
+        raise _Refused(FIXED[str(parts[0])])
+    annotation: Any = Scenario
+    node: Any = data
+    at = ""
+    for k, part in enumerate(parts):
+        last = k == len(parts) - 1
+        here = f"{at}[{part}]" if isinstance(part, int) else (f"{at}.{part}" if at else part)
+        annotation = _member(annotation, node)
+        if node is None and at:
+            raise _Refused(f"{at} is not set in the scenario; set it there to vary {path}")
+        origin = typing.get_origin(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(part, str):
+                raise _Refused(
+                    f"{at or 'the scenario'} is a mapping, not a list; it has no [{part}]"
+                )
+            if part not in annotation.model_fields:
+                raise _Refused(f"the scenario has no {here}{_near(data, here)}")
+            annotation = annotation.model_fields[part].annotation
+            node = node.get(part) if isinstance(node, dict) else None
+        elif origin is dict:
+            key_type, value_type = typing.get_args(annotation)
+            if not isinstance(part, str):
+                raise _Refused(f"{at} is a mapping, not a list; it has no [{part}]")
+            if isinstance(node, dict) and part in node:
+                annotation, node = value_type, node[part]
+            elif last and _scalar_type(value_type):
+                if _CHIP_KEYED.match(at) and part not in chips:
+                    near = difflib.get_close_matches(part, list(chips), n=1, cutoff=0.5)
+                    hint = f"; did you mean {near[0]}?" if near else ""
+                    raise _Refused(f"'{part}' is not a chip of the hardware catalog{hint}")
+                try:
+                    TypeAdapter(_bare(key_type)).validate_python(part)
+                except ValidationError:
+                    raise _Refused(f"'{part}' is not a key {at} takes") from None
+                annotation, node = value_type, None
+            else:
+                raise _Refused(f"the scenario sets no {here}; add it to {at} in the scenario "
+                               f"first, then vary its fields")  # fmt: skip
+        elif origin in (tuple, list):
+            if not isinstance(part, int):
+                raise _Refused(f"{at} is a list; index it, as {at}[0].{part}")
+            if not isinstance(node, list):
+                raise _Refused(f"{at} is not set in the scenario; set it there to vary {path}")
+            if part >= len(node):
+                held = f"index 0 to {len(node) - 1}" if node else "it is empty"
+                raise _Refused(f"{at} has {len(node)} item(s) ({held}); there is no {here}")
+            args = typing.get_args(annotation)
+            variadic = origin is list or (len(args) == 2 and args[1] is Ellipsis)
+            annotation = args[0] if variadic else args[min(part, len(args) - 1)]
+            node = node[part]
+        else:
+            what = f"index [{part}]" if isinstance(part, int) else f"key {part}"
+            raise _Refused(f"{at} is {_describe(annotation)}, not a list or mapping; it has no "
+                           f"{what}")  # fmt: skip
+        at = here
+    annotation = _member(annotation, node)
+    if not _scalar_type(annotation):
+        kind = "a list" if typing.get_origin(annotation) in (tuple, list) else "a mapping"
+        example = next((p for p in _leaves(node, path) if p != path), None)
+        hint = f" (e.g. {example})" if example else ""
+        raise _Refused(f"{path} is {kind}; vary one of its values{hint}")
+    return annotation
+
+
+def _member(annotation: Any, node: Any) -> Any:
+    """``annotation`` without ``Annotated`` and, for a union, the member ``node`` is (None
+    stays in a union of scalars, where it is a value the leaf may take)."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return annotation
+    members = [m for m in typing.get_args(annotation) if m is not type(None)]
+    if all(_scalar_type(m) for m in members):
+        return annotation
+    if node is None:
+        return _member(members[0], None) if len(members) == 1 else annotation
+    for m in members:
+        try:
+            TypeAdapter(m).validate_python(node)
+        except ValidationError:
+            continue
+        return _member(m, node)
+    return members[0]
+
+
+def _scalar_type(annotation: Any) -> bool:
+    """Whether a field of this type holds one value (a number, text, a choice...), not a
+    section, list or mapping."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return all(_scalar_type(m) for m in typing.get_args(annotation))
+    if origin in (tuple, list, dict) or annotation in (tuple, list, dict):
+        return False
+    return not (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+
+
+def _bare(annotation: Any) -> Any:
+    """``annotation`` with every ``Annotated`` constraint removed: the type alone."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _bare(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_bare(m) for m in typing.get_args(annotation))]  # noqa: UP007
+    return annotation
+
+
+def _describe(annotation: Any) -> str:
+    """A field's type in words: 'a number', 'a whole number', 'true/false', 'text', 'one of
+    a, b'."""
+    bare = _bare(annotation)
+    origin = typing.get_origin(bare)
+    if origin in (typing.Union, types.UnionType):
+        words = [_describe(m) for m in typing.get_args(bare) if m is not type(None)]
+        return " or ".join(dict.fromkeys(words))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(str(v) for v in typing.get_args(bare))
+    return {int: "a whole number", float: "a number", bool: "true/false", str: "text"}.get(
+        bare, f"a {getattr(bare, '__name__', 'value')}"
+    )
+
+
+def _check_values(path: str, annotation: Any, values: tuple[Any, ...]) -> None:
+    """Each value of the axis is of the field's type (its range is the point's to check)."""
+    bare = _bare(annotation)
+    adapter = TypeAdapter(bare)
+    for v in dict.fromkeys(values):
+        problem = _scalar_problem(v, bare)
+        if problem is None:
+            try:
+                adapter.validate_python(v)
+            except ValidationError as e:
+                problem = e.errors()[0]["msg"]
+        if problem is not None:
+            raise _Refused(f"{path} takes {_describe(bare)}, not {v!r}")
+
+
+def _check_engines(problem: Problem, values: tuple[Any, ...]) -> None:
+    """Each value of an ``engine`` axis names an engine profile with pass times for every
+    chip the scenario may buy."""
+    from pddplan.io.catalogs import checked_engine
+
+    chips = sorted({c for dc in problem.scenario.datacenters.values() for c in dc.chips})
+    for v in values:
+        try:
+            checked_engine(problem.engines, problem.hardware, str(v), chips)
+        except InputError as e:
+            raise _Refused(e.problems[-1].replace("serving_engine: ", "")) from None
+
+
+def _near(data: dict[str, Any], path: str) -> str:
+    """'; did you mean P?' for the scenario's path closest to ``path``, if one is close."""
+    leaves = [p for p in _leaves(data) if p]
+    near = difflib.get_close_matches(path, [*leaves, HIT_MEAN], n=1, cutoff=0.6)
+    return f"; did you mean {near[0]}?" if near else ""
 
 
 def _is_number(v: Any) -> bool:

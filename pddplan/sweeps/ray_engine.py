@@ -24,7 +24,7 @@ from typing import Any
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.spec.status import PointStatus
-from pddplan.sweeps.engine import WORKER_ENV
+from pddplan.sweeps.engine import STOPPED, WORKER_ENV
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 INIT_TIMEOUT_S = 10.0
@@ -115,6 +115,7 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     old = signal.signal(signal.SIGALRM, expired)  # ray.init must run on the main thread
     signal.setitimer(signal.ITIMER_REAL, INIT_TIMEOUT_S)
     start = time.monotonic()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _native_stderr_quiet():
             ray.init(address=address, **kwargs)
@@ -135,6 +136,9 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        for signum, handler in ours.items():  # ray.init puts its own on SIGTERM (exit 1,
+            if handler is not None:  # no cleanup): the caller's stay
+                signal.signal(signum, handler)
     return ray
 
 
@@ -149,17 +153,39 @@ def run_ray(
     num_cpus: int | None = None,
 ) -> bool:
     """Plan ``todo`` as Ray tasks of ``chunk`` points; tell ``finished`` each point. True
-    when Ctrl-C stopped it (the running tasks are cancelled)."""
+    when Ctrl-C or SIGTERM (a ``KeyboardInterrupt``) stopped it: the running tasks are
+    cancelled and an instance this sweep started is shut down, its agents with it, even
+    when the stop comes while it connects; a second signal does not cut the shutdown."""
     installed: Any = None
     with contextlib.suppress(ImportError):
         import ray as installed
     started = installed is None or not installed.is_initialized()
-    ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
+    ray: Any = None
     try:
-        return _run(ray, problem, settings, todo, finished, chunk)
+        ray = connect(address, num_cpus=num_cpus)  # not installed: says how to install it
+        # a local instance's shutdown ends its tasks; a cluster's must be cancelled
+        return _run(ray, problem, settings, todo, finished, chunk, cancel=address is not None)
+    except KeyboardInterrupt:  # while connecting: nothing ran
+        return True
     finally:
-        if started:  # an instance this sweep started (or connected): let it go
-            ray.shutdown()
+        if started and (ray is not None or installed is not None):
+            with _signals_ignored():  # an instance this sweep started (or connected): let it go
+                (ray or installed).shutdown()
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored for the block (a second Ctrl-C must not cut Ray's
+    shutdown), their handlers put back after it."""
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.getsignal(s) for s in held}
+    for s in held:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _run(
@@ -169,6 +195,8 @@ def _run(
     todo: list[tuple[int, dict[str, Any]]],
     finished: Callable[[PointResult], None],
     chunk: int,
+    *,
+    cancel: bool = True,
 ) -> bool:
     task = ray.remote(num_cpus=1, max_retries=0)(_chunk)
     payload = ray.put(
@@ -190,13 +218,11 @@ def _run(
                 for p in results:
                     finished(p)
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup
-        try:
+        with _signals_ignored():  # a second Ctrl-C must not cut the cleanup
             for ref, points in pending.items():
-                ray.cancel(ref, force=True)
+                if cancel:  # Ray may abort on a force-cancel racing its task's end: only
+                    ray.cancel(ref, force=True)  # where no shutdown of ours ends the task
                 for i, v in points:
-                    finished(PointResult(i, v, PointStatus.INTERRUPTED, "stopped by Ctrl-C"))
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+                    finished(PointResult(i, v, PointStatus.INTERRUPTED, STOPPED))
         return True
     return False

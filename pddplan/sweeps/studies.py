@@ -26,7 +26,8 @@ from pddplan.model.problem import Problem
 from pddplan.spec.choices import MIN_COST
 from pddplan.spec.status import PointStatus, RowStatus
 from pddplan.sweeps.axes import Axis, parse_vary
-from pddplan.sweeps.engine import Journal, SweepJob, SweepRun, scenario_digest
+from pddplan.sweeps.engine import STOPPED, SweepJob, SweepRun, scenario_digest
+from pddplan.sweeps.journal import Journal
 from pddplan.sweeps.points import ArchResult, PointResult, PointRunner, Settings
 
 STUDIES = ("bathtub", "price-premium", "demand")
@@ -83,6 +84,7 @@ def demand_study(
     scenario_label: str,
     journal: Path | None = None,
     resume: bool = False,
+    hold_journal: bool = False,
     progress: Callable[[PointResult, int, int], None] | None = None,
 ) -> SweepRun:
     """The steps of the minimum cost against demand (module docstring): every rate planned,
@@ -110,7 +112,15 @@ def demand_study(
     start = time.perf_counter()
     first = Axis(path, tuple(rates), "demand study")
     job = SweepJob(scenario_label, scenario_digest(problem), (first,), False, settings)
-    log = Journal(journal, job, resume=resume) if journal is not None else None
+
+    def on_grid(point: PointResult) -> bool:  # a rate the bisection may plan: any above 0
+        rate = point.values.get(path)
+        return (point.index >= 0 and set(point.values) == {path}
+                and isinstance(rate, int | float) and not isinstance(rate, bool)
+                and math.isfinite(rate) and rate > 0)  # fmt: skip
+
+    log = (Journal(journal, job.identity(), resume=resume, on_grid=on_grid)
+           if journal is not None else None)  # fmt: skip
     seen: dict[float, PointResult] = {}
     if log is not None:
         seen = {float(p.values[path]): p for _, p in sorted(log.done.items())}
@@ -122,11 +132,7 @@ def demand_study(
                 point = runner.run(len(seen), {path: rate})
             except KeyboardInterrupt:
                 if log is not None:
-                    log.add(
-                        PointResult(
-                            len(seen), {path: rate}, PointStatus.INTERRUPTED, "stopped by Ctrl-C"
-                        )
-                    )
+                    log.add(PointResult(len(seen), {path: rate}, PointStatus.INTERRUPTED, STOPPED))
                 raise
             seen[rate] = point
             if log is not None:
@@ -158,9 +164,12 @@ def demand_study(
             todo += [(lo, mid), (mid, hi)]
     except KeyboardInterrupt:
         interrupted = True
-    finally:
+    except BaseException:
         if log is not None:
             log.close()
+        raise
+    if log is not None and not hold_journal:
+        log.close()
     ordered = sorted(seen)
     points = [replace(seen[r], index=i) for i, r in enumerate(ordered)]
     axis = Axis(path, tuple(ordered), "demand study")
@@ -169,7 +178,8 @@ def demand_study(
     total = len(points) + (1 if interrupted else 0)  # at least the rate it was planning
     return SweepRun(job, points, total, interrupted, resumed,
                     wall_s=time.perf_counter() - start, notes=notes,
-                    pass_times=problem.engine.id)  # fmt: skip
+                    pass_times=problem.engine.id, warnings=list(log.warnings) if log else [],
+                    journal=log if hold_journal else None)  # fmt: skip
 
 
 def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
