@@ -71,8 +71,27 @@ MAX_VARIANTS = 32
 variants: 10 s, 16: 33 s, 64: 443 s, docs/milp.md) and each variant's own plan is checked
 under every other (variants squared); a year of months, or a month of days, fits."""
 
+MAX_TTFT_S = 86_400.0
+"""A time-to-first-token bound: a day. Past it a plan is not serving a user who waits, and
+the tails' exponentials overflow (``--vary sla.ttft_p99_s=1e307`` printed absurd TTFTs)."""
+
+MAX_TPOT_MS = 60_000.0
+"""A time-per-output-token bound: a minute a token, a thousand times any interactive SLA."""
+
+MAX_MODEL_DIM = 10_000_000
+"""Any one dimension of a model (layers, hidden and MLP sizes, heads, head size, vocabulary,
+experts, window, index sizes): the token bound; the widest released dimension is Llama 3.1
+405B's MLP, 53,248, and the largest vocabulary about 256,000."""
+
+MAX_PARAMS_B = 1_000_000.0
+"""A model's parameters in billions: a quadrillion, a thousand times the largest released."""
+
 CEILINGS = frozenset(
     {
+        MAX_TTFT_S,
+        MAX_TPOT_MS,
+        MAX_MODEL_DIM,
+        MAX_PARAMS_B,
         MAX_ARRIVAL_RPS,
         MAX_TOKENS,
         MAX_GPUS,

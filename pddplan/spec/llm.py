@@ -9,11 +9,12 @@ from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.choices import Dtype, KvDtype
+from pddplan.spec.limits import MAX_MODEL_DIM, MAX_PARAMS_B
 
 __all__ = ["Dtype", "KvDtype"]  # re-exported: where the model's dtypes were always read
 AttentionKind = Literal["mha", "gqa", "mla", "compressed"]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_MODEL_DIM)]
+NonNegInt = Annotated[int, Field(ge=0, le=MAX_MODEL_DIM)]
 
 _MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 _MOE_KEYS = ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
@@ -52,8 +53,8 @@ class ModelSpec(Frozen):
     head_dim: PosInt
     vocab_size: PosInt
     tie_word_embeddings: bool = False
-    total_params_b: Annotated[float, Field(gt=0)]
-    active_params_b: Annotated[float, Field(gt=0)]
+    total_params_b: Annotated[float, Field(gt=0, le=MAX_PARAMS_B)]
+    active_params_b: Annotated[float, Field(gt=0, le=MAX_PARAMS_B)]
     weight_dtype: Dtype
     expert_weight_dtype: Dtype | None = None
     """Dtype of the routed experts where it differs from ``weight_dtype`` (mixed releases)."""

@@ -22,6 +22,8 @@ from pddplan.spec.limits import (
     MAX_LINK_GBPS,
     MAX_RTT_MS,
     MAX_TOKENS,
+    MAX_TPOT_MS,
+    MAX_TTFT_S,
     MAX_USD,
     MAX_VARIANTS,
     relay_table_bytes,
@@ -446,9 +448,9 @@ evaluator's exact tails at its demand."""
 class Sla(Frozen):
     """Latency targets."""
 
-    ttft_p90_s: Positive
-    ttft_p99_s: Positive
-    tpot_ms: Positive
+    ttft_p90_s: Annotated[float, Field(gt=0, le=MAX_TTFT_S)]
+    ttft_p99_s: Annotated[float, Field(gt=0, le=MAX_TTFT_S)]
+    tpot_ms: Annotated[float, Field(gt=0, le=MAX_TPOT_MS)]
 
     @model_validator(mode="after")
     def _ordered(self) -> Sla:
