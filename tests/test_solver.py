@@ -126,3 +126,25 @@ def test_highs_banner_stays_off_stdout():
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"objective": 20.0}
     assert "HiGHS" in proc.stderr
+
+
+def test_an_interrupted_solve_stops_the_children_it_started():
+    """A KeyboardInterrupt (SIGINT, or SIGTERM through the command line's handler) inside a
+    solve stops the child processes the solve started (CBC), and only those."""
+    from pathlib import Path
+
+    from pddplan.plan.solver import children_stopped_on_interrupt
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("no /proc: the children are not known on this system")
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    older = subprocess.Popen(sleep)  # started before the solve: left alone
+    try:
+        with pytest.raises(KeyboardInterrupt), children_stopped_on_interrupt():
+            child = subprocess.Popen(sleep)
+            raise KeyboardInterrupt
+        assert child.wait(timeout=10) == -15
+        assert older.poll() is None
+    finally:
+        older.kill()
+        older.wait()

@@ -18,6 +18,7 @@ import contextlib
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -80,7 +81,7 @@ def solve(
         log = Path(tmp) / "solver.log"
         backend = _backend(solver, time_limit_s, mip_gap, node_limit, log, warm_start, preprocess)
         start = time.perf_counter()
-        with _stdout_to_stderr():
+        with _stdout_to_stderr(), children_stopped_on_interrupt():
             try:
                 problem.solve(backend)
             except pulp.PulpSolverError as e:
@@ -110,6 +111,39 @@ def solve(
     gap = abs(objective - bound) / max(1.0, abs(objective)) if bound is not None else None
     status = MilpStatus.NODE_LIMIT if on_nodes else MilpStatus.TIME_LIMIT
     return SolveResult(status, objective, bound, gap, seconds, values, nodes)
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux: ``/proc/self/task/*/children``; an empty set
+    where the system does not say)."""
+    out: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out.update(int(p) for p in Path(f"/proc/self/task/{task}/children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+@contextlib.contextmanager
+def children_stopped_on_interrupt() -> Iterator[None]:
+    """Around a solve that runs its backend as a child process (PuLP's CBC): where the
+    block is interrupted (``KeyboardInterrupt``: SIGINT, or SIGTERM through the command
+    line's handler), the children it started get SIGTERM, so a solver is not left running
+    to its own time limit after the command has stopped. A terminal's Ctrl-C reaches the
+    whole process group anyway; a SIGTERM sent to this process alone does not."""
+    before = _children()
+    try:
+        yield
+    except KeyboardInterrupt:
+        for pid in _children() - before:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise
 
 
 def _backend(
