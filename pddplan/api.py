@@ -746,7 +746,7 @@ def calibrate(
     """The calibration knobs fitted to measured points (``docs/validation.md#calibrate``):
     CSV or JSON points, or vLLM / SGLang / genai-perf benchmark results (which need
     ``model``, ``chip`` and ``gpus``). ``knobs``: those to fit (default: the efficiency
-    factors the points inform); ``ridge``: a finite number > 0 (default 0.01);
+    factors the points inform); ``ridge``: a number in (0, 1e6] (default 0.01);
     ``engine``: the engine profile they are fitted on top of (default: the catalog's
     default engine), which must cover every point's chip. ``max_points``: the most points
     read in all (default ``MAX_CALIBRATION_POINTS``, 500). Points repeated exactly are

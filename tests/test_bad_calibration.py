@@ -149,10 +149,10 @@ VLLM = str(BAD / "calibrate" / "vllm-range-throughput-1e999.json")
 @pytest.mark.parametrize(
     ("args", "option", "expect"),
     [
-        (["calibrate", POINTS, "--ridge", "nan"], "--ridge", "finite number > 0, got nan"),
-        (["calibrate", POINTS, "--ridge", "inf"], "--ridge", "finite number > 0, got inf"),
-        (["calibrate", POINTS, "--ridge", "0"], "--ridge", "finite number > 0, got 0.0"),
-        (["calibrate", POINTS, "--ridge", "-1"], "--ridge", "finite number > 0"),
+        (["calibrate", POINTS, "--ridge", "nan"], "--ridge", "number > 0 and at most 1e+06, got nan"),
+        (["calibrate", POINTS, "--ridge", "inf"], "--ridge", "number > 0 and at most 1e+06, got inf"),
+        (["calibrate", POINTS, "--ridge", "0"], "--ridge", "number > 0 and at most 1e+06, got 0.0"),
+        (["calibrate", POINTS, "--ridge", "-1"], "--ridge", "number > 0 and at most 1e+06"),
         (["calibrate", POINTS, "--max-points", "0"], "--max-points", "at least 1, got 0"),
         (["calibrate", VLLM, "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--gpus", "0"],
          "--gpus", "from 1 to 4,096"),

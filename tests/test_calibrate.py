@@ -331,7 +331,32 @@ def test_the_fit_reports_its_progress(tmp_path):
     assert any("predictions of 4 points" in h for h in heard)
 
 
-@pytest.mark.parametrize("ridge", [float("nan"), float("inf"), 0.0, -1.0])
+@pytest.mark.parametrize("ridge", [float("nan"), float("inf"), 0.0, -1.0, 1e308])
 def test_the_ridge_is_finite_and_positive(tmp_path, ridge):
-    with pytest.raises(pddplan.ArgumentError, match="ridge: must be a finite number > 0"):
+    with pytest.raises(pddplan.ArgumentError, match="ridge: must be a number > 0 and at most 1e"):
         pddplan.calibrate([_csv_of(tmp_path, SMALL_ROWS)], ridge=ridge)
+
+
+def test_a_knob_named_twice_is_refused(tmp_path):
+    with pytest.raises(InputError, match="--knobs: prefill_mfu named twice"):
+        pddplan.calibrate([_csv_of(tmp_path, SMALL_ROWS)], knobs=["prefill_mfu", "prefill_mfu"])
+
+
+def test_a_line_break_inside_a_cell_is_refused(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text(
+        "model,chip,gpus,input_tokens,output_tokens,metric,value\n"
+        '"llama-3.1-8b",h100-sxm,1,"10\n24",1,prefill_tokens_per_s_per_gpu,20000\n'
+    )
+    with pytest.raises(InputError, match="input_tokens: a line break inside a quoted cell"):
+        pddplan.calibrate([path], knobs=["prefill_mfu"])
+
+
+def test_a_benchmark_of_under_one_token_a_request_is_refused(tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text(
+        '{"completed": 1e20, "total_input_tokens": 204800, "total_output_tokens": 12800, '
+        '"output_throughput": 762.0, "input_throughput": 5000.0, "duration": 10.0}'
+    )
+    with pytest.raises(InputError, match="tokens a request: a request has at least one"):
+        pddplan.calibrate([path], model="llama-3.1-8b", chip="h100-sxm", gpus=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -343,3 +344,50 @@ def test_workload_fit_bad_trace_lines(tmp_path):
     result = run("workload", "fit", str(bad))
     assert result.exit_code == 2 and f"{bad}:2: bad JSON" in result.stderr
     assert run("workload", "fit", str(bad), "--skip-bad").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["solve", "{s}", "--out", "{s}"],
+        ["compare", "{s}", "--out", "{s}"],
+        ["sweep", "{s}", "--vary", "sla.ttft_p99_s=1,2", "--out", "{s}", "--format", "csv"],
+        ["calibrate", "{c}", "--out", "{c}"],
+        ["workload", "fit", "{t}", "--out", "{t}"],
+    ],
+    ids=lambda c: " ".join(c[:1]),
+)
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, command):
+    """``--out`` naming the command's own input (through another path) would replace what
+    was read: one line, exit 2, the input unchanged."""
+    scenario, points, trace = tmp_path / "s.yaml", tmp_path / "p.csv", tmp_path / "t.jsonl"
+    scenario.write_text(SMALL.read_text())
+    points.write_text(
+        "model,chip,gpus,input_tokens,output_tokens,metric,value\n"
+        "llama-3.1-8b,h100-sxm,1,1024,1,prefill_tokens_per_s_per_gpu,20000\n"
+    )
+    trace.write_text(
+        '{"timestamp": 0, "input_length": 100, "output_length": 10, "hash_ids": [0]}\n'
+    )
+    files = {"{s}": scenario, "{c}": points, "{t}": trace}
+    before = {p: p.read_bytes() for p in files.values()}
+    args = [str(files[a]) if a in files else a for a in command]
+    # the output through another spelling of the same path
+    args[args.index("--out") + 1] = str(tmp_path / "." / Path(args[args.index("--out") + 1]).name)
+    result = run_main(*args)
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: --out:") and "is an input of this command" in line
+    assert all(p.read_bytes() == b for p, b in before.items())
+
+
+@pytest.mark.parametrize("bad", ["", "Bad Id!", "-x"])
+def test_model_import_refuses_an_id_that_is_no_catalog_id(bad):
+    result = run_main(
+        "model", "import", str(ROOT / "tests" / "data" / "hf" / "llama-3.1-8b.json"), "--id", bad
+    )
+    assert (
+        result.exit_code == 2
+        and "--id:" in result.output
+        and "is not a catalog id" in result.output
+    )

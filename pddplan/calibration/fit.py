@@ -175,16 +175,22 @@ FitProgress = Callable[[str], None]
 """Hears the fit's work as one line of text (the start, the predictions made so far)."""
 
 
+MAX_RIDGE = 1e6
+"""The largest ridge: a pull a million times the points' weight already holds every knob at
+its default; past it the least-squares residuals overflow."""
+
+
 def check_ridge(ridge: float, *, zero: bool = False) -> None:
     """``ridge`` is a finite number > 0 (>= 0 with ``zero``: an exact fit, as the tests and
     the cross-validation ask), else an ``ArgumentError`` naming ``ridge``: 0 leaves a knob
     the points barely inform free along a flat valley, and inf or nan would reach the
     solver as a residual it cannot minimize."""
     number = isinstance(ridge, int | float) and not isinstance(ridge, bool)
-    if not number or not (ridge >= 0 if zero else ridge > 0) or not ridge < math.inf:
+    if not number or not (ridge >= 0 if zero else ridge > 0) or not ridge <= MAX_RIDGE:
         raise ArgumentError(
             "ridge",
-            f"{{argument}}: must be a finite number {'>=' if zero else '>'} 0, got {ridge!r}",
+            f"{{argument}}: must be a number {'>=' if zero else '>'} 0 and at most "
+            f"{MAX_RIDGE:g}, got {ridge!r}",
         )
 
 
@@ -287,6 +293,9 @@ def calibrate(
         raise InputError("no points to fit")
     asked = knobs is not None
     names = list(knobs) if knobs is not None else list(DEFAULT_KNOBS)
+    twice = sorted({k for k in names if names.count(k) > 1})
+    if twice:
+        raise InputError(f"--knobs: {', '.join(twice)} named twice; name each knob once")
     if knobs is not None and not names:
         raise InputError(f"--knobs: no knob named; fittable: {', '.join(BOUNDS)}")
     unknown = [k for k in names if k not in BOUNDS]

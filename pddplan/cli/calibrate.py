@@ -13,6 +13,7 @@ from pddplan.cli.common import (
     JsonOpt,
     emit,
     err,
+    not_an_input,
     status_line,
     user_errors,
     warn,
@@ -81,6 +82,7 @@ def calibrate(
     from pddplan.report import calibration as report_calibration
     from pddplan.report import views
 
+    not_an_input(out_file, list(measurements))
     names = [k.strip() for k in knobs.split(",") if k.strip()] if knobs is not None else None
     with status_line() as show:
         fit = pddplan.calibrate(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -129,6 +130,11 @@ def model_import(
 
     Example: [bold]pddplan model import config.json --id my-model --out my-models.yaml[/bold]
     """
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", model_id):
+        raise pddplan.InputError(
+            f"--id: {model_id!r} is not a catalog id: letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
     text = pddplan.import_hf_config(
         config,
         model_id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from enum import Enum, StrEnum
@@ -135,6 +136,7 @@ TimeLimitOpt = Annotated[
     typer.Option(
         "--time-limit",
         min=0.1,
+        max=604_800.0,
         help="Wall-clock safety stop, in seconds, for each search (a solve; compare's row; a "
         "sweep's point). Default: the scenario's solver.time_limit_s, 600. The work budgets "
         "decide where a search stops; one this stops says 'stopped at the time limit', and "
@@ -303,6 +305,25 @@ def write_file(path: Path, text: str, option: str = "--out") -> None:
         atomic_write_text(path, text)
     except OSError as e:
         raise pddplan.InputError(f"{option}: cannot write {path}: {e.strerror}") from None
+
+
+def not_an_input(out: Path | None, inputs: list[Path | None], option: str = "--out") -> None:
+    """Refuse, before any work, an output that is one of the command's input files (the
+    same file, through any link or path): writing it would replace what was read."""
+    if out is None:
+        return
+    for given in inputs:
+        if given is None:
+            continue
+        try:
+            same = os.path.samefile(out, given)
+        except OSError:  # one of them does not exist (yet): not the same file
+            continue
+        if same:
+            raise pddplan.InputError(
+                f"{option}: {out} is an input of this command ({given}); writing it would "
+                "replace what was read: give another file"
+            )
 
 
 def writable_folder(path: Path, option: str) -> None:

@@ -24,6 +24,7 @@ from pddplan.cli.common import (
     TimeLimitOpt,
     err,
     load_problem,
+    not_an_input,
     out,
     user_errors,
     value,
@@ -118,6 +119,7 @@ def compare(
     sweep_args = parse_sweep(price_sweep_spec) if price_sweep_spec is not None else None
     if out_fleets is not None:  # found before any planning
         writable_folder(out_fleets, "--out-fleets")
+    not_an_input(out_file, [scenario])
     problem = load_problem(scenario, engine, perf_quantile)
     quiet = format_ != Format.table or out_file is not None
 

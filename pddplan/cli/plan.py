@@ -40,6 +40,7 @@ from pddplan.cli.common import (
     err,
     load_deployment,
     load_problem,
+    not_an_input,
     print_json,
     status_line,
     user_errors,
@@ -115,6 +116,7 @@ def solve(
     from pddplan.report import plan as report_plan
     from pddplan.report import views
 
+    not_an_input(out_file, [scenario])
     problem = load_problem(scenario, engine, perf_quantile)
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})

@@ -26,6 +26,7 @@ from pddplan.cli.common import (
     TimeLimitOpt,
     err,
     load_problem,
+    not_an_input,
     out,
     user_errors,
     value,
@@ -125,7 +126,9 @@ def sweep(
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", min=1, help="Local worker processes (default: the cores)."),
+        typer.Option(
+            "--workers", min=1, max=1024, help="Local worker processes (default: the cores)."
+        ),
     ] = None,
     runner: Annotated[
         Engine, typer.Option("--runner", help="local processes, or ray (needs ray installed).")
@@ -173,6 +176,7 @@ def sweep(
         raise pddplan.InputError("--resume continues the journal of --out: give --out")
     if format_ == SweepFormat.parquet and out_file is None:
         raise pddplan.InputError("--format parquet writes a binary file: give --out FILE")
+    not_an_input(out_file, [scenario])
     if out_file is not None:
         _check_out(out_file)
     kinds = [a.strip() for a in (architectures or "").split(",") if a.strip()] or None

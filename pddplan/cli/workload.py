@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import typer
 
 import pddplan
-from pddplan.cli.common import Command, JsonOpt, emit, err, out, user_errors, write_file
+from pddplan.cli.common import (
+    Command,
+    JsonOpt,
+    emit,
+    err,
+    not_an_input,
+    out,
+    user_errors,
+    write_file,
+)
 
 workload_app = typer.Typer(
     help="Workloads from request traces: hit rates, lengths and arrivals.", no_args_is_help=True
@@ -155,6 +164,7 @@ def workload_fit(
     from pddplan.report import views
     from pddplan.report import workload as report_workload
 
+    not_an_input(output, [trace])
     if window is not None:
         window_s = _window_s(window)
         if hit_curve:

@@ -14,6 +14,7 @@ exactly are merged (``merge_duplicates``): a run copied twice is one piece of ev
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass
@@ -195,7 +196,9 @@ def _read_csv(path: Path, budget: _Budget) -> list[Point]:
     with more cells than the header, are refused (a cell is never dropped)."""
     text = read_text(path)
     try:
-        reader = csv.DictReader(text.splitlines(), strict=True)
+        # a stream, not split lines: a quoted cell that spans lines keeps its line break
+        # (split lines would join "10" and "24" into 1024), and the check below names it
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         fieldnames = reader.fieldnames
     except csv.Error as e:
         raise InputError(f"{path}:1: malformed CSV: {e}") from None
@@ -236,6 +239,12 @@ def _read_csv(path: Path, budget: _Budget) -> list[Point]:
         for key, cell in row.items():
             if key is None or cell is None or not cell.strip():
                 continue
+            if "\n" in cell or "\r" in cell:
+                problems.append(
+                    f"{path}:{line}: {key.strip()}: a line break inside a quoted cell "
+                    f"({quote(cell, 40)}); a value is on one line"
+                )
+                break
             if key.startswith("calibration."):
                 knobs[key.removeprefix("calibration.")] = _cell(cell)
             else:
@@ -337,6 +346,14 @@ def _bench_point(
     if min(throughput, mean_in, mean_out) <= 0:
         raise InputError(f"{where}: the {tool} result measured no tokens")
     for key, mean in shapes.items():
+        if mean < 1:
+            raise InputError(
+                source.problem(
+                    (*loc, key),
+                    f"{mean:.3g} tokens a request: a request has at least one (is the request "
+                    "count right?)",
+                )
+            )
         if mean > MAX_TOKENS:
             raise InputError(
                 source.problem(
