@@ -391,3 +391,26 @@ def test_model_import_refuses_an_id_that_is_no_catalog_id(bad):
         and "--id:" in result.output
         and "is not a catalog id" in result.output
     )
+
+
+def test_a_variant_trace_that_is_a_device_or_a_link_loop_says_so(tmp_path):
+    """A trace path that exists but is no regular file is not 'not found'."""
+    loop = tmp_path / "a.jsonl"
+    loop.symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(loop)
+    for trace, expect in (("/dev/zero", "not a regular file"), ("a.jsonl", "a loop of symbolic")):
+        path = tmp_path / "v.yaml"
+        path.write_text(
+            SMALL.read_text()
+            + f"\nworkload_variants:\n  - {{name: t, must_meet: true, trace: {{file: {trace}}}}}\n"
+        )
+        result = run_main("validate", str(path))
+        assert result.exit_code == 2 and expect in result.output, result.output
+        assert "trace.file" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_an_empty_list_of_points_says_it_is_empty(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text('{"points": []}')
+    result = run_main("calibrate", str(path))
+    assert result.exit_code == 2 and "the list of points is empty" in result.output

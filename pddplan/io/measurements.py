@@ -153,7 +153,9 @@ def _read(path: Path, deployment: Deployment | None, budget: _Budget) -> list[Po
         return [bench]
     items = data.get("points") if isinstance(data, dict) else data
     prefix = ("points",) if isinstance(data, dict) else ()
-    if not isinstance(items, list) or not items:
+    if isinstance(items, list) and not items:
+        raise InputError(f"{path}: the list of points is empty: give at least one point")
+    if not isinstance(items, list):
         raise InputError(
             f"{path}: expected a list of points (or {{points: [...]}}), or a vLLM, SGLang or "
             "genai-perf benchmark result"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +230,24 @@ def _cross_check(
     traces: list[tuple[Loc, TraceRef | None]] = [(("workload",), s.workload.trace)]
     traces += [(("workload_variants", i), v.trace) for i, v in enumerate(s.workload_variants or ())]
     for loc, ref in traces:
-        if ref is not None and not (source.path.parent / ref.file).is_file():
-            bad((*loc, "trace", "file"), f"trace file not found: {source.path.parent / ref.file}")
+        if ref is None:
+            continue
+        path = source.path.parent / ref.file
+        try:
+            kind = path.stat().st_mode
+        except OSError as e:
+            looped = e.errno == errno.ELOOP
+            bad(
+                (*loc, "trace", "file"),
+                f"{path}: cannot read: a loop of symbolic links"
+                if looped
+                else f"trace file not found: {path}",
+            )
+            continue
+        if stat.S_ISFIFO(kind):
+            continue  # a pipe: read as it comes, with the pipes' bounded wait
+        if not stat.S_ISREG(kind):
+            bad((*loc, "trace", "file"), f"{path}: not a regular file (a folder or a device)")
     return problems
 
 

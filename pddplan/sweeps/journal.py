@@ -351,6 +351,11 @@ class Journal:
             raise InputError(
                 f"{where}: not a pddplan sweep journal, or its header fails its checksum; {_AGAIN}"
             )
+        if "journal" not in data:
+            raise InputError(
+                f"{where}: its first line is not the journal's header (a point, or another "
+                f"file: the header is missing); {_AGAIN}"
+            )
         if data.get("journal") != VERSION or not isinstance(data.get("grid"), str):
             raise InputError(
                 f"{where}: not a journal this pddplan reads (format "
