@@ -886,7 +886,25 @@ def import_hf_config(
     entries and comments kept)."""
     from pddplan.io.hf import add_model_entry
     from pddplan.io.hf import import_hf_config as convert
+    from pddplan.spec.limits import MAX_PARAMS_B
 
+    given = {"total_params_b": total_params_b, "active_params_b": active_params_b}
+    for name, value in given.items():
+        if value is not None and not 0 < value <= MAX_PARAMS_B:
+            raise ArgumentError(
+                name,
+                f"{{argument}}: billions of parameters, > 0 and at most {MAX_PARAMS_B:g}, "
+                f"got {value:g}",
+            )
+    if (
+        total_params_b is not None
+        and active_params_b is not None
+        and active_params_b > total_params_b
+    ):
+        raise ArgumentError(
+            "active_params_b",
+            f"{{argument}} ({active_params_b:g}) exceeds the total ({total_params_b:g})",
+        )
     text = convert(
         Path(path), model_id, total_params_b=total_params_b, active_params_b=active_params_b
     )

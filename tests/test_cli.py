@@ -414,3 +414,20 @@ def test_an_empty_list_of_points_says_it_is_empty(tmp_path):
     path.write_text('{"points": []}')
     result = run_main("calibrate", str(path))
     assert result.exit_code == 2 and "the list of points is empty" in result.output
+
+
+@pytest.mark.parametrize(
+    ("more", "expect"),
+    [
+        (["--total-params-b", "-5"], "Error: --total-params-b: billions of parameters, > 0"),
+        (
+            ["--total-params-b", "1", "--active-params-b", "8"],
+            "Error: --active-params-b (8) exceeds",
+        ),
+    ],
+)
+def test_model_import_names_the_parameter_options_it_refuses(more, expect):
+    config = str(ROOT / "tests" / "data" / "hf" / "llama-3.1-8b.json")
+    result = run_main("model", "import", config, "--id", "x", *more)
+    assert result.exit_code == 2 and result.output.strip() == result.output.strip().splitlines()[0]
+    assert result.output.startswith(expect), result.output

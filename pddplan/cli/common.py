@@ -191,6 +191,8 @@ PerfQuantileOpt = Annotated[
 ]
 
 FLAGS = {
+    "total_params_b": "--total-params-b",
+    "active_params_b": "--active-params-b",
     "rate_rps": "--rate-rps",
     "variant": "--variant",
     "requests": "--requests",
