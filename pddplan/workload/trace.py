@@ -36,6 +36,9 @@ from pddplan.workload.hit_curve import HitCurve, StackDistances
 
 DEFAULT_BLOCK_TOKENS = 512
 """Tokens per prefix block in the Mooncake traces (FAST'25 release README)."""
+SHOWN_BAD_LINES = 2
+"""Bad lines ``fit_trace`` names one by one before its summary: an error is at most three
+lines (a file that is no trace at all, a scenario given as one, had printed 21)."""
 MAX_REPORTED_BAD_LINES = 20
 """Without --skip-bad, this many bad lines are listed before giving up."""
 MAX_LINE_BYTES = 1_000_000
@@ -294,10 +297,13 @@ def _replay(
             distances.add(ids)
     if bad and not skip_bad:
         stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
+        shown = bad[:SHOWN_BAD_LINES]
+        above = f"the first {len(shown)} above; " if len(bad) > len(shown) else ""
         raise ArgumentError(
             "skip_bad",
-            f"{path}: {_lines(len(bad))} refused ({stopped}{{argument}} skips and counts them)",
-            before=[f"{path}:{line}: {problem}" for line, problem in bad],
+            f"{path}: {_lines(len(bad))} refused ({above}{stopped}{{argument}} skips and "
+            "counts them)",
+            before=[f"{path}:{line}: {problem}" for line, problem in shown],
         )
     if not cols.inp:
         raise InputError(
