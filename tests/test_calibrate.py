@@ -311,6 +311,7 @@ def test_points_that_differ_only_in_value_are_both_fitted(tmp_path):
     assert len(fit.points) == 5 and not fit.notes
 
 
+@pytest.mark.slow  # over 1 s: the default run's time (README)
 def test_the_point_limit_stops_the_read_at_the_first_point_past_it(tmp_path):
     rows = [f"p{i},llama-3.1-8b,h100-sxm,1,{1024 + i},1,prefill_tokens_per_s_per_gpu,20000"
             for i in range(12)]  # fmt: skip

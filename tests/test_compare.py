@@ -527,6 +527,7 @@ def test_the_verdict_names_the_relaxation_its_winner_needs(monkeypatch):
     assert text == "If b may also run prefill: at equal demand, it wins."
 
 
+@pytest.mark.slow  # over 1 s: the default run's time (README)
 def test_out_fleets_writes_each_row_and_evaluate_reproduces_it(tmp_path):
     """Each row's fleet and the scenario it was planned on: ``evaluate`` on the pair gives
     the row's SLA capacity and cost (to 1e-9)."""

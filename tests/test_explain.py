@@ -89,6 +89,7 @@ def test_a_tight_ttft_is_relaxed_to_a_value_checked_by_solving_again(hardware, m
         assert not feasible(tight, hw, catalog, relax, tighter(relax)), relax
 
 
+@pytest.mark.slow  # over 1 s: the default run's time (README)
 def test_a_purchase_unit_that_the_gpu_limit_cannot_hold_is_named(hardware, models):
     """An 8B model fits one H100, but H100s come in 8-GPU nodes: with max_gpus 6 the
     reason is the unit, and the relaxation is exactly 8 GPUs (7 is still infeasible)."""

@@ -347,6 +347,7 @@ def test_a_number_with_an_exponent_is_a_number(tmp_path):
     assert any("expected a number, got the text '2e1'" in p for p in quoted), quoted
 
 
+@pytest.mark.slow  # over 1 s: the default run's time (README)
 def test_too_many_classes_are_refused_with_the_memory_they_would_take(tmp_path):
     head = GOOD.split("  input_tokens:")[0]
     n = 5000

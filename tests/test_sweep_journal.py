@@ -209,6 +209,7 @@ def test_a_journal_that_cannot_be_started_leaves_nothing(tmp_path, monkeypatch):
     assert not any(tmp_path.iterdir())  # no 0-byte journal to refuse the next run
 
 
+@pytest.mark.slow  # over 1 s: the default run's time (README)
 def test_a_write_that_fails_names_the_journal_and_a_resume_finishes(
     tmp_path, monkeypatch, reference
 ):
@@ -245,6 +246,7 @@ def test_sigterm_stops_a_command_with_one_line_exit_143_and_no_file(tmp_path, mo
     assert signal.getsignal(signal.SIGTERM) == before  # the handlers put back
 
 
+@pytest.mark.slow  # a sweep stopped and resumed, twice: the default run's time (README)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     tmp_path, monkeypatch, signum, reference
