@@ -182,11 +182,7 @@ def _with_budgets(
     for name, budget in (("node_limit", node_limit), ("rate_points", rate_points)):
         if budget is None:
             continue
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ArgumentError(
-                name, f"{{argument}} must be a whole number of at least 1 (a count of work), "
-                f"got {budget!r}"
-            )  # fmt: skip
+        _whole(name, budget, note=" (a count of work)")
         changes[f"solver.{name}"] = budget
     return problem.derive(changes) if changes else problem
 
@@ -478,11 +474,7 @@ def sweep(
         raise ArgumentError("architectures", "{argument}: give at least one architecture")
     limit = max_points if max_points is not None else (
         POINTS_CEILING if confirm_large else DEFAULT_MAX_POINTS)  # fmt: skip
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= POINTS_CEILING:
-        raise ArgumentError(
-            "max_points", f"{{argument}} must be a whole number from 1 to {POINTS_CEILING:,}, "
-            f"got {limit!r}"
-        )  # fmt: skip
+    _whole("max_points", limit, most=POINTS_CEILING)
     if len(vary) > MAX_AXES:
         raise ArgumentError(
             "vary", f"{{argument}}: {len(vary)} axes; a sweep takes at most {MAX_AXES}"
@@ -760,18 +752,10 @@ def calibrate(
     if ridge is not None:
         check_ridge(ridge)
     limit = MAX_CALIBRATION_POINTS if max_points is None else max_points
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ArgumentError(
-            "max_points", f"{{argument}}: must be a whole number of at least 1, got {limit!r}"
-        )
-    if gpus is not None and not (
-        isinstance(gpus, int) and not isinstance(gpus, bool) and 1 <= gpus <= MAX_INSTANCE_GPUS
-    ):
-        raise ArgumentError(
-            "gpus",
-            f"{{argument}}: must be a whole number of GPUs from 1 to {MAX_INSTANCE_GPUS:,} (one "
-            f"instance; docs/scenarios.md#input-limits), got {gpus!r}",
-        )
+    _whole("max_points", limit)
+    if gpus is not None:
+        _whole("gpus", gpus, most=MAX_INSTANCE_GPUS,
+               note=" (the GPUs of one instance; docs/scenarios.md#input-limits)")  # fmt: skip
     catalogs = catalogs if catalogs is not None else load_catalogs()
     given = [x is not None for x in (model, chip, gpus)]
     if any(given) and not all(given):
@@ -933,6 +917,18 @@ def _run_length(
     if max_requests is not None:
         length = replace(length, max_requests=max_requests)
     return length
+
+
+def _whole(argument: str, value: object, *, most: int | None = None, note: str = "") -> None:
+    """``value`` is a whole number from 1 (to ``most``), else an ``ArgumentError`` naming
+    ``argument`` (a bool is not a number here)."""
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if whole and value >= 1 and (most is None or value <= most):  # type: ignore[operator]
+        return
+    span = "of at least 1" if most is None else f"from 1 to {most:,}"
+    raise ArgumentError(
+        argument, f"{{argument}} must be a whole number {span}{note}, got {value!r}"
+    )
 
 
 def _path(p: str | Path | None) -> Path | None:

@@ -431,3 +431,15 @@ def test_model_import_names_the_parameter_options_it_refuses(more, expect):
     result = run_main("model", "import", config, "--id", "x", *more)
     assert result.exit_code == 2 and result.output.strip() == result.output.strip().splitlines()[0]
     assert result.output.startswith(expect), result.output
+
+
+def test_the_time_limit_option_s_ceiling_is_the_spec_s():
+    """``--time-limit``'s bound is written in the command line (which may not import
+    ``spec``): it must be the scenario's, ``MAX_TIME_LIMIT_S``."""
+    import typing
+
+    from pddplan.cli.common import TimeLimitOpt
+    from pddplan.spec.limits import MAX_TIME_LIMIT_S
+
+    option = typing.get_args(TimeLimitOpt)[1]
+    assert option.max == MAX_TIME_LIMIT_S

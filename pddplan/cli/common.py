@@ -136,7 +136,7 @@ TimeLimitOpt = Annotated[
     typer.Option(
         "--time-limit",
         min=0.1,
-        max=604_800.0,
+        max=604_800.0,  # spec.limits.MAX_TIME_LIMIT_S (tests/test_cli.py holds them equal)
         help="Wall-clock safety stop, in seconds, for each search (a solve; compare's row; a "
         "sweep's point). Default: the scenario's solver.time_limit_s, 600. The work budgets "
         "decide where a search stops; one this stops says 'stopped at the time limit', and "
@@ -331,17 +331,28 @@ def not_an_input(out: Path | None, inputs: list[Path | None], option: str = "--o
 def writable_folder(path: Path, option: str) -> None:
     """Check, before any work, that ``path`` is a folder files can be written into
     (creating it if it does not exist); else a user error naming ``option``."""
-    import tempfile
-
     if path.exists() and not path.is_dir():
         raise pddplan.InputError(f"{option}: {path} is a file; give a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
     except OSError as e:
         raise pddplan.InputError(
             f"{option}: cannot write into folder {path}: {e.strerror}"
+        ) from None
+    folder_takes_files(path, option)
+
+
+def folder_takes_files(folder: Path, where: str) -> None:
+    """Check, before any work, that a file can be made in ``folder`` (a temporary one,
+    removed at once); else a user error that starts with ``where``."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise pddplan.InputError(
+            f"{where}: cannot write into the folder {folder}: {e.strerror}"
         ) from None
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import stat
-import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +24,7 @@ from pddplan.cli.common import (
     SolverOpt,
     TimeLimitOpt,
     err,
+    folder_takes_files,
     load_problem,
     not_an_input,
     out,
@@ -298,13 +298,7 @@ def _check_out(path: Path) -> None:
         raise pddplan.InputError(f"{where}: {folder} is not a folder")
     if not folder.is_dir():
         raise pddplan.InputError(f"{where}: the folder {folder} does not exist")
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
-        raise pddplan.InputError(
-            f"{where}: cannot write into the folder {folder}: {e.strerror}"
-        ) from None
+    folder_takes_files(folder, where)
 
 
 def _write_bytes(path: Path | None, data: bytes) -> None:

@@ -150,7 +150,8 @@ Phase = Literal["prefill", "decode"]
 
 
 class PhaseError(Frozen):
-    """The model's error on one phase with one profile: held-out (cross-validated) ratios of
+    """The model's error on one phase with one engine profile or one user calibration:
+    held-out (cross-validated) ratios of
     measured to predicted pass time, as quantiles."""
 
     points: Annotated[int, Field(ge=0)]

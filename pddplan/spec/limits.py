@@ -78,6 +78,10 @@ the tails' exponentials overflow (``--vary sla.ttft_p99_s=1e307`` printed absurd
 MAX_TPOT_MS = 60_000.0
 """A time-per-output-token bound: a minute a token, a thousand times any interactive SLA."""
 
+MAX_TIME_LIMIT_S = 604_800.0
+"""A solve's wall-clock safety stop (``solver.time_limit_s``, ``--time-limit``): a week. The
+work budgets decide where a search stops; past a week the stop is no stop (``inf`` ran)."""
+
 MAX_MODEL_DIM = 10_000_000
 """Any one dimension of a model (layers, hidden and MLP sizes, heads, head size, vocabulary,
 experts, window, index sizes): the token bound; the widest released dimension is Llama 3.1
@@ -90,6 +94,7 @@ CEILINGS = frozenset(
     {
         MAX_TTFT_S,
         MAX_TPOT_MS,
+        MAX_TIME_LIMIT_S,
         MAX_MODEL_DIM,
         MAX_PARAMS_B,
         MAX_ARRIVAL_RPS,

@@ -21,6 +21,7 @@ from pddplan.spec.limits import (
     MAX_GPUS,
     MAX_LINK_GBPS,
     MAX_RTT_MS,
+    MAX_TIME_LIMIT_S,
     MAX_TOKENS,
     MAX_TPOT_MS,
     MAX_TTFT_S,
@@ -523,7 +524,7 @@ class SolverOptions(Frozen):
     machine; the time limit is only a safety stop."""
 
     name: SolverName = "cbc"
-    time_limit_s: Annotated[float, Field(gt=0, le=604_800.0)] = 600.0
+    time_limit_s: Annotated[float, Field(gt=0, le=MAX_TIME_LIMIT_S)] = 600.0
     """Wall-clock safety stop for a whole solve (seconds). It never shapes an answer the
     budgets finish within: a search it stops reports ``time_limit`` (the answer may differ
     on a faster machine)."""

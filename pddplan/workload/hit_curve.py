@@ -196,8 +196,8 @@ class ReuseCurve:
     """The distinct finite returns of the first half's block uses, ascending."""
     return_counts: np.ndarray
     """How many block uses return after each of ``returns_s`` (a session's next turn
-    returns to every block it reuses at once: about 500 uses a distinct return on the
-    README's workload)."""
+    returns to every block it reuses at once: 118 to 521 uses a distinct return at the
+    rates the README scenario's max-BCR search samples)."""
     uses: int
     """Block uses of the first half (finite returns and ``inf``)."""
     gaps_s: np.ndarray
