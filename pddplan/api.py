@@ -13,18 +13,20 @@ mistakes, with messages that name this API's arguments; anything else is a bug. 
 parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
 
 May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``,
-``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``.
+``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``, ``units``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from pddplan import units
 from pddplan.errors import ArgumentError, InputError
-from pddplan.spec.choices import MIN_COST, Engine, Method, Objective, SolverName
+from pddplan.spec.choices import MAX_CAPACITY, MIN_COST, Engine, Method, Objective, SolverName
 from pddplan.threads import one_blas_thread
 from pddplan.work import wall_clock
 
@@ -209,6 +211,8 @@ def solve(
     explain: bool = True,
     clock: Callable[[], float] = wall_clock,
     progress: Callable[[SearchProgress], None] | None = None,
+    top: int = 0,
+    budget_usd_per_hour: float | None = None,
 ) -> PlanResult:
     """The plan for ``objective`` (default: the scenario's): chips, counts, link tier and
     router thresholds, evaluated, with marginal values, or why there is none.
@@ -231,11 +235,24 @@ def solve(
         clock: the time source the time limit is measured on.
         progress: hears the search's work against its budget (``SearchProgress``) each
             time it prices a rate.
+        top: runner-ups to plan beside the plan: the cheapest deployment of each other
+            family (architecture and chip per role) at the demand, cheapest first
+            (``PlanResult.runner_ups``; ``pddplan.plan.alternatives``); 0: none.
+        budget_usd_per_hour: the most the plan may cost (default: the scenario's
+            ``budget_usd_per_hour``): what ``max-capacity`` spends, a ceiling for the other
+            objectives. One below the cheapest plan raises ``ArgumentError`` with that
+            plan's cost.
     """
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
     _choice("method", method, METHODS)
+    if not isinstance(top, int) or isinstance(top, bool) or not 0 <= top <= MAX_TOP:
+        raise ArgumentError(
+            "top", f"{{argument}} must be a whole number from 0 to {MAX_TOP}, got {top!r}"
+        )
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
+    if budget_usd_per_hour is not None:
+        problem = problem.derive({"budget_usd_per_hour": _budget(budget_usd_per_hour)})
     if headroom is not None:
         if not headroom >= 0:
             raise ArgumentError("headroom", f"{{argument}} must be >= 0, got {headroom}")
@@ -246,7 +263,7 @@ def solve(
         return enumerate_plan(problem, objective=objective)
     from pddplan.plan.search import solve_plan
 
-    return solve_plan(
+    result = solve_plan(
         problem,
         objective=objective,
         solver=solver,
@@ -254,6 +271,46 @@ def solve(
         explain=explain,
         clock=clock,
         progress=progress,
+        top=top,
+    )
+    if budget_usd_per_hour is not None:
+        _budget_buys(result, budget_usd_per_hour)
+    return result
+
+
+MAX_TOP = 20
+"""The most runner-ups ``solve`` plans (each is a search of its own)."""
+
+
+def _budget(budget: float) -> float:
+    """A budget argument checked: finite and above 0."""
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, int | float)
+        or not math.isfinite(budget)
+        or not budget > 0
+    ):
+        raise ArgumentError(
+            "budget_usd_per_hour", f"{{argument}} must be a finite $/hour above 0, got {budget!r}"
+        )
+    return float(budget)
+
+
+def _budget_buys(result: PlanResult, budget: float) -> None:
+    """Raise ``ArgumentError`` where the budget given is what leaves ``result`` without a
+    plan: below the cheapest plan, whose cost it says."""
+    if result.fleet is not None:
+        return
+    needed = next((r for r in result.relaxations if r.family == "budget" and r.needed), None)
+    if needed is None:
+        return
+    cost = needed.needed[0]
+    what = "of any size" if result.stats.objective == MAX_CAPACITY else "for the demand"
+    raise ArgumentError(
+        "budget_usd_per_hour",
+        f"{{argument}} ${budget:,.2f}/hour (${budget * units.HOURS_PER_MONTH:,.0f}/month) is "
+        f"below the cheapest plan {what}: ${cost:,.2f}/hour (${cost * units.HOURS_PER_MONTH:,.0f}"
+        f"/month)",
     )
 
 

@@ -42,6 +42,8 @@ STEPS = {
     "milp_nodes": "branch-and-bound nodes, summed over the MILP solves",
     "reuse_samples": "session reuse samples (one per grid rate)",
     "rate_points": "rates a search priced (minimum-cost points and relaxation probes)",
+    "runner_up_bounds": "runner-up families bounded (a relaxation on each family's space)",
+    "runner_up_plans": "runner-up families planned (a minimum-cost search each)",
 }
 """The steps counted, with what each one is."""
 CHECKED = frozenset({"count_searches", "capacity_searches", "milp_solves", "reuse_samples"})

@@ -78,6 +78,7 @@ class _HandTables:
             hw=None,
             owned={},
             bands=[Band(0, 0.01)],  # one pace band: RLD's pace is moot here
+            relay_required=False,
             first_steps=lambda st: {0.05: [self.m]},  # one MD option, one first step
         )
         self.feasible_states = [self.slow, self.fast]
@@ -435,11 +436,19 @@ def test_solve_json_plan_file_and_evaluate_plan(tmp_path):
     assert evaluated["cost_per_hour_usd"] == pytest.approx(data["cost_per_hour_usd"])
 
 
-def test_solve_table_report_sections():
-    result = run("solve", str(SMALL), "--objective", "min-cost")
-    assert result.exit_code == 0, result.output
-    for text in ("Fleet", "WAN links", "Routing", "TTFT P99", "BCR", "Marginal value", "Solver"):
-        assert text in result.stdout, text
+def test_solve_shows_the_compact_view_and_the_sections_asked_for():
+    compact = run("solve", str(SMALL), "--objective", "min-cost")
+    assert compact.exit_code == 0, compact.output
+    for text in ("Fleet", "WAN", "TTFT P99", "Runner-ups", "--details"):
+        assert text in compact.stdout, text
+    sections = ("Router", "Latency at the demand", "TTFT by segment", "Economics",
+                "One step more or less", "Solver")  # fmt: skip
+    assert not any(x in compact.stdout for x in sections)
+    everything = run("solve", str(SMALL), "--objective", "min-cost", "--details", "all")
+    assert all(x in everything.stdout for x in sections)
+    two = run("solve", str(SMALL), "--objective", "min-cost", "--details", "solver,routing")
+    assert two.stdout.index("Router") < two.stdout.index("Solver")  # in the order shown
+    assert "Economics" not in two.stdout
 
 
 @pytest.mark.slow

@@ -143,6 +143,15 @@ TimeLimitOpt = Annotated[
         "its answer may differ on a faster machine.",
     ),
 ]
+BudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--budget",
+        help="The most the plan may cost, in $/hour (a month is 730 hours): what "
+        "max-capacity spends and a ceiling for the other objectives; compare: the budget of "
+        "its equal-budget question. Default: the scenario's budget_usd_per_hour.",
+    ),
+]
 NodeLimitOpt = Annotated[
     int | None,
     typer.Option(
@@ -220,6 +229,9 @@ FLAGS = {
     "name": "--study",
     "node_limit": "--node-limit",
     "rate_points": "--rate-points",
+    "top": "--top",
+    "budget_usd_per_hour": "--budget",
+    "details": "--details",
 }
 """How the command line spells the library's arguments, for its error messages."""
 

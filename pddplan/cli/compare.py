@@ -83,8 +83,9 @@ def compare(
         float | None,
         typer.Option(
             "--budget",
-            help="$/hour for --at budget (default: the scenario's budget_usd_per_hour, else "
-            "the PDD equal-demand fleet's cost).",
+            help="The budget of the equal-budget question, in $/hour (a month is 730 hours). "
+            "Default: the scenario's budget_usd_per_hour, else the PDD equal-demand fleet's "
+            "cost.",
         ),
     ] = None,
     solver: SolverOpt = None,

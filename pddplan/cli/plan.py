@@ -16,6 +16,7 @@ import typer
 import pddplan
 from pddplan.cli import simulate as cli_simulate
 from pddplan.cli.common import (
+    BudgetOpt,
     EngineOpt,
     FleetOpt,
     HardwareOpt,
@@ -103,6 +104,27 @@ def solve(
     verify_requests: cli_simulate.VerifyRequestsOpt = None,
     verify_time_cap_s: cli_simulate.VerifyTimeCapOpt = None,
     seed: SeedOpt = 0,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top",
+            min=0,
+            max=20,  # pddplan.api.MAX_TOP
+            help="Runner-ups to show: the cheapest plan of each other family (architecture "
+            "and chip per role) at the demand, cheapest first; 0: none.",
+        ),
+    ] = 3,
+    budget: BudgetOpt = None,
+    details: Annotated[
+        str | None,
+        typer.Option(
+            "--details",
+            metavar="SECTIONS",
+            help="Show more than the compact view: every section (all), or those named, "
+            "comma-separated: routing, latency, breakdown, economics, marginals, bcr, "
+            "solver.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
@@ -117,10 +139,17 @@ def solve(
     from pddplan.report import views
 
     not_an_input(out_file, [scenario])
+    sections = _sections(details)
     problem = load_problem(scenario, engine, perf_quantile)
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})
     if problem.scenario.workload_variants:
+        if budget is not None:
+            raise pddplan.ArgumentError(
+                "budget_usd_per_hour",
+                f"{{argument}}: scenario {problem.scenario.name} has workload_variants, "
+                "planned for the least cost of one fleet for all of them, without a budget",
+            )
         _solve_robust(
             problem, value(objective), value(solver), time_limit, node_limit, value(method),
             out_file, verify, verify_requests, verify_time_cap_s, seed, json_out,
@@ -135,7 +164,14 @@ def solve(
     }
     began = time.perf_counter()
     with _search_progress() as progress:
-        result = pddplan.solve(problem, method=value(method), progress=progress, **options)
+        result = pddplan.solve(
+            problem,
+            method=value(method),
+            progress=progress,
+            top=top,
+            budget_usd_per_hour=budget,
+            **options,
+        )
     checked = None
     if verify and result.fleet is not None:
         checked = cli_simulate.verify_plan(
@@ -168,7 +204,7 @@ def solve(
         json_out,
         lambda: view,
         lambda: cli_simulate.with_verification(
-            report_plan.plan_report(result, problem.scenario, margin), view
+            report_plan.plan_report(result, problem.scenario, margin, sections), view
         ),
     )
     if out_file is not None and result.fleet is not None and not json_out:
@@ -177,6 +213,19 @@ def solve(
         raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     if result.fleet is None or (checked is not None and not checked.confirmed):
         raise typer.Exit(code=1)
+
+
+def _sections(details: str | None) -> tuple[str, ...]:
+    """``--details``' sections (none: the compact view alone), or exit 2 naming an unknown
+    one."""
+    from pddplan.report import plan as report_plan
+
+    if details is None:
+        return ()
+    try:
+        return report_plan.detail_sections(details)
+    except ValueError as e:
+        raise pddplan.ArgumentError("details", f"{{argument}}: {e}") from None
 
 
 def evaluate(

@@ -112,6 +112,16 @@ class _State:
     """The largest of every limited figure over its limit (utilization over its cap, the
     share above a TTFT bound over its budget, ...; inf for a limit no rate meets): at most
     1 exactly when ``ok``. The capacity search interpolates on it (``_bisect_capacity``)."""
+    breakdown: Callable[[], dict[str, float]]
+    """The mean TTFT by segment (``TTFT_SEGMENTS``), computed when asked (``_breakdown``)."""
+
+
+TTFT_SEGMENTS = ("queue", "prefill", "transfer", "first_token")
+"""The segments of a TTFT, in order: the wait for a prefill pass (``queue``), the request's
+prefill passes with their company (``prefill``), its KV's way to the decode instance
+(``transfer``: the WAN to main decode, with the first token's hop back, or RDMA to relay
+decode) and the wait for a decode slot with the first decode step (``first_token``). The
+simulator reports the same four (``pddplan.simulation.run``)."""
 
 
 TTFT_FAILURE = "the TTFT P"
@@ -230,6 +240,10 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             f"above it, budget {budget:.0%})",
         )
     tail90, tail99 = tails
+
+    def breakdown() -> dict[str, float]:
+        return _breakdown(m, loads, shares, (direct, relay, singular), decode, wan_time)
+
     return _State(
         not limits.failures,
         limits.failures,
@@ -245,6 +259,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         m.md_points,
         float(w @ cache.mean_hit),
         max(limits.ratios, default=0.0),
+        breakdown,
     )
 
 
@@ -554,6 +569,42 @@ def _ttft_tail(
         return total
 
     return TtftTail(many)
+
+
+def _breakdown(
+    m: FleetModel,
+    loads: list[PrefillPoolLoad],
+    shares: _Shares,
+    classes: tuple[np.ndarray, np.ndarray, np.ndarray],
+    decode: _Decode,
+    wan_time: dict[tuple[str, str], np.ndarray],
+) -> dict[str, float]:
+    """The mean of each TTFT segment (``TTFT_SEGMENTS``) over the request mix, with the
+    terms and weights ``_ttft_tail`` sums: per prefill pool its wait and passes
+    (``PrefillPoolLoad.mean_parts``), per decode datacenter and main-decode pool the
+    transfer (a direct request's WAN time, queueing included; a relayed one's RDMA to relay
+    decode) and the first token (a direct request's admission wait and MD's first step; a
+    relayed one's relay-decode step, at most the TPOT bound). Their sum is the mean TTFT."""
+    direct, relay, singular = classes
+    pools_p, w = m.roles["prefill"], m.w / float(m.w.sum())
+    relayed = 1.0 - direct if (relay + singular).any() else np.zeros_like(direct)
+    rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
+    out = dict.fromkeys(TTFT_SEGMENTS, 0.0)
+    for (pool, _), load, share in zip(pools_p, loads, m.p_share, strict=True):
+        wait, passes = load.mean_parts()
+        out["queue"] += share * wait
+        out["prefill"] += share * float(w @ passes)
+        for md_part, b, first, admission in decode.admissions:
+            x = share * shares.dc_share_md[b] * md_part
+            out["transfer"] += x * float(
+                w @ (direct * wan_time[(pool.datacenter, b)] + relayed * rdma)
+            )
+            admit = 0.0 if admission is None else admission.wait_prob * admission.mean_s
+            on_relay = first[1, 0] if len(first) > 1 else 0.0
+            out["first_token"] += x * float(
+                w @ (direct * (first[0, 0] + admit) + relayed * on_relay)
+            )
+    return out
 
 
 def _with_fetch(sent: np.ndarray, fetch: list[tuple[float, np.ndarray]]) -> np.ndarray:
@@ -880,9 +931,11 @@ def _report(
         for name, mask in (("p_md", direct), ("p_rld_md", relay), ("singular", singular))
     }
     ttft = _percentiles(st, s.sla.ttft_p99_s)
-    per_million = None
+    per_million = at_capacity_per_million = None
     if cost_value is not None and demand > 0:
         per_million = cost_value / (demand * out_tokens * 3600) * 1e6
+    if cost_value is not None and capacity > 0:
+        at_capacity_per_million = cost_value / (capacity * out_tokens * 3600) * 1e6
     return Evaluation(
         fleet=fleet.name,
         status=status,
@@ -915,6 +968,9 @@ def _report(
         ttft_over_p99_bound=st.tail99,
         planned_rps=planned,
         ttft_planned_s=_percentiles(at_planned, s.sla.ttft_p99_s) if at_planned else None,
+        usd_per_million_output_tokens_at_capacity=at_capacity_per_million,
+        ttft_breakdown_s=st.breakdown(),
+        ttft_breakdown_at_capacity_s=at_capacity.breakdown() if at_capacity is not None else None,
         engine=m.problem.engine_summary(),
     )
 

@@ -73,6 +73,14 @@ class Evaluation:
     """The demand x (1 + the scenario's headroom): the load a plan is sized for."""
     ttft_planned_s: dict[str, float] | None = None
     """TTFT percentiles at ``planned_rps`` (None when it is the demand)."""
+    usd_per_million_output_tokens_at_capacity: float | None = None
+    """The cost per million output tokens were the fleet run at its SLA capacity (its
+    floor: ``usd_per_million_output_tokens`` is at the demand)."""
+    ttft_breakdown_s: dict[str, float] | None = None
+    """The mean TTFT by segment at the demand (``evaluator.TTFT_SEGMENTS``: ``queue``,
+    ``prefill``, ``transfer``, ``first_token``); they add up to the mean TTFT."""
+    ttft_breakdown_at_capacity_s: dict[str, float] | None = None
+    """The same at the SLA capacity (None without one)."""
     engine: dict[str, Any] = field(default_factory=dict)
     """The pass times these figures assume: the engine profile's ``id``, ``name`` and
     ``version``, the ``perf_quantile`` of the model's error and the ``time_factors`` it

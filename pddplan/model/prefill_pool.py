@@ -14,6 +14,7 @@ evaluates each link of the chain once, on first use.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -31,6 +32,7 @@ from pddplan.model.prefill_queue import (
     filled_service,
     loaded_prefill_latency,
     pass_in_progress,
+    prefill_wait,
     prefill_wait_tail,
     rank_company,
 )
@@ -160,6 +162,36 @@ class PrefillPoolLoad:
             service_cv2=self.service_cv2,
             company_service_s=self.full_service_mean_s,
         )
+
+    def mean_parts(self) -> tuple[float, np.ndarray]:
+        """The means of what ``tail`` adds up: the wait for an instance (the M/G/c wait at
+        the drain's pace, as ``prefill_wait_tail`` takes it, and the rest of a pass in
+        progress), and per class the request's passes with their company (the other
+        attention groups' and the requests that join its passes after a wait). For the
+        TTFT breakdown (``Evaluation.ttft_breakdown_s``)."""
+        utilization = min(self.utilization, 1.0)
+        if utilization >= 1.0:  # saturated: the queue grows without bound
+            return math.inf, self.loaded.mean_s
+        c, _ = prefill_wait(
+            instances=self.instances,
+            groups=self.groups,
+            utilization=utilization,
+            mean_service_s=self.service_mean_s,
+            service_cv2=self.service_cv2,
+        )
+        _, mean_wait = prefill_wait(
+            instances=self.instances,
+            groups=self.groups,
+            utilization=min(self.full_utilization, utilization),
+            mean_service_s=self.full_service_mean_s,
+            service_cv2=self.service_cv2,
+        )
+        in_pass = self.in_pass
+        p_pass = 0.0 if in_pass is None else max(0.0, in_pass.busy - c)
+        wait = c * mean_wait + (p_pass * in_pass.rest_s if in_pass is not None else 0.0)
+        rank = self.rank if in_pass is None else in_pass.company
+        company = 0.0 if rank is None else (c + p_pass) * (rank.probs @ rank.delays)
+        return wait, self.loaded.mean_s + company
 
     def tail(
         self,

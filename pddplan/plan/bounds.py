@@ -107,13 +107,15 @@ def relaxed_optimum(
                 # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
                 for band in req.bands():
                     if band.index < 0:
-                        if hosted:
+                        if hosted or sp.relay_required:
                             continue  # without relay decode: the plain pairing's
                         r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
                     elif rld:
                         r_costs = _costs(
                             sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
                         )
+                        if sp.relay_required:  # a cut that relays nothing uses no RLD
+                            r_costs = np.where(relays, r_costs, np.inf)
                         if hosted:  # on the host's instances: at most one per instance
                             counts = np.stack(
                                 [

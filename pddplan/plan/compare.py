@@ -326,9 +326,12 @@ def compare(
             "budget_usd_per_hour",
             "{argument} applies to the equal-budget question: --at budget or both",
         )
-    if budget_usd_per_hour is not None and not budget_usd_per_hour > 0:
+    if budget_usd_per_hour is not None and not (
+        math.isfinite(budget_usd_per_hour) and budget_usd_per_hour > 0
+    ):
         raise ArgumentError(
-            "budget_usd_per_hour", f"{{argument}} must be above 0, got {budget_usd_per_hour:g}"
+            "budget_usd_per_hour",
+            f"{{argument}} must be a finite $/hour above 0, got {budget_usd_per_hour:g}",
         )
     s = problem.scenario
     demand = s.workload.arrival_rps or 0.0
@@ -408,6 +411,8 @@ def compare(
                 "take its cost from; give a budget (--budget)"
             )
         budget_rows = _latencies(plan_all("budget", budget))
+        if budget_usd_per_hour is not None:
+            _budget_buys_something(budget_rows, budget_usd_per_hour)
         ranked = [c for c in budget_rows if c.ok and c.kind != "hypothetical"]
         common = min((c.capacity_rps for c in ranked), default=None)
         budget_rows = [_at_common(c, common) for c in budget_rows]
@@ -415,6 +420,29 @@ def compare(
                           budget_rows, common, "")  # fmt: skip
         sections.append(_with_verdict(section))
     return Comparison(s, sections, problem.engine_summary())
+
+
+def _budget_buys_something(rows: list[Candidate], budget: float) -> None:
+    """Raise ``ArgumentError`` when the budget given buys no architecture a plan, with the
+    cheapest plan's cost (the least budget any row's explanation found it needs)."""
+    if any(c.ok and c.kind != "hypothetical" for c in rows):
+        return
+    needed = [
+        r.needed[0]
+        for c in rows
+        if c.plan is not None and c.kind != "hypothetical"
+        for r in c.plan.relaxations
+        if r.family == "budget" and r.needed
+    ]
+    if not needed:
+        return
+    month = units.HOURS_PER_MONTH
+    raise ArgumentError(
+        "budget_usd_per_hour",
+        f"{{argument}} ${budget:,.2f}/hour (${budget * month:,.0f}/month) buys no "
+        f"architecture a plan: the cheapest costs ${min(needed):,.2f}/hour "
+        f"(${min(needed) * month:,.0f}/month)",
+    )
 
 
 def _latencies(rows: list[Candidate]) -> list[Candidate]:

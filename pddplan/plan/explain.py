@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pddplan import units
 from pddplan.errors import InputError
-from pddplan.evaluation.evaluator import wider
+from pddplan.evaluation.evaluator import ttft_p99, wider
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
@@ -18,7 +18,7 @@ from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
 from pddplan.plan.space import Choice, PoolOption, Space
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
-from pddplan.spec.fleet import Fleet, LinkChoice
+from pddplan.spec.fleet import Fleet, LinkChoice, Routing
 from pddplan.spec.limits import MAX_LINK_GBPS
 from pddplan.spec.scenario import Link, Scenario
 from pddplan.work import TimeLimitReached
@@ -28,8 +28,9 @@ MIN_RATE_RPS = 1e-6
 
 
 def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Marginal]:
-    """One more purchase step of each pool, and one link tier up (each evaluated, for the
-    cost and capacity only: ``measure`` is ``cost_and_capacity``)."""
+    """One purchase step more of each pool, one less (or the pool dropped, ``_fewer``), and
+    one link tier up: each evaluated for its cost and capacity (``measure`` is
+    ``cost_and_capacity``) and its TTFT P99 at the demand."""
     hw, out = space.hw, []
 
     def marginal(changed: Fleet, change: str) -> Marginal | None:
@@ -42,11 +43,13 @@ def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Mar
             base.sla_capacity_rps, capacity
         ):
             gain = 0.0  # equal to the capacity search's resolution: no change
+        p99 = ttft_p99(space.problem, changed, base.demand_rps) if capacity > 0 else None
         return Marginal(
             change,
             (cost or 0.0) - (base.cost_per_hour_usd or 0.0),
             gain,
             capacity / cost if cost else None,  # as ``Evaluation.bcr``
+            p99 if p99 is None or math.isfinite(p99) else None,
         )
 
     for i, pool in enumerate(fleet.pools):
@@ -55,12 +58,46 @@ def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Mar
         pools = list(fleet.pools)
         pools[i] = pool.model_copy(update={"instances": pool.instances + step})
         noun = "instance" if step == 1 else "instances"
-        out.append(
-            marginal(
-                fleet.model_copy(update={"pools": tuple(pools)}),
-                f"+{step} {pool.role} {noun} ({pool.chip} x{pool.gpus_per_instance})",
-            )
-        )
+        what = f"{pool.role} {noun} ({pool.chip} x{pool.gpus_per_instance})"
+        out.append(marginal(fleet.model_copy(update={"pools": tuple(pools)}), f"+{step} {what}"))
+        fewer = _fewer(fleet, i, step)
+        if fewer is not None:
+            out.append(marginal(fewer[0], fewer[1].format(step=step, what=what)))
+    return [m for m in out if m is not None] + _links_up(space, fleet, marginal)
+
+
+def _fewer(fleet: Fleet, i: int, step: int) -> tuple[Fleet, str] | None:
+    """``fleet`` with one purchase step less of pool ``i``, or without the pool where that
+    is its last step and the fleet can do without it (relay decode: the router then relays
+    nothing); with the change in words (``{step}`` and ``{what}`` to fill). None: the
+    pool is prefill or main decode at its last step (the fleet cannot go without it)."""
+    pool = fleet.pools[i]
+    if pool.instances > step:
+        pools = list(fleet.pools)
+        pools[i] = pool.model_copy(update={"instances": pool.instances - step})
+        return fleet.model_copy(update={"pools": tuple(pools)}), "-{step} {what}"
+    if pool.role != "relay_decode" or any(
+        p.role == "relay_decode" for j, p in enumerate(fleet.pools) if j != i
+    ):
+        return None
+    kept = tuple(
+        p.model_copy(update={"hosts_relay_decode": False})
+        for j, p in enumerate(fleet.pools)
+        if j != i
+    )
+    routing = Routing(relay_above_mb=None, singular_max_output_tokens=0)
+    dropped = fleet.model_copy(update={"pools": kept, "routing": routing})
+    return (
+        dropped,
+        f"-{pool.instances * pool.gpus_per_instance} {pool.chip}: no relay decode (relay nothing)",
+    )
+
+
+def _links_up(
+    space: Space, fleet: Fleet, marginal: Callable[[Fleet, str], Marginal | None]
+) -> list[Marginal]:
+    """Each link one tier up."""
+    out = []
     for i, choice in enumerate(fleet.links):
         link = next(x for x in space.scenario.links if set(x.between) == set(choice.between))
         faster = [t.gbps for t in link.tiers if t.gbps > choice.gbps]
@@ -74,6 +111,62 @@ def marginals(space: Space, fleet: Fleet, base: Evaluation, measure) -> list[Mar
                 )
             )
     return [m for m in out if m is not None]
+
+
+IDLE_SHARE = 0.10
+"""A pool busy less than this at the SLA capacity gets a note on why it is that large
+(``idle_pools``)."""
+
+
+def idle_pools(space: Space, fleet: Fleet, e: Evaluation) -> list[str]:
+    """Why each pool busy under ``IDLE_SHARE`` at the SLA capacity is as large as it is:
+    the smallest instance its chip can hold the weights in, or the chip's purchase unit
+    (when it is that small), else the latency limits; and the change that would shrink
+    it (relay decode: on the prefill GPUs, or none: the runner-ups and the -1 rows)."""
+    out = []
+    hw, model = space.hw, space.model
+    for p in e.pools:
+        if p.utilization_at_capacity is None or p.utilization_at_capacity >= IDLE_SHARE:
+            continue
+        if p.gpus == 0:  # relay decode on the prefill GPUs: it costs nothing of its own
+            continue
+        options = [
+            o for role, opts in space.options.items() if role == p.role for o in opts
+            if (o.datacenter, o.chip) == (p.datacenter, p.chip) and o.host is None
+        ]  # fmt: skip
+        smallest = min((o.gpus for o in options), default=p.gpus_per_instance)
+        unit = hw.chips[p.chip].purchase_unit_gpus
+        least = math.lcm(smallest, unit) if smallest < unit else smallest
+        busy = f"{p.role.replace('_', ' ')} on {p.gpus} {p.chip} in {p.datacenter} is {p.utilization_at_capacity:.0%} busy at the SLA capacity"
+        if p.gpus <= least:
+            if smallest >= unit:
+                why = (
+                    f"{smallest} GPUs is the smallest {p.chip} instance that holds "
+                    f"{model.id}'s weights and a batch that meets the TPOT bound"
+                )
+            else:
+                why = f"{unit} GPUs is the {p.chip}'s purchase unit"
+        else:
+            why = (
+                f"the smallest would be {least} GPUs; its size is set by the latency limits "
+                "at the demand, not by its load"
+            )
+        change = ""
+        if p.role == "relay_decode":
+            hostable = any(
+                o.host is not None and o.datacenter == p.datacenter
+                for o in space.options["relay_decode"]
+            )
+            change = (
+                "; relay decode on the prefill GPUs, or none at all (cross-DC PD), would remove it: "
+                "see the runner-ups"
+                if hostable
+                else "; without relay decode (cross-DC PD) it would go: see the runner-ups and the -1 row of --details marginals"
+            )
+        elif p.role == "main_decode" or p.role == "prefill":
+            change = "; a chip with a smaller instance would shrink it: see the runner-ups"
+        out.append(f"{busy}: {why}{change}.")
+    return out
 
 
 EXPLAIN_STEPS = 12
@@ -348,30 +441,36 @@ def _link_knob(i: int, link: Link) -> Knob:
 
 
 def budget_needed(
-    space: Space, solver: str, deadline: float, clock: Callable[[], float]
+    space: Space,
+    solver: str,
+    deadline: float,
+    clock: Callable[[], float],
+    rate: float = MIN_RATE_RPS,
 ) -> Relaxation:
-    """max capacity with a budget that buys nothing: the cheapest plan's cost at a vanishing
-    rate is the budget it takes."""
+    """A budget that buys no plan at ``rate`` (max capacity: a vanishing rate, any traffic;
+    min cost and max BCR: the demand): the cheapest plan's cost there is the budget it
+    takes (factor None where no budget buys one)."""
     budget = space.scenario.budget_usd_per_hour
-    if budget is None:  # the scenario validator gives every max-capacity scenario one
+    if budget is None:
         raise ValueError("budget_needed asks about a scenario without a budget")
     left = max(deadline - clock(), 1.0)
     out = milp.min_cost(
-        Requirements(space, MIN_RATE_RPS),
+        Requirements(space, rate),
         solver=solver,
         time_limit_s=left,
         node_limit=space.scenario.solver.node_limit,
         clock=clock,
     )
+    what = "any traffic" if rate <= MIN_RATE_RPS else f"the demand ({rate:,.4g} req/s)"
     if out.choice is None or out.cost_per_hour is None:
-        return Relaxation("budget", 1.0, None, "no plan serves any traffic, at any budget")
+        return Relaxation("budget", 1.0, None, f"no plan serves {what}, at any budget")
     needed = _grid(out.cost_per_hour, True, 6)
     return Relaxation(
         "budget",
         1.0,
         needed / budget,
-        f"needs budget_usd_per_hour ${needed:,.2f} to serve any traffic; "
-        f"the scenario has ${budget:,.2f}",
+        f"needs budget_usd_per_hour ${needed:,.2f} (${needed * units.HOURS_PER_MONTH:,.0f}"
+        f"/month) to serve {what}; the scenario has ${budget:,.2f}",
         keys=("budget_usd_per_hour",),
         needed=(needed,),
         scenario_values=(budget,),
@@ -604,15 +703,7 @@ def verdict(space: Space, plan: PlanResult) -> Verdict | None:
     s = space.scenario
     demand = s.workload.arrival_rps or 0.0
     planned = demand * (1 + s.headroom)
-    by_dc: dict[str, dict[str, int]] = {}
-    for p in fleet.pools:
-        chips = by_dc.setdefault(p.datacenter, {})
-        chips[p.chip] = chips.get(p.chip, 0) + p.gpus_per_instance * p.instances
-    buy = "; ".join(
-        f"{', '.join(f'{n} {chip}' for chip, n in chips.items())} in {dc}"
-        for dc, chips in by_dc.items()
-    )
-    buy += "".join(f"; a {x.gbps:g} Gbit/s {x.between[0]}-{x.between[1]} link" for x in fleet.links)
+    buy = procurement(space, fleet, e)
     month = e.cost_per_hour_usd * units.HOURS_PER_MONTH if e.cost_per_hour_usd else None
     capacity = e.sla_capacity_rps
     limit = e.binding[0].split(" (")[0] if e.binding else None
@@ -623,7 +714,7 @@ def verdict(space: Space, plan: PlanResult) -> Verdict | None:
         reason, advice = _why_oversized(space, plan, planned)
     headroom = f", sized for +{s.headroom:.0%}" if s.headroom else ""
     text = (
-        f"Buy {buy}: {'$' + format(month, ',.0f') if month else 'no price'}/month. It serves {capacity:,.3g} req/s, "
+        f"{buy}: {'$' + format(month, ',.0f') if month else 'no price'}/month. It serves {capacity:,.3g} req/s, "
         f"{_times(ratio)} the {demand:g} req/s demand{headroom}"
         + (f"; {limit} stops it growing" if limit else "")
         + "."
@@ -631,6 +722,29 @@ def verdict(space: Space, plan: PlanResult) -> Verdict | None:
     if oversized:
         text += f" More than {OVERSIZED:g}x the demand: {reason}; {advice}."
     return Verdict(text, buy, month, capacity, demand, planned, limit, oversized, reason, advice)
+
+
+def procurement(space: Space, fleet: Fleet, e: Evaluation) -> str:
+    """What the plan has each datacenter acquire, in the words of how each chip is priced:
+    ``Rent 32 h100-sxm in cluster-a; buy 8 h200-sxm in cluster-b; use the 16 owned
+    a100-80g-sxm in dc-x``; and the link tiers to lease."""
+    gpus: dict[tuple[str, str], int] = {}
+    for p in fleet.pools:
+        key = (p.datacenter, p.chip)
+        gpus[key] = gpus.get(key, 0) + p.gpus_per_instance * p.instances
+    verbs: dict[str, list[str]] = {}  # verb -> what, in fleet order
+    for (dc, chip), n in gpus.items():
+        owned = min(space.owned.get((dc, chip), (0, 0.0))[0], n)
+        if owned:
+            verbs.setdefault("use", []).append(f"the {owned} owned {chip} in {dc}")
+        if n > owned:
+            verb = "buy" if e.price_basis.get(chip) == "buy" else "rent"
+            more = " more" if owned else ""
+            verbs.setdefault(verb, []).append(f"{n - owned}{more} {chip} in {dc}")
+    parts = [f"{verb} {', '.join(what)}" for verb, what in verbs.items()]
+    parts += [f"lease a {x.gbps:g} Gbit/s {x.between[0]}-{x.between[1]} link" for x in fleet.links]
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:]
 
 
 def _times(ratio: float) -> str:

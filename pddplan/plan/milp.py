@@ -341,6 +341,8 @@ class Formulation:
         prob += pulp.lpSum(r.band.values()) == 1, name("one_band")
         prob += r.band[NO_RLD.key] + rld_used == 1, name("band_none_without_relay_decode")
         relaying = [r.cut[j] for j, relays in enumerate(r.sp.relays_any) if relays]
+        if r.sp.relay_required:  # a family with relay decode (``Space.restricted``)
+            prob += pulp.lpSum(relaying) == 1, name("relay_decode_required")
         prob += pulp.lpSum(relaying) <= rld_used, name("relay_needs_relay_decode")
         if r.scale:
             prob += pulp.lpSum(r.scale.values()) == 1, name("one_scale")

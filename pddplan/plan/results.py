@@ -6,12 +6,16 @@ tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pddplan import units
 from pddplan.evaluation.results import Evaluation
 from pddplan.spec.choices import Objective
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
+
+if TYPE_CHECKING:
+    from pddplan.plan.alternatives import RunnerUps
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ class BcrStep:
     sla_capacity_rps: float
     bcr: float
     deployment: str = ""
-    """Its pools, link and relay cut in one line (``pddplan.plan.search.describe``)."""
+    """Its pools, link and relay cut in one line (``pddplan.plan.space.describe``)."""
     plan: bool = False
     """Whether it is the plan returned."""
 
@@ -106,6 +110,9 @@ class Marginal:
     d_cost_per_hour_usd: float
     d_sla_capacity_rps: float
     bcr: float | None
+    ttft_p99_s: float | None = None
+    """The TTFT P99 at the demand after the change (None: it no longer meets the SLA at
+    any rate)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,8 @@ class Verdict:
 
     text: str
     buy: str
-    """The GPUs and link to buy, per datacenter."""
+    """What to acquire, per datacenter, in the words of each chip's price basis (rent, buy,
+    use the owned ones) and the link tiers to lease (``explain.procurement``)."""
     cost_per_month_usd: float | None
     capacity_rps: float
     demand_rps: float
@@ -215,3 +223,8 @@ class PlanResult:
     bcr_steps: list[BcrStep] = field(default_factory=list)
     """max BCR: every plan evaluated, cheapest first (BCR against cost)."""
     verdict: Verdict | None = None
+    idle: list[str] = field(default_factory=list)
+    """Why each pool under ``explain.IDLE_SHARE`` busy at the SLA capacity is that large."""
+    runner_ups: RunnerUps | None = None
+    """The cheapest deployment of each other family at the demand (``solve --top``);
+    None when not asked for, or without a plan."""

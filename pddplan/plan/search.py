@@ -59,12 +59,14 @@ from pddplan.evaluation.evaluator import (
 )
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
+from pddplan.plan.alternatives import RunnerUps, runner_ups
 from pddplan.plan.bounds import MAX_TIES, cost_floor, plan_cost, relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.explain import (
     MIN_RATE_RPS,
     budget_needed,
     explain_infeasible,
+    idle_pools,
     marginals,
     verdict,
 )
@@ -76,7 +78,15 @@ from pddplan.plan.results import (
     SearchProgress,
     SolveStats,
 )
-from pddplan.plan.space import NO_RLD, Band, Choice, NoOptionsError, Space, hardware_key
+from pddplan.plan.space import (
+    NO_RLD,
+    Band,
+    Choice,
+    NoOptionsError,
+    Space,
+    describe,
+    hardware_key,
+)
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
@@ -357,10 +367,13 @@ def solve_plan(
     explain: bool = True,
     clock: Callable[[], float] = wall_clock,
     progress: Callable[[SearchProgress], None] | None = None,
+    top: int = 0,
 ) -> PlanResult:
     """Plan ``problem`` for ``objective`` (default: the scenario's). ``clock`` is the time
     source the time limit is measured on (tests give a fake one); ``progress`` hears the
-    work done against the budget each time the search prices a rate."""
+    work done against the budget each time the search prices a rate. ``top``: how many
+    runner-ups to plan beside it (``pddplan.plan.alternatives``: the cheapest deployment
+    of each other family at the demand)."""
     scenario = problem.scenario
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
@@ -403,7 +416,7 @@ def solve_plan(
         solver,
         start,
         limit,
-        scenario.budget_usd_per_hour if objective == MAX_CAPACITY else None,
+        scenario.budget_usd_per_hour,
         clock,
         progress,
         objective,
@@ -446,13 +459,48 @@ def solve_plan(
     relaxations = []
     if choice is None and explain and status == PlanStatus.INFEASIBLE:
         with deadline(start + limit, clock):
-            if objective == MAX_CAPACITY:
-                relaxations = [budget_needed(space, solver, start + limit, clock)]
+            budget = scenario.budget_usd_per_hour
+            rate = MIN_RATE_RPS if objective == MAX_CAPACITY else demand
+            needed = (
+                None if budget is None else budget_needed(space, solver, start + limit, clock, rate)
+            )
+            if needed is not None and (needed.factor is not None or objective == MAX_CAPACITY):
+                relaxations = [needed]  # the budget binds (or nothing serves any traffic)
             else:
                 relaxations = explain_infeasible(problem, solver, start + limit, clock)
     result = finish_plan(space, stats, choice, relaxations=relaxations)
     steps = _bcr_steps(search, choice) if objective == MAX_BCR else []
-    return replace(result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps)
+    others = None
+    if choice is not None and top > 0 and demand > 0:
+        others = _runner_ups(space, choice, demand, top, solver, start, limit, clock)
+    return replace(
+        result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps, runner_ups=others
+    )
+
+
+def _runner_ups(
+    space: Space,
+    choice: Choice,
+    rate: float,
+    top: int,
+    solver: str,
+    start: float,
+    limit: float,
+    clock: Callable[[], float],
+) -> RunnerUps:
+    """``alternatives.runner_ups`` at ``rate``, each family planned as the plan was: a
+    minimum-cost search (check and cut, the tie rule) on its restricted space, within what
+    is left of the time limit."""
+
+    def plan_family(sub: Space, at: float) -> tuple[Choice | None, float, float, str | None]:
+        search = _Search(sub, solver, start, limit, None, clock, None, MIN_COST)
+        found, cost, capacity = search.at(at)
+        return found, cost, capacity, search.stop_reason if search.stopped else None
+
+    with deadline(start + limit, clock):
+        return runner_ups(
+            space, choice, rate, top, plan_family, clock=clock, deadline=start + limit
+        )
 
 
 def finish_plan(
@@ -483,6 +531,7 @@ def finish_plan(
         fleet,
         evaluation,
         marginals(space, fleet, evaluation, measure),
+        idle=idle_pools(space, fleet, evaluation),
         method=method,
         kv_bytes_per_token=space.problem.kv.bytes_per_token,
         kv_fixed_bytes=space.problem.kv.fixed_bytes,
@@ -505,23 +554,6 @@ def widest(space: Space, scored: list[tuple[Choice, float]], rate: float) -> tup
     demand = problem.scenario.workload.arrival_rps or rate
     tails = [ttft_p99(problem, space.fleet(c, "plan"), demand) for c, _ in best]
     return best[int(np.argmin(tails))]
-
-
-def describe(choice: Choice) -> str:
-    """A deployment in one line: each pool's role, count, layout and chip, the link, the
-    router's relay cut."""
-    names = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
-    pools = [
-        f"{names[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
-        + (" (on P)" if o.host is not None else "")
-        + (" CP" if o.context_parallel else "")
-        for role, o in choice.options.items()
-        if o is not None and choice.instances[role] > 0
-    ]
-    st = choice.state
-    link = f"{st.gbps:g} Gbps" if st.gbps is not None else "RDMA"
-    cut = "relay nothing" if choice.cut is None else f"relay above {choice.cut:,.1f} MB"
-    return f"{' + '.join(pools)}; {link}; {cut}"
 
 
 def _best_found(search: _Search, objective: Objective) -> Choice | None:

@@ -23,7 +23,9 @@ a pool option that meets every limit of its role, for each relay cut. The MILP
 from __future__ import annotations
 
 import bisect
+import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -212,6 +214,23 @@ def hardware_key(choice: Choice) -> tuple:
     )
 
 
+def describe(choice: Choice) -> str:
+    """A deployment in one line: each pool's role, count, layout and chip, the link, the
+    router's relay cut."""
+    names = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+    pools = [
+        f"{names[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
+        + (" (on P)" if o.host is not None else "")
+        + (" CP" if o.context_parallel else "")
+        for role, o in choice.options.items()
+        if o is not None and choice.instances[role] > 0
+    ]
+    st = choice.state
+    link = f"{st.gbps:g} Gbps" if st.gbps is not None else "RDMA"
+    cut = "relay nothing" if choice.cut is None else f"relay above {choice.cut:,.1f} MB"
+    return f"{' + '.join(pools)}; {link}; {cut}"
+
+
 class Space:
     """Every choice the planner may make for ``scenario`` (see the module docstring)."""
 
@@ -282,9 +301,37 @@ class Space:
         slowest = max((o.step_s for o in rld), default=0.0)
         self.bands: list[Band] = pace_bands(self.fastest_rld_step_s, slowest) if rld else []
         """Relay decode's pace bands (``NO_RLD`` aside)."""
+        self.relay_required = False
+        """Whether every plan must have relay decode (a ``restricted`` space's family that
+        has it): the pace band "none" is then not a choice."""
         self._prefill_needs: dict[tuple, list[tuple[float, np.ndarray]]] = {}
         self._first_steps: dict[str, dict[float, list[PoolOption]]] = {}
         self._md_waits: dict[tuple[str, int, int, int], np.ndarray] = {}
+
+    def restricted(
+        self,
+        keep_option: Callable[[PoolOption], bool],
+        keep_state: Callable[[State], bool],
+        *,
+        relay_required: bool = False,
+    ) -> Space:
+        """This space with only the options and transfer states kept, and with relay decode
+        required or not (``pddplan.plan.alternatives``: one family of deployments). It keeps
+        this space's ``structure``, so its count tables are this space's (``Requirements``
+        shares them through ``Problem.memo``): a count depends on its own option, state and
+        cuts, never on which other options exist. Raises ``NoOptionsError`` when it leaves
+        prefill or main decode without an option."""
+        structure = self.structure  # computed before the copy, so the copy shares it
+        sub = copy.copy(self)
+        sub.options = {r: [o for o in self.options[r] if keep_option(o)] for r in ROLES}
+        for role in ("prefill", "main_decode"):
+            if not sub.options[role]:
+                raise NoOptionsError(f"the restriction leaves no {role} option")
+        sub.states = [st for st in self.states if keep_state(st)]
+        sub.relay_required = relay_required
+        sub._first_steps = {}  # per state, the main-decode options kept
+        sub.__dict__["structure"] = structure
+        return sub
 
     def _relay_shares(self, hits: np.ndarray) -> np.ndarray:
         """``pddplan.model.routing.relay_shares`` at these cuts, kept on the problem (no price

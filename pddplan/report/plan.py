@@ -4,16 +4,18 @@ fleet, costs, the solver's work), ``evaluate``'s, the cost breakdown and the rob
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.report.format import num
-from pddplan.report.tables import ROLE_LABELS, grid
+from pddplan.report.format import money, num
+from pddplan.report.tables import ROLE_LABELS, breakdown_table, grid
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
 from pddplan.spec.scenario import TAIL_BUDGETS
 from pddplan.spec.status import EvalStatus, PlanStatus
@@ -93,22 +95,15 @@ def engine_note(engine: dict[str, Any]) -> str:
     return f" ({engine['id']} pass times{at})"
 
 
-def evaluation_report(e: Evaluation, s: Scenario) -> Group:
-    """The evaluation of a fleet: fleet, links, routing, latency, economics, binding limits."""
+def fleet_table(e: Evaluation, s: Scenario, *, links: bool = False) -> Table:
+    """The pools (and with ``links``, each WAN link as a row), busy at the demand and at
+    the SLA capacity; the caption says what the abbreviations and columns mean."""
     fleet = grid(
         f"Fleet {e.fleet}{engine_note(e.engine)}",
-        (
-            "DC",
-            "role",
-            "chip",
-            "layout",
-            "inst. ×\nGPUs",
-            "$/hour",
-            "busy at\ndemand",
-            "at ca-\npacity",
-        ),
+        ("DC", "role", "chip", "layout", "inst. ×\nGPUs", "$/hour", "busy at\ndemand",
+         "busy at\ncapacity"),
         text=3,
-    )
+    )  # fmt: skip
     cap = s.search.max_utilization
     for p in e.pools:
         fleet.add_row(
@@ -121,22 +116,32 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
             _pct(p.utilization),
             _pct(p.utilization_at_capacity),
         )
+    if links:
+        for x in e.links:
+            fleet.add_row(
+                x.between[0],
+                "WAN",
+                f"to {x.between[1]}",
+                f"{x.gbps:g} Gbit/s",
+                "",
+                num(x.cost_per_hour_usd, ",.2f"),
+                _pct(x.utilization),
+                _pct(x.utilization_at_capacity),
+            )
     headroom = e.sla_capacity_rps / e.demand_rps - 1 if e.demand_rps else None
     fleet.caption = (
-        f"DC = datacenter; P = prefill, RLD = relay decode, MD = main decode; busy at the "
-        f"demand ({e.demand_rps:g} req/s) and at the SLA capacity "
-        f"({e.sla_capacity_rps:,.3g} req/s, " + _headroom(headroom) + "); "
-        f"pools are capped at {cap:.0%} busy"
+        "P prefill, RLD relay decode, MD main decode; busy at the demand "
+        f"({e.demand_rps:g} req/s) and at the SLA capacity ({e.sla_capacity_rps:,.3g} req/s, "
+        + _headroom(headroom)
+        + f"), capped at {cap:.0%}; "
+        + cache_text(e)
     )
-    links = grid("WAN links", ("between", "Gbps", "busy at\ndemand", "at ca-\npacity", "$/hour"))
-    for x in e.links:
-        links.add_row(
-            f"{x.between[0]} - {x.between[1]}",
-            f"{x.gbps:g}",
-            _pct(x.utilization),
-            _pct(x.utilization_at_capacity),
-            num(x.cost_per_hour_usd, ",.2f"),
-        )
+    fleet.caption_justify = "left"
+    return fleet
+
+
+def cache_text(e: Evaluation) -> str:
+    """The decode-side cache in words: its size per MD GPU and the mean hit it gives."""
     gb, hit, tiers = e.md_cache["gb_per_gpu"], e.md_cache["mean_hit"], e.md_cache.get("tiers")
     if tiers is not None:
         below = [f"{tiers[k]:g} GB {name}" for k, name in (
@@ -145,19 +150,64 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
         size = "HBM" + "".join(f" + {x}" for x in below) + (" per MD GPU" if below else "")
     else:
         size = "from the workload" if gb is None else f"{gb:g} GB per MD GPU"
-    cache = f"decode-side cache: {size}, mean MD hit {_pct(hit)}"
-    links.caption = cache
-    routing = Table(title="Routing", box=box.SIMPLE_HEAD)
-    for col in ("pipeline", "requests", "output tokens"):
-        routing.add_column(col, justify="left" if col == "pipeline" else "right")
+    return f"decode-side cache: {size}, mean MD hit {_pct(hit)}"
+
+
+def links_table(e: Evaluation) -> Table | Text:
+    """The WAN links (a line when there is none)."""
+    if not e.links:
+        return Text(f"no WAN link; {cache_text(e)}")
+    links = grid(
+        "WAN links", ("between", "Gbit/s", "busy at\ndemand", "busy at\ncapacity", "$/hour")
+    )
+    for x in e.links:
+        links.add_row(
+            f"{x.between[0]} - {x.between[1]}",
+            f"{x.gbps:g}",
+            _pct(x.utilization),
+            _pct(x.utilization_at_capacity),
+            num(x.cost_per_hour_usd, ",.2f"),
+        )
+    links.caption = cache_text(e)
+    return links
+
+
+def routing_table(e: Evaluation) -> Table:
+    """The router's rules, one a row, and the share of requests and tokens each pipeline
+    takes."""
+    r = e.routing
+    rules = grid("Router", ("rule", "setting"), text=1)
+    if r["relay_above_mb"] is None:
+        rules.add_row("relay through RLD", "never: every request P -> MD")
+    else:
+        rules.add_row("relay through RLD", f"WAN payload above {r['relay_above_mb']:,.2f} MB")
+        singular = r["singular_max_output_tokens"]
+        rules.add_row(
+            "finish on RLD (singular)",
+            f"max_tokens <= {singular:,}" if singular else "never",
+        )
+        cu = r.get("catch_up_above_tokens")
+        rules.add_row(
+            "hand off to MD",
+            "in one extend step"
+            if cu is None
+            else f"in {r['chunk_tokens']}-token chunks above {cu:,} eager tokens",
+        )
     names = {"p_md": "P -> MD", "p_rld_md": "P -> RLD -> MD", "singular": "P -> RLD (singular)"}
     for key, share in e.pipelines.items():
-        routing.add_row(names[key], _pct(share["requests"]), _pct(share["output_tokens"]))
-    routing.caption = "rule: " + routing_rule(e.routing)
-    routing.caption += f"; RLD produces {e.rld_token_share:.2%} of output tokens"
-    latency = Table(title=f"Latency at the demand ({e.demand_rps:g} req/s)", box=box.SIMPLE_HEAD)
-    for col in ("metric", "predicted", "SLA"):
-        latency.add_column(col, justify="left" if col == "metric" else "right")
+        rules.add_row(
+            f"share {names[key]}",
+            f"{_pct(share['requests'])} of requests, {_pct(share['output_tokens'])} of tokens",
+        )
+    rules.caption = f"RLD produces {e.rld_token_share:.2%} of output tokens"
+    return rules
+
+
+def latency_table(e: Evaluation, s: Scenario) -> Table:
+    """TTFT percentiles and TPOT at the demand against the SLA."""
+    latency = grid(
+        f"Latency at the demand ({e.demand_rps:g} req/s)", ("metric", "predicted", "SLA")
+    )
     latency.add_row("TTFT P50", _s(e.ttft_s["p50"]), "")
     latency.add_row("TTFT P90", _s(e.ttft_s["p90"]), f"{s.sla.ttft_p90_s:g} s")
     latency.add_row("TTFT P99", _s(e.ttft_s["p99"]), f"{s.sla.ttft_p99_s:g} s")
@@ -165,9 +215,24 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     latency.add_row(
         "TPOT P99 gap (handoff stalls)", f"{e.tpot_ms['p99']:.1f} ms", f"{s.sla.tpot_ms:g} ms"
     )
-    econ = Table(title="Economics", box=box.SIMPLE_HEAD)
-    econ.add_column("figure")
-    econ.add_column("value", justify="right")
+    return latency
+
+
+def breakdown(e: Evaluation) -> Table:
+    """The mean TTFT by segment at the demand and at the SLA capacity."""
+    return breakdown_table(
+        "TTFT by segment, mean",
+        {
+            f"at {e.demand_rps:,.3g} req/s": e.ttft_breakdown_s,
+            f"at capacity, {e.sla_capacity_rps:,.3g}": e.ttft_breakdown_at_capacity_s,
+        },
+    )
+
+
+def economics_table(e: Evaluation) -> Table:
+    """Cost per hour and month, capacity, BCR and the cost per million output tokens at the
+    demand and at the SLA capacity; the caption says how each chip is priced."""
+    econ = grid("Economics", ("figure", "value"))
     cost = e.cost_per_hour_usd
     econ.add_row("cost per hour", f"${cost:,.2f}" if cost is not None else "— (missing prices)")
     econ.add_row(
@@ -175,14 +240,61 @@ def evaluation_report(e: Evaluation, s: Scenario) -> Group:
     )
     econ.add_row("SLA capacity vs demand", f"{e.sla_capacity_rps:,.2f} vs {e.demand_rps:g} req/s")
     econ.add_row("BCR (capacity per $/hour)", num(e.bcr, ",.4f"))
-    econ.add_row("$ per million output tokens", num(e.usd_per_million_output_tokens, ",.2f"))
+    econ.add_row(
+        f"$ per M output tokens at {e.demand_rps:g} req/s", money(e.usd_per_million_output_tokens)
+    )
+    econ.add_row(
+        "$ per M output tokens at capacity", money(e.usd_per_million_output_tokens_at_capacity)
+    )
     econ.caption = price_basis_text(e.price_basis, e.owned_gpus)
+    econ.caption_justify = "left"
+    return econ
+
+
+def status_lines(e: Evaluation) -> list[Text]:
+    """Whether the fleet serves the demand, what binds at its SLA capacity, and notes."""
     style = "green" if e.status == EvalStatus.OK else "red"
-    lines = [Text(f"status: {e.status}", style=style)]
+    words = {
+        EvalStatus.OK: "serves the demand within the SLA",
+        EvalStatus.BELOW_DEMAND: "below the demand: its SLA capacity is less",
+        EvalStatus.SLA_INFEASIBLE: "meets the SLA at no rate",
+    }
+    lines = [Text(f"status: {e.status} ({words.get(EvalStatus(e.status), e.status)})", style=style)]
     lines += [Text(f"binds at SLA capacity: {b}") for b in e.binding]
     lines += [Text(f"note: {n}", style="yellow") for n in e.notes]
-    wan: Any = links if e.links else Text(f"no WAN link; {cache}")  # no empty table
-    return Group(fleet, wan, routing, latency, econ, *lines)
+    return lines
+
+
+def evaluation_report(e: Evaluation, s: Scenario) -> Group:
+    """``pddplan evaluate``: fleet, links, router, latency, the TTFT by segment, economics,
+    status and binding limits."""
+    return Group(
+        fleet_table(e, s),
+        links_table(e),
+        routing_table(e),
+        latency_table(e, s),
+        breakdown(e),
+        economics_table(e),
+        *status_lines(e),
+    )
+
+
+def key_figures(e: Evaluation, s: Scenario) -> Text:
+    """The plan against its SLA and what it costs, in two sentences (the compact view)."""
+    sla = s.sla
+    cost = e.cost_per_hour_usd
+    text = (
+        f"At {e.demand_rps:g} req/s: TTFT P90 {_s(e.ttft_s['p90'])} (SLA {sla.ttft_p90_s:g} s), "
+        f"P99 {_s(e.ttft_s['p99'])} (SLA {sla.ttft_p99_s:g} s); TPOT {e.tpot_ms['step']:.1f} ms, "
+        f"P99 gap {e.tpot_ms['p99']:.1f} ms (SLA {sla.tpot_ms:g} ms)."
+    )
+    if cost is not None:
+        text += (
+            f"\nCost ${cost * units.HOURS_PER_MONTH:,.0f}/month (${cost:,.2f}/hour): "
+            f"{money(e.usd_per_million_output_tokens)} per million output tokens at the "
+            f"demand, {money(e.usd_per_million_output_tokens_at_capacity)} at the SLA capacity."
+        )
+    return Text(text)
 
 
 def price_basis_text(basis: dict[str, str], owned_gpus: int) -> str:
@@ -194,94 +306,248 @@ def price_basis_text(basis: dict[str, str], owned_gpus: int) -> str:
     return text
 
 
-def routing_rule(r: dict[str, Any]) -> str:
-    """The router's rule in words."""
-    if r["relay_above_mb"] is None:
-        return "send every request P -> MD (relay nothing)"
-    text = f"relay requests whose WAN payload exceeds {r['relay_above_mb']:,.2f} MB"
-    if r["singular_max_output_tokens"]:
-        text += f"; of those, finish on RLD when max_tokens <= {r['singular_max_output_tokens']:,}"
-    cu = r.get("catch_up_above_tokens")
-    if cu is None:
-        text += "; hand off to MD in one extend step"
-    else:
-        text += f"; catch up in {r['chunk_tokens']}-token chunks above {cu:,} eager tokens"
-    return text
+DETAILS = ("routing", "latency", "breakdown", "economics", "marginals", "bcr", "solver")
+"""The sections ``solve`` shows beyond its compact view, in the order shown
+(``--details``: all of them, or those named)."""
 
 
-def plan_report(r: PlanResult, s: Scenario, margin: ErrorMargin | None = None) -> Group:
-    """``pddplan solve``: the plan (as ``evaluation_report``), headroom, marginal values,
-    the solver's figures; or, without a plan, why. ``margin``: what the plan faces at a
-    higher quantile of the model's error (``pddplan.api.error_margin``)."""
+def detail_sections(names: str) -> tuple[str, ...]:
+    """``--details``' value (``all``, or section names separated by commas) as sections in
+    the order shown; ValueError names an unknown one and lists them."""
+    asked = [x.strip() for x in names.split(",") if x.strip()]
+    if not asked or "all" in asked:
+        return DETAILS
+    unknown = [x for x in asked if x not in DETAILS]
+    if unknown:
+        raise ValueError(
+            f"unknown section '{unknown[0]}'; the sections are {', '.join(DETAILS)} (or all)"
+        )
+    return tuple(x for x in DETAILS if x in asked)
+
+
+def status_words(r: PlanResult, s: Scenario) -> str:
+    """What the search proved, in words: ``optimal``; ``optimal within 1% of the proven
+    bound (gap 0.88%)`` (max BCR's plateau); ``best found at the time limit, gap 2.1%``."""
+    st = r.stats
+    gap = f"gap {st.gap:.2%}" if st.gap is not None else "no gap proven"
+    if r.status == PlanStatus.OPTIMAL:
+        if st.objective == MAX_BCR and st.gap:
+            return f"{PlanStatus.OPTIMAL} within {s.search.bcr_plateau:.0%} of the proven bound ({gap})"
+        if st.gap:
+            return f"{PlanStatus.OPTIMAL} within the MILP's tolerance ({gap})"
+        return PlanStatus.OPTIMAL.value
+    if r.status == PlanStatus.TIME_LIMIT:
+        return (
+            f"best found at the time limit, {gap}"
+            if r.fleet is not None
+            else "no plan found by the time limit"
+        )
+    if r.status == PlanStatus.WORK_LIMIT:
+        return (
+            f"best found within the work budgets, {gap}"
+            if r.fleet is not None
+            else "no plan found within the work budgets"
+        )
+    return PlanStatus.INFEASIBLE.value
+
+
+def _objective_words(r: PlanResult, s: Scenario) -> str:
+    if r.stats.objective == MAX_BCR:
+        return "the most SLA capacity per dollar"
+    if r.stats.objective == MAX_CAPACITY:
+        budget = s.budget_usd_per_hour or 0.0
+        return f"the most SLA capacity for ${budget * units.HOURS_PER_MONTH:,.0f}/month"
+    return f"the cheapest fleet for {r.planned_rps:,.3g} req/s"
+
+
+def plan_report(
+    r: PlanResult,
+    s: Scenario,
+    margin: ErrorMargin | None = None,
+    details: tuple[str, ...] = (),
+) -> Group:
+    """``pddplan solve``: the compact view (verdict, the error's margin, what the search
+    proved, the fleet with its links, the figures against the SLA, notes on idle pools,
+    the runner-ups), then the ``details`` sections asked for (``DETAILS``); without a
+    plan, why."""
     st = r.stats
     parts: list[Any] = []
     if r.verdict is not None:
         parts.append(Text(r.verdict.text, style="bold"))
     if margin is not None:
         parts.append(Text(margin.text, style="yellow"))
-    head = Text(
-        f"{r.scenario}: objective {st.objective}, method {r.method}, status {r.status}",
-        style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
+    method = "; brute force (--method enumerate)" if r.method != "milp" else ""
+    parts.append(
+        Text(
+            f"{r.scenario}: {_objective_words(r, s)}; {status_words(r, s)}{method}",
+            style="green" if r.status == PlanStatus.OPTIMAL else "bold yellow",
+        )
     )
-    parts.append(head)
     if r.status.stopped:
         parts.append(Text(stop_note(r.status, st.stop_reason, r.fleet is not None), style="yellow"))
-    if r.evaluation is not None:
-        parts.append(evaluation_report(r.evaluation, s))
-    if r.bcr_steps:
-        steps = grid(
-            "BCR against cost",
-            ("$/hour", "SLA capacity\nreq/s", "BCR", "deployment"),
-        )
-        bound = st.bcr_bound
-        for x in r.bcr_steps:
-            mark = " <- plan" if x.plan else ""
-            steps.add_row(
-                f"{x.cost_per_hour_usd:,.2f}",
-                f"{x.sla_capacity_rps:,.2f}",
-                f"{x.bcr:.4f}{mark}",
-                x.deployment,
-            )
-        plateau = s.search.bcr_plateau
-        steps.caption = (
-            f"the plans the search evaluated; the plan: the cheapest within {plateau:.0%} of "
-            f"the proven bound {num(bound, '.4f')}"
-        )
-        if bound and st.bcr_best and (bound - st.bcr_best) / bound > plateau:
-            steps.caption += (
-                f"; the best found ({st.bcr_best:.4f}) is more than {plateau:.0%} below the "
-                "bound: the search stopped early"
-            )
-        parts.append(steps)
-    if r.marginals:
-        m = Table(title="Marginal value of one more step", box=box.SIMPLE_HEAD)
-        for col in ("change", "Δ $/hour", "Δ SLA capacity (req/s)", "BCR after"):
-            m.add_column(col, justify="left" if col == "change" else "right")
-        for change in r.marginals:
-            m.add_row(
-                change.change,
-                f"{change.d_cost_per_hour_usd:+,.2f}",
-                f"{change.d_sla_capacity_rps:+,.2f}",
-                num(change.bcr, ",.4f"),
-            )
-        parts.append(m)
+    e = r.evaluation
+    if e is not None:
+        parts.append(fleet_table(e, s, links=True))
+        parts.append(key_figures(e, s))
+        if e.status != EvalStatus.OK or len(e.binding) > 1 or e.notes:
+            parts += status_lines(e)
+    parts += [Text(f"note: {n}", style="yellow") for n in r.idle]
+    if r.runner_ups is not None:
+        parts += runner_ups(r, s)
     if r.relaxations:
-        t = Table(
-            title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
+        parts.append(_relaxations(r))
+    sections: dict[str, Callable[[], list[Any]]] = {
+        "routing": lambda: [routing_table(e)] if e is not None else [],
+        "latency": lambda: [latency_table(e, s)] if e is not None else [],
+        "breakdown": lambda: [breakdown(e)] if e is not None else [],
+        "economics": lambda: [economics_table(e), *status_lines(e)] if e is not None else [],
+        "marginals": lambda: [_marginals(r)] if r.marginals else [],
+        "bcr": lambda: [_bcr_steps(r, s)] if r.bcr_steps else [],
+        "solver": lambda: [_solver(r)],
+    }
+    for name in details:
+        parts += sections[name]()
+    if not details and e is not None:
+        parts.append(
+            Text(
+                "More: --details all, or --details SECTION,... (solve --help lists them)",
+                style="dim",
+            )
         )
-        for col in ("limit relaxed", "factor", "what it takes"):
-            t.add_column(col, justify="right" if col == "factor" else "left")
-        unhelpful: dict[str, list[str]] = {}  # message -> the limits it is said of
-        for relax in r.relaxations:
-            if relax.factor is None and relax.family != "options" and relax.keys:
-                unhelpful.setdefault(relax.message, []).append(relax.family)
-                continue
-            t.add_row(relax.family, f"{relax.factor:.3g}" if relax.factor else "—", relax.message)
-        for message, families in unhelpful.items():
-            if len(families) > 1:
-                message = message.replace("relaxing it alone", "relaxing any one alone")
-            t.add_row(", ".join(families), "—", message)
-        parts.append(t)
+    return Group(*parts)
+
+
+def runner_ups(r: PlanResult, s: Scenario) -> list[Any]:
+    """The cheapest plan of each other family at the demand, cheapest first: each its family,
+    cost, SLA capacity, TTFT P99 at the demand and what it gives up against the plan, then
+    its deployment; the families without a plan, and where the scenario allows no intra-DC
+    PD, what ``compare`` relaxes to plan it."""
+    ru, e = r.runner_ups, r.evaluation
+    if ru is None or e is None:
+        return []
+    lines: list[Any] = []
+    head = f"Runner-ups at {r.planned_rps:,.3g} req/s, each family's cheapest"
+    head += " (against the plan):" if ru.rows else ": none"
+    lines.append(Text(head, style="bold"))
+    for i, x in enumerate(ru.rows, 1):
+        lines.append(Text(f"{i}. {x.family.label}"))
+        lines.append(Padding(Text(_against(x.evaluation, e)), (0, 0, 0, 3)))
+        lines.append(Padding(Text(x.deployment, style="dim"), (0, 0, 0, 3)))
+    if ru.unserved:
+        names = "; ".join(f.label for f in ru.unserved)
+        lines.append(Text(f"No plan at the demand: {names}.", style="dim"))
+    if not ru.intra_dc_allowed:
+        lines.append(Text(intra_dc_note(s), style="dim"))
+    if ru.stopped:
+        lines.append(
+            Text(f"Runner-ups stopped at {ru.stopped}: the list may miss some.", style="yellow")
+        )
+    return lines
+
+
+def _against(x: Evaluation, plan: Evaluation) -> str:
+    """A runner-up's cost, SLA capacity and TTFT P99 at the demand, each with its difference
+    from the plan's in brackets: what it gives up, or gains."""
+    month = units.HOURS_PER_MONTH
+    parts = []
+    if x.cost_per_hour_usd is not None:
+        cost = f"${x.cost_per_hour_usd * month:,.0f}/month"
+        if plan.cost_per_hour_usd is not None:
+            d = (x.cost_per_hour_usd - plan.cost_per_hour_usd) * month
+            cost += f" ({'+' if d >= 0 else '-'}${abs(d):,.0f})"
+        parts.append(cost)
+    d = x.sla_capacity_rps - plan.sla_capacity_rps
+    parts.append(f"{x.sla_capacity_rps:,.3g} req/s ({d:+,.2f})")
+    d = x.ttft_s["p99"] - plan.ttft_s["p99"]
+    parts.append(f"TTFT P99 {_s(x.ttft_s['p99'])} ({d:+,.2f})")
+    return ", ".join(parts)
+
+
+def intra_dc_note(s: Scenario) -> str:
+    """Why ``solve`` lists no intra-DC PD, and what ``compare`` relaxes to plan it."""
+    pd = [
+        d for d, dc in s.datacenters.items() if "prefill" in dc.roles and "main_decode" in dc.roles
+    ]
+    if pd:
+        return f"Intra-DC PD in {', '.join(pd)} has no plan at the demand."
+    lacking = "; ".join(
+        f"{d} runs no {' and no '.join(r.replace('_', ' ') for r in ('prefill', 'main_decode') if r not in dc.roles)}"
+        for d, dc in s.datacenters.items()
+    )
+    return (
+        f"No intra-DC PD in this scenario ({lacking}): `pddplan compare` plans it with those "
+        "roles allowed."
+    )
+
+
+def _relaxations(r: PlanResult) -> Table:
+    t = Table(
+        title="Why it is infeasible: the smallest relaxation of each limit", box=box.SIMPLE_HEAD
+    )
+    for col in ("limit relaxed", "factor", "what it takes"):
+        t.add_column(col, justify="right" if col == "factor" else "left")
+    unhelpful: dict[str, list[str]] = {}  # message -> the limits it is said of
+    for relax in r.relaxations:
+        if relax.factor is None and relax.family != "options" and relax.keys:
+            unhelpful.setdefault(relax.message, []).append(relax.family)
+            continue
+        t.add_row(relax.family, f"{relax.factor:.3g}" if relax.factor else "—", relax.message)
+    for message, families in unhelpful.items():
+        if len(families) > 1:
+            message = message.replace("relaxing it alone", "relaxing any one alone")
+        t.add_row(", ".join(families), "—", message)
+    return t
+
+
+def _marginals(r: PlanResult) -> Table:
+    e = r.evaluation
+    demand = f"{e.demand_rps:g}" if e is not None else "the demand"
+    m = grid(
+        "One step more or less",
+        ("change", "Δ $/month", "Δ SLA cap.\nreq/s", f"TTFT P99\nat {demand}", "BCR after"),
+        text=0,
+    )
+    for change in r.marginals:
+        m.add_row(
+            change.change,
+            f"{change.d_cost_per_hour_usd * units.HOURS_PER_MONTH:+,.0f}",
+            f"{change.d_sla_capacity_rps:+,.2f}",
+            _s(change.ttft_p99_s),
+            num(change.bcr, ",.4f") if change.bcr else "—",
+        )
+    m.caption = (
+        "each change evaluated: +1 buys one purchase step more, -1 one less (or the pool dropped)"
+    )
+    return m
+
+
+def _bcr_steps(r: PlanResult, s: Scenario) -> Table:
+    st = r.stats
+    steps = grid("BCR against cost", ("$/hour", "SLA capacity\nreq/s", "BCR", "deployment"), text=3)
+    for x in r.bcr_steps:
+        mark = " <- plan" if x.plan else ""
+        steps.add_row(
+            f"{x.cost_per_hour_usd:,.2f}",
+            f"{x.sla_capacity_rps:,.2f}",
+            f"{x.bcr:.4f}{mark}",
+            x.deployment,
+        )
+    plateau = s.search.bcr_plateau
+    bound = st.bcr_bound
+    steps.caption = (
+        f"the plans the search evaluated; the plan: the cheapest within {plateau:.0%} of "
+        f"the proven bound {num(bound, '.4f')}"
+    )
+    if bound and st.bcr_best and (bound - st.bcr_best) / bound > plateau:
+        steps.caption += (
+            f"; the best found ({st.bcr_best:.4f}) is more than {plateau:.0%} below the "
+            "bound: the search stopped early"
+        )
+    return steps
+
+
+def _solver(r: PlanResult) -> Table:
+    st = r.stats
     solver = _solver_table(st.solver, st.status)
     solver.add_row("time", f"{st.seconds:.2f} s")
     solver.add_row("MILP solves", str(st.milp_solves))
@@ -312,8 +578,10 @@ def plan_report(r: PlanResult, s: Scenario, margin: ErrorMargin | None = None) -
         solver.caption_justify = "left"
     if st.milp_solves:
         solver.add_row("model size", f"{st.variables} variables, {st.constraints} constraints")
-    parts.append(solver)
-    return Group(*parts)
+    ru = r.runner_ups
+    if ru is not None:
+        solver.add_row("families", f"{ru.families}, {len(ru.rows)} runner-ups shown")
+    return solver
 
 
 def stop_note(status: PlanStatus, reason: str | None, has_plan: bool) -> str:

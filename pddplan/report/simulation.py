@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.report.format import num
-from pddplan.report.tables import ROLE_LABELS, grid
+from pddplan.report.tables import ROLE_LABELS, breakdown_table, grid
 
 LABELS = {"p_hit": "prefill-side hit (mean)", "md_hit": "decode-side hit (mean)"}
 
@@ -138,6 +138,12 @@ def simulation_report(v: dict[str, Any]) -> Group:
         f"singular {paths['singular']:.0%}; {v['handoffs']:,} handoffs, "
         f"{v['handoff_stall_ms']:,.1f} ms MD stall each"
     )
+    both = v["ttft_breakdown_s"]
+    breakdown = breakdown_table(
+        f"TTFT by segment, mean s, at {v['rate_rps']:,.2f} req/s",
+        {"analytic": {k: x["analytic"] for k, x in both.items()},
+         "simulated": {k: x["simulated"] for k, x in both.items()}},
+    )  # fmt: skip
     tb = v["ttft_tail_breakdown_s"]
     tail = Text(
         f"TTFT above its P90, on average: {tb['queue']:.2f} s prefill queue, "
@@ -154,7 +160,15 @@ def simulation_report(v: dict[str, Any]) -> Group:
         style="dim",
     )
     return Group(
-        verdict_line(v), head, steady_state_line(v), simulation_table(v), note, routes, tail, speed
+        verdict_line(v),
+        head,
+        steady_state_line(v),
+        simulation_table(v),
+        note,
+        breakdown,
+        routes,
+        tail,
+        speed,
     )
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
+    from pddplan.plan.alternatives import Family, RunnerUps
     from pddplan.plan.compare import Candidate, Comparison, Section
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
@@ -148,7 +149,46 @@ def plan_view(r: PlanResult) -> dict[str, Any]:
     if r.fleet is not None:
         out["deployment"] = r.fleet.model_dump(mode="json")
     out["infeasibility"] = [dataclasses.asdict(x) for x in r.relaxations]
+    out["idle_pools"] = list(r.idle)
+    if r.runner_ups is not None:
+        out["runner_ups"] = runner_ups_view(r.runner_ups)
     return _plain(out)
+
+
+def runner_ups_view(ru: RunnerUps) -> dict[str, Any]:
+    """``solve --json``'s runner-ups: each family's cheapest deployment at the demand (its
+    fleet in fleet-file form, cost, SLA capacity, TTFT at the demand), the families without
+    a plan, and whether the search stopped early."""
+
+    def family(f: Family) -> dict[str, Any]:
+        return {
+            "architecture": f.architecture,
+            "label": f.label,
+            "prefill": list(f.prefill),
+            "relay_decode": list(f.relay) if isinstance(f.relay, tuple) else f.relay,
+            "main_decode": list(f.main),
+        }
+
+    return {
+        "families": ru.families,
+        "rows": [
+            {
+                "family": family(x.family),
+                "deployment_text": x.deployment,
+                "cost_per_hour_usd": x.evaluation.cost_per_hour_usd,
+                "cost_per_month_usd": x.evaluation.cost_per_hour_usd * units.HOURS_PER_MONTH
+                if x.evaluation.cost_per_hour_usd is not None
+                else None,
+                "sla_capacity_rps": x.evaluation.sla_capacity_rps,
+                "ttft_s": x.evaluation.ttft_s,
+                "status": x.evaluation.status,
+                "deployment": x.fleet.model_dump(mode="json"),
+            }
+            for x in ru.rows
+        ],
+        "unserved": [family(f) for f in ru.unserved],
+        "stopped": ru.stopped,
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -397,6 +437,10 @@ def simulation_view(r: SimResult) -> dict[str, Any]:
         "sla": r.sla,
         "misses": r.misses,
         "ttft_tail_breakdown_s": r.tail_breakdown,
+        "ttft_breakdown_s": {
+            k: {"simulated": v, "analytic": (r.predicted_breakdown or {}).get(k)}
+            for k, v in r.breakdown.items()
+        },
         "events": r.events,
         "wall_seconds": r.wall_s,
         "events_per_second": r.events / r.wall_s if r.wall_s else None,

@@ -107,6 +107,11 @@ class SimResult:
     """Mean seconds of each TTFT segment (``queue``: waiting for a prefill pass; ``prefill``:
     the passes; ``transfer``: KV to the decode instance; ``decode``: admission, first step
     and the return hop) over the requests above the simulated TTFT P90."""
+    breakdown: dict[str, float]
+    """Mean seconds of each TTFT segment over every measured request, keyed as the
+    evaluator's (``evaluator.TTFT_SEGMENTS``: ``first_token`` is ``decode`` above), with the
+    analytic figures at the same rate in ``predicted_breakdown``."""
+    predicted_breakdown: dict[str, float] | None
     events: int
     wall_s: float
     engine: str = ""
@@ -305,12 +310,16 @@ def _summarize(
     if tpot["p99"].simulated > s.sla.tpot_ms * (1 + 1e-9):
         misses.append(f"TPOT P99 {tpot['p99'].simulated:.1f} ms above {s.sla.tpot_ms:g} ms")
     slow = rec.ttft_s >= ttft_fig["p90"].simulated
-    tail = {
-        "queue": _mean(rec.queue_s[slow]),
-        "prefill": _mean((rec.prefill_s - rec.queue_s)[slow]),
-        "transfer": _mean(rec.transfer_s[slow]),
-        "decode": _mean((rec.ttft_s - rec.prefill_s - rec.transfer_s)[slow]),
-    }
+
+    def segments(at: np.ndarray | slice, last: str) -> dict[str, float]:
+        return {
+            "queue": _mean(rec.queue_s[at]),
+            "prefill": _mean((rec.prefill_s - rec.queue_s)[at]),
+            "transfer": _mean(rec.transfer_s[at]),
+            last: _mean((rec.ttft_s - rec.prefill_s - rec.transfer_s)[at]),
+        }
+
+    tail = segments(slow, "decode")
     handoffs = last.handoffs - first.handoffs
     stall = last.stall_s - first.stall_s
     st = steady.steadiness
@@ -341,6 +350,8 @@ def _summarize(
         sla=sla,
         misses=misses,
         tail_breakdown=tail,
+        breakdown=segments(slice(None), "first_token"),
+        predicted_breakdown=predicted.ttft_breakdown_s,
         events=sim.ev.count,
         wall_s=st.wall_s,
     )

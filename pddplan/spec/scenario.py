@@ -574,6 +574,9 @@ class Scenario(Frozen):
     """Demand growth to plan for: plans serve ``arrival_rps x (1 + headroom)`` within the
     SLA and the utilization caps (``docs/milp.md``)."""
     budget_usd_per_hour: PositiveUsd | None = None
+    """The most a plan may cost per hour, for every objective: what ``max-capacity``
+    spends, a ceiling on ``min-cost`` and ``max-bcr`` plans (one that binds is explained:
+    the budget the cheapest plan needs)."""
     prices_usd_per_gpu_hour: dict[str, PositiveUsd] = Field(default_factory=dict)
     """Rent per GPU-hour by chip id, overriding (or filling in) the catalog's price."""
     gpu_purchase: dict[str, GpuPurchase] = Field(default_factory=dict)
