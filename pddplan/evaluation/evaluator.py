@@ -23,6 +23,7 @@ splits across P pools in proportion to their capacity; decode traffic likewise.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -114,6 +115,8 @@ class _State:
     1 exactly when ``ok``. The capacity search interpolates on it (``_bisect_capacity``)."""
     breakdown: Callable[[], dict[str, float]]
     """The mean TTFT by segment (``TTFT_SEGMENTS``), computed when asked (``_breakdown``)."""
+    said: list[str]
+    """Every limit as a failure would say it, failed or not (``_Limits.said``)."""
 
 
 TTFT_SEGMENTS = ("queue", "prefill", "transfer", "first_token")
@@ -136,10 +139,13 @@ class _Limits:
     def __init__(self) -> None:
         self.failures: list[str] = []
         self.ratios: list[float] = []
+        self.said: list[str] = []
+        """Every limit's ``failure`` text, failed or not (what ``binding_lines`` reads)."""
 
     def add(self, value: float, limit: float, failure: str) -> None:
         """A limited figure: it fails, as ``failure`` says, where ``value`` exceeds
         ``limit``; its ratio to the limit is kept either way."""
+        self.said.append(failure)
         if limit > 0:
             self.ratios.append(value / limit)
         else:
@@ -260,6 +266,7 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
         float(w @ cache.mean_hit),
         max(limits.ratios, default=0.0),
         breakdown,
+        limits.said,
     )
 
 
@@ -674,11 +681,12 @@ class Evaluator:
             status = EvalStatus.BELOW_DEMAND
         else:
             status = EvalStatus.OK
+        at_capacity = _state(m, capacity, routing) if 0 < capacity < math.inf else None
         if capacity > 0:
-            binding = _state(m, capacity * (1 + 1e-6) + 1e-12, routing).failures
+            above = _state(m, capacity * (1 + 1e-6) + 1e-12, routing)
+            binding = binding_lines(above.failures, at_capacity)
         else:
             binding = list(notes)
-        at_capacity = _state(m, capacity, routing) if 0 < capacity < math.inf else None
         planned = demand * (1 + scenario.headroom)
         at_planned = _state(m, planned, routing) if planned > demand else None
         return _report(
@@ -809,6 +817,48 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
         if interpolate:
             slow = slow + 1 if hi - lo > width / 2 else 0
     return lo
+
+
+def binding_lines(failures: list[str], at_capacity: _State | None) -> list[str]:
+    """The limits that fail just past the SLA capacity, each with its figure there; where
+    the figure at the capacity itself differs (a limit that jumps, such as the P99 gap
+    when relay decode's step starts to count), both: ``the TPOT bound 50 ms (P99
+    inter-token gap 49.8 ms at the capacity, 150.2 ms just above it)``."""
+    out = []
+    for failure in failures:
+        head, _, figure = failure.partition(" (")
+        there = next(
+            (
+                t
+                for t in (at_capacity.said if at_capacity is not None else [])
+                if t.startswith(f"{head} (")
+            ),
+            None,
+        )
+        at = there.partition(" (")[2].removesuffix(")") if there is not None else ""
+        here, now = _first_number(at), _first_number(figure)
+        if here is None or now is None or abs(now - here) <= JUMP * max(abs(here), 1e-12):
+            out.append(failure)  # the same figure on both sides, to the printed digits
+            continue
+        number = _NUMBER.search(at)
+        words = at[: number.start()] if number else ""
+        above = figure.removesuffix(")").removeprefix(words) if words.strip() else figure
+        out.append(f"{head} ({at} at the capacity, {above.removesuffix(')')} just above it)")
+    return out
+
+
+JUMP = 0.05
+"""A binding limit's figure that moves more than this share between the SLA capacity and
+just above it is shown at both (``binding_lines``)."""
+
+
+_NUMBER = re.compile(r"(?<![A-Za-z\d.])-?\d[\d,]*\.?\d*")
+"""A number standing alone (not the 99 of ``P99``)."""
+
+
+def _first_number(text: str) -> float | None:
+    found = _NUMBER.search(text)
+    return float(found.group(0).replace(",", "")) if found else None
 
 
 def _log_excess(st: _State) -> float:

@@ -644,15 +644,20 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
         parts += [Text(n) for n in r.notes]
         return Group(*parts)
     fleet = r.variants[0].fleet
+    basis = r.variants[0].evaluation.price_basis
     bought = "; ".join(
-        f"{p.instances} x {p.gpus_per_instance} {p.chip} ({p.role}) in {p.datacenter}"
+        f"{'buy' if basis.get(p.chip) == 'buy' else 'rent'} {p.instances} x "
+        f"{p.gpus_per_instance} {p.chip} ({p.role}) in {p.datacenter}"
         for p in fleet.pools
     )
-    links = ", ".join(f"{x.gbps:g} Gbit/s {'-'.join(x.between)}" for x in fleet.links)
+    owned = r.variants[0].evaluation.owned_gpus
+    if owned:
+        bought += f" ({owned} of these GPUs already owned)"
+    links = ", ".join(f"lease {x.gbps:g} Gbit/s {'-'.join(x.between)}" for x in fleet.links)
     verdict = "holds" if r.confirmed else "does NOT hold"
     parts.append(
         Text(
-            f"Buy {bought}; {links}: ${r.cost_per_hour_usd * month:,.0f}/month. One fleet for "
+            f"{bought[:1].upper()}{bought[1:]}; {links}: ${r.cost_per_hour_usd * month:,.0f}/month. One fleet for "
             f"{len(r.variants)} workload variants; the SLA {verdict} on every must-meet "
             "variant and on the weighted variants' mixture.",
             style="bold",
