@@ -3,7 +3,8 @@ LLM serving.
 
 The public API (``docs/api.md``): ``load_scenario`` gives a ``Problem``; ``solve``,
 ``evaluate``, ``simulate``, ``verify`` and ``compare`` answer questions about it;
-``instance_figures``, ``fit_trace`` and ``import_hf_config`` work on the catalogs and traces.
+``instance_figures``, ``fit_trace`` and ``import_hf_config`` work on the catalogs and traces;
+``sample_trace`` is the path of the trace shipped with the package.
 Names are imported on first use, so that ``import pddplan`` stays fast.
 
 Packages, in the order data flows through them (each says what it may import):
@@ -11,7 +12,7 @@ Packages, in the order data flows through them (each says what it may import):
 -> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
 
 May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``,
-``io``, ``model``, ``workload``, ``spec``, ``atomic``, ``work``, ``errors``.
+``io``, ``model``, ``workload``, ``spec``, ``data``, ``atomic``, ``work``, ``errors``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "SOLVERS": "pddplan.api",
     "METHODS": "pddplan.api",
     "input_limit": "pddplan.io.located",
+    "sample_trace": "pddplan.data",
     # types
     "Problem": "pddplan.model.problem",
     "Catalogs": "pddplan.io.catalogs",
@@ -118,6 +120,7 @@ __all__ = [
     "load_scenario",
     "price_fleet",
     "price_sweep",
+    "sample_trace",
     "scenario_schema",
     "simulate",
     "solve",

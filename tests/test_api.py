@@ -22,7 +22,20 @@ def test_the_documented_example_runs(monkeypatch, capsys):
     exec(compile(code.group(1), "docs/api.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("optimal ")
-    assert len(printed) == 6
+    assert len(printed) == 7
+    assert printed[5].startswith("731 ")  # the sample trace's requests: a shipped file
+
+
+def test_the_documented_example_reads_only_shipped_files():
+    """Issue 51: the example read a test fixture, which a user of the package does not have;
+    each file it names is one of the checkout's scenarios or fleets (the trace comes from
+    ``pddplan.sample_trace()``)."""
+    code = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
+    assert code is not None
+    paths = re.findall(r"\"([^\"]+\.(?:yaml|json|jsonl))\"", code.group(1))
+    assert paths and all(p.split("/")[0] in ("scenarios", "fleets") for p in paths), paths
+    assert all((ROOT / p).is_file() for p in paths)
+    assert "pddplan.sample_trace()" in code.group(1)
 
 
 def test_every_exported_name_resolves_to_its_module():

@@ -4,11 +4,12 @@ the docs find their sections."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 import typer
-from conftest import ROOT
+from conftest import ROOT, run_main
 
 from pddplan.cli.app import app
 
@@ -67,3 +68,44 @@ def test_every_link_to_a_section_finds_its_heading():
             if name in anchors and anchor not in anchors[name]:
                 broken.append(f"{page.name} -> {name}#{anchor}")
     assert not broken, broken
+
+
+SAMPLE = '"$(pddplan workload sample)"'
+"""How the docs give the sample trace to a command: the path ``workload sample`` prints."""
+
+
+def _sample_commands() -> list[str]:
+    """Every command README.md and docs/*.md quote with the sample trace: a line of a
+    ```` ```bash ```` block, or an inline ``pddplan ...`` span."""
+    found = set()
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            found |= {x.strip() for x in block.splitlines() if SAMPLE in x}
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        found |= {x for x in re.findall(r"`(pddplan [^`\n]*)`", prose) if SAMPLE in x}
+    return sorted(found)
+
+
+def test_the_docs_give_the_sample_trace_to_commands():
+    """The README names the sample where it explains traces (issue 51, item 7)."""
+    commands = _sample_commands()
+    assert 'pddplan workload fit "$(pddplan workload sample)"' in commands
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"pddplan workload fit {SAMPLE}" in readme
+
+
+@pytest.mark.parametrize("command", _sample_commands())
+def test_each_quoted_command_on_the_sample_trace_works(command, tmp_path, monkeypatch):
+    """Each quoted command, with the path ``pddplan workload sample`` prints put where the
+    shell would put it, exits 0 (in an empty folder: a file it writes stays there)."""
+    monkeypatch.chdir(tmp_path)
+    printed = run_main("workload", "sample")
+    assert printed.exit_code == 0, printed.output
+    path = printed.stdout.strip()
+    assert Path(path).is_file() and printed.stdout.count("\n") == 1
+    args = shlex.split(command.replace(SAMPLE, shlex.quote(path)))
+    assert args[0] == "pddplan"
+    result = run_main(*args[1:])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip()

@@ -325,3 +325,19 @@ def test_break_evens_pass_over_values_where_nothing_has_a_plan():
     run = SweepRun(SweepJob("s", "0", (axis,)), points, 4)
     (only,) = analysis.break_evens(run, "bcr")
     assert (only.lo, only.hi, only.before, only.after) == (0.1, 0.3, "PDD", "intra-DC")
+
+
+@pytest.mark.slow
+def test_a_piped_table_keeps_its_fleet_column():
+    """Regression (issue 51): piped, the table is 80 columns wide, and it cut its fleet
+    column's header to ``flee`` and its ids away."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    res = subprocess.run([sys.executable, "-m", "pddplan", "sweep", str(SMALL), "--vary",
+                          "workload.arrival_rps=4", "--workers", "1"], capture_output=True,
+                         text=True, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80
+    header = next(x for x in lines if "architecture" in x)
+    row = next(x for x in lines if x.split()[:2] == ["4", "PDD"])
+    assert header.split()[-1] == "fleet" and row.split()[-1] == "F1"

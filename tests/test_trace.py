@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 
+from pddplan import sample_trace
 from pddplan.errors import InputError
 from pddplan.workload.cache import PrefixCache
 from pddplan.workload.trace import fit_trace
@@ -205,36 +206,39 @@ def test_bucket_edges_are_checked():
         fit_trace(SLICE, hit_edges=(0.0, 0.5, 0.4, 1.0))
 
 
-SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+def test_the_sample_trace_is_the_conversation_traces_first_240_s():
+    """The sample shipped with the package (``pddplan.sample_trace()``) is what its README
+    says: every request of the conversation trace before 240,000 ms, its lines unchanged,
+    under 200 kB. The test slice holds the same trace's first 2,000 lines, so the sample is
+    its head, cut where the timestamps reach 240 s."""
+    sample = sample_trace()
+    assert sample.is_file() and sample.stat().st_size < 200_000
+    lines = sample.read_bytes().splitlines(keepends=True)
+    head = SLICE.read_bytes().splitlines(keepends=True)
+    assert lines == head[: len(lines)]
+    stamps = [json.loads(x)["timestamp"] for x in head[: len(lines) + 1]]
+    assert max(stamps[:-1]) < 240_000 <= stamps[-1]
+    readme = (sample.parent / "README.md").read_text()
+    assert sample.name in readme and "Apache License 2.0" in readme
+    assert f"{len(lines)} lines" in readme
 
 
-@pytest.mark.skipif(
-    not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the checkout"
-)
-@pytest.mark.parametrize(
-    ("name", "requests", "mean_hit", "histogram"),
-    [
-        (
-            "mooncake_conversation.jsonl",
-            12031,
-            0.409385,
-            [0.432466, 0.086277, 0.226997, 0.095586, 0.061009, 0.077965, 0.019699],
-        ),
-        (
-            "mooncake_synthetic.jsonl",
-            3993,
-            0.431521,
-            [0.553969, 0.001002, 0.002004, 0.019785, 0.050338, 0.227648, 0.145254],
-        ),
-    ],
-)
-def test_shipped_traces(name, requests, mean_hit, histogram):
-    """The whole shipped traces with an unbounded cache: pinned request counts, mean hit
-    rates and hit histograms over the default buckets."""
-    fit = fit_trace(SHARED_TRACES / name)
-    assert fit.requests == requests
-    assert fit.mean_hit_rate == pytest.approx(mean_hit, abs=1e-6)
-    assert [b["share"] for b in fit.hit_histogram] == pytest.approx(histogram, abs=1e-6)
+def test_the_sample_trace_fits_as_its_readme_says():
+    """The sample replayed with an unbounded cache: each request's hit is its longest run of
+    leading blocks seen before (capped at its length), checked against a plain replay here,
+    and the figures the README and docs/cli.md quote."""
+    fit = fit_trace(sample_trace())
+    seen: set[int] = set()
+    hits = []
+    for line in sample_trace().read_text().splitlines():
+        r = json.loads(line)
+        run = next((i for i, h in enumerate(r["hash_ids"]) if h not in seen), len(r["hash_ids"]))
+        hits.append(min(run * 512, r["input_length"]) / r["input_length"])
+        seen.update(r["hash_ids"])
+    assert fit.requests == len(hits) == 731
+    assert fit.mean_hit_rate == pytest.approx(sum(hits) / len(hits), rel=1e-12)
+    assert f"{fit.mean_hit_rate:.1%}" == "26.4%"  # pddplan/data/README.md
+    assert f"{fit.arrival_rps:.3f}" == "3.042"  # docs/cli.md
 
 
 def test_ids_beyond_the_byte_map_keep_earlier_hits():

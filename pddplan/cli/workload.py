@@ -187,6 +187,18 @@ def workload_fit(
     emit(json_out, lambda: views.trace_fit_view(fit), lambda: report_workload.trace_report(fit))
 
 
+@workload_app.command("sample", cls=Command)
+@user_errors
+def workload_sample() -> None:
+    """Print the path of the sample trace installed with pddplan: the first 240 s (731
+    requests) of the Mooncake conversation trace, Apache-2.0 (the README beside it says
+    where it comes from and how it was cut).
+
+    Example: [bold]pddplan workload fit "$(pddplan workload sample)"[/bold]
+    """
+    typer.echo(str(pddplan.sample_trace()))
+
+
 @workload_app.command("show", cls=Command)
 @user_errors
 def workload_show(

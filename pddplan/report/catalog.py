@@ -21,38 +21,41 @@ if TYPE_CHECKING:
     from pddplan.spec.hardware import HardwareCatalog
 
 
+CHIP_COLUMNS = (
+    ("id", None, ""),
+    ("BF16\nTFLOPS", "bf16_tflops", ",.0f"),
+    ("FP8\nTFLOPS", "fp8_tflops", ",.0f"),
+    ("HBM\nGB", "hbm_gb", ",.4g"),
+    ("HBM\nTB/s", "hbm_bandwidth_tb_s", ".3g"),
+    ("scale-up\nGB/s", "scaleup_bandwidth_gb_s", ",.0f"),
+    ("domain\nGPUs", "scaleup_domain_gpus", "d"),
+    ("NIC\nGb/s", "nic_gbps", ",.0f"),
+    ("USD/\nGPU-h", "price_usd_per_hour", ".2f"),
+)
+"""``catalog list``'s columns: header, the chip's field, its format."""
+
+
 def chips_table(catalog: HardwareCatalog) -> Table:
-    """Every accelerator, one row each."""
+    """Every accelerator, one row each; a figure its catalog entry lists as uncertain is
+    starred (the other cells of its column padded, so that the digits line up)."""
     t = grid(
         "Accelerators (TFLOPS dense; bandwidths per GPU, per direction)",
-        (
-            "id",
-            "BF16\nTFLOPS",
-            "FP8\nTFLOPS",
-            "HBM\nGB",
-            "HBM\nTB/s",
-            "scale-up\nGB/s",
-            "dom-\nain",
-            "NIC\nGb/s",
-            "USD/\nGPU-h",
-        ),
+        [head for head, _, _ in CHIP_COLUMNS],
+        text=None,
+        drop=(7, 6, 5, 2),  # at a narrow width: NIC, domain, scale-up, FP8 before the rest
     )
+    starred = {key for chip in catalog.chips.values() for key in chip.uncertain}
     for chip in catalog.chips.values():
-        mark = "*" if chip.uncertain else ""
-        t.add_row(
-            chip.id + mark,
-            num(chip.bf16_tflops, ",.0f"),
-            num(chip.fp8_tflops, ",.0f"),
-            num(chip.hbm_gb),
-            num(chip.hbm_bandwidth_tb_s, ".3g"),
-            num(chip.scaleup_bandwidth_gb_s, ",.0f"),
-            str(chip.scaleup_domain_gpus),
-            num(chip.nic_gbps, ",.0f"),
-            num(chip.price_usd_per_hour, ".2f"),
-        )
+        cells = [chip.id]
+        for _, key, fmt in CHIP_COLUMNS[1:]:
+            mark = ("*" if key in chip.uncertain else " ") if key in starred else ""
+            cells.append(num(getattr(chip, key), fmt) + mark)
+        t.add_row(*cells)
     t.caption = (
-        "* some figures are uncertain; sources, price dates and TDP: `pddplan catalog show ID`"
+        "*: an uncertain figure; —: none (no FP8 units, no public price).\n"
+        "Sources, price dates, TDP, other uncertain figures: pddplan catalog show ID"
     )
+    t.caption_justify = "left"
     return t
 
 
@@ -86,13 +89,16 @@ def chip_detail(view: dict[str, Any]) -> Group:
 
 
 def models_table(views: list[dict[str, Any]]) -> Table:
+    """Every model, one row each; the parameters as ``total/active`` billions in one column,
+    so that every figure fits 80 columns."""
     t = grid(
         "Models",
-        (
+        text=None,
+        drop=(7, 3, 5, 4),  # narrower than 80: fixed MB, the dtypes, weight GB; never the id
+        headers=(
             "id",
             "attention",
-            "total\nB",
-            "active\nB",
+            "total/\nactive B",
             "weights",
             "weight\nGB",
             "KV",
@@ -104,11 +110,11 @@ def models_table(views: list[dict[str, Any]]) -> Table:
         dtype = v["weight_dtype"] + (
             f"/{v['expert_weight_dtype']}" if v.get("expert_weight_dtype") else ""
         )
+        params = f"{num(v['total_params_b'], ',.0f')}/{num(v['active_params_b'], ',.3g')}"
         t.add_row(
             v["id"],
             v["attention"],
-            num(v["total_params_b"], ",.0f"),
-            num(v["active_params_b"], ",.3g"),
+            params,
             dtype,
             num(v["weight_bytes"] / units.GB, ",.0f"),
             v["kv_dtype"],

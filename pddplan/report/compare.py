@@ -45,15 +45,17 @@ def comparison_report(view: dict[str, Any]) -> Group:
             why = relaxed.get(label)
             return label if why is None else label.replace(f" ({why})", "") + " *"
 
-        # the WAN link goes under the architecture, the column that wraps
+        # the WAN link goes under the architecture, in lines that never wrap (nor does the
+        # architecture: the other columns' headers break first)
         link = heads.index("WAN link")
-        t = grid("", heads[:link] + heads[link + 1 :], text=1)
+        t = grid("", heads[:link] + heads[link + 1 :], text=None, left=1)
         for r in rows:
             cells = [_stacked(short(c)) if j == 1 else c for j, c in enumerate(r)]
             if len(cells) > link:
                 wan = cells.pop(link)
                 if wan not in ("—", ""):
-                    cells[1] += "\nWAN " + wan.replace(LINK_PARTS, ", ")
+                    rate, *rest = wan.split(LINK_PARTS)
+                    cells[1] += f"\nWAN {rate},\n" + ", ".join(rest)
             t.add_row(*cells)
         captions = []
         if any(len(r) > link and r[link] not in ("—", "") for r in rows):
@@ -61,11 +63,12 @@ def comparison_report(view: dict[str, Any]) -> Group:
         if relaxed:
             captions.append("* relaxes the scenario: " + "; ".join(dict.fromkeys(relaxed.values())))
         t.caption = "\n".join(captions) or None
+        t.caption_justify = "left"
         parts += [Text(section_title(section), style="bold"), t]
         parts += [Text(n, style="yellow") for n in infeasible_notes(section)]
         if section["at"] == "budget":
             heads, rows = latency_rows(section)
-            t = grid("TTFT at one rate, and at each fleet's own load", heads)
+            t = grid("TTFT at one rate, and at each fleet's own load", heads, text=None)
             for r in rows:
                 t.add_row(_stacked(short(r[0])), *r[1:])
             parts.append(t)
@@ -73,7 +76,7 @@ def comparison_report(view: dict[str, Any]) -> Group:
     sweep = view.get("price_sweep")
     if sweep:
         heads, rows = sweep_rows(sweep)
-        s = grid(f"Price sweep: {sweep['chip']}", heads)
+        s = grid(f"Price sweep: {sweep['chip']}", heads, text=2, left=0)  # the baseline wraps
         for r in rows:
             s.add_row(*r)
         s.caption = break_even_text(sweep)

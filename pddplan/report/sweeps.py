@@ -15,12 +15,11 @@ import json
 import math
 from typing import Any
 
-from rich import box
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from pddplan.errors import InputError
+from pddplan.report.tables import grid
 from pddplan.spec.status import PlanStatus, PointStatus, RowStatus
 from pddplan.sweeps import analysis
 from pddplan.sweeps.engine import SweepRun
@@ -61,6 +60,17 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
         text = r["reason"] or r["fleet"] or "-"
         return notes.setdefault(text, f"N{len(notes) + 1}")
 
+    relaxed: dict[str, None] = {}  # what the starred rows relax, in order of first use
+
+    def arch(label: str | None) -> str:
+        """The architecture, its datacenter on a second line; a relaxation (the label's
+        ``(if ...)``, as ``plan.compare`` writes it) as a star, spelled out below."""
+        name, sep, why = (label or "-").partition(" (if ")
+        if sep and why.endswith(")"):
+            relaxed["if " + why[:-1]] = None
+            name += " *"
+        return name.replace(" in ", "\nin ", 1)
+
     cells = []
     for r in shown:
         cost = r["cost_per_month_usd"]
@@ -71,7 +81,7 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
         status = r["status"] + stop.get(r["solver_status"] or "", "")
         cells.append([
             *(_num(r[p], 6) for p in paths),
-            r["architecture"] or "-",
+            arch(r["architecture"]),
             status,
             "-" if cost is None else f"{cost:,.0f}",
             _num(r["sla_capacity_rps"]),
@@ -81,16 +91,16 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
         ])  # fmt: skip
     headers = [*(p.rpartition(".")[2] for p in paths), "architecture", "status", "$/month",
                "req/s", "BCR", "P99 s", "fleet"]  # fmt: skip
-    t = Table(title=f"Sweep of {run.job.scenario}: {len(run.points):,} of {run.total:,} points",
-              title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)  # fmt: skip
-    for i, name in enumerate(headers):
-        if name == "architecture":  # words: these may wrap
-            t.add_column(name, ratio=1, min_width=len(name), overflow="fold")
-            continue
-        # numbers and ids: never cut, never wrapped
-        width = max([len(name), *(len(c[i]) for c in cells)])
-        left = name in ("status", "fleet")
-        t.add_column(name, justify="left" if left else "right", no_wrap=True, min_width=width)
+    # the architecture wraps (words); numbers, statuses and fleet ids never do: at a narrow
+    # width the figures other than the metric's are left out first (BCR, P99, req/s, cost)
+    words = len(paths)  # the architecture column
+    kept = {"cost": "$/month", "bcr": "BCR", "capacity": "req/s", "ttft_p99": "P99 s"}.get(metric)
+    drop = [headers.index(h) for h in ("BCR", "P99 s", "req/s", "$/month") if h != kept]
+    t = grid(f"Sweep of {run.job.scenario}: {len(run.points):,} of {run.total:,} points",
+             headers, text=words, left=-1, drop=drop)  # fmt: skip
+    t.title_justify = "left"
+    for name in ("status", "fleet"):
+        t.columns[headers.index(name)].justify = "left"
     for c in cells:
         t.add_row(*c)
     lines: list[Any] = [t]
@@ -100,6 +110,8 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
                       "the link); N: why there is no plan. req/s: SLA capacity; BCR: req/s per "
                       "USD/hour; P99 s: TTFT P99 at the demand. Varied: " + "; ".join(
                           f"{p} ({analysis.axis_label(p)})" for p in paths), style="dim"))  # fmt: skip
+    if relaxed:
+        lines.append(Text("* relaxes the scenario: " + "; ".join(relaxed), style="dim"))
     if len(rows) > MAX_TABLE_ROWS:
         lines.append(Text(f"... {len(rows) - MAX_TABLE_ROWS:,} more rows (--format csv has all)",
                           style="dim"))  # fmt: skip
