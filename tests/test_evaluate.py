@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from conftest import DATA, H100_H200, ROOT, SMALL, problem_of, triple
 
 from pddplan.errors import InputError
-from pddplan.evaluation.evaluator import evaluate
+from pddplan.evaluation.evaluator import Evaluator, evaluate
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.io.fleet import load_fleet
 from pddplan.io.scenario import load_scenario
@@ -422,3 +423,41 @@ def test_the_capacity_search_is_a_bisection_in_fewer_states(scenario, fleet, at_
     else:
         assert searched <= plain + ev.SLOW_STEPS
     assert all((st.excess <= 1) == st.ok for st in states)
+
+
+def test_the_ttft_segments_add_up_to_the_mean_the_tail_gives():
+    """The segments' means (``Evaluation.ttft_breakdown_s``) against the mean TTFT computed
+    independently, as the integral of the evaluator's own tail P(TTFT > t) over t: within
+    5% (the tail's normal terms are cut at 0, so its integral is a little larger)."""
+    problem = load_scenario(SMALL)
+    fleet = load_fleet(DATA / "fleets" / "small.yaml", problem)
+    ev = Evaluator(problem, fleet)
+    for rate in (10.0, 0.9 * ev.capacity):
+        st = ev.state(rate)
+        parts = st.breakdown()
+        assert list(parts) == ["queue", "prefill", "transfer", "first_token"]
+        assert all(v >= 0 for v in parts.values())
+        t = np.linspace(0.0, 20.0, 2001)
+        tail = np.concatenate([st.ttft_tail.many(t[i : i + 1000]) for i in range(0, len(t), 1000)])
+        integral = float(np.trapezoid(tail, t))
+        assert sum(parts.values()) == pytest.approx(integral, rel=0.05), (rate, parts, integral)
+    e = ev.report(10.0)
+    assert e.ttft_breakdown_s is not None and e.ttft_breakdown_at_capacity_s is not None
+    # at the capacity the pools are busier: every waiting segment longer
+    assert e.ttft_breakdown_at_capacity_s["queue"] > e.ttft_breakdown_s["queue"]
+
+
+def test_a_binding_limit_that_jumps_shows_both_figures():
+    from types import SimpleNamespace
+
+    from pddplan.evaluation.evaluator import binding_lines
+
+    at = SimpleNamespace(
+        said=["the TPOT bound 50 ms (P99 inter-token gap 49.8 ms)", "the 90% cap of x (busy 89.9%)"]
+    )
+    assert binding_lines(["the TPOT bound 50 ms (P99 inter-token gap 150.2 ms)"], at) == [
+        "the TPOT bound 50 ms (P99 inter-token gap 49.8 ms at the capacity, 150.2 ms just above it)"
+    ]
+    # a figure that moves less than 5% is the one past the capacity, as before
+    assert binding_lines(["the 90% cap of x (busy 90.0%)"], at) == ["the 90% cap of x (busy 90.0%)"]
+    assert binding_lines(["a limit no state said"], at) == ["a limit no state said"]

@@ -36,9 +36,10 @@ def _render(renderable: object, width: int) -> str:
 @pytest.fixture(scope="module")
 def reports() -> dict[str, object]:
     problem = pddplan.load_scenario(H100_H200)
-    plan = pddplan.solve(problem)
+    plan = pddplan.solve(problem, top=3)
     plan = dataclasses.replace(plan, stats=dataclasses.replace(plan.stats, seconds=WALL_S))
     small = pddplan.load_scenario(SMALL)
+    small_plan = pddplan.solve(small, top=3)
     comparison = views.comparison_view(pddplan.compare(small, explain=False))
     fleet = pddplan.load_fleet(ROOT / "tests" / "data" / "fleets" / "small.yaml", small)
     sim = pddplan.simulate(small, fleet, rate_rps=10.0, requests=12_000, seed=3)
@@ -50,6 +51,8 @@ def reports() -> dict[str, object]:
     run = dataclasses.replace(run, wall_s=WALL_S)
     return {
         "solve": report_plan.plan_report(plan, problem.scenario),
+        "solve-details": report_plan.plan_report(plan, problem.scenario, None, report_plan.DETAILS),
+        "solve-small": report_plan.plan_report(small_plan, small.scenario),
         "compare": report_compare.comparison_report(comparison),
         "simulate": simulation.simulation_report(sim_view),
         "model": report_catalog.model_detail(views.model_view(problem.model)),
@@ -78,13 +81,18 @@ def _broken(text: str, word: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", ["solve", "compare", "simulate", "model", "sweep"])
+@pytest.mark.parametrize(
+    "name", ["solve", "solve-details", "solve-small", "compare", "simulate", "model", "sweep"]
+)
 def test_reports_fit_and_match_their_golden_text(reports, name, width, request):
     text = _render(reports[name], width)
     assert max(len(line) for line in text.splitlines()) <= width
     names = ["cluster-a", "cluster-b", "h100-sxm", "h200-sxm", "a100-80g-sxm", "west", "east"]
     broken = [w for w in names if _broken(text, w)]
     assert not broken, f"{name} at {width} columns breaks {broken}"
+    assert not _hyphenated(text), f"{name} at {width} columns hyphenates {_hyphenated(text)}"
+    if name == "solve" and width == 80:  # issue 51: the compact view on one screen
+        assert len(text.splitlines()) <= 40
     check_golden(f"render-{name}-{width}.txt", text, request)
 
 

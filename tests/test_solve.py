@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import (
     DATA,
+    DOMESTIC,
     GOLDEN,
     H100_H200,
     PAPER_FLEETS,
@@ -759,3 +760,75 @@ def test_max_capacity_proves_its_answer_with_the_rate_just_past_it():
     assert best.status == "optimal" and work["rate_points"] == 2 == best.stats.iterations
     assert best.evaluation.sla_capacity_rps == plan.evaluation.sla_capacity_rps
     assert best.evaluation.cost_per_hour_usd <= budget
+
+
+def test_a_budget_below_the_cheapest_plan_says_its_cost():
+    import pddplan
+
+    problem = load_scenario(SMALL)
+    plan = pddplan.solve(problem, top=0)
+    cost = plan.evaluation.cost_per_hour_usd  # $36.75/hour: the min-cost plan
+    with pytest.raises(pddplan.ArgumentError) as caught:
+        pddplan.solve(problem, budget_usd_per_hour=0.9 * cost)
+    assert caught.value.argument == "budget_usd_per_hour"
+    assert f"below the cheapest plan for the demand: ${cost:,.2f}/hour" in str(caught.value)
+    # a budget it fits in leaves the plan as it is
+    within = pddplan.solve(problem, budget_usd_per_hour=1.01 * cost)
+    assert within.fleet == plan.fleet
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(pddplan.ArgumentError, match="finite"):
+            pddplan.solve(problem, budget_usd_per_hour=bad)
+    for top in (-1, 21, 2.5, True):
+        with pytest.raises(pddplan.ArgumentError, match="whole number"):
+            pddplan.solve(problem, top=top)
+
+
+def test_solve_options_are_checked_in_one_line_each():
+    cases = {
+        ("--top", "-1"): "--top",
+        ("--top", "x"): "--top",
+        ("--budget", "0"): "--budget must be a finite",
+        ("--budget", "nan"): "--budget must be a finite",
+        ("--budget", "1"): "--budget $1.00/hour ($730/month) is below the cheapest plan",
+        ("--details", "bogus"): "--details: unknown section 'bogus'; the sections are routing,",
+    }
+    for args, words in cases.items():
+        result = run_main("solve", str(SMALL), *args)
+        assert result.exit_code == 2, args
+        errors = [x for x in result.output.splitlines() if x.startswith("Error:")]
+        assert len(errors) == 1 and words in errors[0], (args, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_one_step_less_of_a_pool_or_the_relay_decode_pool_dropped():
+    from pddplan.plan.explain import _fewer
+    from pddplan.spec.fleet import Fleet, Pool, Routing
+
+    pools = (
+        Pool(datacenter="a", role="prefill", chip="h100-sxm", gpus_per_instance=8, instances=3),
+        Pool(datacenter="a", role="relay_decode", chip="h100-sxm", gpus_per_instance=8,
+             instances=1),
+        Pool(datacenter="b", role="main_decode", chip="h200-sxm", gpus_per_instance=8,
+             instances=1),
+    )  # fmt: skip
+    fleet = Fleet(name="f", pools=pools, routing=Routing(relay_above_mb=10.0))
+    fewer, words = _fewer(fleet, 0, 1)
+    assert fewer.pools[0].instances == 2 and words == "-{step} {what}"
+    dropped, words = _fewer(fleet, 1, 1)
+    assert [p.role for p in dropped.pools] == ["prefill", "main_decode"]
+    assert dropped.routing.relay_above_mb is None and "no relay decode" in words
+    assert _fewer(fleet, 2, 1) is None  # the last main-decode step: no fleet without it
+    assert _fewer(fleet, 0, 3) is None  # prefill at its last purchase step
+
+
+@pytest.mark.slow
+def test_a_pool_idle_at_capacity_says_what_sizes_it():
+    import pddplan
+
+    plan = pddplan.solve(load_scenario(DOMESTIC))
+    # the Ascend SuperPoD is bought whole: 384 chips for prefill, 384 for relay decode
+    idle = [x for x in plan.idle if "relay decode on 384 ascend-910c" in x]
+    assert len(idle) == 1 and "384 GPUs is the ascend-910c's purchase unit" in idle[0]
+    busy = {p.role: p.utilization_at_capacity for p in plan.evaluation.pools}
+    assert busy["relay_decode"] < 0.10 and busy["main_decode"] >= 0.10
+    assert not any("main decode" in x for x in plan.idle)

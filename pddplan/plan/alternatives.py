@@ -57,6 +57,18 @@ class Family:
             relay = ON_PREFILL if r.host is not None else (r.datacenter, r.chip)
         return cls((p.datacenter, p.chip), (m.datacenter, m.chip), relay)
 
+    @classmethod
+    def of_fleet(cls, fleet: Fleet) -> Family:
+        """The family of a planned fleet (one pool per role, as the planner makes them)."""
+        by_role = {p.role: p for p in fleet.pools}
+        p, m, r = by_role["prefill"], by_role["main_decode"], by_role.get("relay_decode")
+        relay: tuple[str, str] | str | None = None
+        if r is not None:
+            relay = (r.datacenter, r.chip)
+        elif p.hosts_relay_decode:
+            relay = ON_PREFILL
+        return cls((p.datacenter, p.chip), (m.datacenter, m.chip), relay)
+
     @property
     def intra_dc(self) -> bool:
         return self.prefill[0] == self.main[0]
@@ -125,7 +137,7 @@ def families(space: Space) -> list[Family]:
                 f = Family(p, m, r)
                 if any(f.carries(st) for st in space.states):
                     out.add(f)
-    return sorted(out, key=lambda f: (f.prefill, f.main, str(f.relay)))
+    return sorted(out, key=lambda f: (f.prefill, f.main, f.relay is not None, str(f.relay)))
 
 
 @dataclass(frozen=True)
