@@ -435,7 +435,7 @@ def runner_ups(r: PlanResult, s: Scenario) -> list[Any]:
         lines.append(Padding(Text(x.deployment, style="dim"), (0, 0, 0, 3)))
     if ru.unserved:
         names = "; ".join(f.label for f in ru.unserved)
-        lines.append(Text(f"No plan at the demand: {names}.", style="dim"))
+        lines.append(Text(f"No plan at the demand for {names}.", style="dim"))
     if not ru.intra_dc_allowed:
         lines.append(Text(intra_dc_note(s), style="dim"))
     if ru.stopped:
@@ -516,8 +516,10 @@ def _marginals(r: PlanResult) -> Table:
             num(change.bcr, ",.4f") if change.bcr else "—",
         )
     m.caption = (
-        "each change evaluated: +1 buys one purchase step more, -1 one less (or the pool dropped)"
+        "each change evaluated: + buys one purchase step more, - one less (or drops the "
+        "pool); —: it meets the SLA at no rate"
     )
+    m.caption_justify = "left"
     return m
 
 
