@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from pddplan.report.format import readable
 from pddplan.report.tables import grid
 
 
@@ -17,8 +18,8 @@ def calibration_report(view: dict[str, Any]) -> Group:
         factor = k["one_sigma_factor"]
         knobs.add_row(
             k["name"],
-            f"{k['default']:.4g}",
-            f"{k['value']:.4g}",
+            readable(k["default"]),
+            readable(k["value"]),
             "unbounded" if factor is None else f"x/÷ {factor:.3f}",
             "at its bound" if k["at_bound"] else "",
         )
@@ -29,7 +30,7 @@ def calibration_report(view: dict[str, Any]) -> Group:
         points.add_row(
             p["id"],
             p["metric"].replace("_tokens_per_s_per_gpu", " tok/s/GPU"),
-            f"{p['measured']:,.4g}",
+            readable(p["measured"]),
             f"{p['residual_before']:+.1%}",
             f"{p['residual_after']:+.1%}",
         )

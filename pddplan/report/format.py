@@ -25,3 +25,16 @@ def sig(x: float | None) -> str:
     if abs(x) < 100:
         return f"{x:.1f}"
     return f"{x:,.0f}"
+
+
+def readable(x: float | None) -> str:
+    """Four significant figures without an exponent where one is not needed: ``22,710``
+    (not ``2.271e+04``) beside ``3,450``, ``12.35``, ``0.0042``; an exponent only below
+    1e-4."""
+    if x is None or x != x:
+        return MISSING
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if x == 0 or abs(x) >= 1e-4:
+        return f"{x:.4g}"
+    return f"{x:.3e}"
