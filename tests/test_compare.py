@@ -398,7 +398,7 @@ def test_compare_budget_section_names_its_budget():
         (["--price-sweep", "h100-sxm=3:4"], "expected CHIP=LO:HI:STEP"),
         (["--price-sweep", "b200=3:4:0.5"], "chip 'b200' is not used anywhere"),
         (["--at", "cost"], "'cost' is not one of 'demand', 'budget', 'both'"),
-        (["--budget", "0"], "--budget must be above 0, got 0"),
+        (["--budget", "0"], "--budget must be a finite $/hour above 0, got 0"),
         (["--at", "demand", "--budget", "40"], "--budget applies to the equal-budget question"),
     ],
 )
