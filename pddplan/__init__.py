@@ -54,6 +54,10 @@ _EXPORTS: dict[str, str] = {
     "SOLVERS": "pddplan.api",
     "METHODS": "pddplan.api",
     "input_limit": "pddplan.io.located",
+    "plan_document": "pddplan.io.plan_file",
+    "read_plan": "pddplan.io.plan_file",
+    "check_plan_scenario": "pddplan.io.plan_file",
+    "plan_problem": "pddplan.io.plan_file",
     "sample_trace": "pddplan.data",
     # types
     "Problem": "pddplan.model.problem",
@@ -61,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "Scenario": "pddplan.spec.scenario",
     "Fleet": "pddplan.spec.fleet",
     "PlanResult": "pddplan.plan.results",
+    "PlanFile": "pddplan.io.plan_file",
     "RobustResult": "pddplan.plan.robust",
     "Evaluation": "pddplan.evaluation.results",
     "FleetCost": "pddplan.model.pricing",
@@ -93,6 +98,7 @@ __all__ = [
     "InputError",
     "InstancePerf",
     "PddplanError",
+    "PlanFile",
     "PlanResult",
     "Problem",
     "RobustResult",
@@ -106,6 +112,7 @@ __all__ = [
     "WindowedFit",
     "calibrate",
     "calibration_yaml",
+    "check_plan_scenario",
     "compare",
     "comparison_files",
     "error_margin",
@@ -118,8 +125,11 @@ __all__ = [
     "load_catalogs",
     "load_fleet",
     "load_scenario",
+    "plan_document",
+    "plan_problem",
     "price_fleet",
     "price_sweep",
+    "read_plan",
     "sample_trace",
     "scenario_schema",
     "simulate",
@@ -184,6 +194,13 @@ if TYPE_CHECKING:
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs
     from pddplan.io.located import input_limit
+    from pddplan.io.plan_file import (
+        PlanFile,
+        check_plan_scenario,
+        plan_document,
+        plan_problem,
+        read_plan,
+    )
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem

@@ -430,11 +430,18 @@ def load_deployment(
     if path is None or (fleet is not None and plan is not None):
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
     planned_engine, planned_q = plan_engine(plan)
-    problem = load_problem(
-        scenario,
+    loaded = pddplan.load_scenario(scenario)
+    problem = pddplan.with_engine(
+        loaded,
         engine if engine is not None else planned_engine,
         perf_quantile if perf_quantile is not None else planned_q,
     )
+    warn_problem(problem)
     if variant is not None:
         problem = pddplan.variant_problem(problem, variant)
-    return problem, pddplan.load_fleet(path, problem, variant=variant)
+    deployment = pddplan.load_fleet(path, problem, variant=variant)  # every problem located
+    if plan is not None and plan.is_file():  # a pipe is read once, by the fleet loader
+        different = pddplan.check_plan_scenario(pddplan.read_plan(plan), loaded.scenario, scenario)
+        if different is not None:
+            warn(f"{different}: the plan's deployment is evaluated against {scenario}")
+    return problem, deployment

@@ -40,7 +40,6 @@ from pddplan.cli.common import (
     emit,
     err,
     load_deployment,
-    load_problem,
     not_an_input,
     print_json,
     status_line,
@@ -140,9 +139,19 @@ def solve(
 
     not_an_input(out_file, [scenario])
     sections = _sections(details)
-    problem = load_problem(scenario, engine, perf_quantile)
+    loaded = pddplan.load_scenario(scenario)
+    problem = pddplan.with_engine(loaded, engine, perf_quantile)
+    warn_problem(problem)
     if headroom is not None:
         problem = problem.derive({"headroom": headroom})
+
+    def document(view: dict[str, Any]) -> dict[str, Any]:
+        """The plan file: the view with the scenario file it was planned on."""
+        solved = problem.scenario
+        if budget is not None:
+            solved = solved.model_copy(update={"budget_usd_per_hour": budget})
+        return pddplan.plan_document(view, loaded.scenario, solved, scenario)
+
     if problem.scenario.workload_variants:
         if budget is not None:
             raise pddplan.ArgumentError(
@@ -152,7 +161,7 @@ def solve(
             )
         _solve_robust(
             problem, value(objective), value(solver), time_limit, node_limit, value(method),
-            out_file, verify, verify_requests, verify_time_cap_s, seed, json_out,
+            out_file, verify, verify_requests, verify_time_cap_s, seed, json_out, document,
         )  # fmt: skip
         return
     options = {
@@ -198,6 +207,7 @@ def solve(
     view["error_margin"] = dataclasses.asdict(margin) if margin is not None else None
     if checked is not None:
         view["verification"] = views.verification_view(checked)
+    view = document(view)
     if out_file is not None and result.fleet is not None:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
     emit(
@@ -411,9 +421,11 @@ def _solve_robust(
     verify_time_cap_s: float | None,
     seed: int,
     json_out: bool,
+    document: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> None:
     """``solve`` of a scenario with workload variants: one fleet for all of them; with
-    ``--verify``, each must-meet variant simulated at its planned rate."""
+    ``--verify``, each must-meet variant simulated at its planned rate. ``document``: the
+    view as a plan file (``pddplan.plan_document``)."""
     from pddplan.report import plan as report_plan
     from pddplan.report import simulation, views
 
@@ -452,6 +464,7 @@ def _solve_robust(
             )
             checks.append((v.name, sim))
         view["verification"] = {name: views.simulation_view(sim) for name, sim in checks}
+    view = document(view)
     if out_file is not None and result.variants:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
 
