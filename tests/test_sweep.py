@@ -219,7 +219,6 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
         ),
         (["--vary", "links[0].rtt_ms=fast"], "takes a number"),
         (["--study", "nope"], "nope"),
-        (["--vary", "sla.ttft_p99_s=1,2", "--resume"], "give --out"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):

@@ -3,8 +3,6 @@ simulator on a plan, with a progress bar on long runs."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,13 +15,14 @@ from pddplan.cli.common import (
     JsonOpt,
     PerfQuantileOpt,
     PlanOpt,
+    QuietOpt,
     ScenarioArg,
     SeedOpt,
     VariantOpt,
     emit,
     err,
     load_deployment,
-    status_line,
+    progress,
     user_errors,
 )
 
@@ -79,21 +78,6 @@ VerifyTimeCapOpt = Annotated[
 ]
 
 
-@contextlib.contextmanager
-def progress_line(label: str) -> Iterator[Callable[[Any], None]]:
-    """A progress callback for ``pddplan.simulate``: phase, requests, simulated time, and
-    TTFT P99 with its precision (``status_line``)."""
-    with status_line() as show:
-
-        def tick(p: Any) -> None:
-            text = f"{label}: {p.phase}, {p.requests:,} requests, {p.simulated_s:,.0f} s simulated"
-            if p.p99 is not None:
-                text += f", TTFT P99 {p.p99.value:.3g} s ±{p.p99.precision:.1%}"
-            show(text)
-
-        yield tick
-
-
 def simulate(
     scenario: ScenarioArg,
     plan: PlanOpt = None,
@@ -137,6 +121,7 @@ def simulate(
     variant: VariantOpt = None,
     engine: EngineOpt = None,
     perf_quantile: PerfQuantileOpt = None,
+    quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a plan request by request at steady state and compare with the analytic model.
@@ -156,7 +141,7 @@ def simulate(
     from pddplan.report import simulation, views
 
     problem, deployment = load_deployment(scenario, fleet, plan, variant, engine, perf_quantile)
-    with progress_line("simulating") as tick:
+    with progress("simulate", "requests", quiet=quiet) as tick:
         result = pddplan.simulate(
             problem,
             deployment,
@@ -184,12 +169,15 @@ def verify_plan(
     requests: int | None,
     time_cap_s: float | None,
     seed: int,
+    quiet: bool = False,
     **options: Any,
 ) -> pddplan.Verification:
-    """``solve --verify``: ``pddplan.verify``, reporting each step on stderr."""
+    """``solve --verify``: ``pddplan.verify``, reporting each step on stderr (not
+    ``quiet``)."""
 
     def note(text: str) -> None:
-        err.print(text, style="dim", highlight=False)
+        if not quiet:
+            err.print(text, style="dim", highlight=False)
 
     return pddplan.verify(
         problem,

@@ -18,13 +18,13 @@ from pddplan.errors import ArgumentError
 from pddplan.evaluation.evaluator import Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
+from pddplan.progress import Progress
 from pddplan.simulation.decode import gap_seconds
 from pddplan.simulation.engine import Simulation
 from pddplan.simulation.request import DIRECT, RELAY, SINGULAR
 from pddplan.simulation.steady import (
     MIN_BATCH,
     Interval,
-    Progress,
     RunLength,
     Steadiness,
     SteadyRun,
@@ -134,7 +134,7 @@ def simulate(
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
     clock: Callable[[], float] = wall_clock,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimResult:
     """Simulate ``fleet`` on ``problem`` with sampled sessions at ``rate_rps`` (default:
     the fleet's SLA capacity, the load a plan is sized for) or a Mooncake ``trace``, for
