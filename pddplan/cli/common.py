@@ -84,6 +84,10 @@ class Format(StrEnum):
     csv = "csv"
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+"""The image formats a ``--plot`` file may have (matplotlib writes them without a display)."""
+
+
 def value(choice: Enum | None) -> Any:
     """The library's value for a choice (None stays None)."""
     return None if choice is None else choice.value

@@ -10,6 +10,7 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    PLOT_SUFFIXES,
     EngineOpt,
     FleetOpt,
     JsonOpt,
@@ -121,6 +122,14 @@ def simulate(
     variant: VariantOpt = None,
     engine: EngineOpt = None,
     perf_quantile: PerfQuantileOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also draw the TTFT distribution against the SLA (P90 and P99 marked) and "
+            "the slowest requests' TTFT by segment, as an image (.png, .svg or .pdf).",
+        ),
+    ] = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -140,6 +149,10 @@ def simulate(
     """
     from pddplan.report import simulation, views
 
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise pddplan.InputError(
+            f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
+        )
     problem, deployment = load_deployment(scenario, fleet, plan, variant, engine, perf_quantile)
     with progress("simulate", "requests", quiet=quiet) as tick:
         result = pddplan.simulate(
@@ -159,6 +172,14 @@ def simulate(
         )
     view = views.simulation_view(result)
     emit(json_out, lambda: view, lambda: simulation.simulation_report(view))
+    if plot is not None:
+        from pddplan.report.plots import plot_simulation
+
+        try:
+            plot_simulation(result, plot)
+        except OSError as e:
+            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
+        err.print(f"wrote {plot}", highlight=False)
     if result.stopped:
         raise typer.Exit(code=TIME_LIMIT_EXIT)
 

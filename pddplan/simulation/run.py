@@ -43,6 +43,14 @@ from pddplan.workload.sessions import (
     trace_requests,
 )
 
+CDF_PROBABILITIES = (
+    *(round(0.01 * i, 2) for i in range(100)),
+    *(round(0.99 + 0.001 * i, 3) for i in range(10)),
+    1.0,
+)
+"""Where the TTFT distribution is sampled for ``SimResult.ttft_cdf_s``: every percent, then
+every tenth of a percent above 99% (the tail the SLA's P99 judges), and the maximum."""
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -111,6 +119,9 @@ class SimResult:
     wall_s: float
     engine: str = ""
     """The engine profile whose pass times both the simulator and the analytic column use."""
+    ttft_cdf_s: tuple[float, ...] = ()
+    """The measured requests' TTFT at each probability of ``CDF_PROBABILITIES`` (the
+    empirical distribution, for a plot; empty for a run that measured none)."""
 
     @property
     def confirmed(self) -> bool:
@@ -341,6 +352,11 @@ def _summarize(
         sla=sla,
         misses=misses,
         tail_breakdown=tail,
+        ttft_cdf_s=(
+            tuple(float(x) for x in np.quantile(rec.ttft_s, CDF_PROBABILITIES))
+            if len(rec.ttft_s)
+            else ()
+        ),
         events=sim.ev.count,
         wall_s=st.wall_s,
     )
