@@ -13,7 +13,7 @@ mistakes, with messages that name this API's arguments; anything else is a bug. 
 parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
 
 May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``,
-``model``, ``workload``, ``spec``, ``threads``, ``work``, ``errors``, ``units``.
+``model``, ``workload``, ``spec``, ``threads``, ``work``, ``progress``, ``errors``, ``units``.
 """
 
 from __future__ import annotations
@@ -38,15 +38,14 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison
-    from pddplan.plan.results import ErrorMargin, PlanResult, SearchProgress
+    from pddplan.plan.results import ErrorMargin, PlanResult
     from pddplan.plan.robust import RobustResult
+    from pddplan.progress import Progress
     from pddplan.simulation.run import SimResult
-    from pddplan.simulation.steady import Progress as SimProgress
     from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet
     from pddplan.sweeps.engine import SweepRun
-    from pddplan.sweeps.points import PointResult
     from pddplan.sweeps.prices import Sweep
     from pddplan.workload.trace import TraceFit, WindowedFit
 
@@ -159,11 +158,13 @@ def solve_robust(
     headroom: float | None = None,
     singles: bool = True,
     clock: Callable[[], float] = wall_clock,
+    progress: Progress | None = None,
 ) -> RobustResult:
     """One set of hardware that serves every workload variant of ``problem``'s scenario
     at least cost, each variant with its own routing (``pddplan.plan.robust``), beside
     the plan each variant would get alone (unless ``singles`` is False). ``node_limit``:
-    as ``solve``'s."""
+    as ``solve``'s; ``progress`` (``pddplan.progress``) hears each step: a variant's own
+    plan, the shared plan under a variant, a single plan under a variant."""
     _choice("solver", solver, SOLVERS)
     problem = _with_budgets(problem, node_limit=node_limit)
     if headroom is not None:
@@ -172,7 +173,8 @@ def solve_robust(
         problem = problem.derive({"headroom": headroom})
     from pddplan.plan.robust import solve_robust as run
 
-    return run(problem, solver=solver, time_limit_s=time_limit_s, singles=singles, clock=clock)
+    return run(problem, solver=solver, time_limit_s=time_limit_s, singles=singles, clock=clock,
+               progress=progress)  # fmt: skip
 
 
 def _with_budgets(
@@ -210,7 +212,7 @@ def solve(
     headroom: float | None = None,
     explain: bool = True,
     clock: Callable[[], float] = wall_clock,
-    progress: Callable[[SearchProgress], None] | None = None,
+    progress: Progress | None = None,
     top: int = 0,
     budget_usd_per_hour: float | None = None,
 ) -> PlanResult:
@@ -233,8 +235,8 @@ def solve(
             serves ``arrival_rps x (1 + headroom)``.
         explain: for an infeasible scenario, find the smallest relaxation of each limit.
         clock: the time source the time limit is measured on.
-        progress: hears the search's work against its budget (``SearchProgress``) each
-            time it prices a rate.
+        progress: hears the rates priced (``pddplan.progress``: done, total, label) each
+            time the search prices one; the total is unknown until the search ends.
         top: runner-ups to plan beside the plan: the cheapest deployment of each other
             family (architecture and chip per role) at the demand, cheapest first
             (``PlanResult.runner_ups``; ``pddplan.plan.alternatives``); 0: none.
@@ -391,14 +393,15 @@ def compare(
     time_limit_s: float | None = None,
     node_limit: int | None = None,
     rate_points: int | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
     explain: bool = True,
 ) -> Comparison:
     """Every architecture (intra-DC per real datacenter and chip, a hypothetical one-DC,
     cross-DC naive, PDD) at equal demand (each one's min-cost fleet), at equal budget (each
     one's max-capacity fleet for ``budget_usd_per_hour``, default: the scenario's, else the
-    PDD equal-demand fleet's cost), or both (``docs/compare.md``). ``progress`` hears each
-    row's name before it is planned, with the rows done and the rows in all. The limits are ``solve``'s, for each row's search."""
+    PDD equal-demand fleet's cost), or both (``docs/compare.md``). ``progress``
+    (``pddplan.progress``) hears the rows done and the rows in all, with the next row's
+    name, before each row is planned. The limits are ``solve``'s, for each row's search."""
     _choice("solver", solver, SOLVERS)
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
     from pddplan.plan.compare import compare as run
@@ -451,11 +454,12 @@ def price_sweep(
     time_limit_s: float | None = None,
     node_limit: int | None = None,
     rate_points: int | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Sweep:
     """Every architecture re-planned at equal demand at each of ``chip``'s ``prices`` (USD
     per GPU-hour), and the price where PDD stops being cheaper than the cheapest
-    baseline. The limits are ``solve``'s, for each search."""
+    baseline. The limits are ``solve``'s, for each search; ``progress``
+    (``pddplan.progress``) hears the prices done."""
     from pddplan.sweeps.prices import price_sweep as run
 
     problem = _with_budgets(problem, node_limit=node_limit, rate_points=rate_points)
@@ -491,12 +495,13 @@ def sweep(
     engine: Engine = "local",
     address: str | None = None,
     journal: str | Path | None = None,
+    journal_dir: str | Path | None = None,
     resume: bool = False,
     confirm_large: bool = False,
     max_points: int | None = None,
     hold_journal: bool = False,
     scenario_label: str | None = None,
-    progress: Callable[[PointResult, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> SweepRun:
     """``problem`` planned at every point of the ``vary`` axes (``PATH=SPEC`` each, see
     ``docs/sweeps.md``): their grid, or with ``zipped`` their values paired. Each point is
@@ -505,8 +510,10 @@ def sweep(
     ``intra-dc-homogeneous``, ``intra-dc-heterogeneous``, ``hypothetical``). ``workers``
     local processes, or Ray tasks (``engine="ray"``, ``address`` of a cluster); ``journal``:
     a file each finished point is appended to (checksummed, locked: ``docs/sweeps.md``), which
-    ``resume`` continues; ``hold_journal`` keeps it open and locked in the result until
-    ``SweepRun.close_journal``. A grid has at most ``max_points`` points (default
+    ``resume`` continues; ``journal_dir``: where ``journal`` is not given, a folder to keep
+    it in, named by the grid's fingerprint (the same sweep finds it again); ``hold_journal``
+    keeps it open and locked in the result until ``SweepRun.close_journal``. ``progress``
+    (``pddplan.progress``) hears the points done as each finishes. A grid has at most ``max_points`` points (default
     ``DEFAULT_MAX_POINTS``; ``confirm_large``: ``POINTS_CEILING``, the most it may be),
     checked, with every path and value, before any work. The limits are ``solve``'s, for
     each point's searches: the work budgets make a point's answer the same on every worker."""
@@ -517,7 +524,7 @@ def sweep(
         grid_size,
         parse_vary,
     )
-    from pddplan.sweeps.engine import SweepJob, run_sweep, scenario_digest
+    from pddplan.sweeps.engine import SweepJob, journal_in, run_sweep, scenario_digest
     from pddplan.sweeps.knobs import check_axes
     from pddplan.sweeps.points import ARCHITECTURES, Settings
 
@@ -556,13 +563,14 @@ def sweep(
     )
     job = SweepJob(label, scenario_digest(problem), tuple(axes), zipped, settings)
     job.points()  # a zip of unequal axes fails here, before any journal is written
+    folder = _path(journal_dir)
     return run_sweep(
         problem,
         job,
         workers=workers,
         engine=engine,
         address=address,
-        journal=_path(journal),
+        journal=_path(journal) or (journal_in(folder, job) if folder is not None else None),
         resume=resume,
         hold_journal=hold_journal,
         progress=progress,
@@ -577,7 +585,7 @@ def study(
     vary: Sequence[str] = (),
     architectures: Sequence[str] | None = None,
     scenario_label: str | None = None,
-    progress: Callable[[PointResult, int, int], None] | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> SweepRun:
     """A built-in study (``bathtub``, ``price-premium``, ``demand``; ``docs/sweeps.md``):
@@ -603,6 +611,7 @@ def study(
         label = scenario_label or problem.scenario.name
         return demand_study(problem, settings, vary=list(vary), scenario_label=label,
                             journal=_path(options.get("journal")),
+                            journal_dir=_path(options.get("journal_dir")),
                             resume=bool(options.get("resume")),
                             hold_journal=bool(options.get("hold_journal")),
                             progress=progress)  # fmt: skip
@@ -629,7 +638,7 @@ def simulate(
     seed: int = 0,
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
-    progress: Callable[[SimProgress], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimResult:
     """``fleet`` simulated request by request at steady state, beside the analytic model's
     prediction, with a verdict on the SLA (``docs/simulate.md#run-length``).
@@ -647,7 +656,9 @@ def simulate(
         seed: same seed, same result.
         p_cache_tokens: prefill-side prefix cache per datacenter (default: unbounded).
         setup_rtts: round trips of connection set-up per WAN transfer.
-        progress: called as the run goes (phase, requests, simulated time, P99 so far).
+        progress: hears the requests served (``pddplan.progress``) as the run goes, with
+            the phase and the TTFT P99 so far; the total is the fixed length, else an
+            estimate from the precision reached so far.
     """
     from pddplan.simulation.run import simulate as run
 

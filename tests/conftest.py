@@ -3,10 +3,14 @@ the shipped catalogs, and one hypothesis profile for the suite."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import math
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +25,11 @@ from pddplan.spec.calibration import Calibration, Knobs
 from pddplan.spec.hardware import ChipSpec, Efficiency, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import Scenario
+
+# A sweep without --out keeps its journal in the user's cache folder: the tests' in a
+# folder of their own, never the user's (subprocesses inherit it), removed at the end.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="pddplan-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 SLOW_S = 3.0
 """A default-run test that takes this long (its call alone) belongs with the slow ones."""

@@ -165,7 +165,7 @@ def test_intra_dc_rows_live_in_one_real_datacenter_within_its_limits():
     assert naive.md_cache[0].md_prefix_hit.value == 0.0
 
 
-HEARD: list[tuple[str, int, int]] = []
+HEARD: list[tuple[int, int | None, str]] = []
 """What ``small_comparison``'s progress callback heard."""
 
 
@@ -178,12 +178,13 @@ def small_comparison():
 @pytest.mark.slow
 def test_progress_counts_the_rows_against_all_of_them(small_comparison):
     """Each row is announced before it is planned, with the rows done and the rows in all
-    (both questions), so the command line's time left has a real denominator."""
+    (both questions), so the command line's time left has a real denominator; the last
+    report is every row done."""
     _, c = small_comparison
     total = sum(len(section.rows) for section in c.sections)
-    assert [(done, n) for _, done, n in HEARD] == [(i, total) for i in range(total)]
+    assert [(done, n) for done, n, _ in HEARD] == [(i, total) for i in range(total + 1)]
     rows = [f"{r.label} at equal {section.at}" for section in c.sections for r in section.rows]
-    assert [text for text, _, _ in HEARD] == rows
+    assert [text for _, _, text in HEARD] == [*rows, "done"]
 
 
 @pytest.mark.slow  # over 5 s on the 2-core machine; CI runs it (pytest -m slow)

@@ -29,7 +29,7 @@ SIGNALS = (signal.SIGKILL, signal.SIGINT, signal.SIGTERM)
 
 def _command(out: Path, workers: int, *more: str) -> list[str]:
     return [sys.executable, "-m", "pddplan", "sweep", str(SMALL), "--vary", AXES[0], "--vary",
-            AXES[1], "--format", "csv", "--workers", str(workers), "--out", str(out),
+            AXES[1], "--format", "csv", "--workers", str(workers), "--out", str(out), "--quiet",
             *more]  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import pddplan
 from pddplan.cli.common import (
     EngineOpt,
     JsonOpt,
+    QuietOpt,
     emit,
     err,
     not_an_input,
@@ -67,6 +68,7 @@ def calibrate(
         typer.Option("--out", help="Write the fitted calibration: block (YAML) here."),
     ] = None,
     engine: EngineOpt = None,
+    quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit calibration knobs to measured throughputs by bounded least squares.
@@ -84,7 +86,7 @@ def calibrate(
 
     not_an_input(out_file, list(measurements))
     names = [k.strip() for k in knobs.split(",") if k.strip()] if knobs is not None else None
-    with status_line() as show:
+    with status_line(quiet=quiet) as show:
         fit = pddplan.calibrate(
             measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus,
             engine=engine, max_points=max_points, progress=show,

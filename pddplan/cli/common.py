@@ -7,7 +7,6 @@ import contextlib
 import functools
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -83,6 +82,10 @@ class Format(StrEnum):
     json = "json"
     md = "md"
     csv = "csv"
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+"""The image formats a ``--plot`` file may have (matplotlib writes them without a display)."""
 
 
 def value(choice: Enum | None) -> Any:
@@ -280,30 +283,36 @@ def warn(line: str) -> None:
     )
 
 
-SHOW_AFTER_S = 2.0
-"""Progress appears on stderr once a run has taken this long (and stderr is a terminal)."""
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="No progress on stderr (on a terminal, a bar once the work has taken 2 s; "
+        "piped, a line every 10 s).",
+    ),
+]
 
 
 @contextlib.contextmanager
-def status_line() -> Iterator[Callable[[str], None]]:
-    """One line of progress on stderr, replaced at each call with the text given and the
-    time elapsed; shown when stderr is a terminal, from ``SHOW_AFTER_S`` on, and gone when
-    the block ends."""
-    from rich.progress import Progress, TimeElapsedColumn
+def progress(what: str, unit: str = "", *, quiet: bool = False) -> Iterator[Any]:
+    """A progress callback for a long call of the library (``pddplan.progress``: done,
+    total, label), drawn on stderr (``pddplan.report.progress``): a bar on a terminal, a
+    plain line every 10 s otherwise, nothing with ``quiet``."""
+    from pddplan.report.progress import ProgressView
 
-    bar = Progress(
-        "[progress.description]{task.description}",
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
-    task = bar.add_task("", visible=False)
-    began = time.monotonic()
-    with bar:
+    with ProgressView(err, what, unit, quiet=quiet) as view:
+        yield view
+
+
+@contextlib.contextmanager
+def status_line(what: str = "", *, quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """``progress`` for work that reports only what it is doing: each call's text is the
+    label (the stage), with the time elapsed."""
+    with progress(what, quiet=quiet) as view:
 
         def show(text: str) -> None:
-            bar.update(task, description=text, visible=time.monotonic() - began >= SHOW_AFTER_S)
+            view(0, None, text)
 
         yield show
 
@@ -352,6 +361,15 @@ def writable_folder(path: Path, option: str) -> None:
             f"{option}: cannot write into folder {path}: {e.strerror}"
         ) from None
     folder_takes_files(path, option)
+
+
+def cache_folder() -> Path:
+    """The user's cache folder for pddplan (a sweep's journal without --out):
+    ``$XDG_CACHE_HOME/pddplan``, else ``~/.cache/pddplan`` (a relative XDG_CACHE_HOME is
+    ignored, as the XDG base directory specification says)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "pddplan"
 
 
 def folder_takes_files(folder: Path, where: str) -> None:

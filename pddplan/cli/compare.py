@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +17,7 @@ from pddplan.cli.common import (
     Format,
     NodeLimitOpt,
     PerfQuantileOpt,
+    QuietOpt,
     RatePointsOpt,
     ScenarioArg,
     SolverOpt,
@@ -26,6 +26,7 @@ from pddplan.cli.common import (
     load_problem,
     not_an_input,
     out,
+    progress,
     user_errors,
     value,
     writable_folder,
@@ -103,6 +104,7 @@ def compare(
             "on a pair gives the row's figures.",
         ),
     ] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Ask every architecture the same question: the cheapest fleet for the demand, the most
     capacity for a budget, or both.
@@ -122,24 +124,6 @@ def compare(
         writable_folder(out_fleets, "--out-fleets")
     not_an_input(out_file, [scenario])
     problem = load_problem(scenario, engine, perf_quantile)
-    quiet = format_ != Format.table or out_file is not None
-
-    began = time.monotonic()
-
-    def progress(text: str, done: int, total: int) -> None:
-        """One line per row (or sweep price): its place among them, and once some are done,
-        the time left at the pace so far (rows differ, so it is a guide)."""
-        nonlocal began
-        if quiet:
-            return
-        if done == 0:  # the comparison's rows, then the price sweep's: each its own pace
-            began = time.monotonic()
-        where = f"{done + 1}/{total}"
-        if done:
-            left = (time.monotonic() - began) / done * (total - done)
-            where += f", about {left:,.0f} s left"
-        err.print(f"planning [{where}] {text}", style="dim", highlight=False)
-
     options = {
         "solver": value(solver),
         "time_limit_s": time_limit,
@@ -153,13 +137,15 @@ def compare(
                 f"--price-sweep: chip '{sweep_args[0]}' is not used anywhere in scenario "
                 f"{problem.scenario.name}"
             )
-    comparison = pddplan.compare(
-        problem, at=value(at), budget_usd_per_hour=budget, progress=progress, **options
-    )
+    with progress("compare", "rows", quiet=quiet) as tell:
+        comparison = pddplan.compare(
+            problem, at=value(at), budget_usd_per_hour=budget, progress=tell, **options
+        )
     sweep = None
     if sweep_args is not None:
         chip, prices = sweep_args
-        sweep = pddplan.price_sweep(problem, chip, prices, progress=progress, **options)
+        with progress("price sweep", "prices", quiet=quiet) as tell:
+            sweep = pddplan.price_sweep(problem, chip, prices, progress=tell, **options)
     view = views.comparison_view(comparison, sweep)
     if out_fleets is not None:
         files = pddplan.comparison_files(comparison, problem)

@@ -3,11 +3,10 @@ one deployment, one instance."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,6 +29,7 @@ from pddplan.cli.common import (
     ObjectiveOpt,
     PerfQuantileOpt,
     PlanOpt,
+    QuietOpt,
     RatePointsOpt,
     ScenarioArg,
     SeedOpt,
@@ -42,6 +42,7 @@ from pddplan.cli.common import (
     load_deployment,
     not_an_input,
     print_json,
+    progress,
     status_line,
     user_errors,
     value,
@@ -124,6 +125,7 @@ def solve(
             "solver.",
         ),
     ] = None,
+    quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan the deployment: chips, counts, link tier and router thresholds for the objective.
@@ -162,6 +164,7 @@ def solve(
         _solve_robust(
             problem, value(objective), value(solver), time_limit, node_limit, value(method),
             out_file, verify, verify_requests, verify_time_cap_s, seed, json_out, document,
+            quiet,
         )  # fmt: skip
         return
     options = {
@@ -172,11 +175,11 @@ def solve(
         "rate_points": rate_points,
     }
     began = time.perf_counter()
-    with _search_progress() as progress:
+    with progress("solve", "rates priced", quiet=quiet) as tell:
         result = pddplan.solve(
             problem,
             method=value(method),
-            progress=progress,
+            progress=tell,
             top=top,
             budget_usd_per_hour=budget,
             **options,
@@ -184,7 +187,7 @@ def solve(
     checked = None
     if verify and result.fleet is not None:
         checked = cli_simulate.verify_plan(
-            problem, result, verify_requests, verify_time_cap_s, seed, **options
+            problem, result, verify_requests, verify_time_cap_s, seed, quiet, **options
         )
         result = checked.final.plan if checked.final is not None else result
     view = views.plan_view(result)
@@ -201,7 +204,7 @@ def solve(
             soft_wrap=True,
         )
     elif result.fleet is not None:
-        with status_line() as show:
+        with status_line("solve", quiet=quiet) as show:
             show("pricing the plan at the 90th percentile of the model's error ...")
             margin = pddplan.error_margin(problem, result, solver=value(solver), time_limit_s=left)
     view["error_margin"] = dataclasses.asdict(margin) if margin is not None else None
@@ -393,21 +396,6 @@ COMMANDS = {
 }
 
 
-@contextlib.contextmanager
-def _search_progress() -> Iterator[Callable[[Any], None]]:
-    """A progress callback for ``pddplan.solve``: the rates priced against the rate-point
-    budget and the MILP solves (``status_line``)."""
-    with status_line() as show:
-
-        def tick(p: Any) -> None:
-            show(
-                f"solve {p.objective}: {p.rate_points:,} of at most {p.rate_point_budget:,} "
-                f"rates priced, {p.milp_solves:,} MILP solves"
-            )
-
-        yield tick
-
-
 def _solve_robust(
     problem: pddplan.Problem,
     objective: str | None,
@@ -422,6 +410,7 @@ def _solve_robust(
     seed: int,
     json_out: bool,
     document: Callable[[dict[str, Any]], dict[str, Any]],
+    quiet: bool = False,
 ) -> None:
     """``solve`` of a scenario with workload variants: one fleet for all of them; with
     ``--verify``, each must-meet variant simulated at its planned rate. ``document``: the
@@ -441,19 +430,22 @@ def _solve_robust(
         raise pddplan.ArgumentError(
             "method", "{argument}: workload_variants are planned by the MILP only (milp)"
         )
-    result = pddplan.solve_robust(
-        problem,
-        solver=solver,  # type: ignore[arg-type]
-        time_limit_s=time_limit,
-        node_limit=node_limit,
-    )
+    with progress("solve (every variant)", "steps", quiet=quiet) as tell:
+        result = pddplan.solve_robust(
+            problem,
+            solver=solver,  # type: ignore[arg-type]
+            time_limit_s=time_limit,
+            node_limit=node_limit,
+            progress=tell,
+        )
     view = views.robust_view(result)
     checks = []
     if verify and result.variants:
         for v in result.variants:
             if not v.must_meet:
                 continue
-            err.print(f"simulating variant {v.name} at {v.rate_rps:g} req/s", style="dim")
+            if not quiet:
+                err.print(f"simulating variant {v.name} at {v.rate_rps:g} req/s", style="dim")
             sim = pddplan.simulate(
                 pddplan.variant_problem(problem, v.name),
                 v.fleet,

@@ -3,8 +3,6 @@ simulator on a plan, with a progress bar on long runs."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,18 +10,20 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    PLOT_SUFFIXES,
     EngineOpt,
     FleetOpt,
     JsonOpt,
     PerfQuantileOpt,
     PlanOpt,
+    QuietOpt,
     ScenarioArg,
     SeedOpt,
     VariantOpt,
     emit,
     err,
     load_deployment,
-    status_line,
+    progress,
     user_errors,
 )
 
@@ -79,21 +79,6 @@ VerifyTimeCapOpt = Annotated[
 ]
 
 
-@contextlib.contextmanager
-def progress_line(label: str) -> Iterator[Callable[[Any], None]]:
-    """A progress callback for ``pddplan.simulate``: phase, requests, simulated time, and
-    TTFT P99 with its precision (``status_line``)."""
-    with status_line() as show:
-
-        def tick(p: Any) -> None:
-            text = f"{label}: {p.phase}, {p.requests:,} requests, {p.simulated_s:,.0f} s simulated"
-            if p.p99 is not None:
-                text += f", TTFT P99 {p.p99.value:.3g} s ±{p.p99.precision:.1%}"
-            show(text)
-
-        yield tick
-
-
 def simulate(
     scenario: ScenarioArg,
     plan: PlanOpt = None,
@@ -137,6 +122,15 @@ def simulate(
     variant: VariantOpt = None,
     engine: EngineOpt = None,
     perf_quantile: PerfQuantileOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also draw the TTFT distribution against the SLA (P90 and P99 marked) and "
+            "the slowest requests' TTFT by segment, as an image (.png, .svg or .pdf).",
+        ),
+    ] = None,
+    quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a plan request by request at steady state and compare with the analytic model.
@@ -155,8 +149,12 @@ def simulate(
     """
     from pddplan.report import simulation, views
 
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise pddplan.InputError(
+            f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
+        )
     problem, deployment = load_deployment(scenario, fleet, plan, variant, engine, perf_quantile)
-    with progress_line("simulating") as tick:
+    with progress("simulate", "requests", quiet=quiet) as tick:
         result = pddplan.simulate(
             problem,
             deployment,
@@ -174,6 +172,14 @@ def simulate(
         )
     view = views.simulation_view(result)
     emit(json_out, lambda: view, lambda: simulation.simulation_report(view))
+    if plot is not None:
+        from pddplan.report.plots import plot_simulation
+
+        try:
+            plot_simulation(result, plot)
+        except OSError as e:
+            raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
+        err.print(f"wrote {plot}", highlight=False)
     if result.stopped:
         raise typer.Exit(code=TIME_LIMIT_EXIT)
 
@@ -184,12 +190,15 @@ def verify_plan(
     requests: int | None,
     time_cap_s: float | None,
     seed: int,
+    quiet: bool = False,
     **options: Any,
 ) -> pddplan.Verification:
-    """``solve --verify``: ``pddplan.verify``, reporting each step on stderr."""
+    """``solve --verify``: ``pddplan.verify``, reporting each step on stderr (not
+    ``quiet``)."""
 
     def note(text: str) -> None:
-        err.print(text, style="dim", highlight=False)
+        if not quiet:
+            err.print(text, style="dim", highlight=False)
 
     return pddplan.verify(
         problem,

@@ -19,17 +19,22 @@ from pddplan.cli.common import (
     NodeLimitOpt,
     ObjectiveOpt,
     PerfQuantileOpt,
+    QuietOpt,
     RatePointsOpt,
     ScenarioArg,
     SolverOpt,
     TimeLimitOpt,
+    cache_folder,
     err,
     folder_takes_files,
     load_problem,
     not_an_input,
     out,
+    progress,
     user_errors,
     value,
+    warn,
+    writable_folder,
 )
 from pddplan.cli.common import write_file as write_text
 
@@ -109,15 +114,18 @@ def sweep(
             "--out",
             help="Write the results here (written at the end, atomically); the journal "
             "OUT.journal.jsonl beside it holds each finished point until then (checksummed, "
-            "locked against a second sweep). Its folder is checked before any planning.",
+            "locked against a second sweep). Its folder is checked before any planning. "
+            "Without it, the journal is kept in the user's cache folder "
+            "($XDG_CACHE_HOME/pddplan or ~/.cache/pddplan), named by the sweep's fingerprint.",
         ),
     ] = None,
     resume: Annotated[
         bool,
         typer.Option(
             "--resume",
-            help="Continue from --out's journal: skip its points (lines that fail their "
-            "checksum or lie off the grid are reported and run again).",
+            help="Continue from the journal (--out's, else the cache folder's for this same "
+            "sweep): skip its points (lines that fail their checksum or lie off the grid are "
+            "reported and run again).",
         ),
     ] = False,
     plot: Annotated[
@@ -159,6 +167,7 @@ def sweep(
             "--yes", help="Run a grid of more than 100,000 points: --max-points 1,000,000."
         ),
     ] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Plan the scenario at every point of a grid of values: how the answer moves with
     demand, prices, hit rates, the link or the SLA. Every --vary, the grid's size and
@@ -172,8 +181,6 @@ def sweep(
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise pddplan.InputError(f"--plot {plot}: give a .png or .svg file")
-    if resume and out_file is None:
-        raise pddplan.InputError("--resume continues the journal of --out: give --out")
     if format_ == SweepFormat.parquet and out_file is None:
         raise pddplan.InputError("--format parquet writes a binary file: give --out FILE")
     not_an_input(out_file, [scenario])
@@ -197,23 +204,38 @@ def sweep(
         "engine": value(runner),
         "address": address,
         "journal": None if out_file is None else Path(f"{out_file}.journal.jsonl"),
+        "journal_dir": _journal_folder(resume) if out_file is None else None,
         "resume": resume,
         "confirm_large": yes,
         "max_points": max_points,
         "hold_journal": True,
         "scenario_label": str(scenario),
     }
-    with _progress(enabled=err.is_terminal) as progress:
+    what = "sweep" if study is None else f"study {value(study)}"
+    unit = "rates" if study == Study.demand else "points"
+    with progress(what, unit, quiet=quiet) as view:
+        told = False
+
+        def tell(done: int, total: int | None, label: str) -> None:
+            nonlocal told
+            if not told and options["journal_dir"] is not None:  # once the sweep starts
+                err.print(f"journal: {options['journal_dir']} (named by the sweep's "
+                          "fingerprint); if the sweep stops, run the same command with "
+                          "--resume to continue it", style="dim", highlight=False,
+                          soft_wrap=True)  # fmt: skip
+            told = True
+            view(done, total, label)
+
         if study is not None:
-            run = pddplan.study(problem, value(study), vary=vary or [], progress=progress,
+            run = pddplan.study(problem, value(study), vary=vary or [], progress=tell,
                                 **options)  # fmt: skip
         else:
             options["architectures"] = kinds or ["pdd"]
-            run = pddplan.sweep(problem, vary or [], zipped=zipped, progress=progress, **options)
+            run = pddplan.sweep(problem, vary or [], zipped=zipped, progress=tell, **options)
     written = False
     try:
         _finish(run, report, format_, out_file, metric, study, options)
-        written = out_file is not None
+        written = True
     finally:  # the journal's points are in the output once it is written, and only then
         run.close_journal(remove=written)
     if out_file is not None:
@@ -246,9 +268,10 @@ def _finish(
         err.print(f"Warning: {line}", markup=False, highlight=False, soft_wrap=True)
     chosen = value(metric) or ("bcr" if study == Study.bathtub else report.default_metric(run))
     if run.interrupted:
+        journal = run.journal.path if run.journal is not None else options["journal"]
         err.print(f"interrupted by {signals.name()} after {len(run.points):,} of "
-                  f"{run.total:,} points" + (f"; run again with --resume to finish "
-                  f"({options['journal']})" if out_file else ""),
+                  f"{run.total:,} points" + (f"; run the same command again with --resume to "
+                  f"finish (journal {journal})" if journal else ""),
                   markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         signals.report()
         raise typer.Exit(signals.exit_code())
@@ -312,42 +335,19 @@ def _write_bytes(path: Path | None, data: bytes) -> None:
         raise pddplan.InputError(f"--out: cannot write {path}: {e.strerror}") from None
 
 
-class _progress:
-    """A rich progress bar on stderr: points done, failures and the ETA."""
-
-    def __init__(self, *, enabled: bool) -> None:
-        self.enabled, self.bar, self.task, self.failed = enabled, None, None, 0
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(
-                TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
-                console=err, transient=True,
-            )  # fmt: skip
-            self.bar.__enter__()
-        return self
-
-    def __call__(self, point: Any, done: int, total: int) -> None:
-        if point.failed:
-            self.failed += 1
-        if self.bar is None:
-            return
-        if self.task is None:
-            self.task = self.bar.add_task("sweep", total=total, completed=done, failed=0)
-        self.bar.update(self.task, completed=done, failed=self.failed)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
+def _journal_folder(resume: bool) -> Path | None:
+    """Where a sweep without --out keeps its journal: the user's cache folder (said on
+    stderr once the sweep starts); None (no journal, and a warning) where it cannot be
+    written, unless --resume needs it."""
+    folder = cache_folder()
+    try:
+        writable_folder(folder, "the journal's cache folder")
+    except pddplan.InputError as e:
+        if resume:
+            raise
+        warn(f"{e}; the sweep runs without a journal (give --out to keep one)")
+        return None
+    return folder
 
 
 COMMANDS = {

@@ -9,6 +9,7 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
+    PLOT_SUFFIXES,
     Command,
     JsonOpt,
     emit,
@@ -26,7 +27,6 @@ workload_app = typer.Typer(
 DEFAULT_BUCKETS = "0,0.2,0.4,0.7,0.9,0.95,0.99,1"
 """The planner's prefill-hit class edges (``pddplan.workload.classes.HIT_EDGES``; a test keeps
 the two equal), spelled out so that ``--help`` does not import the workload model."""
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 TraceArg = Annotated[Path, typer.Argument(help="Mooncake-format JSONL trace.")]
 BlockOpt = Annotated[int, typer.Option("--block-size", min=1, help="Tokens per prefix block.")]

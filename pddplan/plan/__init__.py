@@ -2,4 +2,4 @@
 (``counts``), the MILP and its solver (the only modules that know PuLP), the objectives'
 search, explanations, brute force, and the architecture comparison. Every plan is scored by
 ``evaluation``. May import: ``evaluation``, ``model``, ``workload``, ``spec``, ``work``,
-``units``, ``errors``."""
+``units``, ``progress``, ``errors``."""

@@ -38,6 +38,7 @@ from pddplan.evaluation.evaluator import Evaluator
 from pddplan.model.problem import Problem
 from pddplan.plan.results import PlanResult
 from pddplan.plan.search import solve_plan
+from pddplan.progress import Progress
 from pddplan.spec.choices import MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.distributions import HitDist
 from pddplan.spec.scenario import Datacenter, MdCacheOption, Role, Scenario
@@ -312,13 +313,15 @@ def compare(
     budget_usd_per_hour: float | None = None,
     solver: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
     explain: bool = True,
 ) -> Comparison:
     """Plan ``problem`` as every architecture at equal demand, at equal budget, or both
     (``at``: ``demand``, ``budget`` or ``both``). The budget is ``budget_usd_per_hour``,
     else the scenario's, else the PDD equal-demand fleet's cost. ``explain``: say how far
-    an infeasible architecture's limits would need to move."""
+    an infeasible architecture's limits would need to move. ``progress``
+    (``pddplan.progress``) hears the rows done, with the next row's name, before each
+    row."""
     if at not in (*AT, "both"):
         raise ArgumentError("at", f"{{argument}} must be demand, budget or both, got '{at}'")
     if budget_usd_per_hour is not None and at == "demand":
@@ -352,7 +355,7 @@ def compare(
         """Report the row about to be planned, with the rows done of all (the work)."""
         nonlocal done
         if progress is not None:
-            progress(text, done, questions * len(rows))
+            progress(done, questions * len(rows), text)
         done += 1
 
     def plan_all(question: str, budget: float | None) -> list[Candidate]:
@@ -419,6 +422,8 @@ def compare(
         section = Section("budget", MAX_CAPACITY, demand, planned, budget, source,
                           budget_rows, common, "")  # fmt: skip
         sections.append(_with_verdict(section))
+    if progress is not None:
+        progress(done, done, "done")
     return Comparison(s, sections, problem.engine_summary())
 
 

@@ -66,19 +66,6 @@ class SolveStats:
 
 
 @dataclass(frozen=True)
-class SearchProgress:
-    """Where a search stands, against its work budget: what ``solve``'s ``progress`` hears
-    each time it prices a rate."""
-
-    objective: Objective
-    rate_points: int
-    """Rates priced so far..."""
-    rate_point_budget: int
-    """...of at most this many (``solver.rate_points``)."""
-    milp_solves: int
-
-
-@dataclass(frozen=True)
 class RejectedPlan:
     """A deployment the planner found and the evaluator rejected: short of the rate it was
     planned for under every router setting it may use."""

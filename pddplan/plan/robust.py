@@ -33,6 +33,7 @@ from pddplan.plan import milp
 from pddplan.plan.bounds import relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.space import Choice, NoOptionsError, Space
+from pddplan.progress import Progress
 from pddplan.spec.choices import MIN_COST
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import TAIL_BUDGETS, WorkloadVariant
@@ -194,9 +195,13 @@ def solve_robust(
     time_limit_s: float | None = None,
     singles: bool = True,
     clock: Callable[[], float] = wall_clock,
+    progress: Progress | None = None,
 ) -> RobustResult:
     """The cheapest hardware that serves every one of ``problem``'s workload variants
-    (module docstring), each variant's plan alone beside it unless ``singles`` is False."""
+    (module docstring), each variant's plan alone beside it unless ``singles`` is False.
+    ``progress`` (``pddplan.progress``) hears each step before it starts: each variant's
+    own plan, the shared plan, the shared plan under each variant and each single plan
+    under each variant."""
     scenario = problem.scenario
     if not scenario.workload_variants:
         raise InputError(f"scenario {scenario.name}: no workload_variants to plan for")
@@ -204,9 +209,11 @@ def solve_robust(
     limit = time_limit_s if time_limit_s is not None else scenario.solver.time_limit_s
     start = clock()
     pairs = problem.variants()
+    n = len(pairs)
+    step = _Steps(progress, n + 1 + n + (n * n if singles else 0))
     try:
         with deadline(start + limit, clock):
-            m = robust_milp(problem, pairs, solver, start + limit, clock)
+            m = robust_milp(problem, pairs, solver, start + limit, clock, step)
     except TimeLimitReached:  # before the robust MILP had a plan
         return RobustResult(
             scenario.name, PlanStatus.TIME_LIMIT, clock() - start, 0, 0,
@@ -228,12 +235,10 @@ def solve_robust(
             scenario.name, _status(out.status), seconds, out.variables, out.constraints,
             notes=notes, solver=solver, model=scenario.model,
         )  # fmt: skip
-    results = [
-        _at_shared(v, vp, space.fleet(choice, f"{scenario.name}-robust"), scale)
-        for (v, vp), space, choice, scale in zip(
-            pairs, spaces, out.choices, out.scales, strict=True
-        )
-    ]
+    results = []
+    for (v, vp), space, choice, scale in zip(pairs, spaces, out.choices, out.scales, strict=True):
+        step(f"the shared plan under variant {v.name}")
+        results.append(_at_shared(v, vp, space.fleet(choice, f"{scenario.name}-robust"), scale))
     weighted = [r for r in results if r.weight is not None]
     mixture = (
         (
@@ -252,12 +257,13 @@ def solve_robust(
     if singles:
         try:
             with deadline(start + limit, clock):
-                checks = _singles(pairs, alone, plans, spaces, run)
+                checks = _singles(pairs, alone, plans, spaces, run, step)
         except TimeLimitReached:
             unfinished.append(
                 f"each variant's own plan and its cross-checks were not finished within the "
                 f"time limit ({limit:g} s): give a longer --time-limit to see them"
             )
+    step.finish()
     return RobustResult(
         scenario.name,
         _status(out.status),
@@ -298,6 +304,22 @@ def _at_shared(v: WorkloadVariant, vp: Problem, fleet: Fleet, scale: float) -> V
     )
 
 
+class _Steps:
+    """A robust solve's steps, told to ``progress`` (``pddplan.progress``) as each starts."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def __call__(self, label: str) -> None:
+        if self.progress is not None:
+            self.progress(min(self.done, self.total), self.total, label)
+        self.done += 1
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total, "done")
+
+
 @dataclass(frozen=True)
 class RobustMilp:
     """``robust_milp``'s parts: the robust MILP's outcome, and each variant's own."""
@@ -316,6 +338,7 @@ def robust_milp(
     solver: str,
     deadline: float,
     clock: Callable[[], float] = wall_clock,
+    step: Callable[[str], None] = lambda label: None,
 ) -> RobustMilp:
     """The variants' count tables, each variant's own plan, and the robust MILP, bounded
     below by them and started from the cheapest own plan that serves every variant: a
@@ -339,7 +362,10 @@ def robust_milp(
         variants.append(milp.Variant(v.name, tables, v.weight))
     alone = [milp.Variant(x.name, {1.0: x.tables[1.0]}) for x in variants]
     run = _Run(solver, problem.scenario.solver.node_limit, deadline, clock)
-    plans = [run.own(own) for own in alone]
+    plans = []
+    for own in alone:
+        step(f"variant {own.name}'s own plan")
+        plans.append(run.own(own))
     # the must-meet variants' own plans bound the robust cost below; a weighted variant's
     # own plan does not (the robust plan may serve it at a looser share), its plan at the
     # loosest share the mixture allows it does: those are planned only where the must-meet
@@ -354,6 +380,7 @@ def robust_milp(
         ]
 
     lower = _lower(must or loose())
+    step("the shared plan")
     initial, cost = _incumbent(plans, alone, lower, run)
     gap = lower is None or cost is None or cost > lower * (1 + 1e-9)
     if must and len(must) < len(variants) and gap:
@@ -431,6 +458,7 @@ def _singles(
     plans: list[milp.MilpOutcome],
     spaces: list[Space],
     run: _Run,
+    step: Callable[[str], None] = lambda label: None,
 ) -> list[SinglePlan]:
     """Each variant's own plan (the MILP at its own budgets, from its own counts) and its
     hardware under every variant: the MILP with the hardware fixed picks the routing, if
@@ -441,10 +469,10 @@ def _singles(
             out.append(SinglePlan(v.name, plan.status, None, None))
             continue
         fleet = space.fleet(plan.choice, f"{v.name}-alone")
-        under = [
-            _under(plan.choice, fleet, u, up, other, run)
-            for (u, up), other in zip(pairs, alone, strict=True)
-        ]
+        under = []
+        for (u, up), other in zip(pairs, alone, strict=True):
+            step(f"variant {v.name}'s own plan under variant {u.name}")
+            under.append(_under(plan.choice, fleet, u, up, other, run))
         out.append(SinglePlan(v.name, plan.status, plan.cost_per_hour, fleet, under))
     return out
 

@@ -75,7 +75,6 @@ from pddplan.plan.results import (
     PlanResult,
     RejectedPlan,
     Relaxation,
-    SearchProgress,
     SolveStats,
 )
 from pddplan.plan.space import (
@@ -87,6 +86,7 @@ from pddplan.plan.space import (
     describe,
     hardware_key,
 )
+from pddplan.progress import Progress
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY, MIN_COST, Objective
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.status import PlanStatus
@@ -116,7 +116,7 @@ class _Search:
         limit_s: float,
         budget: float | None,
         clock: Callable[[], float] = wall_clock,
-        progress: Callable[[SearchProgress], None] | None = None,
+        progress: Progress | None = None,
         objective: Objective = MIN_COST,
     ) -> None:
         self.space, self.solver, self.budget = space, solver, budget
@@ -181,10 +181,9 @@ class _Search:
             return False
         self.priced += 1
         tally("rate_points")
-        if self.progress is not None:
-            self.progress(
-                SearchProgress(self.objective, self.priced, self.rate_points, self.solves)
-            )
+        if self.progress is not None:  # the total is not known: the search ends when it proves
+            self.progress(self.priced, None, f"{self.objective}: {self.solves:,} MILP solves, "
+                          f"at most {self.rate_points:,} rates")  # fmt: skip
         return True
 
     def at(self, rate: float) -> tuple[Choice | None, float, float]:
@@ -366,14 +365,15 @@ def solve_plan(
     time_limit_s: float | None = None,
     explain: bool = True,
     clock: Callable[[], float] = wall_clock,
-    progress: Callable[[SearchProgress], None] | None = None,
+    progress: Progress | None = None,
     top: int = 0,
 ) -> PlanResult:
     """Plan ``problem`` for ``objective`` (default: the scenario's). ``clock`` is the time
-    source the time limit is measured on (tests give a fake one); ``progress`` hears the
-    work done against the budget each time the search prices a rate. ``top``: how many
-    runner-ups to plan beside it (``pddplan.plan.alternatives``: the cheapest deployment
-    of each other family at the demand)."""
+    source the time limit is measured on (tests give a fake one); ``progress``
+    (``pddplan.progress``) hears the rates priced each time the search prices one (the
+    total unknown until it ends). ``top``: how many runner-ups to plan beside it
+    (``pddplan.plan.alternatives``: the cheapest deployment of each other family at the
+    demand)."""
     scenario = problem.scenario
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
@@ -472,7 +472,11 @@ def solve_plan(
     steps = _bcr_steps(search, choice) if objective == MAX_BCR else []
     others = None
     if choice is not None and top > 0 and demand > 0:
+        if progress is not None:
+            progress(search.priced, None, "the runner-ups")
         others = _runner_ups(space, choice, demand, top, solver, start, limit, clock)
+    if progress is not None:
+        progress(search.priced, search.priced, "done")
     return replace(
         result, stats=replace(stats, seconds=clock() - start), bcr_steps=steps, runner_ups=others
     )

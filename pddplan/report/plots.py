@@ -1,5 +1,11 @@
-"""Images of a fitted trace (``pddplan workload show --plot``) and of sweeps (``pddplan sweep
---plot``). The only module that imports matplotlib, and only when a plot is asked for."""
+"""Images of a fitted trace (``pddplan workload show --plot``), of sweeps (``pddplan sweep
+--plot``) and of a simulation (``pddplan simulate --plot``). The only module that imports
+matplotlib, and only when a plot is asked for.
+
+The figures say what was computed and no more: planned points are drawn as points, a line
+joins them only where the value between them is known (a step only where a study located
+it), costs are per month as the tables give them, and every axis and title names its value
+as a person reads it (``pddplan.sweeps.analysis.axis_label``), with its unit."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from pddplan.atomic import atomic_file
 from pddplan.spec.status import PointStatus
 
 if TYPE_CHECKING:
+    from pddplan.simulation.run import SimResult
     from pddplan.sweeps.engine import SweepRun
     from pddplan.workload.trace import TraceFit
 
@@ -65,89 +72,168 @@ def plot_trace(fit: TraceFit, path: Path) -> None:
 
 
 # --- sweeps -----------------------------------------------------------------------------------
+PLOTTED = {
+    "bcr": ("BCR", "req/s per $/hour", 1.0),
+    "cost": ("cost", "$/month", units.HOURS_PER_MONTH),
+    "capacity": ("SLA capacity", "req/s", 1.0),
+    "ttft_p99": ("TTFT P99 at the demand", "s", 1.0),
+}
+"""A sweep's measure -> (name, unit as the tables write it, factor from the result's
+unit): costs per month, as every table gives them."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
+DASHES = ("-", "--", "-.", ":")
+LOCATED = 0.01
+"""A change of cost between two planned demands this close (relative) is a step the study
+located (the demand study bisects to 0.5%): drawn as a step. A wider gap is not drawn: the
+cost changes somewhere in it, at a demand no point planned."""
+
+
+def metric_label(metric: str) -> str:
+    """``metric``'s axis label: its name and unit (``PLOTTED``)."""
+    name, unit, _ = PLOTTED[metric]
+    return f"{name}, {unit}"
+
+
+def _save(fig: Any, path: Path, dpi: int) -> None:
+    with atomic_file(path) as f:  # the temporary name has no extension: say the format
+        fig.savefig(f, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=dpi)
+
+
 def plot_sweep(run: SweepRun, path: Path, metric: str) -> str:
-    """Write the figure that fits the sweep to ``path`` and say which it drew: one varied
-    value -> lines of BCR, cost, SLA capacity and TTFT P99 against it, one per architecture,
-    break-even points marked; the demand -> cost (and GPUs) against demand, as steps; two
-    values -> a heatmap of ``metric`` for the first architecture."""
+    """Write the figure that fits the sweep to ``path`` (``sweep_figure``) and say which it
+    drew."""
+    fig, kind = sweep_figure(run, metric)
+    from matplotlib import pyplot as plt
+
+    try:
+        _save(fig, path, 120)
+    finally:
+        plt.close(fig)
+    return kind
+
+
+def sweep_figure(run: SweepRun, metric: str) -> tuple[Any, str]:
+    """The figure that fits the sweep, and what it is in words: one varied value -> BCR,
+    cost, SLA capacity and TTFT P99 against it, one series per architecture (the planned
+    points as markers), the break-evens ``metric`` judges shaded and listed on its panel;
+    the demand -> the minimum cost against demand, each planned demand a point, a line only
+    where the cost is known (flat between two points of one cost, a step the study located);
+    two values -> a heatmap of ``metric`` for the first architecture. Titles and axes name
+    each value as a person reads it (``analysis.axis_label``), costs per month."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # files only, no display
     from matplotlib import pyplot as plt
 
     from pddplan.sweeps import analysis
 
     axes = run.job.axes
     if len(axes) == 1 and axes[0].path == "workload.arrival_rps":
-        fig, kind = _demand_figure(plt, run), "cost against demand"
+        fig, kind = _demand_figure(plt, run), "minimum cost against demand"
     elif len(axes) == 1 or run.job.zipped:
-        fig, kind = _lines_figure(plt, run, metric), "lines against " + axes[0].path
+        name = analysis.axis_name(axes[0].path)[0]
+        fig, kind = _lines_figure(plt, run, metric), f"lines against {name}"
     elif len(axes) == 2:
-        fig, kind = _heatmap_figure(plt, run, metric), f"heatmap of {metric}"
+        fig, kind = _heatmap_figure(plt, run, metric), f"heatmap of {PLOTTED[metric][0]}"
     else:
         raise ValueError("a plot takes one or two varied values")
-    fig.suptitle(
-        f"{run.job.scenario}: {analysis.METRICS[metric][1] if 'heatmap' in kind else kind}"
-    )
-    with atomic_file(path) as f:
-        fig.savefig(f, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=120)
-    plt.close(fig)
-    return kind
+    if "lines" in kind:
+        title = (
+            f"BCR, cost, SLA capacity and TTFT P99 against {kind.removeprefix('lines against ')}"
+        )
+    else:
+        title = kind
+    fig.suptitle(f"{run.job.scenario}: {title}")
+    return fig, kind
 
 
 def _series(
     run: SweepRun, architecture: str, metric: str
 ) -> tuple[list[float], list[float], list[bool]]:
-    """The points where ``architecture`` has a value of ``metric``: x, y, and whether the
-    search stopped early there (a work budget or the time limit)."""
+    """The points where ``architecture`` has a value of ``metric`` (in ``PLOTTED``'s
+    unit): x, y, and whether the search stopped early there (a work budget or the time
+    limit)."""
     from pddplan.sweeps import analysis
 
     path = run.job.axes[0].path
+    factor = PLOTTED[metric][2]
     xs, ys, limited = [], [], []
     for p in run.points:
         v = analysis.value_of(p, architecture, metric) if p.status == PointStatus.OK else None
         if v is not None:
             xs.append(float(p.values[path]))
-            ys.append(v)
+            ys.append(v * factor)
             limited.append(analysis.stopped_early(p, architecture))
     return xs, ys, limited
 
 
+def _same(a: tuple[list[float], list[float]], b: tuple[list[float], list[float]]) -> bool:
+    """Whether two series have the same points (to a part in a million)."""
+    return len(a[0]) == len(b[0]) and all(
+        x == u and abs(y - v) <= 1e-6 * max(abs(y), abs(v), 1e-12)
+        for x, y, u, v in zip(a[0], a[1], b[0], b[1], strict=True)
+    )
+
+
 def _lines_figure(plt: Any, run: SweepRun, metric: str) -> Any:
+    from matplotlib.ticker import StrMethodFormatter
+
     from pddplan.sweeps import analysis
 
-    fig, grid = plt.subplots(2, 2, figsize=(11, 7.5), layout="constrained", sharex=True)
+    fig, grid = plt.subplots(2, 2, figsize=(11, 8.2), layout="constrained", sharex=True)
     path = run.job.axes[0].path
     names = analysis.architectures(run)
     evens = analysis.break_evens(run, metric)
-    for ax, m in zip(grid.flat, ("bcr", "cost", "capacity", "ttft_p99"), strict=True):
+    panels = dict(zip(("bcr", "cost", "capacity", "ttft_p99"), grid.flat, strict=True))
+    handles: dict[str, Any] = {}
+    for m, ax in panels.items():
+        drawn: dict[str, tuple[list[float], list[float]]] = {}
+        coincide = []
         for k, name in enumerate(names):
             xs, ys, limited = _series(run, name, m)
-            if xs:
-                # PDD on top and wider: where its plan is a baseline's (one datacenter) the
-                # lines coincide, and PDD's must stay visible
-                pdd = name == "PDD"
-                (line,) = ax.plot(xs, ys, marker=".", label=name, color=f"C{k}",
-                                  lw=2.4 if pdd else 1.4, zorder=3 if pdd else 2)  # fmt: skip
-                stopped = [(x, y) for x, y, t in zip(xs, ys, limited, strict=True) if t]
-                if stopped:  # hollow: the best found, not a proven optimum
-                    ax.scatter(*zip(*stopped, strict=True), s=70, facecolors="none",
-                               edgecolors=line.get_color(), zorder=3)  # fmt: skip
-        for b in evens:
-            ax.axvline((float(b.lo) + float(b.hi)) / 2, color="gray", linestyle="--", lw=1)
-        ax.set(ylabel=analysis.METRICS[m][1])
+            if not xs:
+                continue
+            # each series its own marker and dashes, the later ones smaller and thinner: where
+            # two coincide (PDD's plan is a baseline's), the one below shows around the other
+            (line,) = ax.plot(xs, ys, marker=MARKERS[k % len(MARKERS)],
+                              linestyle=DASHES[k % len(DASHES)], markersize=max(10 - 2 * k, 4),
+                              markerfacecolor="none", lw=max(2.6 - 0.5 * k, 0.8),
+                              color=f"C{k}", label=name, zorder=2 + k)  # fmt: skip
+            handles.setdefault(name, line)
+            same = next((n for n, d in drawn.items() if _same(d, (xs, ys))), None)
+            if same is not None:
+                coincide.append(f"{name} = {same}")
+            stopped = [(x, y) for x, y, t in zip(xs, ys, limited, strict=True) if t]
+            if stopped:  # filled: the best found, not a proven optimum
+                ax.scatter(*zip(*stopped, strict=True), s=30, color=f"C{k}", zorder=2 + k)
+            drawn[name] = (xs, ys)
+        ax.set(ylabel=metric_label(m), title=PLOTTED[m][0])
+        if m == "cost":
+            ax.yaxis.set_major_formatter(StrMethodFormatter("${x:,.0f}"))
         ax.grid(alpha=0.3)
+        if coincide:  # one line on the other at every point here: said, not left to the eye
+            note = ax.text(0.98, 0.02, "same values here:\n" + "\n".join(coincide),
+                           transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small",
+                           bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
+            note.set_gid("coincide")
     for ax in grid[1]:
         ax.set(xlabel=analysis.axis_label(path))
-    grid[0][0].legend(fontsize="small")
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+               ncols=min(len(handles), 2), fontsize="small")  # fmt: skip
     if any(analysis.stopped_early(p, n) for p in run.points for n in names):
-        grid[1][0].text(0.02, 0.98, "hollow: the search stopped early (best found)",
+        grid[1][0].text(0.02, 0.98, "filled: the search stopped early (best found)",
                         transform=grid[1][0].transAxes, va="top", fontsize="x-small")  # fmt: skip
+    judge = panels[metric]
+    judge.set_title(f"{PLOTTED[metric][0]} (judges the winner)")
+    for b in evens:  # where the winner changes: somewhere between the two planned values
+        judge.axvspan(float(b.lo), float(b.hi), color="gray", alpha=0.2, lw=0, gid="break-even")
     if evens:
         more = [f"... {len(evens) - 4} more (the table lists them)"] if len(evens) > 4 else []
-        grid[0][1].text(0.02, 0.98, "dashed: break-even\n" + "\n".join(
+        text = judge.text(0.02, 0.98, f"shaded: break-even ({PLOTTED[metric][0]})\n" + "\n".join(
             [f"{b.lo:g}-{b.hi:g}: {b.before} -> {b.after}" for b in evens[:4]] + more),
-            transform=grid[0][1].transAxes, va="top", fontsize="x-small")  # fmt: skip
+            transform=judge.transAxes, va="top", fontsize="x-small",
+            bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
+        text.set_gid("break-evens")
     return fig
 
 
@@ -159,22 +245,21 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     path = run.job.axes[0].path
     served = []
-    for name in analysis.architectures(run):
+    for k, name in enumerate(analysis.architectures(run)):
         xs, ys, _ = _series(run, name, "cost")
-        if xs:
-            ax.step(
-                xs, [y * units.HOURS_PER_MONTH for y in ys], where="post", marker=".", label=name
-            )
-            served.append(max(xs))
-    # each step: where the first architecture's fleet changes (the table names the fleets)
-    first = analysis.architectures(run)[:1]
-    fleets = [(float(p.values[path]), analysis.fleet_of(p, first[0])) for p in run.points if first]
-    steps = [(a, b) for (a, fa), (b, fb) in itertools.pairwise(fleets)
-             if fa != fb and fa is not None and fb is not None]  # fmt: skip
-    for k, (a, b) in enumerate(steps[:6]):
-        ax.axvline((a + b) / 2, color="gray", linestyle=":", lw=1)
-        ax.annotate(f"{(a + b) / 2:.4g} req/s", ((a + b) / 2, 0.02 + 0.06 * k),
-                    xycoords=("data", "axes fraction"), fontsize="x-small", rotation=0)  # fmt: skip
+        if not xs:
+            continue
+        color = f"C{k}"
+        ax.plot(xs, ys, marker=MARKERS[k % len(MARKERS)], linestyle="none", color=color,
+                markersize=max(8 - 1.5 * k, 4), label=name, zorder=3 + k)  # fmt: skip
+        for (a, ca), (b, cb) in itertools.pairwise(zip(xs, ys, strict=True)):
+            if abs(cb - ca) <= 1e-9 * max(abs(ca), 1.0):
+                # the minimum cost never falls as demand grows: equal at both ends, it is
+                # that cost between them
+                ax.plot([a, b], [ca, cb], color=color, lw=1.4, zorder=2 + k)
+            elif b / a - 1 <= LOCATED:  # a step the study located: drawn where it is
+                ax.plot([b, b], [ca, cb], color=color, lw=1.0, linestyle=":", zorder=2 + k)
+        served.append(max(xs))
     top = max(float(p.values[path]) for p in run.points)
     if served and max(served) < top:  # the rates nothing serves: shaded, the axis cut short
         right = min(top, max(served) * 1.15)
@@ -182,9 +267,12 @@ def _demand_figure(plt: Any, run: SweepRun) -> Any:
                    label=f"no plan above {max(served):.4g} req/s (asked up to {top:.4g})")  # fmt: skip
         ax.set_xlim(right=right)
     ax.yaxis.set_major_formatter(StrMethodFormatter("${x:,.0f}"))
-    ax.set(xlabel=analysis.axis_label("workload.arrival_rps"), ylabel="min cost, USD/month")
+    ax.set(xlabel=analysis.axis_label(path), ylabel="minimum cost, $/month",
+           title="markers: demands planned; a line: the cost there is known (equal at both "
+           "ends, or a step located within 1%)")  # fmt: skip
+    ax.title.set_fontsize("small")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="center left")
+    ax.legend(fontsize="small", loc="upper left")
     return fig
 
 
@@ -195,13 +283,14 @@ def _heatmap_figure(plt: Any, run: SweepRun, metric: str) -> Any:
 
     ya, xa = run.job.axes  # the first axis down, the second across
     name = analysis.architectures(run)[0]
+    factor = PLOTTED[metric][2]
     z = np.full((len(ya.values), len(xa.values)), np.nan)
     for p in run.points:
         if p.status != PointStatus.OK:
             continue
         v = analysis.value_of(p, name, metric)
         if v is not None:
-            z[ya.values.index(p.values[ya.path]), xa.values.index(p.values[xa.path])] = v
+            z[ya.values.index(p.values[ya.path]), xa.values.index(p.values[xa.path])] = v * factor
     fig, ax = plt.subplots(figsize=(9, 6.5), layout="constrained")
     mesh = ax.imshow(z, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
     ax.set_xticks(range(len(xa.values)), [f"{v:g}" for v in xa.values],
@@ -210,13 +299,13 @@ def _heatmap_figure(plt: Any, run: SweepRun, metric: str) -> Any:
     if z.size <= 150:  # few cells: their values, readable
         for (i, j), v in np.ndenumerate(z):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize="x-small",
-                        color="white")  # fmt: skip
+                ax.text(j, i, f"{v:,.0f}" if metric == "cost" else f"{v:.3g}", ha="center",
+                        va="center", fontsize="x-small", color="white")  # fmt: skip
     _thin(ax.xaxis, len(xa.values))
     _thin(ax.yaxis, len(ya.values))
     ax.set(xlabel=analysis.axis_label(xa.path), ylabel=analysis.axis_label(ya.path),
            title=f"{name}; blank: no plan serves the demand")  # fmt: skip
-    fig.colorbar(mesh, ax=ax, label=analysis.METRICS[metric][1])
+    fig.colorbar(mesh, ax=ax, label=metric_label(metric))
     return fig
 
 
@@ -225,3 +314,95 @@ def _thin(axis: Any, n: int, most: int = 12) -> None:
     step = max(1, -(-n // most))
     for i, label in enumerate(axis.get_ticklabels()):
         label.set_visible(i % step == 0)
+
+
+# --- a simulation ---------------------------------------------------------------------------
+SEGMENTS = {
+    "queue": "queue for a prefill pass",
+    "prefill": "prefill passes",
+    "transfer": "KV transfer",
+    "handoff": "handoff",
+    "first_token": "first token",
+    "decode": "to the first token (admission, first step, return)",
+}
+"""The simulator's TTFT segments (``SimResult.tail_breakdown``), in words; one it adds
+later is drawn under its own name."""
+
+
+def plot_simulation(result: SimResult, path: Path) -> None:
+    """Write ``simulation_figure`` to ``path`` (PNG, SVG, PDF)."""
+    fig = simulation_figure(result)
+    from matplotlib import pyplot as plt
+
+    try:
+        _save(fig, path, 110)
+    finally:
+        plt.close(fig)
+
+
+def simulation_figure(result: SimResult) -> Any:
+    """A simulation in two panels: the measured requests' TTFT distribution (its CDF on a
+    logit scale, so that P90 and P99 stand apart) against the SLA's P90 and P99 bounds, the
+    simulated percentiles with their 95% intervals and the analytic model's beside them;
+    and the TTFT of the requests above the simulated P90 by segment (mean seconds each)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    from pddplan.simulation.run import CDF_PROBABILITIES
+
+    fig, (cdf, parts) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained",
+                                     width_ratios=(3, 2))  # fmt: skip
+    probs = [p for p in CDF_PROBABILITIES if 0 < p < 1]
+    xs = [x for p, x in zip(CDF_PROBABILITIES, result.ttft_cdf_s, strict=False) if 0 < p < 1]
+    if xs:
+        cdf.plot(xs, probs[: len(xs)], color="C0", lw=1.6, label="simulated TTFT")
+    cdf.set_yscale("logit")
+    cdf.set_ylim(0.01, 0.999)
+    cdf.set_yticks([0.1, 0.5, 0.9, 0.99, 0.999], ["10%", "50%", "90%", "99%", "99.9%"])
+    cdf.yaxis.set_minor_formatter(NullFormatter())
+    for key, q, color in (("p90", 0.9, "C1"), ("p99", 0.99, "C3")):
+        bound = result.sla.get(f"ttft_{key}_s")
+        if bound is not None:
+            cdf.axvline(bound, color=color, linestyle="--", lw=1.2,
+                        label=f"SLA {key.upper()} bound {bound:g} s", gid=f"sla-{key}")  # fmt: skip
+        cdf.axhline(q, color=color, linestyle=":", lw=0.8)
+        f = result.ttft_s.get(key)
+        if f is None:
+            continue
+        err = None
+        if f.low is not None and f.high is not None:
+            err = [[max(f.simulated - f.low, 0.0)], [max(f.high - f.simulated, 0.0)]]
+        cdf.errorbar([f.simulated], [q], xerr=err, fmt="o", color=color, capsize=3,
+                     label=f"simulated {key.upper()} {f.simulated:.3g} s (95% interval)",
+                     gid=f"simulated-{key}")  # fmt: skip
+        if f.predicted is not None:
+            cdf.plot([f.predicted], [q], marker="x", color=color, linestyle="none",
+                     markersize=9, label=f"analytic {key.upper()} {f.predicted:.3g} s",
+                     gid=f"analytic-{key}")  # fmt: skip
+    cdf.set(xlabel="time to first token, s", ylabel="share of requests at or below",
+            title=f"TTFT distribution ({result.requests:,} requests measured) against the SLA")  # fmt: skip
+    cdf.title.set_fontsize("medium")
+    cdf.grid(alpha=0.3)
+    cdf.legend(fontsize="x-small", loc="lower right")
+    segments = [(k, v) for k, v in result.tail_breakdown.items() if v == v]  # NaN: none
+    left = 0.0
+    for i, (key, seconds) in enumerate(segments):
+        parts.barh([0], [seconds], left=left, color=f"C{i}",
+                   label=f"{SEGMENTS.get(key, key.replace('_', ' '))}: {seconds:.3g} s")  # fmt: skip
+        left += seconds
+    bound = result.sla.get("ttft_p99_s")
+    if bound is not None:
+        parts.axvline(bound, color="C3", linestyle="--", lw=1.2,
+                      label=f"SLA P99 bound {bound:g} s")  # fmt: skip
+    parts.set_yticks([])
+    parts.set(
+        xlabel="mean seconds", title="TTFT of the requests above the simulated P90, by segment"
+    )
+    parts.title.set_fontsize("medium")
+    parts.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    fig.suptitle(f"{result.scenario}: {result.fleet} at {result.rate_rps:.3g} req/s "
+                 f"(verdict: {result.verdict})")  # fmt: skip
+    return fig

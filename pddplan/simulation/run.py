@@ -18,13 +18,13 @@ from pddplan.errors import ArgumentError
 from pddplan.evaluation.evaluator import Evaluator
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
+from pddplan.progress import Progress
 from pddplan.simulation.decode import gap_seconds
 from pddplan.simulation.engine import Simulation
 from pddplan.simulation.request import DIRECT, RELAY, SINGULAR
 from pddplan.simulation.steady import (
     MIN_BATCH,
     Interval,
-    Progress,
     RunLength,
     Steadiness,
     SteadyRun,
@@ -42,6 +42,14 @@ from pddplan.workload.sessions import (
     SimRequest,
     trace_requests,
 )
+
+CDF_PROBABILITIES = (
+    *(round(0.01 * i, 2) for i in range(100)),
+    *(round(0.99 + 0.001 * i, 3) for i in range(10)),
+    1.0,
+)
+"""Where the TTFT distribution is sampled for ``SimResult.ttft_cdf_s``: every percent, then
+every tenth of a percent above 99% (the tail the SLA's P99 judges), and the maximum."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,9 @@ class SimResult:
     wall_s: float
     engine: str = ""
     """The engine profile whose pass times both the simulator and the analytic column use."""
+    ttft_cdf_s: tuple[float, ...] = ()
+    """The measured requests' TTFT at each probability of ``CDF_PROBABILITIES`` (the
+    empirical distribution, for a plot; empty for a run that measured none)."""
 
     @property
     def confirmed(self) -> bool:
@@ -139,7 +150,7 @@ def simulate(
     p_cache_tokens: int | None = None,
     setup_rtts: float = 0.0,
     clock: Callable[[], float] = wall_clock,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimResult:
     """Simulate ``fleet`` on ``problem`` with sampled sessions at ``rate_rps`` (default:
     the fleet's SLA capacity, the load a plan is sized for) or a Mooncake ``trace``, for
@@ -352,6 +363,11 @@ def _summarize(
         tail_breakdown=tail,
         breakdown=segments(slice(None), "first_token"),
         predicted_breakdown=predicted.ttft_breakdown_s,
+        ttft_cdf_s=(
+            tuple(float(x) for x in np.quantile(rec.ttft_s, CDF_PROBABILITIES))
+            if len(rec.ttft_s)
+            else ()
+        ),
         events=sim.ev.count,
         wall_s=st.wall_s,
     )

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from pddplan.progress import Progress
 from pddplan.simulation.decode import GAP_BINS_PER_DOUBLING, gap_seconds
 from pddplan.simulation.engine import (
     FIRST_FIELDS,
@@ -143,18 +144,6 @@ class Steadiness:
     open_sessions: int | None
     target_sessions: int | None
     wall_s: float
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a run reports as it goes (``simulate(progress=)``)."""
-
-    phase: str
-    """``warm start``, ``warm-up`` or ``measuring``."""
-    requests: int
-    simulated_s: float
-    p99: Interval | None
-    """The latest TTFT P99 and its interval (None before the first check)."""
 
 
 @dataclass(frozen=True)
@@ -351,10 +340,15 @@ def run_steady(
     length: RunLength | None = None,
     *,
     clock: Callable[[], float] = wall_clock,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Progress | None = None,
 ) -> SteadyRun:
     """Steps 1-4 of the module docstring on ``sim`` (not started): sampled sessions get the
-    warm start; any other requests (a trace) are served as they come."""
+    warm start; any other requests (a trace) are served as they come. ``progress``
+    (``pddplan.progress``) hears the requests that have arrived after each batch, of the
+    fixed length, or of an estimate from the precision reached so far (the requests
+    measured x (precision / the precision asked)², the run's interval narrowing as one
+    over the square root of its requests; none before the first check), with the phase and
+    the TTFT P99 so far."""
     return _Run(sim, requests, sla, length or RunLength(), clock, progress).result()
 
 
@@ -369,12 +363,13 @@ class _Run:
         sla: Sla,
         length: RunLength,
         clock: Callable[[], float],
-        progress: Callable[[Progress], None] | None,
+        progress: Progress | None,
     ) -> None:
         self.sim, self.sla, self.length, self.clock, self.progress = (
             sim, sla, length, clock, progress
         )  # fmt: skip
         self.began = clock()
+        self.cap = length.requests if length.requests is not None else length.max_requests
         self.session = requests if isinstance(requests, SessionSource) else None
         if self.session is not None:
             self._report("warm start", 0, 0.0)
@@ -383,7 +378,6 @@ class _Run:
             live, self.pre_n, self.pre_s = iter(requests), 0, 0.0
         if length.requests is not None:
             live = itertools.islice(live, length.requests)
-        self.cap = length.requests if length.requests is not None else length.max_requests
         self.min_measured_s = self.session.turn_gap_s if self.session is not None else 0.0
         """Sampled sessions are measured for one turn gap at least (each comes back)."""
         sim.start(live)
@@ -393,9 +387,19 @@ class _Run:
         self.arrival_s: list[np.ndarray] = []
         self.more = True  # requests may still arrive
 
-    def _report(self, phase: str, requests: int, t: float, p99: Interval | None = None) -> None:
-        if self.progress is not None:
-            self.progress(Progress(phase, requests, t, p99))
+    def _report(self, phase: str, requests: int, t: float, last: _Check | None = None) -> None:
+        """Tell ``progress`` where the run is (``run_steady``)."""
+        if self.progress is None:
+            return
+        label = f"{phase}, {t:,.0f} s simulated"
+        total: int | None = self.cap if self.length.requests is not None else None
+        if last is not None:
+            p99 = last.ttft["p99"]
+            label += f", TTFT P99 {p99.value:.3g} s ±{p99.precision:.1%}"
+            if total is None and math.isfinite(last.precision):
+                need = last.used * max(last.precision / self.length.precision, 1.0) ** 2
+                total = min(self.cap, math.ceil(last.warmup + need))
+        self.progress(requests, None if total is None else max(total, requests), label)
 
     def _step(self) -> Checkpoint:
         """Serve the next ``MIN_BATCH`` arrivals (the rest of the requests when they run out)."""
@@ -470,18 +474,17 @@ class _Run:
                     stopped = "precise"
                 elif length.until_decided and last.verdict[0] != "inconclusive":
                     stopped = "decided"
-            self._report(
-                "warm-up" if warmup is None else "measuring",
-                mark.arrivals,
-                mark.time_s,
-                last.ttft["p99"] if last is not None else None,
-            )
+            self._report("warm-up" if warmup is None else "measuring", mark.arrivals,
+                         mark.time_s, last)  # fmt: skip
             stopped = stopped or self._capped(mark)
         if stopped in ("precise", "decided") and last is not None:
             # serve on (the load unchanged) until every measured request has finished
             while self.records.prefix < last.warmup + last.used and not self._capped(self._step()):
                 pass
         self.sim.close()
+        if self.progress is not None:
+            done = self.marks[-1].arrivals
+            self.progress(done, done, "done")
         return self._finish(warmup, state_ok_at is not None, last, stopped, overload)
 
     def _check(self, warmup: int, k: int, batch: int) -> _Check:

@@ -3,4 +3,4 @@
 an interrupted sweep resumes; what the points show (``analysis``); the studies built on them
 (``studies``: demand, price premium, bathtub); and a price sweep of one chip with its
 break-even (``prices``). May import: ``plan``, ``evaluation``, ``io``, ``model``,
-``workload``, ``spec``, ``atomic``, ``units``, ``errors``."""
+``workload``, ``spec``, ``atomic``, ``units``, ``progress``, ``errors``."""

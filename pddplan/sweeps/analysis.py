@@ -152,26 +152,94 @@ def stopped_early(point: PointResult, architecture: str) -> bool:
 
 
 _UNITS = (
-    ("usd_per_gpu_hour", "USD/GPU-hour"), ("usd_per_month", "USD/month"),
-    ("usd_per_hour", "USD/hour"), ("_rps", "req/s"), ("_ms", "ms"), ("_s", "s"),
-    ("gbps", "Gbit/s"), ("_gb", "GB"), ("_gb_per_gpu", "GB per GPU"), ("tokens", "tokens"),
+    ("usd_per_gpu_hour", "$/GPU-hour"), ("usd_per_month", "$/month"),
+    ("usd_per_hour", "$/hour"), ("_rps", "req/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"),
+    ("gbps", "Gbit/s"), ("_gb_per_gpu", "GB per GPU"), ("_gb", "GB"), ("_bytes", "bytes"),
+    ("tokens", "tokens"),
 )  # fmt: skip
-_LABELS = {
-    "workload.arrival_rps": "demand, req/s",
-    "workload.prefix_hit.mean": "mean prefix hit rate",
-    "sla.ttft_p90_s": "TTFT P90 bound, s",
-    "sla.ttft_p99_s": "TTFT P99 bound, s",
-    "sla.tpot_ms": "TPOT bound, ms",
-    "headroom": "headroom (share of demand)",
+"""A field name's ending -> its unit, as the tables write it."""
+_NAMES = {
+    "workload.arrival_rps": ("demand", "req/s"),
+    "workload.prefix_hit.mean": ("mean prefix hit rate", ""),
+    "sla.ttft_p90_s": ("TTFT P90 bound", "s"),
+    "sla.ttft_p99_s": ("TTFT P99 bound", "s"),
+    "sla.tpot_ms": ("TPOT bound", "ms"),
+    "headroom": ("headroom", "share of the demand"),
+    "budget_usd_per_hour": ("budget", "$/hour"),
 }
+"""Paths whose field has no docstring, or a name better than its docstring's."""
+_KEYS = {
+    "rtt_ms": "round-trip time",
+    "gbps": "link speed",
+    "usd_per_month": "link price",
+    "arrival_rps": "demand",
+}
+"""Field names without a docstring, in words, wherever they are."""
+
+
+def axis_name(path: str) -> tuple[str, str]:
+    """A varied path as a person reads it: (name, unit), e.g. ``workload.prefix_hit.mean``
+    -> ("mean prefix hit rate", ""), ``links[0].rtt_ms`` -> ("round-trip time of
+    links[0]", "ms"). The name is the field's description (the first clause of its
+    docstring, ``knobs.field_doc``) where no better one is written here; the unit is the
+    one the field's name ends in, as the tables write it."""
+    from pddplan.sweeps.knobs import field_doc
+
+    if path in _NAMES:
+        return _NAMES[path]
+    m = re.match(r"prices_usd_per_gpu_hour\.(.+)$", path)
+    if m:
+        return f"{m[1]} price", "$/GPU-hour"
+    parent, _, key = path.rpartition(".")
+    unit = next((u for suffix, u in _UNITS if _ends(key, suffix)), "")
+    if key in _STATISTICS and parent:  # a distribution's parameter: of what, in its unit
+        of = parent.rpartition(".")[2]
+        name = f"{key} {_words(of)}"
+        unit = unit or next((u for suffix, u in _UNITS if _ends(of, suffix)), "")
+    else:
+        name = _KEYS.get(key) or _clause(field_doc(path) or "") or _words(key)
+    if "[" in parent:  # which link, tier or option
+        name += f" ({parent})"
+    return name, unit
+
+
+_STATISTICS = frozenset({"mean", "median", "p50", "p90", "p99", "cv", "std", "sigma", "mu"})
+"""A distribution's parameters, named with what they describe."""
+
+
+def _ends(key: str, suffix: str) -> bool:
+    """Whether the field name ``key`` ends in the unit ``suffix`` (or is it)."""
+    return key.endswith(suffix) or key == suffix.lstrip("_")
+
+
+def _clause(doc: str, most: int = 60) -> str:
+    """A docstring's first clause as a short name: its first sentence, without asides in
+    parentheses or code, the part after a colon where the part before is a qualifier of
+    one or two words; cut at a word to at most ``most`` characters."""
+    text = " ".join(doc.split())
+    text = re.split(r"(?<=[a-z0-9)])\. ", text, maxsplit=1)[0].rstrip(".")
+    text = re.sub(r"\s*\([^)]*\)", "", text)
+    text = re.sub(r"\s*``[^`]*``", "", text)
+    head, colon, rest = text.partition(": ")
+    text = rest if colon and len(head.split()) < 3 else head
+    text = text.split(";")[0].strip()
+    if len(text) > most:
+        text = text[:most].rsplit(" ", 1)[0].rstrip(",") + " ..."
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text
+
+
+def _words(key: str) -> str:
+    """A field name without its unit's ending, in words."""
+    for suffix, _ in _UNITS:
+        if key.endswith(suffix) and key != suffix.lstrip("_"):
+            key = key[: -len(suffix)]
+            break
+    return key.strip("_").replace("_", " ")
 
 
 def axis_label(path: str) -> str:
-    """A plot's or table's label for a varied path, with its unit."""
-    if path in _LABELS:
-        return _LABELS[path]
-    m = re.match(r"prices_usd_per_gpu_hour\.(.+)$", path)
-    if m:
-        return f"{m[1]} price, USD/GPU-hour"
-    unit = next((u for suffix, u in _UNITS if path.split(".")[-1].endswith(suffix)), None)
-    return f"{path}, {unit}" if unit else path
+    """A plot's or table's label for a varied path: its name and unit (``axis_name``)."""
+    name, unit = axis_name(path)
+    return f"{name}, {unit}" if unit else name

@@ -26,9 +26,9 @@ import json
 import math
 import multiprocessing
 import os
-import queue
 import signal
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -37,9 +37,10 @@ from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
+from pddplan.progress import Progress
 from pddplan.spec.status import PointStatus
 from pddplan.sweeps.axes import Axis, points
-from pddplan.sweeps.journal import JOURNALLED, Journal, signals_deferred
+from pddplan.sweeps.journal import JOURNALLED, Journal, fingerprint, signals_deferred
 from pddplan.sweeps.points import PointResult, PointRunner, Settings
 
 WORKER_ENV = {
@@ -123,8 +124,6 @@ class SweepRun:
 
 STOPPED = "stopped by Ctrl-C or SIGTERM"
 """The reason an interrupted point gives."""
-Progress = Callable[[PointResult, int, int], None]
-"""Told each finished point, with the points done and the total."""
 
 
 # --- the journal ------------------------------------------------------------------------------
@@ -142,6 +141,18 @@ def grid_journal(
         )
 
     return Journal(path, job.identity(), resume=resume, on_grid=on_grid)
+
+
+def journal_in(folder: Path, job: SweepJob) -> Path:
+    """Where ``job``'s journal goes in a folder of journals (the user's cache, for a sweep
+    run without an output file): a file named by its grid's fingerprint, so that the same
+    sweep run again finds it (``--resume``) and another sweep never does. The folder is
+    made if it does not exist."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{folder}: cannot keep the sweep's journal there: {e.strerror}") from None
+    return folder / f"{fingerprint(job.identity())}.journal.jsonl"
 
 
 def _canonical(values: dict[str, Any]) -> str:
@@ -166,7 +177,9 @@ def run_sweep(
     local instance). Ctrl-C (or SIGTERM, where the caller turns it into
     ``KeyboardInterrupt``) ends the run with ``interrupted`` set: what finished is in the
     journal and in the result. ``hold_journal``: the journal stays open and locked in the
-    result (``SweepRun.close_journal``)."""
+    result (``SweepRun.close_journal``). ``progress`` (``pddplan.progress``) hears the
+    points done (the journal's first) and the failures so far, at the start and as each
+    point finishes."""
     if workers < 1:
         raise InputError(f"--workers must be 1 or more, got {workers}")
     grid = job.points()
@@ -175,14 +188,22 @@ def run_sweep(
     resumed = len(done)
     todo = [(i, v) for i, v in enumerate(grid) if i not in done]
     start = time.perf_counter()
+    failed = sum(p.failed for p in done.values())
+
+    def tell() -> None:
+        if progress is not None:
+            progress(len(done), len(grid), f"{failed:,} failed" if failed else "")
 
     def finished(point: PointResult) -> None:
+        nonlocal failed
         if point.status != PointStatus.INTERRUPTED:
             done[point.index] = point
+            failed += point.failed
         if log is not None:
             log.add(point)
-        if progress is not None:
-            progress(point, len(done), len(grid))
+        tell()
+
+    tell()
 
     interrupted = False
     held = False
@@ -242,24 +263,29 @@ def _run_here(
 _RUNNER: PointRunner | None = None
 
 
-def _worker_main(payload: tuple[Any, ...], tasks: Any, results: Any) -> None:
-    """A worker: load the problem once, then plan each chunk it takes, point by point."""
+def _worker_main(payload: tuple[Any, ...], conn: Any) -> None:
+    """A worker: load the problem once, then ask for a chunk, plan it point by point
+    (each point's start and result sent back), and ask again; ``None`` ends it."""
     global _RUNNER
     os.setpgrp()  # its own group: the terminal's Ctrl-C goes to the parent alone
     _follow_parent()
     scenario, hardware, model, engines, settings = payload
     _RUNNER = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
     while True:
-        chunk = tasks.get()
+        conn.send(("ready", None))
+        try:
+            chunk = conn.recv()
+        except EOFError:  # the parent is gone
+            return
         if chunk is None:
             return
         for index, values in chunk:
-            results.put(("start", os.getpid(), index))
+            conn.send(("start", index))
             try:
                 point = _RUNNER.run(index, values)
             except Exception as e:  # a bug: the point says so, the sweep goes on
                 point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
-            results.put(("done", os.getpid(), point.to_json()))
+            conn.send(("done", point.to_json()))
 
 
 def _follow_parent(every_s: float = 1.0) -> None:
@@ -292,6 +318,22 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+@contextmanager
+def _ctrl_c_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block: a process started in it (a worker)
+    inherits the mask and never takes the terminal's Ctrl-C, even while it starts, before
+    it leaves the terminal's process group; one that reaches this process meanwhile waits
+    and is delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _run_pool(
     problem: Problem,
     settings: Settings,
@@ -300,45 +342,83 @@ def _run_pool(
     workers: int,
     job: SweepJob,
 ) -> bool:
+    """``todo`` on ``workers`` spawned processes, a chunk at a time to whichever asks.
+    Each worker has a pipe of its own: no queue, lock or semaphore is shared, so nothing
+    is left for Python's resource tracker to clean up (and warn of, as "leaked
+    semaphore") however the run ends, a second Ctrl-C included. A worker that dies ends
+    its point as an ``error``; the rest of its chunk goes to the others."""
+    from multiprocessing.connection import wait
+
     ctx = multiprocessing.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
     size = chunk_size(len(todo), workers, job)
-    for k in range(0, len(todo), size):
-        tasks.put(todo[k : k + size])
-    workers = min(workers, math.ceil(len(todo) / size))
-    for _ in range(workers):
-        tasks.put(None)
+    chunks = deque(todo[k : k + size] for k in range(0, len(todo), size))
+    workers = min(workers, len(chunks))
     payload = (problem.scenario, problem.hardware, problem.model, problem.engines, settings)
     values = dict(todo)
-    procs = [ctx.Process(target=_worker_main, args=(payload, tasks, results), daemon=True)
-             for _ in range(workers)]  # fmt: skip
-    running: dict[int, int] = {}  # worker pid -> the point it is planning
+    procs: list[Any] = []
+    conns: dict[Any, Any] = {}  # the parent's end of each worker's pipe -> its process
+    held: dict[Any, list[tuple[int, dict[str, Any]]]] = {}  # its chunk's points not done
+    running: dict[Any, int] = {}  # the point each worker is planning
     left = len(todo)
+
+    def dead(conn: Any) -> None:
+        """A worker gone without being told to stop: its point an error, the rest of its
+        chunk back in line."""
+        nonlocal left
+        p = conns.pop(conn)
+        conn.close()
+        p.join(timeout=5)
+        index = running.pop(conn, None)
+        rest = [x for x in held.pop(conn, []) if x[0] != index]
+        if index is not None:
+            finished(PointResult(index, values[index], PointStatus.ERROR,
+                                 f"its worker died (exit code {p.exitcode})"))  # fmt: skip
+            left -= 1
+        if rest:
+            chunks.appendleft(rest)
+
     try:
-        for p in procs:  # whole: a worker cut off while it reads its start-up data would
-            with _environment(WORKER_ENV), signals_deferred():  # print a traceback
+        for _ in range(workers):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(payload, there), daemon=True)
+            procs.append(p)
+            # whole: a worker cut off while it reads its start-up data would print a traceback
+            with _environment(WORKER_ENV), signals_deferred(), _ctrl_c_blocked():
                 p.start()
+            there.close()
+            conns[here] = p
         while left:
-            try:
-                kind, pid, data = results.get(timeout=1.0)
-            except queue.Empty:
-                dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
-                for p in dead:
-                    index = running.pop(p.pid, None) if p.pid is not None else None
-                    if index is not None:
-                        finished(PointResult(index, values[index], PointStatus.ERROR,
-                                             f"its worker died (exit code {p.exitcode})"))  # fmt: skip
-                        left -= 1
-                    procs.remove(p)
-                if not procs:
-                    raise RuntimeError("every sweep worker died") from None
-                continue
-            if kind == "start":
-                running[pid] = data
-            else:
-                running.pop(pid, None)
-                finished(PointResult.from_json(data))
-                left -= 1
+            if not conns:
+                raise RuntimeError("every sweep worker died")
+            ready: list[Any] = wait(list(conns), timeout=1.0)
+            for conn in ready:
+                try:
+                    kind, data = conn.recv()
+                except (EOFError, OSError):
+                    dead(conn)
+                    continue
+                if kind == "ready":
+                    chunk = chunks.popleft() if chunks else None
+                    try:
+                        conn.send(chunk)
+                    except OSError:
+                        if chunk is not None:
+                            chunks.appendleft(chunk)
+                        dead(conn)
+                        continue
+                    if chunk is None:  # nothing left for it: it ends
+                        conns.pop(conn)
+                        conn.close()
+                    else:
+                        held[conn] = list(chunk)
+                elif kind == "start":
+                    running[conn] = data
+                else:
+                    point = PointResult.from_json(data)
+                    running.pop(conn, None)
+                    held[conn] = [x for x in held.get(conn, []) if x[0] != point.index]
+                    finished(point)
+                    left -= 1
     except KeyboardInterrupt:
         _kill(procs)
         for index in sorted(running.values()):
@@ -346,6 +426,8 @@ def _run_pool(
         return True
     finally:
         _kill(procs)
+        for conn in conns:
+            conn.close()
     return False
 
 

@@ -443,3 +443,51 @@ def move_hit_mean(workload: dict[str, Any], md_cache: list[dict[str, Any]] | Non
             option["md_prefix_hit"] = _scaled(option["md_prefix_hit"], s)
         if option.get("md_hit") is not None:
             option["md_hit"] = [_move(h, s) for h in option["md_hit"]]
+
+
+# --- what a path is, in words -----------------------------------------------------------------
+def field_doc(path: str) -> str | None:
+    """The docstring of the scenario field ``path`` ends in (``spec.base.field_docs``, its
+    own class's or a base's), walked through the schema by name alone (a list index or a
+    mapping key goes to the item's type; a union to its first section); None where the
+    path is not a field or the field has no docstring."""
+    from pddplan.spec.base import field_docs
+
+    parts = _parts(path) if _PATH.match(path) else []
+    annotation: Any = Scenario
+    owner: type[BaseModel] | None = None
+    name: str | None = None
+    for part in parts:
+        annotation = _section(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(part, str) or part not in annotation.model_fields:
+                return None
+            owner, name = annotation, part
+            annotation = annotation.model_fields[part].annotation
+        elif typing.get_origin(annotation) is dict:
+            annotation = typing.get_args(annotation)[1]  # a key of a mapping: its value
+        elif typing.get_origin(annotation) in (tuple, list) and isinstance(part, int):
+            annotation = typing.get_args(annotation)[0]
+        else:
+            return None
+    if owner is None or name is None:
+        return None
+    for base in owner.__mro__:
+        if isinstance(base, type) and issubclass(base, BaseModel):
+            doc = field_docs(base).get(name)
+            if doc:
+                return doc
+    return None
+
+
+def _section(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated`` and, for a union, its first section (a model, a
+    list or a mapping), else itself."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for m in typing.get_args(annotation):
+            m = _section(m)
+            if not _scalar_type(m):
+                return m
+    return annotation

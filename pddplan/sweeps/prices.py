@@ -7,12 +7,12 @@ the points after the first only re-solve (``pddplan.model.problem.NON_PHYSICAL``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
 from pddplan.plan.compare import compare
+from pddplan.progress import Progress
 from pddplan.spec.scenario import Scenario
 
 
@@ -63,24 +63,24 @@ def price_sweep(
     *,
     solver: str | None = None,
     time_limit_s: float | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Sweep:
     """Re-plan every architecture at equal demand at each price of ``chip``, then bisect
     for the price at which PDD stops being cheaper than the cheapest baseline.
-    ``progress`` hears each price with the prices done and the most there can be (the grid
-    and ``BREAK_EVEN_STEPS``)."""
+    ``progress`` (``pddplan.progress``) hears each price before it is planned, with the
+    prices done and the prices in all (the grid; with ``BREAK_EVEN_STEPS`` more once a
+    break-even is bracketed)."""
     if not prices:
         raise InputError("the price sweep has no points")
     if chip not in problem.hardware.chips:
         raise InputError(f"price sweep: unknown chip '{chip}'")
 
     planned: list[float] = []
+    total = len(prices)
 
     def point(price: float) -> SweepPoint:
         if progress is not None:
-            progress(
-                f"{chip} at ${price:.4g}/GPU-hour", len(planned), len(prices) + BREAK_EVEN_STEPS
-            )
+            progress(len(planned), total, f"{chip} at ${price:.4g}/GPU-hour")
         planned.append(price)
         c = compare(
             problem.with_scenario(with_price(problem.scenario, chip, price)),
@@ -104,7 +104,10 @@ def price_sweep(
         None,
     )
     if bracket is None:
+        if progress is not None:
+            progress(total, total, "done")
         return Sweep(chip, points, None, None)
+    total += BREAK_EVEN_STEPS
     lo, hi = bracket
     lo_wins = next(p for p in points if p.price == lo).pdd_wins
     for _ in range(BREAK_EVEN_STEPS):
@@ -113,6 +116,8 @@ def price_sweep(
             lo = mid
         else:
             hi = mid
+    if progress is not None:
+        progress(total, total, "done")
     return Sweep(chip, points, (lo + hi) / 2, bracket)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,11 @@ from typing import Any
 from pddplan import units
 from pddplan.errors import InputError
 from pddplan.model.problem import Problem
+from pddplan.progress import Progress
 from pddplan.spec.choices import MIN_COST
 from pddplan.spec.status import PointStatus, RowStatus
 from pddplan.sweeps.axes import Axis, parse_vary
-from pddplan.sweeps.engine import STOPPED, SweepJob, SweepRun, scenario_digest
+from pddplan.sweeps.engine import STOPPED, SweepJob, SweepRun, journal_in, scenario_digest
 from pddplan.sweeps.journal import Journal
 from pddplan.sweeps.points import ArchResult, PointResult, PointRunner, Settings
 
@@ -83,9 +83,10 @@ def demand_study(
     vary: list[str],
     scenario_label: str,
     journal: Path | None = None,
+    journal_dir: Path | None = None,
     resume: bool = False,
     hold_journal: bool = False,
-    progress: Callable[[PointResult, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> SweepRun:
     """The steps of the minimum cost against demand (module docstring): every rate planned,
     in rate order, and a note per step saying where it lies and what it adds.
@@ -93,7 +94,11 @@ def demand_study(
     Each rate depends on the ones before, so they are planned here, one at a time. With
     ``journal``, each planned rate is appended to it as a sweep's point is; ``resume``
     takes the journalled rates instead of planning them again (the bisection then walks
-    the same rates). Ctrl-C ends the study with ``interrupted`` set."""
+    the same rates); ``journal_dir``: a folder to keep it in where ``journal`` is not
+    given, named by the study's fingerprint (``engine.journal_in``). Ctrl-C ends the study
+    with ``interrupted`` set. ``progress`` (``pddplan.progress``) hears the rates planned,
+    of the first grid's and, once it bisects, of those planned and the steps left to
+    bisect (each at least one more rate)."""
     path = "workload.arrival_rps"
     if vary:
         axes = [parse_vary(v) for v in vary]
@@ -112,6 +117,8 @@ def demand_study(
     start = time.perf_counter()
     first = Axis(path, tuple(rates), "demand study")
     job = SweepJob(scenario_label, scenario_digest(problem), (first,), False, settings)
+    if journal is None and journal_dir is not None:
+        journal = journal_in(journal_dir, job)
 
     def on_grid(point: PointResult) -> bool:  # a rate the bisection may plan: any above 0
         rate = point.values.get(path)
@@ -125,6 +132,12 @@ def demand_study(
     if log is not None:
         seen = {float(p.values[path]): p for _, p in sorted(log.done.items())}
     resumed = len(seen)
+    todo: list[tuple[float, float]] = []
+
+    def tell() -> None:
+        if progress is not None:
+            left = len([r for r in rates if r not in seen]) + len(todo)
+            progress(len(seen), len(seen) + left, f"{len(todo):,} steps to bisect")
 
     def at(rate: float) -> PointResult:
         if rate not in seen:
@@ -137,8 +150,7 @@ def demand_study(
             seen[rate] = point
             if log is not None:
                 log.add(point)
-            if progress is not None:
-                progress(point, len(seen), max(len(seen), len(rates)))
+            tell()
         return seen[rate]
 
     def fleet(rate: float) -> str | None:
@@ -146,9 +158,10 @@ def demand_study(
         r = _served(p)
         return r.fleet if r is not None else None
 
-    todo = list(itertools.pairwise(rates))
+    todo += itertools.pairwise(rates)
     steps: list[tuple[float, float]] = []
     interrupted = False
+    tell()
     try:
         while todo:
             lo, hi = todo.pop()
@@ -168,6 +181,8 @@ def demand_study(
         if log is not None:
             log.close()
         raise
+    if progress is not None and not interrupted:
+        progress(len(seen), len(seen), "done")
     if log is not None and not hold_journal:
         log.close()
     ordered = sorted(seen)
