@@ -160,7 +160,7 @@ def test_simulate_plot_writes_the_figure(tmp_path):
     res = run_main("simulate", str(SMALL), "--plan", str(plan), "--requests", "2000",
                    "--plot", str(png), "--json")  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert png.stat().st_size > 10_000 and f"wrote {png}" in res.stderr
+    assert png.stat().st_size > 5_000 and f"wrote {png}" in res.stderr  # an empty figure: ~2 kB
     json.loads(res.stdout)  # the figure changes nothing on stdout
     bad = run_main("simulate", str(SMALL), "--plan", str(plan), "--plot", str(tmp_path / "x.txt"))
     assert bad.exit_code == 2 and "no image suffix" in bad.stderr
