@@ -331,9 +331,10 @@ def status_words(r: PlanResult, s: Scenario) -> str:
     st = r.stats
     gap = f"gap {st.gap:.2%}" if st.gap is not None else "no gap proven"
     if r.status == PlanStatus.OPTIMAL:
-        if st.objective == MAX_BCR and st.gap:
+        shown = st.gap is not None and round(st.gap, 4) > 0  # a gap that prints as 0.00% is none
+        if st.objective == MAX_BCR and shown:
             return f"{PlanStatus.OPTIMAL} within {s.search.bcr_plateau:.0%} of the proven bound ({gap})"
-        if st.gap:
+        if shown:
             return f"{PlanStatus.OPTIMAL} within the MILP's tolerance ({gap})"
         return PlanStatus.OPTIMAL.value
     if r.status == PlanStatus.TIME_LIMIT:
