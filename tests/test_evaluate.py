@@ -435,7 +435,7 @@ def test_the_ttft_segments_add_up_to_the_mean_the_tail_gives():
     for rate in (10.0, 0.9 * ev.capacity):
         st = ev.state(rate)
         parts = st.breakdown()
-        assert list(parts) == ["queue", "prefill", "transfer", "first_token"]
+        assert list(parts) == ["queue", "prefill", "transfer", "relay", "first_token"]
         assert all(v >= 0 for v in parts.values())
         t = np.linspace(0.0, 20.0, 2001)
         tail = np.concatenate([st.ttft_tail.many(t[i : i + 1000]) for i in range(0, len(t), 1000)])

@@ -270,7 +270,9 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     assert (
         res.stderr.strip()
         .splitlines()[-1]
-        .startswith(f"interrupted by {name} after 1 of 2 points; run the same command again with --resume")
+        .startswith(
+            f"interrupted by {name} after 1 of 2 points; run the same command again with --resume"
+        )
     ), res.stderr
     assert not out.exists()
     res = run_main(*ARGS, "--out", str(out), "--resume")

@@ -119,12 +119,13 @@ class _State:
     """Every limit as a failure would say it, failed or not (``_Limits.said``)."""
 
 
-TTFT_SEGMENTS = ("queue", "prefill", "transfer", "first_token")
+TTFT_SEGMENTS = ("queue", "prefill", "transfer", "relay", "first_token")
 """The segments of a TTFT, in order: the wait for a prefill pass (``queue``), the request's
-prefill passes with their company (``prefill``), its KV's way to the decode instance
-(``transfer``: the WAN to main decode, with the first token's hop back, or RDMA to relay
-decode) and the wait for a decode slot with the first decode step (``first_token``). The
-simulator reports the same four (``pddplan.simulation.run``)."""
+prefill passes with their company (``prefill``), its KV's way to main decode (``transfer``:
+over the WAN, with the first token's hop back, or RDMA inside one datacenter) or to relay
+decode (``relay``: RDMA beside prefill), each a mean over every request (0 for one that does
+not take it), and the wait for a decode slot with the first decode step (``first_token``).
+The simulator reports the same five (``pddplan.simulation.run``)."""
 
 
 TTFT_FAILURE = "the TTFT P"
@@ -603,9 +604,8 @@ def _breakdown(
         out["prefill"] += share * float(w @ passes)
         for md_part, b, first, admission in decode.admissions:
             x = share * shares.dc_share_md[b] * md_part
-            out["transfer"] += x * float(
-                w @ (direct * wan_time[(pool.datacenter, b)] + relayed * rdma)
-            )
+            out["transfer"] += x * float(w @ (direct * wan_time[(pool.datacenter, b)]))
+            out["relay"] += x * float(w @ (relayed * rdma))
             admit = 0.0 if admission is None else admission.wait_prob * admission.mean_s
             on_relay = first[1, 0] if len(first) > 1 else 0.0
             out["first_token"] += x * float(

@@ -136,7 +136,8 @@ ROLE_LABELS = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
 SEGMENT_LABELS = {
     "queue": "prefill queue",
     "prefill": "prefill passes",
-    "transfer": "KV transfer",
+    "transfer": "KV to main decode",
+    "relay": "KV to relay decode",
     "first_token": "first token",
 }
 """The TTFT's segments (``pddplan.evaluation.evaluator.TTFT_SEGMENTS``) as reports name them."""

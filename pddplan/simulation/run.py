@@ -117,8 +117,9 @@ class SimResult:
     and the return hop) over the requests above the simulated TTFT P90."""
     breakdown: dict[str, float]
     """Mean seconds of each TTFT segment over every measured request, keyed as the
-    evaluator's (``evaluator.TTFT_SEGMENTS``: ``first_token`` is ``decode`` above), with the
-    analytic figures at the same rate in ``predicted_breakdown``."""
+    evaluator's (``evaluator.TTFT_SEGMENTS``: the KV's way split by where it goes, main
+    decode or relay decode; ``first_token`` is ``decode`` above), with the analytic figures
+    at the same rate in ``predicted_breakdown``."""
     predicted_breakdown: dict[str, float] | None
     events: int
     wall_s: float
@@ -331,6 +332,14 @@ def _summarize(
         }
 
     tail = segments(slow, "decode")
+    direct = rec.path == DIRECT  # the KV to main decode; the rest's, to relay decode
+    mean_segments = {
+        "queue": _mean(rec.queue_s),
+        "prefill": _mean(rec.prefill_s - rec.queue_s),
+        "transfer": _mean(np.where(direct, rec.transfer_s, 0.0)),
+        "relay": _mean(np.where(direct, 0.0, rec.transfer_s)),
+        "first_token": _mean(rec.ttft_s - rec.prefill_s - rec.transfer_s),
+    }
     handoffs = last.handoffs - first.handoffs
     stall = last.stall_s - first.stall_s
     st = steady.steadiness
@@ -361,7 +370,7 @@ def _summarize(
         sla=sla,
         misses=misses,
         tail_breakdown=tail,
-        breakdown=segments(slice(None), "first_token"),
+        breakdown=mean_segments,
         predicted_breakdown=predicted.ttft_breakdown_s,
         ttft_cdf_s=(
             tuple(float(x) for x in np.quantile(rec.ttft_s, CDF_PROBABILITIES))
