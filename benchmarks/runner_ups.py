@@ -22,9 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import pddplan  # noqa: E402
 from pddplan.work import counted  # noqa: E402
 
-SCENARIOS = sorted(
-    p.stem for p in (ROOT / "scenarios").glob("*.yaml") if "monthly" not in p.stem
-)
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml") if "monthly" not in p.stem)
 """Every shipped scenario but the robust one (a robust plan has no runner-ups)."""
 
 
