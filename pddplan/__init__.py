@@ -12,7 +12,8 @@ Packages, in the order data flows through them (each says what it may import):
 -> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
 
 May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``,
-``io``, ``model``, ``workload``, ``spec``, ``data``, ``atomic``, ``work``, ``errors``.
+``io``, ``model``, ``workload``, ``spec``, ``data``, ``deploy``, ``atomic``, ``work``,
+``errors``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ _EXPORTS: dict[str, str] = {
     "check_plan_scenario": "pddplan.io.plan_file",
     "plan_problem": "pddplan.io.plan_file",
     "sample_trace": "pddplan.data",
+    "export_plan": "pddplan.deploy.files",
+    "EXPORT_TARGETS": "pddplan.deploy.files",
+    "route": "pddplan.deploy.router",
+    "handoff_mode": "pddplan.deploy.router",
+    "router_rules": "pddplan.deploy.router",
     # types
     "Problem": "pddplan.model.problem",
     "Catalogs": "pddplan.io.catalogs",
@@ -85,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "WeightsDoNotFitError": "pddplan.errors",
 }
 __all__ = [
+    "EXPORT_TARGETS",
     "METHODS",
     "OBJECTIVES",
     "SOLVERS",
@@ -117,8 +124,10 @@ __all__ = [
     "comparison_files",
     "error_margin",
     "evaluate",
+    "export_plan",
     "fit_trace",
     "fit_trace_windows",
+    "handoff_mode",
     "import_hf_config",
     "input_limit",
     "instance_figures",
@@ -130,6 +139,8 @@ __all__ = [
     "price_fleet",
     "price_sweep",
     "read_plan",
+    "route",
+    "router_rules",
     "sample_trace",
     "scenario_schema",
     "simulate",
@@ -190,6 +201,8 @@ if TYPE_CHECKING:
         workload_yaml,
     )
     from pddplan.calibration.fit import Calibration
+    from pddplan.deploy.files import EXPORT_TARGETS, export_plan
+    from pddplan.deploy.router import handoff_mode, route, router_rules
     from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
     from pddplan.evaluation.results import Evaluation
     from pddplan.io.catalogs import Catalogs

@@ -20,6 +20,7 @@ from rich.markup import escape
 
 import pddplan
 from pddplan.cli import calibrate, compare, plan, signals, simulate, sweep
+from pddplan.cli import export as export_cmd
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err, user_errors
 from pddplan.cli.workload import workload_app
@@ -69,6 +70,7 @@ for name, command in {
     "simulate": simulate.COMMANDS["simulate"],
     "calibrate": calibrate.COMMANDS["calibrate"],
     "schema": plan.COMMANDS["schema"],
+    "export": export_cmd.COMMANDS["export"],
 }.items():
     app.command(name, cls=Command)(command)
 app.add_typer(workload_app, name="workload")

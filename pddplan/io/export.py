@@ -1,9 +1,11 @@
 """Writing a deployment and the scenario it was planned on as files ``pddplan evaluate``
-reads back: what ``compare --out-fleets`` writes for each row."""
+reads back: what ``compare --out-fleets`` writes for each row; and the Kubernetes manifests
+of ``pddplan export --to k8s`` (``manifest_yaml``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,3 +29,28 @@ def scenario_yaml(scenario: Scenario, base: Path, comment: str = "") -> str:
             data["catalogs"][key] = str((base / path).resolve())
     head = "".join(f"# {line}\n" for line in comment.splitlines())
     return head + yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+class _ManifestDumper(yaml.SafeDumper):
+    """Plain YAML for people: no anchors for repeated parts, a script as a literal block."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ManifestDumper.add_representer(str, _text)
+
+
+def manifest_yaml(documents: list[dict[str, Any]], comment: str = "") -> str:
+    """Kubernetes manifests (or any YAML documents) as one multi-document file, ``comment``
+    on its first lines."""
+    head = "".join(f"# {line}\n" for line in comment.splitlines())
+    body = yaml.dump_all(
+        documents, Dumper=_ManifestDumper, sort_keys=False, width=100, explicit_start=True
+    )
+    return head + body

@@ -1,0 +1,171 @@
+"""What each pool of a plan launches: read from a plan file alone (its deployment, and the
+problem its scenario rebuilds), with the library's own layout object for each pool."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pddplan.errors import InputError
+from pddplan.io.plan_file import PlanFile, check_plan_scenario, plan_problem
+from pddplan.io.scenario import load_scenario
+from pddplan.model.instance import Layout
+from pddplan.model.problem import Problem
+from pddplan.spec.fleet import Fleet
+from pddplan.spec.hardware import ChipSpec
+
+GPUS_PER_NODE = {"gb200": 4}
+"""GPUs one host (one Kubernetes node) holds where it is fewer than the chip's scale-up
+domain: a GB200 NVL72 compute tray holds 4 Blackwell GPUs (NVIDIA GB200 NVL72 product page:
+"72 Blackwell GPUs ... 18 compute trays", each with 2 Grace CPUs and 4 GPUs). Any other chip:
+its ``scaleup_domain_gpus``, at most ``MAX_NODE_GPUS``."""
+MAX_NODE_GPUS = 8
+"""The most GPUs of one server (an HGX/OAM board holds 8; a domain wider than that, as
+Ascend's 384-NPU supernode, is still 8 to a server: Huawei CloudMatrix384, 48 servers of 8
+NPUs)."""
+
+
+@dataclass(frozen=True)
+class PoolLaunch:
+    """One pool of the plan as the engines see it."""
+
+    name: str
+    """``{role}-{datacenter}-{chip}``, lower case, a valid Kubernetes name."""
+    role: str
+    datacenter: str
+    chip: ChipSpec
+    instances: int
+    layout: Layout
+    """The instance's parallel layout (``pddplan.model.instance.Layout``)."""
+    gpus_per_node: int
+    kv_dtype: str
+    """``bf16`` or ``fp8`` (the scenario's, else the model's)."""
+    batch: int | None
+    """The most sequences one instance decodes at once, as the plan assumed: main decode's
+    operating batch (the plan's ``decode_batch``), relay decode's largest batch meeting the
+    TPOT bound; None on prefill."""
+    chunk_tokens: int
+    """New tokens one attention group takes in a prefill pass (``prefill_chunk_tokens`` per
+    rank, times the context-parallel ranks)."""
+    hosts_relay_decode: bool
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus
+
+    @property
+    def nodes(self) -> int:
+        """Hosts one instance spans."""
+        return math.ceil(self.gpus / self.gpus_per_node)
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs one instance uses on each of its hosts."""
+        return self.gpus // self.nodes
+
+    @property
+    def attention_dp(self) -> int:
+        """Attention groups that each serve their own requests (data-parallel attention)."""
+        return self.gpus // (self.layout.attn_tp * self.layout.cp)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """A plan file's deployment, pool by pool, with what every launch file needs."""
+
+    path: Path
+    plan: dict[str, Any]
+    model_id: str
+    """The model's Hugging Face id (the engines' ``--model-path``)."""
+    model: str
+    pools: tuple[PoolLaunch, ...]
+    links: tuple[tuple[str, str, float, float | None], ...]
+    """(datacenter, datacenter, Gbps bought, RTT in ms) for each link."""
+    engine: str
+    """The engine profile the plan assumed (``sglang``, ``vllm``, ``trtllm``, ``ideal``)."""
+
+
+def check_scenario_file(plan: PlanFile) -> None:
+    """Refuse a plan whose scenario file, where it still is at ``scenario_file.path``, no
+    longer says what the plan was made for: one line naming both (``InputError``)."""
+    if plan.scenario_path is None:
+        return
+    where = Path(plan.scenario_path)
+    if not where.is_absolute():
+        where = (plan.path.resolve().parent / where) if not where.exists() else where
+    if not where.is_file():
+        return  # moved or removed: the plan carries its scenario
+    different = check_plan_scenario(plan, load_scenario(where).scenario, where)
+    if different is not None:
+        raise InputError(
+            f"{different}: re-run `pddplan solve {where} --out {plan.path}` to plan it again"
+        )
+
+
+def _k8s_name(*parts: str) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+    return name[:63].rstrip("-")
+
+
+def launch_plan(plan: PlanFile) -> LaunchPlan:
+    """``plan``'s deployment pool by pool (``PoolLaunch``), from the scenario it carries;
+    ``InputError`` for a plan from before plans carried their scenario, or whose scenario
+    file has changed since (``check_scenario_file``)."""
+    problem = plan_problem(plan)  # refuses a plan without its scenario first
+    check_scenario_file(plan)
+    data = plan.data
+    fleet = Fleet.model_validate(data["deployment"])
+    figures = {
+        (p["datacenter"], p["role"], p["chip"], p["gpus_per_instance"]): p
+        for p in data.get("pools") or []
+    }
+    pools = []
+    for pool in fleet.pools:
+        inst = problem.instance(pool.chip, pool.gpus_per_instance, pool.context_parallel)
+        chip = problem.hardware.chips[pool.chip]
+        batch = _batch(problem, pool.role, pool.chip, pool.gpus_per_instance, figures, pool)
+        node = GPUS_PER_NODE.get(pool.chip, min(chip.scaleup_domain_gpus, MAX_NODE_GPUS))
+        pools.append(
+            PoolLaunch(
+                name=_k8s_name(pool.role.replace("_", "-"), pool.datacenter, pool.chip),
+                role=pool.role,
+                datacenter=pool.datacenter,
+                chip=chip,
+                instances=pool.instances,
+                layout=inst.layout,
+                gpus_per_node=min(node, pool.gpus_per_instance),
+                kv_dtype=problem.kv.dtype,
+                batch=batch,
+                chunk_tokens=inst.cal.knobs.prefill_chunk_tokens * inst.layout.cp,
+                hosts_relay_decode=pool.hosts_relay_decode,
+            )
+        )
+    rtts = {tuple(sorted(x.between)): x.rtt_ms for x in problem.scenario.links}
+    links = tuple(
+        (a, b, x.gbps, rtts.get(tuple(sorted((a, b))))) for x in fleet.links for a, b in [x.between]
+    )
+    engine = (data.get("engine") or {}).get("id") or problem.engine.id
+    return LaunchPlan(
+        plan.path, data, problem.model.hf_id, problem.model.id, tuple(pools), links, engine
+    )
+
+
+def _batch(
+    problem: Problem,
+    role: str,
+    chip: str,
+    gpus: int,
+    figures: dict[tuple[str, str, str, int], dict[str, Any]],
+    pool: Any,
+) -> int | None:
+    if role == "prefill":
+        return None
+    if role == "main_decode":
+        shown = figures.get((pool.datacenter, role, chip, gpus), {}).get("decode_batch")
+        if isinstance(shown, int) and shown > 0:
+            return shown
+    batch, _ = problem.decode_point(chip, gpus)
+    return max(batch, 1)
