@@ -213,7 +213,8 @@ def check_against_plan(plan_path: Path, files: dict[str, str], target: str) -> i
             assert a.kv_cache_dtype == {"bf16": "bfloat16", "fp8": "fp8"}[fig["kv"]]
             assert a.max_num_batched_tokens == fig["chunk"]
             if fig["batch"] is not None:
-                assert a.max_num_seqs == -(-fig["batch"] // dp)
+                assert a.max_num_seqs == max(1, fig["batch"] // dp)
+                assert a.max_num_seqs * dp <= max(fig["batch"], dp)  # never above the plan's
             assert a.kv_transfer_config["kv_connector"] == "NixlConnector"
         checked += 1
     return checked

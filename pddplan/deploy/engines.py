@@ -33,7 +33,10 @@ vLLM 0.31.0 are the releases Dynamo 1.6.1 pins for its ``sglang`` and ``vllm`` e
 wheel's metadata), so one set of commands runs alone or under Dynamo."""
 
 IMAGES = {"sglang": "lmsysorg/sglang:v0.5.21", "vllm": "vllm/vllm-openai:v0.31.0"}
-"""The container image of each release (the projects' own images on Docker Hub)."""
+"""The container image of each release: the projects' own repositories on Docker Hub
+(``lmsysorg/sglang``, ``vllm/vllm-openai``, as their docs name them), tagged by release as
+they tag them; that these exact tags exist was not checked (no registry is reachable from
+where the tests run): check before deploying."""
 
 KV_DTYPES = {
     "sglang": {"bf16": "bf16", "fp8": "fp8_e4m3"},
@@ -165,8 +168,8 @@ def vllm_command(pool: PoolLaunch, model_id: str) -> Command:
     if lay.ep > 1:
         c.add("--enable-expert-parallel")
     c.add("--kv-cache-dtype", KV_DTYPES["vllm"][pool.kv_dtype])
-    if pool.batch is not None:
-        c.add("--max-num-seqs", -(-pool.batch // dp))
+    if pool.batch is not None:  # per rank, never above the plan's (the most meeting TPOT)
+        c.add("--max-num-seqs", max(1, pool.batch // dp))
     c.add("--max-num-batched-tokens", pool.chunk_tokens)
     c.add("--enable-chunked-prefill")
     c.add(
