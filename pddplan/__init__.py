@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "error_margin": "pddplan.api",
     "evaluate": "pddplan.api",
     "price_fleet": "pddplan.api",
+    "ttft_cdf": "pddplan.api",
     "compare": "pddplan.api",
     "comparison_files": "pddplan.api",
     "price_sweep": "pddplan.api",
@@ -58,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "read_plan": "pddplan.io.plan_file",
     "check_plan_scenario": "pddplan.io.plan_file",
     "plan_problem": "pddplan.io.plan_file",
+    "read_sweep": "pddplan.sweeps.results",
+    "read_plan_or_sweep": "pddplan.sweeps.results",
     "sample_trace": "pddplan.data",
     # types
     "Problem": "pddplan.model.problem",
@@ -130,6 +133,8 @@ __all__ = [
     "price_fleet",
     "price_sweep",
     "read_plan",
+    "read_plan_or_sweep",
+    "read_sweep",
     "sample_trace",
     "scenario_schema",
     "simulate",
@@ -137,6 +142,7 @@ __all__ = [
     "solve_robust",
     "study",
     "sweep",
+    "ttft_cdf",
     "variant_problem",
     "variants_yaml",
     "verify",
@@ -183,6 +189,7 @@ if TYPE_CHECKING:
         solve_robust,
         study,
         sweep,
+        ttft_cdf,
         variant_problem,
         variants_yaml,
         verify,
@@ -213,4 +220,5 @@ if TYPE_CHECKING:
     from pddplan.spec.scenario import Scenario
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.prices import Sweep
+    from pddplan.sweeps.results import read_plan_or_sweep, read_sweep
     from pddplan.workload.trace import TraceFit, WindowedFit
