@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "error_margin": "pddplan.api",
     "evaluate": "pddplan.api",
     "price_fleet": "pddplan.api",
+    "ttft_cdf": "pddplan.api",
     "compare": "pddplan.api",
     "comparison_files": "pddplan.api",
     "price_sweep": "pddplan.api",
@@ -58,7 +59,10 @@ _EXPORTS: dict[str, str] = {
     "plan_document": "pddplan.io.plan_file",
     "read_plan": "pddplan.io.plan_file",
     "check_plan_scenario": "pddplan.io.plan_file",
+    "check_scenario_file": "pddplan.io.plan_file",
     "plan_problem": "pddplan.io.plan_file",
+    "read_sweep": "pddplan.sweeps.results",
+    "read_plan_or_sweep": "pddplan.sweeps.results",
     "sample_trace": "pddplan.data",
     "export_plan": "pddplan.deploy.files",
     "EXPORT_TARGETS": "pddplan.deploy.files",
@@ -120,6 +124,7 @@ __all__ = [
     "calibrate",
     "calibration_yaml",
     "check_plan_scenario",
+    "check_scenario_file",
     "compare",
     "comparison_files",
     "error_margin",
@@ -139,6 +144,8 @@ __all__ = [
     "price_fleet",
     "price_sweep",
     "read_plan",
+    "read_plan_or_sweep",
+    "read_sweep",
     "route",
     "router_rules",
     "sample_trace",
@@ -148,6 +155,7 @@ __all__ = [
     "solve_robust",
     "study",
     "sweep",
+    "ttft_cdf",
     "variant_problem",
     "variants_yaml",
     "verify",
@@ -194,6 +202,7 @@ if TYPE_CHECKING:
         solve_robust,
         study,
         sweep,
+        ttft_cdf,
         variant_problem,
         variants_yaml,
         verify,
@@ -210,6 +219,7 @@ if TYPE_CHECKING:
     from pddplan.io.plan_file import (
         PlanFile,
         check_plan_scenario,
+        check_scenario_file,
         plan_document,
         plan_problem,
         read_plan,
@@ -226,4 +236,5 @@ if TYPE_CHECKING:
     from pddplan.spec.scenario import Scenario
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.prices import Sweep
+    from pddplan.sweeps.results import read_plan_or_sweep, read_sweep
     from pddplan.workload.trace import TraceFit, WindowedFit

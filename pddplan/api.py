@@ -383,6 +383,62 @@ def price_fleet(problem: Problem, fleet: Fleet) -> FleetCost:
     return fleet_cost(problem, fleet)
 
 
+MAX_CDF_POINTS = 10_000
+"""The most points ``ttft_cdf`` computes."""
+
+
+@one_blas_thread
+def ttft_cdf(
+    problem: Problem,
+    fleet: Fleet,
+    rate_rps: float,
+    *,
+    points: int = 161,
+    upto_s: float | None = None,
+) -> list[tuple[float, float]]:
+    """The analytic TTFT distribution of ``fleet`` at ``rate_rps`` req/s: ``(T, P(TTFT <=
+    T))`` pairs, T in seconds, at ``points`` evenly spaced values of T from 0 to ``upto_s``.
+    It is the evaluator's own tail (the share of requests above T, which its TTFT
+    percentiles and the SLA check invert), so the curve crosses 0.9 and 0.99 where
+    ``evaluate`` reports P90 and P99 at that rate.
+
+    Args:
+        rate_rps: the arrival rate, req/s (>= 0).
+        points: how many values of T, 2 to 10,000.
+        upto_s: the last T, seconds (default: past the SLA's TTFT P99 bound and the fleet's
+            P99.9 at that rate, whichever is later, and at most 10x that bound).
+
+    Raises:
+        ArgumentError: a rate, a count or a bound out of range.
+    """
+    import numpy as np
+
+    from pddplan.evaluation.evaluator import BISECT_STEPS, MAX_TTFT_S, Evaluator
+    from pddplan.model.queueing import percentile
+
+    if not (isinstance(rate_rps, int | float) and math.isfinite(rate_rps) and rate_rps >= 0):
+        raise ArgumentError(
+            "rate_rps", f"{{argument}} must be a finite rate >= 0, got {rate_rps!r}"
+        )
+    _whole("points", points, most=MAX_CDF_POINTS)
+    if points < 2:
+        raise ArgumentError("points", "{argument} must be at least 2, got 1")
+    bound = problem.scenario.sla.ttft_p99_s
+    tail = Evaluator(problem, fleet).state(rate_rps).ttft_tail
+    if upto_s is None:
+        p999 = percentile(tail, 0.999, bound, at_most=MAX_TTFT_S, steps=BISECT_STEPS)
+        upto_s = min(max(1.25 * bound, 1.1 * p999), 10 * bound)
+    elif not (isinstance(upto_s, int | float) and math.isfinite(upto_s) and upto_s > 0):
+        raise ArgumentError("upto_s", f"{{argument}} must be a finite time > 0 s, got {upto_s!r}")
+    at = np.linspace(0.0, float(upto_s), points)
+    above = tail.many(at)
+    # to 12 places: 1 - (a share within a rounding of 1) is 0, not 2e-16
+    return [
+        (float(t), min(1.0, max(0.0, round(1.0 - float(a), 12))))
+        for t, a in zip(at, above, strict=True)
+    ]
+
+
 @one_blas_thread
 def compare(
     problem: Problem,

@@ -59,6 +59,7 @@ def paper_space():
     return Space(load_scenario(PAPER_FLEETS))
 
 
+@pytest.mark.slow
 def test_the_prefill_tail_grows_with_the_stretch_and_falls_with_the_count(paper_space):
     """What the count search relies on, on every prefill option of the paper's scenario (the
     one that hosts relay decode): at a fixed count, a longer pass never lowers the share of

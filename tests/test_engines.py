@@ -280,6 +280,7 @@ def _run_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_a_plan_carries_its_engine_to_later_commands(tmp_path):
     """``solve --engine ideal --out`` writes the engine into the plan; ``evaluate --plan``
     without ``--engine`` assumes it, and ``--engine`` there overrides it."""
@@ -296,6 +297,7 @@ def test_a_plan_carries_its_engine_to_later_commands(tmp_path):
     assert other["sla_capacity_rps"] != pytest.approx(solved["sla_capacity_rps"], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_the_default_engine_prices_its_plan_at_the_error_s_90th_percentile():
     """At the default quantile a min-cost plan says what it serves with pass times at the
     engine's 90th-percentile error (slower: less capacity than at the fit's centre)."""

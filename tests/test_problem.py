@@ -206,7 +206,7 @@ def _undeclared(reads: dict[str, set[str]]) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("scenario", [SMALL, H100_H200])
+@pytest.mark.parametrize("scenario", [SMALL, pytest.param(H100_H200, marks=pytest.mark.slow)])
 def test_each_table_reads_only_what_it_declares(scenario, monkeypatch):
     """A table is shared with a derived problem when its declared inputs are unchanged
     (``Problem.with_scenario``); a field it reads without declaring would give a derived

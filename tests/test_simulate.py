@@ -692,6 +692,7 @@ def test_an_inconclusive_run_is_re_planned_as_a_miss_and_says_so(small):
     assert t.ttft_p99 == pytest.approx(MARGIN / 1.1)
 
 
+@pytest.mark.slow
 def test_verify_bad_run_length_is_one_line():
     r = run_main("solve", str(SMALL), "--verify", "--verify-requests", "10")
     assert r.exit_code == 2

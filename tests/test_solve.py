@@ -406,6 +406,7 @@ def run(*args: str):
     return result
 
 
+@pytest.mark.slow
 def test_solve_json_plan_file_and_evaluate_plan(tmp_path):
     plan = tmp_path / "plan.json"
     result = run("solve", str(SMALL), "--objective", "min-cost", "--json", "--out", str(plan))
@@ -441,6 +442,7 @@ def test_solve_json_plan_file_and_evaluate_plan(tmp_path):
     assert evaluated["cost_per_hour_usd"] == pytest.approx(data["cost_per_hour_usd"])
 
 
+@pytest.mark.slow
 def test_solve_shows_the_compact_view_and_the_sections_asked_for():
     compact = run("solve", str(SMALL), "--objective", "min-cost")
     assert compact.exit_code == 0, compact.output
@@ -475,6 +477,7 @@ def test_solve_bad_choices_are_one_line_errors():
         assert lines[0].startswith("Error:") and lines[1:] == ["see 'pddplan solve --help'"]
 
 
+@pytest.mark.slow
 def test_evaluate_refuses_a_plan_for_another_model(tmp_path):
     plan = tmp_path / "plan.json"
     assert run("solve", str(SMALL), "--objective", "min-cost", "--out", str(plan)).exit_code == 0

@@ -144,6 +144,7 @@ def _margin_limits(monkeypatch, step: float) -> tuple[list[float | None], object
     return limits, result
 
 
+@pytest.mark.slow
 def test_the_error_margin_plans_in_what_is_left(monkeypatch):
     """``solve`` gives the error margin's second plan what is left of ``--time-limit`` (the
     plan took 100 s on the command's clock: 500 are left), not a second limit (the solve

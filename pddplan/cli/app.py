@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 import pddplan
-from pddplan.cli import calibrate, compare, plan, signals, simulate, sweep
+from pddplan.cli import calibrate, compare, plan, report, signals, simulate, sweep
 from pddplan.cli import export as export_cmd
 from pddplan.cli.catalog import catalog_app, model_app
 from pddplan.cli.common import Command, err, user_errors
@@ -66,6 +66,7 @@ for name, command in {
     "solve": plan.COMMANDS["solve"],
     "evaluate": plan.COMMANDS["evaluate"],
     "compare": compare.COMMANDS["compare"],
+    "report": report.COMMANDS["report"],
     "sweep": sweep.COMMANDS["sweep"],
     "simulate": simulate.COMMANDS["simulate"],
     "calibrate": calibrate.COMMANDS["calibrate"],

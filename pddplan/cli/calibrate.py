@@ -13,8 +13,8 @@ from pddplan.cli.common import (
     JsonOpt,
     QuietOpt,
     emit,
-    err,
     not_an_input,
+    note,
     status_line,
     user_errors,
     warn,
@@ -91,11 +91,11 @@ def calibrate(
             measurements, knobs=names, ridge=ridge, model=model, chip=chip, gpus=gpus,
             engine=engine, max_points=max_points, progress=show,
         )  # fmt: skip
-    for note in fit.notes:
-        warn(note)
+    for line in fit.notes:
+        warn(line)
     if out_file is not None:
         write_file(out_file, pddplan.calibration_yaml(fit, [str(p) for p in measurements]))
-        err.print(f"wrote {out_file}")
+        note(f"wrote {out_file}")
     view = views.calibration_view(fit)
     emit(json_out, lambda: view, lambda: report_calibration.calibration_report(view))
 

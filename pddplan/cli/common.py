@@ -272,6 +272,12 @@ def user_errors(fn: F | None = None, *, names: dict[str, str] | None = None) -> 
     return decorate(fn) if fn is not None else decorate
 
 
+def note(line: str) -> None:
+    """One line on stderr that names a file or folder (``wrote PATH``): never wrapped, so a
+    long path stays whole and can be copied."""
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def warn(line: str) -> None:
     """One ``Warning:`` line on stderr: the input was taken, with a change the user should
     know of (points merged, say)."""

@@ -22,9 +22,9 @@ from pddplan.cli.common import (
     ScenarioArg,
     SolverOpt,
     TimeLimitOpt,
-    err,
     load_problem,
     not_an_input,
+    note,
     out,
     progress,
     user_errors,
@@ -151,7 +151,7 @@ def compare(
         files = pddplan.comparison_files(comparison, problem)
         for name, text in files.items():
             write_file(out_fleets / name, text, "--out-fleets")
-        err.print(f"wrote {len(files)} files to {out_fleets}")
+        note(f"wrote {len(files)} files to {out_fleets}")
     if out_file is None and format_ == Format.table:
         out.print(report_compare.comparison_report(view))
         return
@@ -171,7 +171,7 @@ def compare(
         typer.echo(text, nl=False)
     else:
         write_file(out_file, text)
-        err.print(f"wrote {out_file}")
+        note(f"wrote {out_file}")
 
 
 COMMANDS = {"compare": user_errors(compare, names={"budget_usd_per_hour": "--budget"})}

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 import pddplan
-from pddplan.cli.common import err, folder_takes_files, user_errors, write_file
+from pddplan.cli.common import folder_takes_files, note, user_errors, write_file
 
 
 class Target(StrEnum):
@@ -71,7 +71,7 @@ def export(
         write_file(out / name, text)
         if name.endswith(".sh"):
             (out / name).chmod(0o755)
-    err.print(f"wrote {len(files)} files to {out}", highlight=False)
+    note(f"wrote {len(files)} files to {out}")
 
 
 def _check_out(out: Path, force: bool) -> None:

@@ -41,6 +41,7 @@ from pddplan.cli.common import (
     err,
     load_deployment,
     not_an_input,
+    note,
     print_json,
     progress,
     status_line,
@@ -91,6 +92,14 @@ def solve(
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the plan (JSON) here, for evaluate --plan.")
     ] = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the plan as a report to share (pddplan report): HTML, or "
+            "Markdown for a .md name; replaced if it exists, as --out is.",
+        ),
+    ] = None,
     verify: Annotated[
         bool,
         typer.Option(
@@ -140,6 +149,8 @@ def solve(
     from pddplan.report import views
 
     not_an_input(out_file, [scenario])
+    if report_file is not None:
+        _check_report(report_file, scenario, out_file)
     sections = _sections(details)
     loaded = pddplan.load_scenario(scenario)
     problem = pddplan.with_engine(loaded, engine, perf_quantile)
@@ -155,6 +166,11 @@ def solve(
         return pddplan.plan_document(view, loaded.scenario, solved, scenario)
 
     if problem.scenario.workload_variants:
+        if report_file is not None:
+            raise pddplan.InputError(
+                f"--report: scenario {problem.scenario.name} has workload_variants: a report "
+                "covers a plan for one workload"
+            )
         if budget is not None:
             raise pddplan.ArgumentError(
                 "budget_usd_per_hour",
@@ -213,6 +229,9 @@ def solve(
     view = document(view)
     if out_file is not None and result.fleet is not None:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
+    if report_file is not None and result.fleet is not None:
+        planned = problem.derive({"budget_usd_per_hour": budget}) if budget is not None else problem
+        _write_report(report_file, view, planned, result.fleet, quiet)
     emit(
         json_out,
         lambda: view,
@@ -221,11 +240,41 @@ def solve(
         ),
     )
     if out_file is not None and result.fleet is not None and not json_out:
-        err.print(f"wrote {out_file}")
+        note(f"wrote {out_file}")
+    if report_file is not None:
+        note(f"wrote {report_file}" if result.fleet is not None else
+             f"no report written to {report_file}: there is no plan")  # fmt: skip
     if checked is not None and checked.stopped:
         raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     if result.fleet is None or (checked is not None and not checked.confirmed):
         raise typer.Exit(code=1)
+
+
+def _check_report(report_file: Path, scenario: Path, out_file: Path | None) -> None:
+    """Before any planning: ``--report`` is neither the scenario nor ``--out``, and its
+    folder takes files (it replaces a file that exists, as ``--out`` does)."""
+    from pddplan.cli import report
+
+    if out_file is not None and report_file.absolute() == out_file.absolute():
+        raise pddplan.InputError(f"--report {report_file}: the same file as --out; give another")
+    fmt = report.report_format(report_file, None)
+    report.check_out(report_file, [scenario, out_file], fmt, force=True, option="--report")
+
+
+def _write_report(
+    report_file: Path,
+    view: dict[str, Any],
+    problem: pddplan.Problem,
+    fleet: pddplan.Fleet,
+    quiet: bool,
+) -> None:
+    """The plan file's content (``view``) as ``pddplan report`` writes it."""
+    from pddplan.cli import report
+
+    with status_line("solve", quiet=quiet) as show:
+        show("writing the report ...")
+        page = report.plan_page(view, problem, fleet)
+        report.write_page(page, report_file, report.report_format(report_file, None))
 
 
 def _sections(details: str | None) -> tuple[str, ...]:
@@ -469,7 +518,7 @@ def _solve_robust(
 
     emit(json_out, lambda: view, report)
     if out_file is not None and result.variants and not json_out:
-        err.print(f"wrote {out_file}")
+        note(f"wrote {out_file}")
     if any(sim.stopped for _, sim in checks):
         raise typer.Exit(code=cli_simulate.TIME_LIMIT_EXIT)
     confirmed = all(sim.verdict == "confirmed" for _, sim in checks)

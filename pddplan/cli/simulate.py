@@ -23,6 +23,7 @@ from pddplan.cli.common import (
     emit,
     err,
     load_deployment,
+    note,
     progress,
     user_errors,
 )
@@ -179,7 +180,7 @@ def simulate(
             plot_simulation(result, plot)
         except OSError as e:
             raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
-        err.print(f"wrote {plot}", highlight=False)
+        note(f"wrote {plot}")
     if result.stopped:
         raise typer.Exit(code=TIME_LIMIT_EXIT)
 

@@ -29,6 +29,7 @@ from pddplan.cli.common import (
     folder_takes_files,
     load_problem,
     not_an_input,
+    note,
     out,
     progress,
     user_errors,
@@ -239,7 +240,7 @@ def sweep(
     finally:  # the journal's points are in the output once it is written, and only then
         run.close_journal(remove=written)
     if out_file is not None:
-        err.print(f"wrote {out_file}")
+        note(f"wrote {out_file}")
     if plot is not None:
         from pddplan.report.plots import plot_sweep
 
@@ -250,7 +251,7 @@ def sweep(
             raise pddplan.InputError(f"--plot: {e}") from None
         except OSError as e:
             raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
-        err.print(f"wrote {plot} ({kind})")
+        note(f"wrote {plot} ({kind})")
 
 
 def _finish(

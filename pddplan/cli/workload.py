@@ -13,8 +13,8 @@ from pddplan.cli.common import (
     Command,
     JsonOpt,
     emit,
-    err,
     not_an_input,
+    note,
     out,
     user_errors,
     write_file,
@@ -173,7 +173,7 @@ def workload_fit(
         windowed = pddplan.fit_trace_windows(trace, window_s, **options)
         if output is not None:
             write_file(output, pddplan.variants_yaml(windowed, window))
-            err.print(f"wrote {output}")
+            note(f"wrote {output}")
         emit(
             json_out,
             lambda: views.trace_windows_view(windowed),
@@ -183,7 +183,7 @@ def workload_fit(
     fit = _fit(trace, block_size, cache_tokens, md_cache_tokens, buckets, skip_bad, hit_curve)
     if output is not None:
         write_file(output, pddplan.workload_yaml(fit))
-        err.print(f"wrote {output}")
+        note(f"wrote {output}")
     emit(json_out, lambda: views.trace_fit_view(fit), lambda: report_workload.trace_report(fit))
 
 
@@ -234,4 +234,4 @@ def workload_show(
             plots.plot_trace(fit, plot)
         except OSError as e:
             raise pddplan.InputError(f"--plot: cannot write {plot}: {e.strerror}") from None
-        err.print(f"wrote {plot}")
+        note(f"wrote {plot}")

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pddplan.errors import InputError
-from pddplan.io.plan_file import PlanFile, check_plan_scenario, plan_problem
-from pddplan.io.scenario import load_scenario
+from pddplan.io.plan_file import PlanFile, check_scenario_file, plan_problem
 from pddplan.model.instance import Layout
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
@@ -86,23 +84,6 @@ class LaunchPlan:
     """(datacenter, datacenter, Gbps bought, RTT in ms) for each link."""
     engine: str
     """The engine profile the plan assumed (``sglang``, ``vllm``, ``trtllm``, ``ideal``)."""
-
-
-def check_scenario_file(plan: PlanFile) -> None:
-    """Refuse a plan whose scenario file, where it still is at ``scenario_file.path``, no
-    longer says what the plan was made for: one line naming both (``InputError``)."""
-    if plan.scenario_path is None:
-        return
-    where = Path(plan.scenario_path)
-    if not where.is_absolute():
-        where = (plan.path.resolve().parent / where) if not where.exists() else where
-    if not where.is_file():
-        return  # moved or removed: the plan carries its scenario
-    different = check_plan_scenario(plan, load_scenario(where).scenario, where)
-    if different is not None:
-        raise InputError(
-            f"{different}: re-run `pddplan solve {where} --out {plan.path}` to plan it again"
-        )
 
 
 def _k8s_name(*parts: str) -> str:

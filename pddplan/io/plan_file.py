@@ -209,3 +209,23 @@ def plan_problem(plan: PlanFile) -> Problem:
             f"{plan.path}: scenario_file: model '{scenario.model}' is not in its catalog"
         )
     return Problem(scenario, hardware, models[scenario.model], engines=engines)
+
+
+def check_scenario_file(plan: PlanFile, *, redo: str = "plan it again") -> None:
+    """Refuse a plan whose scenario file, where it still is (``scenario_file.path``, as given
+    to ``solve``, else beside the plan file), no longer says what the plan was made for: one
+    line naming both files and both fingerprints (``InputError``). A scenario file that is
+    gone is no obstacle: the plan carries its content. ``redo``: what re-running ``solve``
+    would be for, in the message."""
+    if plan.scenario_path is None:
+        return
+    where = Path(plan.scenario_path)
+    if not where.is_absolute() and not where.exists():
+        where = plan.path.resolve().parent / where
+    if not where.is_file():
+        return
+    from pddplan.io.scenario import load_scenario  # the scenario loader imports the model
+
+    different = check_plan_scenario(plan, load_scenario(where).scenario, where)
+    if different is not None:
+        raise InputError(f"{different}: re-run `pddplan solve {where} --out {plan.path}` to {redo}")

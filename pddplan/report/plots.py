@@ -1,6 +1,7 @@
 """Images of a fitted trace (``pddplan workload show --plot``), of sweeps (``pddplan sweep
---plot``) and of a simulation (``pddplan simulate --plot``). The only module that imports
-matplotlib, and only when a plot is asked for.
+--plot``), of a simulation (``pddplan simulate --plot``) and of a plan's report (``pddplan
+report``: cost against capacity, the TTFT distribution, utilization). The only module that
+imports matplotlib, and only when a plot is asked for.
 
 The figures say what was computed and no more: planned points are drawn as points, a line
 joins them only where the value between them is known (a step only where a study located
@@ -405,4 +406,165 @@ def simulation_figure(result: SimResult) -> Any:
     parts.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
     fig.suptitle(f"{result.scenario}: {result.fleet} at {result.rate_rps:.3g} req/s "
                  f"(verdict: {result.verdict})")  # fmt: skip
+    return fig
+
+
+# --- the shareable report (``pddplan report``) ------------------------------------------------
+WIDE = (9.0, 4.6)
+"""A report figure's size in inches on a wide screen (and in Markdown)."""
+NARROW = (4.4, 5.2)
+"""Its size for a phone-wide screen: taller than wide, the same figures."""
+REPORT_DPI = 100
+
+
+def png(fig: Any, dpi: int = REPORT_DPI) -> tuple[bytes, tuple[int, int]]:
+    """``fig`` as PNG bytes and their size in pixels (width, height); the figure is closed.
+    No software or date in the file, so that the same figure gives the same bytes."""
+    import io
+
+    from matplotlib import pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        w, h = fig.get_size_inches()
+    finally:
+        plt.close(fig)
+    return buf.getvalue(), (round(w * dpi), round(h * dpi))
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    from matplotlib import pyplot as plt
+
+    return plt
+
+
+def narrow_sweep_figure(run: SweepRun, metric: str) -> Any:
+    """``sweep_figure`` for a phone-wide screen: taller than wide, its title wrapped, its
+    words smaller, so that nothing is cut at the edge."""
+    import textwrap
+
+    fig, _ = sweep_figure(run, metric)
+    width, height = fig.get_size_inches()
+    narrow = NARROW[0] * 1.15
+    fig.set_size_inches(narrow, narrow * height / width * 1.6)
+    title = fig.get_suptitle()
+    fig.suptitle(textwrap.fill(title, 48), fontsize="small")
+    for ax in fig.axes:
+        ax.title.set_fontsize("small")
+        ax.xaxis.label.set_fontsize("x-small")
+        ax.yaxis.label.set_fontsize("x-small")
+        ax.tick_params(labelsize="x-small")
+    for legend in list(fig.legends):  # one series a line: long names fit the width
+        handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
+        legend.remove()
+        fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize="x-small")
+    return fig
+
+
+def cost_capacity_figure(
+    points: list[tuple[str, float, float]], demand_rps: float, *, size: tuple[float, float] = WIDE
+) -> Any:
+    """The plan and its runner-ups as points, each labelled (``points``: label, SLA
+    capacity in req/s, cost in $/month; the plan first), with the demand they were
+    planned for as a vertical line: what each alternative costs for the capacity it
+    gives."""
+    from matplotlib.ticker import StrMethodFormatter
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    for k, (label, capacity, cost) in enumerate(points):
+        plan = k == 0
+        ax.plot([capacity], [cost], marker="*" if plan else "o", markersize=14 if plan else 8,
+                linestyle="none", color="C3" if plan else "C0", gid="plan" if plan else
+                f"runner-up-{k}", zorder=3)  # fmt: skip
+        ax.annotate(label, (capacity, cost), xytext=(6, 6 if k % 2 else -12),
+                    textcoords="offset points", fontsize="small")  # fmt: skip
+    ax.axvline(demand_rps, color="gray", linestyle="--", lw=1.0, gid="demand")
+    ax.annotate(f"demand {demand_rps:g} req/s", (demand_rps, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(4, -14), textcoords="offset points", fontsize="x-small", color="gray")  # fmt: skip
+    caps = [c for _, c, _ in points] + [demand_rps]
+    costs = [m for _, _, m in points]
+    span = max(caps) - min(caps) or max(caps) or 1.0
+    ax.set_xlim(min(caps) - 0.25 * span, max(caps) + 0.35 * span)
+    spread = max(costs) - min(costs) or max(costs) or 1.0
+    ax.set_ylim(min(costs) - 0.2 * spread, max(costs) + 0.2 * spread)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("${x:,.0f}"))
+    ax.set(xlabel="SLA capacity, req/s", ylabel="cost, $/month")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def ttft_cdf_figure(
+    cdf: list[tuple[float, float]],
+    bounds: dict[str, float],
+    predicted: dict[str, float | None],
+    rate_rps: float,
+    *,
+    size: tuple[float, float] = WIDE,
+) -> Any:
+    """The analytic TTFT distribution at ``rate_rps`` (its CDF on a logit scale, so that
+    P90 and P99 stand apart, as ``simulate --plot`` draws the measured one), the SLA's
+    bounds (``bounds``: ``p90``, ``p99`` in seconds) as dashed lines, and the predicted
+    percentiles (``predicted``) as markers on the curve."""
+    from matplotlib.ticker import NullFormatter
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    inside = [(t, p) for t, p in cdf if 0.0 < p < 1.0]
+    if inside:
+        ax.plot(*zip(*inside, strict=True), color="C0", lw=1.8, label="predicted TTFT", gid="cdf")
+    ax.set_yscale("logit")
+    ax.set_ylim(0.01, 0.999)
+    ax.set_yticks([0.1, 0.5, 0.9, 0.99, 0.999], ["10%", "50%", "90%", "99%", "99.9%"])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    for key, q, color in (("p90", 0.9, "C1"), ("p99", 0.99, "C3")):
+        bound = bounds.get(key)
+        if bound is not None:
+            ax.axvline(bound, color=color, linestyle="--", lw=1.2,
+                       label=f"SLA {key.upper()} bound {bound:g} s", gid=f"sla-{key}")  # fmt: skip
+        ax.axhline(q, color=color, linestyle=":", lw=0.8)
+        x = predicted.get(key)
+        if x is not None:
+            ax.plot([x], [q], marker="o", color=color, linestyle="none", markersize=7,
+                    label=f"predicted {key.upper()} {x:.3g} s", gid=f"predicted-{key}")  # fmt: skip
+    ax.set_xlim(0, cdf[-1][0] if cdf else None)
+    ax.set(xlabel="time to first token, s", ylabel="share of requests at or below")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small", loc="lower right")
+    return fig
+
+
+def utilization_figure(
+    rows: list[tuple[str, float | None, float | None]],
+    cap: float,
+    *,
+    size: tuple[float, float] = WIDE,
+) -> Any:
+    """How busy each pool and link is (``rows``: name, busy at the demand, busy at the SLA
+    capacity, shares 0-1), as bars beside each other, against the utilization cap the
+    planner keeps them under."""
+    plt = _pyplot()
+    height = max(size[1], 1.2 + 0.55 * len(rows))
+    fig, ax = plt.subplots(figsize=(size[0], height), layout="constrained")
+    ys = range(len(rows))
+    demand = [(r[1] or 0.0) * 100 for r in rows]
+    capacity = [(r[2] or 0.0) * 100 for r in rows]
+    bars = (("at the demand", -0.2, demand), ("at the SLA capacity", 0.2, capacity))
+    for k, (label, offset, values) in enumerate(bars):
+        ax.barh([y + offset for y in ys], values, height=0.38, color=f"C{k}", label=label,
+                gid=f"busy-{k}")  # fmt: skip
+        for y, v in zip(ys, values, strict=True):
+            ax.text(v + 1, y + offset, f"{v:.0f}%", va="center", fontsize="x-small")
+    ax.axvline(cap * 100, color="C3", linestyle="--", lw=1.2, label=f"cap {cap:.0%}", gid="cap")
+    ax.set_yticks(list(ys), [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 112)
+    ax.set(xlabel="busy, % of the time")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              ncols=3 if size[0] >= 6 else 1)  # fmt: skip
     return fig
