@@ -166,11 +166,6 @@ def solve(
         return pddplan.plan_document(view, loaded.scenario, solved, scenario)
 
     if problem.scenario.workload_variants:
-        if report_file is not None:
-            raise pddplan.InputError(
-                f"--report: scenario {problem.scenario.name} has workload_variants: a report "
-                "covers a plan for one workload"
-            )
         if budget is not None:
             raise pddplan.ArgumentError(
                 "budget_usd_per_hour",
@@ -180,7 +175,7 @@ def solve(
         _solve_robust(
             problem, value(objective), value(solver), time_limit, node_limit, value(method),
             out_file, verify, verify_requests, verify_time_cap_s, seed, json_out, document,
-            quiet,
+            quiet, report_file,
         )  # fmt: skip
         return
     options = {
@@ -460,6 +455,7 @@ def _solve_robust(
     json_out: bool,
     document: Callable[[dict[str, Any]], dict[str, Any]],
     quiet: bool = False,
+    report_file: Path | None = None,
 ) -> None:
     """``solve`` of a scenario with workload variants: one fleet for all of them; with
     ``--verify``, each must-meet variant simulated at its planned rate. ``document``: the
@@ -508,6 +504,13 @@ def _solve_robust(
     view = document(view)
     if out_file is not None and result.variants:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
+    if report_file is not None and result.variants:
+        from pddplan.cli import report as cli_report
+        from pddplan.report.page import robust_page
+
+        page = robust_page(view, problem.scenario, version=pddplan.__version__)
+        cli_report.write_page(page, report_file, cli_report.report_format(report_file, None))
+        note(f"wrote {report_file}")
 
     def report() -> object:
         from rich.console import Group

@@ -164,17 +164,22 @@ def report(
     check_out(out_file, [source, sweep], fmt, force=force)
     read = pddplan.read_plan_or_sweep(source)
     if isinstance(read, pddplan.PlanFile):
-        if read.data.get("robust"):
-            raise pddplan.InputError(
-                f"{source}: a plan for workload_variants (one fleet for every variant): report "
-                "covers a plan for one workload; evaluate it with --plan and --variant NAME"
-            )
         problem = pddplan.plan_problem(read)
         pddplan.check_scenario_file(read, redo="report on it as it is now")
-        fleet = pddplan.load_fleet(read.path, problem)
+        if read.data.get("robust") and sweep is not None:
+            raise pddplan.InputError(
+                f"--sweep {sweep}: a robust plan's report has no sweep section; report the sweep "
+                "alone (pddplan report SWEEP.json)"
+            )
         run = pddplan.read_sweep(sweep) if sweep is not None else None
         try:
-            page = plan_page(read.data, problem, fleet, run, value(metric))
+            if read.data.get("robust"):
+                from pddplan.report.page import robust_page
+
+                page = robust_page(read.data, problem.scenario, version=pddplan.__version__)
+            else:
+                fleet = pddplan.load_fleet(read.path, problem)
+                page = plan_page(read.data, problem, fleet, run, value(metric))
         except (KeyError, TypeError, ValueError, AttributeError) as e:  # an edited file
             raise pddplan.InputError(
                 f"{source}: a figure the report needs is missing or not a number "

@@ -574,6 +574,110 @@ def _about(plan: dict[str, Any], version: str) -> Section:
     )
 
 
+# --- a robust plan (workload variants) ----------------------------------------------------------
+ROBUST_SECTIONS = ("verdict", "fleet", "variants", "singles", "about")
+"""The sections of a robust plan's report, in order."""
+
+
+def robust_page(plan: dict[str, Any], scenario: Scenario, *, version: str = "") -> Page:
+    """A robust plan file's report (``solve`` of a scenario with ``workload_variants``): the
+    shared fleet's verdict, the fleet (as the first variant sees it), each variant at that
+    fleet (its rate, SLA capacity, TTFT, TPOT, router, whether it meets the SLA), each
+    variant's own plan under every variant with the price of robustness, and where it came
+    from."""
+    variants: dict[str, Any] = plan.get("variants") or {}
+    if not variants:
+        raise ValueError("the robust plan holds no variant")
+    first = next(iter(variants.values()))["evaluation"]
+    engine = plan.get("engine") or first.get("engine")
+    shared = {**first, "deployment_id": plan.get("deployment_id"), "engine": engine}
+    cost = plan.get("cost_per_hour_usd")
+    holds = "holds" if plan.get("confirmed") else "does NOT hold"
+    lead = (
+        f"One fleet for {len(variants)} workload variants: {fleet_text(plan['deployment'])}; "
+        f"{_month(cost)}/month. The SLA {holds} on every must-meet variant and on the weighted "
+        "variants' mixture."
+    )
+    verdict = [
+        Para(lead, "lead"),
+        Para(
+            f"{plan.get('scenario')}: min-cost over workload variants; status {plan.get('status')}."
+        ),
+    ]
+    verdict += [Para(f"Note: {n}", "warn") for n in plan.get("notes", [])]
+    fleet = _fleet(shared, scenario)
+    fleet = Section(fleet.id, fleet.title, (*fleet.parts, Para(
+        f"Busy shares are those of the first variant, {next(iter(variants))}; each variant's are "
+        "in the next table.", "note")))  # fmt: skip
+    rows = []
+    for name, v in variants.items():
+        e = v["evaluation"]
+        kind = "must meet" if v.get("must_meet") else f"weight {v.get('weight'):g}"
+        relay = (v.get("routing") or {}).get("relay_above_mb")
+        rows.append((name + ("" if v.get("meets") else " (misses)"), kind,
+                     f"{v['planned_rps']:,.2f}", f"{e['sla_capacity_rps']:,.2f}",
+                     _s(e["ttft_s"]["p90"]), _s(e["ttft_s"]["p99"]),
+                     f"{e['tpot_ms']['p99']:.1f} ms",
+                     "never" if relay is None else f"> {relay:,.1f} MB"))  # fmt: skip
+    sla = scenario.sla
+    table = Table(
+        ("variant", "kind", "rate req/s", "SLA capacity req/s", "TTFT P90", "TTFT P99",
+         "TPOT P99", "relay if payload"),
+        tuple(rows),
+        (False, False, True, True, True, True, True, True),
+        title="Each variant at the shared fleet",
+        caption=f"SLA: TTFT P90 {sla.ttft_p90_s:g} s, P99 {sla.ttft_p99_s:g} s, TPOT "
+        f"{sla.tpot_ms:g} ms; each variant's router is its own (the relay threshold shown).",
+    )  # fmt: skip
+    singles = []
+    names = list(variants)
+    for p in plan.get("single_variant_plans", []):
+        under = {u["variant"]: u for u in p.get("under", [])}
+        cells = []
+        for n in names:
+            u = under.get(n)
+            if u is None:
+                cells.append(MISSING)
+            elif u.get("serves"):
+                cells.append(f"ok {num(u.get('capacity_rps'), ',.2f')}")
+            else:
+                cells.append("breaks")
+        singles.append((p["variant"], _month(p.get("cost_per_hour_usd")), *cells))
+    price = plan.get("price_of_robustness_usd_per_hour")
+    single_parts: list[Part] = []
+    if singles:
+        single_parts.append(Table(
+            ("plan", "$/month", *names), tuple(singles),
+            (False, True, *(True for _ in names)),
+            title="Each variant planned alone, under every variant",
+            caption="ok: it serves that variant (its SLA capacity, req/s); breaks: it does not. "
+            "Price of robustness against the dearest single plan: "
+            + (f"{_signed_money(price * units.HOURS_PER_MONTH)}/month" if price is not None else MISSING),
+        ))  # fmt: skip
+    else:
+        single_parts.append(Para("Each variant's own plan was not made (time limit).", "note"))
+    return Page(
+        title=f"Robust plan for {plan.get('scenario', '?')}",
+        subtitle=f"{plan.get('model', '?')}: one fleet for {len(variants)} workload variants; "
+        f"status {plan.get('status', '?')}",
+        sections=(
+            Section("verdict", "Verdict", tuple(verdict)),
+            fleet,
+            Section("variants", "Each variant", (table,)),
+            Section("singles", "Each variant alone", tuple(single_parts)),
+            _about(
+                {
+                    **plan,
+                    "engine": engine,
+                    "solver": {**(plan.get("solver") or {}), "status": plan.get("status")},
+                },
+                version,
+            ),  # fmt: skip
+        ),
+        meta={"scenario": str(plan.get("scenario", "")), "kind": "robust plan"},
+    )
+
+
 # --- a sweep ------------------------------------------------------------------------------------
 MAX_SWEEP_ROWS = 60
 """Rows of a sweep's table a report shows (as the terminal table); the rest are counted."""
