@@ -656,6 +656,8 @@ def robust_page(plan: dict[str, Any], scenario: Scenario, *, version: str = "") 
         ))  # fmt: skip
     else:
         single_parts.append(Para("Each variant's own plan was not made (time limit).", "note"))
+    solver = {**(plan.get("solver") or {}), "status": plan.get("status")}
+    about = {**plan, "engine": engine, "solver": solver}
     return Page(
         title=f"Robust plan for {plan.get('scenario', '?')}",
         subtitle=f"{plan.get('model', '?')}: one fleet for {len(variants)} workload variants; "
@@ -665,14 +667,7 @@ def robust_page(plan: dict[str, Any], scenario: Scenario, *, version: str = "") 
             fleet,
             Section("variants", "Each variant", (table,)),
             Section("singles", "Each variant alone", tuple(single_parts)),
-            _about(
-                {
-                    **plan,
-                    "engine": engine,
-                    "solver": {**(plan.get("solver") or {}), "status": plan.get("status")},
-                },
-                version,
-            ),  # fmt: skip
+            _about(about, version),
         ),
         meta={"scenario": str(plan.get("scenario", "")), "kind": "robust plan"},
     )
