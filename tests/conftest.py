@@ -268,3 +268,32 @@ def check_golden(name: str, text: str, request: pytest.FixtureRequest) -> None:
         assert not problems, "\n".join(problems[:20])
     else:
         assert text == want, f"{name} changed; diff it against {path} (--update-golden rewrites it)"
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_put_back():
+    """Each test starts with the process's SIGINT and SIGTERM handlers as the session
+    started with them, and leaves them so: a library that changes one and does not put it
+    back (a test's own ``ray.init`` leaves Ray's SIGTERM handler, say) would otherwise
+    decide how a later test's signal is taken (the CLI keeps a SIGINT it finds ignored
+    ignored, as a background job's: CI's slow run once saw a SIGINT test sweep on to the
+    end)."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s, handler in _SESSION_SIGNALS.items():
+        if handler is not None:
+            signal.signal(s, handler)
+    yield
+    for s, handler in before.items():
+        if handler is not None and signal.getsignal(s) != handler:
+            signal.signal(s, handler)
+
+
+def _session_signals() -> dict:
+    import signal
+
+    return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+_SESSION_SIGNALS = _session_signals()
