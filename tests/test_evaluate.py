@@ -461,3 +461,15 @@ def test_a_binding_limit_that_jumps_shows_both_figures():
     # a figure that moves less than 5% is the one past the capacity, as before
     assert binding_lines(["the 90% cap of x (busy 90.0%)"], at) == ["the 90% cap of x (busy 90.0%)"]
     assert binding_lines(["a limit no state said"], at) == ["a limit no state said"]
+
+
+def test_past_saturation_a_segment_is_infinite_never_nan():
+    """A queue that grows without bound (main decode's admission, or prefill's wait, past
+    their capacity) makes its segment infinite; no segment is NaN and no warning is raised
+    (the test run turns RuntimeWarning into an error)."""
+    problem = load_scenario(SMALL)
+    fleet = load_fleet(DATA / "fleets" / "small.yaml", problem)
+    ev = Evaluator(problem, fleet)
+    parts = ev.state(3.0 * ev.capacity).breakdown()
+    assert not any(math.isnan(v) for v in parts.values())
+    assert any(math.isinf(v) for v in parts.values()), parts

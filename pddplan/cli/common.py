@@ -438,6 +438,19 @@ def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
     )
 
 
+def plan_model(plan: Path | None) -> str | None:
+    """The model a plan file (``solve --out``) was made for; None for a fleet file, an
+    unreadable file (the fleet loader reports it) or a pipe."""
+    if plan is None or not plan.is_file() or plan.stat().st_size > 64 * 2**20:
+        return None
+    try:
+        data = json.loads(plan.read_text())
+    except (OSError, ValueError):
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None
+
+
 def load_deployment(
     scenario: Path,
     fleet: Path | None,
@@ -455,6 +468,10 @@ def load_deployment(
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
     planned_engine, planned_q = plan_engine(plan)
     loaded = pddplan.load_scenario(scenario)
+    if plan_model(plan) not in (None, loaded.scenario.model):
+        # a plan for another model: the fleet loader says so at the plan's line, not the
+        # plan's engine that the scenario's chips may not have a profile for
+        planned_engine, planned_q = None, None
     problem = pddplan.with_engine(
         loaded,
         engine if engine is not None else planned_engine,

@@ -222,16 +222,17 @@ def solve(
     if checked is not None:
         view["verification"] = views.verification_view(checked)
     view = document(view)
+    # the problem as planned: with the budget given, which its headline names
+    planned = problem.derive({"budget_usd_per_hour": budget}) if budget is not None else problem
     if out_file is not None and result.fleet is not None:
         write_file(out_file, json.dumps(view, indent=2) + "\n")
     if report_file is not None and result.fleet is not None:
-        planned = problem.derive({"budget_usd_per_hour": budget}) if budget is not None else problem
         _write_report(report_file, view, planned, result.fleet, quiet)
     emit(
         json_out,
         lambda: view,
         lambda: cli_simulate.with_verification(
-            report_plan.plan_report(result, problem.scenario, margin, sections), view
+            report_plan.plan_report(result, planned.scenario, margin, sections), view
         ),
     )
     if out_file is not None and result.fleet is not None and not json_out:

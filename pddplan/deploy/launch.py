@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pddplan.errors import InputError
 from pddplan.io.plan_file import PlanFile, check_scenario_file, plan_problem
 from pddplan.model.instance import Layout
 from pddplan.model.problem import Problem
@@ -98,6 +99,12 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
     problem = plan_problem(plan)  # refuses a plan without its scenario first
     check_scenario_file(plan)
     data = plan.data
+    if data.get("robust"):
+        raise InputError(
+            f"{plan.path}: a plan for workload variants: one fleet with a router per variant; "
+            "export covers a plan for one workload (plan one variant's workload alone, or "
+            "take the shared fleet with `pddplan evaluate --plan PLAN --variant NAME`)"
+        )
     fleet = Fleet.model_validate(data["deployment"])
     figures = {
         (p["datacenter"], p["role"], p["chip"], p["gpus_per_instance"]): p

@@ -592,25 +592,44 @@ def _breakdown(
     (``PrefillPoolLoad.mean_parts``), per decode datacenter and main-decode pool the
     transfer (a direct request's WAN time, queueing included; a relayed one's RDMA to relay
     decode) and the first token (a direct request's admission wait and MD's first step; a
-    relayed one's relay-decode step, at most the TPOT bound). Their sum is the mean TTFT."""
+    relayed one's relay-decode step, at most the TPOT bound). Their sum is the mean TTFT.
+    A segment whose queue grows without bound at this rate (a pool or link past saturation)
+    is infinite."""
     direct, relay, singular = classes
     pools_p, w = m.roles["prefill"], m.w / float(m.w.sum())
     relayed = 1.0 - direct if (relay + singular).any() else np.zeros_like(direct)
     rdma = rdma_transfer_s(m.rdma_bytes, nic_bytes_per_s=pools_p[0][1].chip.nic_bytes_per_s)
     out = dict.fromkeys(TTFT_SEGMENTS, 0.0)
+
+    def add(key: str, weight: float, values: np.ndarray | float) -> None:
+        """``weight`` x the request-weighted mean of ``values`` into ``out[key]``; a part no
+        request takes (weight 0, or a share 0) adds nothing, even where it is infinite."""
+        if weight <= 0:
+            return
+        v = np.broadcast_to(np.asarray(values, dtype=float), w.shape)
+        taken = w > 0
+        if np.isinf(v[taken]).any():
+            out[key] = math.inf
+        else:
+            out[key] += weight * float(w[taken] @ v[taken])
+
     for (pool, _), load, share in zip(pools_p, loads, m.p_share, strict=True):
         wait, passes = load.mean_parts()
-        out["queue"] += share * wait
-        out["prefill"] += share * float(w @ passes)
+        add("queue", share, wait)
+        add("prefill", share, passes)
         for md_part, b, first, admission in decode.admissions:
             x = share * shares.dc_share_md[b] * md_part
-            out["transfer"] += x * float(w @ (direct * wan_time[(pool.datacenter, b)]))
-            out["relay"] += x * float(w @ (relayed * rdma))
-            admit = 0.0 if admission is None else admission.wait_prob * admission.mean_s
+            admit = 0.0
+            if admission is not None and admission.wait_prob > 0:
+                admit = admission.wait_prob * admission.mean_s
             on_relay = first[1, 0] if len(first) > 1 else 0.0
-            out["first_token"] += x * float(
-                w @ (direct * (first[0, 0] + admit) + relayed * on_relay)
-            )
+            with np.errstate(invalid="ignore"):  # 0 x inf where a path takes no request
+                to_md = np.where(direct > 0, direct * wan_time[(pool.datacenter, b)], 0.0)
+                firsts = np.where(direct > 0, direct * (first[0, 0] + admit), 0.0)
+                firsts = firsts + np.where(relayed > 0, relayed * on_relay, 0.0)
+            add("transfer", x, to_md)
+            add("relay", x, relayed * rdma)
+            add("first_token", x, firsts)
     return out
 
 

@@ -444,8 +444,8 @@ def _budget_buys_something(rows: list[Candidate], budget: float) -> None:
     month = units.HOURS_PER_MONTH
     raise ArgumentError(
         "budget_usd_per_hour",
-        f"{{argument}} ${budget:,.2f}/hour (${budget * month:,.0f}/month) buys no "
-        f"architecture a plan: the cheapest costs ${min(needed):,.2f}/hour "
+        f"{{argument}} ${budget:,.2f}/hour (${budget * month:,.0f}/month) is below every "
+        f"architecture's cheapest plan: the cheapest costs ${min(needed):,.2f}/hour "
         f"(${min(needed) * month:,.0f}/month)",
     )
 

@@ -158,10 +158,12 @@ def idle_pools(space: Space, fleet: Fleet, e: Evaluation) -> list[str]:
                 for o in space.options["relay_decode"]
             )
             change = (
-                "; relay decode on the prefill GPUs, or none at all (cross-DC PD), would remove it: "
-                "see the runner-ups"
+                "; relay decode on the prefill GPUs, or none at all (cross-DC PD), would remove "
+                "it: the runner-ups say whether either serves the demand"
                 if hostable
-                else "; without relay decode (cross-DC PD) it would go: see the runner-ups and the -1 row of --details marginals"
+                else "; only a fleet without relay decode (cross-DC PD) goes without it: the "
+                "runner-ups say whether one serves the demand, the -1 row of --details "
+                "marginals what dropping it costs"
             )
         elif p.role == "main_decode" or p.role == "prefill":
             change = "; a chip with a smaller instance would shrink it: see the runner-ups"
@@ -750,7 +752,9 @@ def procurement(space: Space, fleet: Fleet, e: Evaluation) -> str:
 def _times(ratio: float) -> str:
     if not math.isfinite(ratio):
         return "any multiple of"
-    return f"{ratio:.2g}x" if ratio < 10 else f"{ratio:,.0f}x"
+    if ratio < 10:  # 1.02x, not 1x: a plan 2% above the demand is not at it
+        return f"{ratio:.2f}x" if ratio < 1.1 else f"{ratio:.2g}x"
+    return f"{ratio:,.0f}x"
 
 
 def _why_oversized(space: Space, plan: PlanResult, planned: float) -> tuple[str, str]:

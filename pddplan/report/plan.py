@@ -315,13 +315,15 @@ def detail_sections(names: str) -> tuple[str, ...]:
     """``--details``' value (``all``, or section names separated by commas) as sections in
     the order shown; ValueError names an unknown one and lists them."""
     asked = [x.strip() for x in names.split(",") if x.strip()]
-    if not asked or "all" in asked:
-        return DETAILS
-    unknown = [x for x in asked if x not in DETAILS]
+    if not asked:
+        raise ValueError(f"name a section: {', '.join(DETAILS)}, or all")
+    unknown = [x for x in asked if x not in (*DETAILS, "all")]
     if unknown:
         raise ValueError(
             f"unknown section '{unknown[0]}'; the sections are {', '.join(DETAILS)} (or all)"
         )
+    if "all" in asked:
+        return DETAILS
     return tuple(x for x in DETAILS if x in asked)
 
 
@@ -403,7 +405,11 @@ def plan_report(
         "breakdown": lambda: [breakdown(e)] if e is not None else [],
         "economics": lambda: [economics_table(e), *status_lines(e)] if e is not None else [],
         "marginals": lambda: [_marginals(r)] if r.marginals else [],
-        "bcr": lambda: [_bcr_steps(r, s)] if r.bcr_steps else [],
+        "bcr": lambda: (
+            [_bcr_steps(r, s)]
+            if r.bcr_steps
+            else [Text("bcr: BCR against cost is for --objective max-bcr", style="dim")]
+        ),
         "solver": lambda: [_solver(r)],
     }
     for name in details:
@@ -744,7 +750,11 @@ def robust_report(r: RobustResult, s: Scenario) -> Group:
         c.caption = (
             "each plan's hardware with the routing that serves the variant, if any (ok: its "
             "SLA capacity, req/s). Price of robustness against the dearest single plan: "
-            + (f"${price * month:+,.0f}/month" if price is not None else "—")
+            + (
+                f"{'+' if price >= 0 else '-'}${abs(price) * month:,.0f}/month"
+                if price is not None
+                else "—"
+            )
             + "".join(f". {mark}: {limit}" for limit, mark in breaks.items())
         )
         c.caption_justify = "left"

@@ -128,7 +128,9 @@ def simulation_table(v: dict[str, Any]) -> Table:
 
 def simulation_report(v: dict[str, Any]) -> Group:
     head = Text(
-        f"{v['scenario']}: fleet {v['fleet']}, {v['source']} requests, seed {v['seed']}; "
+        f"{v['scenario']}: fleet {v['fleet']}, "
+        + ("sampled sessions" if v["source"] == "sessions" else f"the trace {v['source']}")
+        + f", seed {v['seed']}; "
         f"analytic: {v['predicted_from']}"
         + (f"; {v['engine']} pass times" if v.get("engine") else "")
     )

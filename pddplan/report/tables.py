@@ -157,7 +157,8 @@ def breakdown_table(
 
 
 def _seconds(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.2f} s"
+    """Seconds; a dash for none, and for a queue that grows without bound (infinite)."""
+    return "—" if x is None or not x < float("inf") else f"{x:,.2f} s"
 
 
 def _total(v: Mapping[str, float | None]) -> float | None:
