@@ -275,9 +275,9 @@ def _signal_handlers_put_back():
     """Each test starts with the process's SIGINT and SIGTERM handlers as the session
     started with them, and leaves them so: a library that changes one and does not put it
     back (a test's own ``ray.init`` leaves Ray's SIGTERM handler, say) would otherwise
-    decide how a later test's signal is taken (the CLI keeps a SIGINT it finds ignored
-    ignored, as a background job's: CI's slow run once saw a SIGINT test sweep on to the
-    end)."""
+    decide how a later test's signal is taken. (A test of Ctrl-C sets its own SIGINT
+    handler: a run started in the background, as CI may be, begins with SIGINT ignored,
+    which the CLI keeps, as a background job's.)"""
     import signal
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

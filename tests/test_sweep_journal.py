@@ -264,6 +264,9 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     out = tmp_path / "o.csv"
     with monkeypatch.context() as m:
         m.setattr(PointRunner, "run", run)
+        # Ctrl-C in a terminal: a run started in the background (CI's, say) begins with
+        # SIGINT ignored, which the CLI keeps ignored, as a background job's should be
+        m.setattr(signal, "getsignal", _foreground(signal.getsignal))
         res = run_main(*ARGS, "--out", str(out))
     assert res.exit_code == 128 + signum, res.output
     name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT (Ctrl-C)"
@@ -278,6 +281,18 @@ def test_a_signal_mid_sweep_journals_what_finished_and_a_resume_finishes(
     res = run_main(*ARGS, "--out", str(out), "--resume")
     assert res.exit_code == 0, res.output
     assert out.read_bytes() == reference
+
+
+def _foreground(getsignal):
+    """``signal.getsignal`` as a foreground process sees it: SIGINT not ignored."""
+
+    def seen(signum):
+        handler = getsignal(signum)
+        if signum == signal.SIGINT and handler == signal.SIG_IGN:
+            return signal.default_int_handler
+        return handler
+
+    return seen
 
 
 def _ray_processes(marker: str) -> list[str]:
