@@ -271,21 +271,23 @@ def _worker_main(payload: tuple[Any, ...], conn: Any) -> None:
     _follow_parent()
     scenario, hardware, model, engines, settings = payload
     _RUNNER = PointRunner(Problem(scenario, hardware, model, engines=engines), settings)
-    while True:
-        conn.send(("ready", None))
-        try:
+    try:
+        while True:
+            conn.send(("ready", None))
             chunk = conn.recv()
-        except EOFError:  # the parent is gone
-            return
-        if chunk is None:
-            return
-        for index, values in chunk:
-            conn.send(("start", index))
-            try:
-                point = _RUNNER.run(index, values)
-            except Exception as e:  # a bug: the point says so, the sweep goes on
-                point = PointResult(index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}")
-            conn.send(("done", point.to_json()))
+            if chunk is None:
+                return
+            for index, values in chunk:
+                conn.send(("start", index))
+                try:
+                    point = _RUNNER.run(index, values)
+                except Exception as e:  # a bug: the point says so, the sweep goes on
+                    point = PointResult(
+                        index, values, PointStatus.ERROR, f"{type(e).__name__}: {e}"
+                    )
+                conn.send(("done", point.to_json()))
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the parent is gone (a second Ctrl-C ends it at once): nothing to tell
 
 
 def _follow_parent(every_s: float = 1.0) -> None:
