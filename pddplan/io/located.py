@@ -466,3 +466,22 @@ def _index_lines(node: yaml.Node, lines: dict[Loc, int], dups: list[str], path: 
             todo.extend((v, (*loc, k.value)) for k, v in reversed(n.value))
         elif isinstance(n, yaml.SequenceNode):
             todo.extend((item, (*loc, i)) for i, item in reversed(list(enumerate(n.value))))
+
+
+def read_json_file(path: Path, *, what: str, max_bytes: int, hint: str) -> object:
+    """The JSON in the file at ``path``, as a whole (a file this tool wrote: a plan, a
+    sweep's results); ``InputError`` in one line naming ``path`` for one that is missing,
+    a folder, larger than ``max_bytes``, or not JSON (``what`` it should be, and ``hint``:
+    what writes it)."""
+    from pddplan.errors import InputError
+
+    try:
+        if path.is_file() and path.stat().st_size > max_bytes:
+            raise InputError(f"{path}: larger than {max_bytes // 2**20} MB: not {what}")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: a folder, not {what}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"{path}: not {what} ({hint}): {e}") from None

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from pddplan.errors import InputError
 from pddplan.io.catalogs import load_engines, load_hardware, load_models
+from pddplan.io.located import read_json_file
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.scenario import Scenario
@@ -114,18 +115,12 @@ class PlanFile:
 
 def read_plan(path: Path) -> PlanFile:
     """The plan file at ``path``; ``InputError`` in one line for a file that is not one."""
-    try:
-        if path.is_file() and path.stat().st_size > MAX_PLAN_BYTES:
-            raise InputError(f"{path}: larger than {MAX_PLAN_BYTES // 2**20} MB: not a plan file")
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: a folder, not a plan file") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise InputError(
-            f"{path}: not a plan file (JSON written by `pddplan solve --out`): {e}"
-        ) from None
+    data = read_json_file(
+        path,
+        what="a plan file",
+        max_bytes=MAX_PLAN_BYTES,
+        hint="JSON written by `pddplan solve --out`",
+    )
     if not isinstance(data, dict) or "deployment" not in data:
         raise InputError(
             f"{path}: not a plan file: no deployment (a plan file is written by `pddplan solve "

@@ -6,11 +6,11 @@ is (``journal.read_point``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, get_args
 
 from pddplan.errors import InputError
+from pddplan.io.located import read_json_file
 from pddplan.io.plan_file import PlanFile, read_plan
 from pddplan.spec.choices import Objective
 from pddplan.sweeps.axes import Axis
@@ -70,22 +70,12 @@ def read_plan_or_sweep(path: Path) -> PlanFile | SweepRun:
 
 
 def _load(path: Path) -> Any:
-    try:
-        if path.is_file() and path.stat().st_size > MAX_RESULTS_BYTES:
-            raise InputError(
-                f"{path}: larger than {MAX_RESULTS_BYTES // 2**20} MB: not sweep results"
-            )
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: a folder, not sweep results") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise InputError(
-            f"{path}: not sweep results (JSON written by {WRITTEN_BY}; CSV and Parquet "
-            f"results cannot be read back): {e}"
-        ) from None
-    return data
+    return read_json_file(
+        path,
+        what="sweep results",
+        max_bytes=MAX_RESULTS_BYTES,
+        hint=f"JSON written by {WRITTEN_BY}; CSV and Parquet results cannot be read back",
+    )
 
 
 def is_sweep_results(data: Any) -> bool:
