@@ -343,6 +343,28 @@ def test_an_edited_plan_without_a_figure_is_one_line(tmp_path, monkeypatch):
                "a figure the report needs is missing", "ttft_s")  # fmt: skip
 
 
+def test_the_ttft_segments_the_report_adds_are_every_segment(tmp_path, monkeypatch):
+    """Each segment of the plan file's breakdown is a row, and the mean TTFT their sum (a
+    relay-decode segment made large here, so that one left out would show)."""
+    data = json.loads(GOLDEN_PLAN.read_text())
+    for key in ("ttft_breakdown_s", "ttft_breakdown_at_capacity_s"):
+        data[key]["relay"] = 0.5
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(data))
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "r.html"
+    assert run_main("report", str(plan), "--out", str(out)).exit_code == 0
+    tree = _tree(out.read_text(encoding="utf-8"))
+    latency = next(s for s in tree.iter(f"{NS}section") if s.get("id") == "latency")
+    text = "".join("".join(latency.itertext()).split())  # cells run together: no spaces
+    assert "KVtorelaydecode0.50s0.50s" in text
+    totals = "".join(
+        f"{sum(data[k].values()):,.2f}s"
+        for k in ("ttft_breakdown_s", "ttft_breakdown_at_capacity_s")
+    )
+    assert f"meanTTFT{totals}" in text
+
+
 def test_solve_report_is_checked_before_planning(tmp_path):
     same = tmp_path / "p.json"
     _one_error(run_main("solve", str(SMALL), "--out", str(same), "--report", str(same)),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pddplan import units
 from pddplan.report.format import MISSING, money, num
+from pddplan.report.tables import SEGMENT_LABELS
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
 
 if TYPE_CHECKING:
@@ -386,15 +387,6 @@ def _plots() -> Any:
     return plots
 
 
-SEGMENTS = {
-    "queue": "prefill queue",
-    "prefill": "prefill passes",
-    "transfer": "KV transfer",
-    "first_token": "first token",
-}
-"""The TTFT's segments as the terminal names them (``report.tables.SEGMENT_LABELS``)."""
-
-
 def _latency(
     plan: dict[str, Any], scenario: Scenario, cdf: list[tuple[float, float]] | None
 ) -> Section:
@@ -418,10 +410,10 @@ def _latency(
         ),
     }
     shown = {k: v for k, v in columns.items() if isinstance(v, dict)}
-    rows = [(label, *(_s(v.get(key)) for v in shown.values())) for key, label in SEGMENTS.items()]
+    rows = [(label, *(_s(v.get(key)) for v in shown.values())) for key, label in SEGMENT_LABELS.items()]
     totals = []
     for v in shown.values():
-        values = [v.get(k) for k in SEGMENTS]
+        values = [v.get(k) for k in SEGMENT_LABELS]
         totals.append(_s(sum(values)) if all(x is not None for x in values) else MISSING)  # type: ignore[arg-type]
     rows.append(("mean TTFT", *totals))
     segments = Table(
@@ -430,8 +422,9 @@ def _latency(
         (False, *(True for _ in shown)),
         title="TTFT by segment, mean",
         caption="Each segment's mean over the request mix; their sum is the mean TTFT. The "
-        "queue waits for a prefill pass; the transfer moves the KV cache to the decode side "
-        "(over the WAN, or to relay decode); the first token is the decode side's first step.",
+        "queue waits for a prefill pass; the KV cache goes to main decode (over the WAN) or "
+        "to relay decode (RDMA beside prefill); the first token is the decode side's first "
+        "step.",
     )
     parts: list[Part] = [latency, segments]
     if cdf:
