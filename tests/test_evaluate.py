@@ -452,15 +452,23 @@ def test_a_binding_limit_that_jumps_shows_both_figures():
 
     from pddplan.evaluation.evaluator import binding_lines
 
-    at = SimpleNamespace(
-        said=["the TPOT bound 50 ms (P99 inter-token gap 49.8 ms)", "the 90% cap of x (busy 89.9%)"]
-    )
-    assert binding_lines(["the TPOT bound 50 ms (P99 inter-token gap 150.2 ms)"], at) == [
+    def state(*said: tuple[str, float]) -> SimpleNamespace:
+        """A state that said these limits (failure text, figure), all failed."""
+        return SimpleNamespace(
+            failures=[t for t, _ in said], said={t.partition(" (")[0]: (t, v) for t, v in said}
+        )
+
+    at = state(("the TPOT bound 50 ms (P99 inter-token gap 49.8 ms)", 0.0498),
+               ("the 90% cap of x (busy 89.9%)", 0.899))  # fmt: skip
+    above = state(("the TPOT bound 50 ms (P99 inter-token gap 150.2 ms)", 0.1502))
+    assert binding_lines(above, at) == [
         "the TPOT bound 50 ms (P99 inter-token gap 49.8 ms at the capacity, 150.2 ms just above it)"
     ]
     # a figure that moves less than 5% is the one past the capacity, as before
-    assert binding_lines(["the 90% cap of x (busy 90.0%)"], at) == ["the 90% cap of x (busy 90.0%)"]
-    assert binding_lines(["a limit no state said"], at) == ["a limit no state said"]
+    above = state(("the 90% cap of x (busy 90.0%)", 0.900))
+    assert binding_lines(above, at) == ["the 90% cap of x (busy 90.0%)"]
+    above = state(("a limit no state said", 1.0))
+    assert binding_lines(above, at) == ["a limit no state said"]
 
 
 def test_past_saturation_a_segment_is_infinite_never_nan():

@@ -115,8 +115,9 @@ class _State:
     1 exactly when ``ok``. The capacity search interpolates on it (``_bisect_capacity``)."""
     breakdown: Callable[[], dict[str, float]]
     """The mean TTFT by segment (``TTFT_SEGMENTS``), computed when asked (``_breakdown``)."""
-    said: list[str]
-    """Every limit as a failure would say it, failed or not (``_Limits.said``)."""
+    said: dict[str, tuple[str, float]]
+    """Every limit, failed or not, by what a failure of it begins with (its words before
+    the figure): what a failure would say, and its figure (``_Limits.said``)."""
 
 
 TTFT_SEGMENTS = ("queue", "prefill", "transfer", "relay", "first_token")
@@ -140,13 +141,14 @@ class _Limits:
     def __init__(self) -> None:
         self.failures: list[str] = []
         self.ratios: list[float] = []
-        self.said: list[str] = []
-        """Every limit's ``failure`` text, failed or not (what ``binding_lines`` reads)."""
+        self.said: dict[str, tuple[str, float]] = {}
+        """Every limit, failed or not: its words before the figure -> (what a failure says,
+        the figure) (what ``binding_lines`` reads)."""
 
     def add(self, value: float, limit: float, failure: str) -> None:
         """A limited figure: it fails, as ``failure`` says, where ``value`` exceeds
         ``limit``; its ratio to the limit is kept either way."""
-        self.said.append(failure)
+        self.said[failure.partition(" (")[0]] = (failure, value)
         if limit > 0:
             self.ratios.append(value / limit)
         else:
@@ -703,7 +705,7 @@ class Evaluator:
         at_capacity = _state(m, capacity, routing) if 0 < capacity < math.inf else None
         if capacity > 0:
             above = _state(m, capacity * (1 + 1e-6) + 1e-12, routing)
-            binding = binding_lines(above.failures, at_capacity)
+            binding = binding_lines(above, at_capacity)
         else:
             binding = list(notes)
         planned = demand * (1 + scenario.headroom)
@@ -838,31 +840,25 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     return lo
 
 
-def binding_lines(failures: list[str], at_capacity: _State | None) -> list[str]:
-    """The limits that fail just past the SLA capacity, each with its figure there; where
-    the figure at the capacity itself differs (a limit that jumps, such as the P99 gap
-    when relay decode's step starts to count), both: ``the TPOT bound 50 ms (P99
-    inter-token gap 49.8 ms at the capacity, 150.2 ms just above it)``."""
+def binding_lines(above: _State, at_capacity: _State | None) -> list[str]:
+    """The limits that fail just past the SLA capacity (``above``), each with its figure
+    there; where the figure at the capacity itself differs by more than ``JUMP`` (a limit
+    that jumps, such as the P99 gap when relay decode's step starts to count), both: ``the
+    TPOT bound 50 ms (P99 inter-token gap 49.8 ms at the capacity, 150.2 ms just above
+    it)``."""
     out = []
-    for failure in failures:
+    for failure in above.failures:
         head, _, figure = failure.partition(" (")
-        there = next(
-            (
-                t
-                for t in (at_capacity.said if at_capacity is not None else [])
-                if t.startswith(f"{head} (")
-            ),
-            None,
-        )
-        at = there.partition(" (")[2].removesuffix(")") if there is not None else ""
-        here, now = _first_number(at), _first_number(figure)
-        if here is None or now is None or abs(now - here) <= JUMP * max(abs(here), 1e-12):
-            out.append(failure)  # the same figure on both sides, to the printed digits
+        there = at_capacity.said.get(head) if at_capacity is not None else None
+        now = above.said.get(head, (failure, math.nan))[1]
+        if there is None or not abs(now - there[1]) > JUMP * max(abs(there[1]), 1e-12):
+            out.append(failure)  # the same figure on both sides
             continue
+        at = there[0].partition(" (")[2].removesuffix(")")
         number = _NUMBER.search(at)
         words = at[: number.start()] if number else ""
-        above = figure.removesuffix(")").removeprefix(words) if words.strip() else figure
-        out.append(f"{head} ({at} at the capacity, {above.removesuffix(')')} just above it)")
+        shown = figure.removesuffix(")").removeprefix(words) if words.strip() else figure
+        out.append(f"{head} ({at} at the capacity, {shown.removesuffix(')')} just above it)")
     return out
 
 
@@ -872,12 +868,7 @@ just above it is shown at both (``binding_lines``)."""
 
 
 _NUMBER = re.compile(r"(?<![A-Za-z\d.])-?\d[\d,]*\.?\d*")
-"""A number standing alone (not the 99 of ``P99``)."""
-
-
-def _first_number(text: str) -> float | None:
-    found = _NUMBER.search(text)
-    return float(found.group(0).replace(",", "")) if found else None
+"""A number standing alone (not the 99 of ``P99``): where a figure's words end."""
 
 
 def _log_excess(st: _State) -> float:

@@ -410,7 +410,9 @@ def _latency(
         ),
     }
     shown = {k: v for k, v in columns.items() if isinstance(v, dict)}
-    rows = [(label, *(_s(v.get(key)) for v in shown.values())) for key, label in SEGMENT_LABELS.items()]
+    rows = [
+        (label, *(_s(v.get(key)) for v in shown.values())) for key, label in SEGMENT_LABELS.items()
+    ]
     totals = []
     for v in shown.values():
         values = [v.get(k) for k in SEGMENT_LABELS]
