@@ -416,39 +416,31 @@ def warn_problem(problem: pddplan.Problem) -> None:
         warn(line)
 
 
-def plan_engine(plan: Path | None) -> tuple[str | None, float | None]:
-    """The engine and error quantile a plan file (``solve --out``) was made with, so that a
-    later command on it assumes the same pass times; (None, None) for a fleet file or an
-    older plan."""
+def planned_for(plan: Path | None) -> tuple[str | None, str | None, float | None]:
+    """The model, engine and error quantile a plan file (``solve --out``) was made with, so
+    that a later command on it assumes the same pass times, read once; None for each that a
+    fleet file, a pipe (read once, by the loader) or a file the loader will refuse (it
+    reports the problem) does not give."""
     if plan is None:
-        return None, None
+        return None, None, None
     try:
         if not plan.is_file() or plan.stat().st_size > 64 * 2**20:
-            return None, None  # a pipe (read once, by the loader) or a file it refuses
+            return None, None, None
         data = json.loads(plan.read_text())
     except (OSError, ValueError):
-        return None, None  # the fleet loader reports the file's problem
-    engine = data.get("engine") if isinstance(data, dict) else None
+        return None, None, None
+    if not isinstance(data, dict):
+        return None, None, None
+    model = data.get("model")
+    engine = data.get("engine")
     if not isinstance(engine, dict):
-        return None, None
+        engine = {}
     name, q = engine.get("id"), engine.get("perf_quantile")
     return (
+        model if isinstance(model, str) else None,
         name if isinstance(name, str) else None,
         float(q) if isinstance(q, int | float) and not isinstance(q, bool) else None,
     )
-
-
-def plan_model(plan: Path | None) -> str | None:
-    """The model a plan file (``solve --out``) was made for; None for a fleet file, an
-    unreadable file (the fleet loader reports it) or a pipe."""
-    if plan is None or not plan.is_file() or plan.stat().st_size > 64 * 2**20:
-        return None
-    try:
-        data = json.loads(plan.read_text())
-    except (OSError, ValueError):
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None
 
 
 def load_deployment(
@@ -466,9 +458,9 @@ def load_deployment(
     path = fleet if fleet is not None else plan
     if path is None or (fleet is not None and plan is not None):
         raise pddplan.InputError("give the deployment as exactly one of --fleet or --plan")
-    planned_engine, planned_q = plan_engine(plan)
+    planned_model, planned_engine, planned_q = planned_for(plan)
     loaded = pddplan.load_scenario(scenario)
-    if plan_model(plan) not in (None, loaded.scenario.model):
+    if planned_model not in (None, loaded.scenario.model):
         # a plan for another model: the fleet loader says so at the plan's line, not the
         # plan's engine that the scenario's chips may not have a profile for
         planned_engine, planned_q = None, None
