@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan import units
-from pddplan.report.format import num
+from pddplan.report.format import num, sig
 from pddplan.report.tables import grid
 from pddplan.report.views import CHIP_FIGURES
 
@@ -110,7 +110,7 @@ def models_table(views: list[dict[str, Any]]) -> Table:
         dtype = v["weight_dtype"] + (
             f"/{v['expert_weight_dtype']}" if v.get("expert_weight_dtype") else ""
         )
-        params = f"{num(v['total_params_b'], ',.0f')}/{num(v['active_params_b'], ',.3g')}"
+        params = f"{sig(v['total_params_b'])}/{sig(v['active_params_b'])}"
         t.add_row(
             v["id"],
             v["attention"],
