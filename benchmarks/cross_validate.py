@@ -301,6 +301,12 @@ def main() -> None:
 
 def write_catalog(profiles: dict[str, dict], errors: dict[str, dict]) -> None:
     path = ROOT / "pddplan" / "catalogs" / "engines.yaml"
+    # what each release can launch is read from its source, not fitted: kept as it is
+    launch = {
+        engine: profile["launch"]
+        for engine, profile in yaml.safe_load(path.read_text())["engines"].items()
+        if "launch" in profile
+    }
     head = path.read_text().split("\nengines:\n")[0]
     head = head.replace("default: ideal", f"default: {DEFAULT_ENGINE}").rstrip() + "\n"
     data = {
@@ -318,6 +324,8 @@ def write_catalog(profiles: dict[str, dict], errors: dict[str, dict]) -> None:
     }
     for engine, profile in profiles.items():
         data[engine] = profile | {"error": errors[engine]}
+        if engine in launch:
+            data[engine]["launch"] = launch[engine]
     body = yaml.safe_dump(data, sort_keys=False, width=100, indent=2, allow_unicode=True)
     body = "\n".join("  " + line if line else line for line in body.splitlines())
     path.write_text(head + "\nengines:\n" + body + "\n")

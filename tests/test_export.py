@@ -108,8 +108,8 @@ def parse_command(tokens: list[str]) -> tuple[str, argparse.Namespace]:
 
 
 # --- plans --------------------------------------------------------------------------------------
-def _solve(scenario: Path, out: Path) -> Path:
-    r = runner.invoke(app, ["solve", str(scenario), "--out", str(out), "-q"])
+def _solve(scenario: Path, out: Path, *options: str) -> Path:
+    r = runner.invoke(app, ["solve", str(scenario), "--out", str(out), "-q", *options])
     assert r.exit_code == 0, r.output
     return out
 
@@ -124,6 +124,13 @@ def pdd_plan(tmp_path_factory) -> Path:
     return _solve(PDD, tmp_path_factory.mktemp("pdd") / "plan.json")
 
 
+@pytest.fixture(scope="module")
+def ideal_pdd_plan(tmp_path_factory) -> Path:
+    """The README's scenario planned with the ``ideal`` engine, which launches anything:
+    CP16+EP16 prefill over two hosts."""
+    return _solve(PDD, tmp_path_factory.mktemp("ideal") / "plan.json", "--engine", "ideal")
+
+
 def _pool_figures(plan_path: Path) -> dict[str, dict]:
     """Per pool file stem: what the plan says of it (its pool, layout, chunk, batch)."""
     plan = pddplan.read_plan(plan_path)
@@ -131,7 +138,12 @@ def _pool_figures(plan_path: Path) -> dict[str, dict]:
     figures = {(p["datacenter"], p["role"], p["chip"]): p for p in plan.data["pools"]}
     out = {}
     for pool in plan.data["deployment"]["pools"]:
-        inst = problem.instance(pool["chip"], pool["gpus_per_instance"], pool["context_parallel"])
+        inst = problem.instance(
+            pool["chip"],
+            pool["gpus_per_instance"],
+            pool["context_parallel"],
+            pool.get("attention_tp"),
+        )
         name = f"{pool['role'].replace('_', '-')}-{pool['datacenter']}-{pool['chip']}"
         batch = figures[(pool["datacenter"], pool["role"], pool["chip"])]["decode_batch"]
         if pool["role"] == "relay_decode":
@@ -316,12 +328,13 @@ def validate_lws(doc: dict) -> None:
 
 
 @pytest.mark.slow
-def test_the_pdd_plan_exports_to_vllm_and_k8s(pdd_plan):
-    """DeepSeek-V4-Pro: CP16+EP16 prefill and DP16+EP16 relay decode over two hosts each
-    (vLLM's prefill context parallelism and multi-node data parallelism), DP8+EP8 main
-    decode; the multi-host pools as LeaderWorkerSets."""
+def test_the_pdd_plan_exports_to_vllm_and_k8s(ideal_pdd_plan):
+    """DeepSeek-V4-Pro with ``ideal``'s layouts: CP16+EP16 prefill and DP16+EP16 relay
+    decode over two hosts each (vLLM's prefill context parallelism and multi-node data
+    parallelism), DP8+EP8 main decode; the multi-host pools as LeaderWorkerSets."""
     import jsonschema
 
+    pdd_plan = ideal_pdd_plan
     files = pddplan.export_plan(pdd_plan, "vllm")
     assert check_against_plan(pdd_plan, files, "vllm") == 3
     assert "--prefill-context-parallel-size 16" in files["prefill-cluster-a-h100-sxm.sh"]
@@ -345,9 +358,26 @@ def test_the_pdd_plan_exports_to_vllm_and_k8s(pdd_plan):
 
 
 @pytest.mark.slow
-def test_sglang_refuses_cross_node_context_parallelism(pdd_plan, tmp_path):
+def test_the_default_engines_plan_launches_on_it(pdd_plan):
+    """The README's plan with SGLang's profile: SGLang cannot split DeepSeek-V4's attention
+    by context over two hosts, so the planner split its heads inside each host instead
+    (DP2xTP8+EP16), which SGLang launches: ``--tp-size 16 --dp-size 2``."""
+    plan = pddplan.read_plan(pdd_plan)
+    (prefill,) = [p for p in plan.data["pools"] if p["role"] == "prefill"]
+    assert prefill["layout"] == "DP2xTP8+EP16"
+    assert any("cannot launch context parallelism" in n for n in plan.data["left_out"])
+    files = pddplan.export_plan(pdd_plan, "sglang")
+    assert check_against_plan(pdd_plan, files, "sglang") == 3
+    script = files["prefill-cluster-a-h100-sxm.sh"]
+    assert "--tp-size 16" in script and "--dp-size 2" in script
+    assert "--attn-cp-size" not in script
+
+
+@pytest.mark.slow
+def test_sglang_refuses_cross_node_context_parallelism(ideal_pdd_plan, tmp_path):
     """SGLang 0.5.21 runs prefill CP within one node: one line for the pool, the part of the
     layout, the nearest option; exit 2; nothing written."""
+    pdd_plan = ideal_pdd_plan
     out = tmp_path / "launch"
     r = runner.invoke(app, ["export", str(pdd_plan), "--to", "sglang", "--out", str(out)])
     assert r.exit_code == 2

@@ -112,7 +112,9 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
     }
     pools = []
     for pool in fleet.pools:
-        inst = problem.instance(pool.chip, pool.gpus_per_instance, pool.context_parallel)
+        inst = problem.instance(
+            pool.chip, pool.gpus_per_instance, pool.context_parallel, pool.attention_tp
+        )
         chip = problem.hardware.chips[pool.chip]
         batch = _batch(problem, pool.role, pool.chip, pool.gpus_per_instance, figures, pool)
         node = GPUS_PER_NODE.get(pool.chip, min(chip.scaleup_domain_gpus, MAX_NODE_GPUS))

@@ -931,7 +931,19 @@ def _report(
     pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
     hosted = {id(m.roles["relay_decode"][i][0]) for i in m.hosts}
-    for pool, _ in order:
+    launch = m.problem.engine.launch
+    engine = m.problem.engine.label
+    for pool, inst in order:
+        if (
+            pool.role == "prefill"
+            and pool.hosts_relay_decode
+            and not launch.relay_decode_on_prefill
+        ):
+            notes.append(f"{engine} cannot launch relay decode on prefill GPUs ({pool.chip})")
+        if pool.context_parallel and (
+            why := launch.context_parallel(m.problem.model.attention, pool.gpus_per_instance)
+        ):
+            notes.append(f"{engine} cannot launch {why}: {inst.layout.label} on {pool.chip}")
         if id(pool) in hosted:
             continue
         unit = hw.chips[pool.chip].purchase_unit_gpus

@@ -64,12 +64,17 @@ class FleetModel:
         too_small = []
         for i, pool in enumerate(fleet.pools):
             try:
-                inst = problem.instance(pool.chip, pool.gpus_per_instance, pool.context_parallel)
+                inst = problem.instance(
+                    pool.chip, pool.gpus_per_instance, pool.context_parallel, pool.attention_tp
+                )
             except WeightsDoNotFitError as e:
                 too_small.append(f"fleet {fleet.name}: pools[{i}] ({pool.role}): {e}")
                 continue
-            except InputError as e:  # context parallelism where there is one attention group
-                raise InputError(f"fleet {fleet.name}: pools[{i}].context_parallel: {e}") from None
+            except (
+                InputError
+            ) as e:  # a layout with nothing to split, or a width that does not divide
+                what = "attention_tp" if pool.attention_tp is not None else "context_parallel"
+                raise InputError(f"fleet {fleet.name}: pools[{i}].{what}: {e}") from None
             self.roles[pool.role].append((pool, inst))
         if too_small:
             raise WeightsDoNotFitError(too_small + _relay_hint(problem, fleet))
@@ -106,8 +111,9 @@ class FleetModel:
         self.p_passes: list[PassOrder] = []
         for pool, _ in self.roles["prefill"]:
             key = (pool.chip, pool.gpus_per_instance, pool.context_parallel)
-            self.p_figures.append(problem.prefill_figures(*key, pool.hosts_relay_decode))
-            self.p_passes.append(problem.pass_order(*key, pool.hosts_relay_decode))
+            hosting, tp = pool.hosts_relay_decode, pool.attention_tp
+            self.p_figures.append(problem.prefill_figures(*key, hosting, tp))
+            self.p_passes.append(problem.pass_order(*key, hosting, tp))
         self.p_lat = [f.latency for f in self.p_figures]
         self.p_svc = [f.service for f in self.p_figures]
         p_caps = np.array(

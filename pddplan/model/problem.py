@@ -125,11 +125,13 @@ and fails on a read not declared here."""
 
 
 class InstanceKey(NamedTuple):
-    """An instance layout: ``gpus`` x ``chip``, with context parallelism or not."""
+    """An instance layout: ``gpus`` x ``chip``, with context parallelism or not, at its
+    attention's tensor-parallel width (None: the model's own, ``layout_for``)."""
 
     chip: str
     gpus: int
     context_parallel: bool = False
+    attention_tp: int | None = None
 
 
 class PrefillKey(NamedTuple):
@@ -139,6 +141,7 @@ class PrefillKey(NamedTuple):
     gpus: int
     context_parallel: bool
     hosting: bool
+    attention_tp: int | None = None
 
 
 class DecodeKey(NamedTuple):
@@ -499,13 +502,20 @@ class Problem:
                 loc = ("calibration", "default")
             raise InputError(self.located(loc, f"for {chip}: {reason}")) from None
 
-    def instance(self, chip: str, gpus: int, context_parallel: bool = False) -> Instance:
+    def instance(
+        self,
+        chip: str,
+        gpus: int,
+        context_parallel: bool = False,
+        attention_tp: int | None = None,
+    ) -> Instance:
         """The model on ``gpus`` GPUs of ``chip`` (with ``context_parallel``: each prompt's
-        attention split over the attention groups); ``WeightsDoNotFitError`` when they
-        cannot hold its weights, ``InputError`` for context parallelism on a layout with one
-        attention group."""
+        attention split over the attention groups; ``attention_tp``: its attention
+        tensor-parallel over that many GPUs, ``layout_for``); ``WeightsDoNotFitError`` when
+        they cannot hold its weights, ``InputError`` for context parallelism on a layout
+        with one attention group or an attention width that does not divide ``gpus``."""
         table = self._tables.instances
-        key = InstanceKey(chip, gpus, context_parallel)
+        key = InstanceKey(chip, gpus, context_parallel, attention_tp)
         if key not in table:
             with self._building("instances"):
                 s = self.scenario
@@ -518,6 +528,7 @@ class Problem:
                         kv_dtype=s.kv_dtype,
                         weight_dtype=s.weight_dtype,
                         context_parallel=context_parallel,
+                        attention_tp=attention_tp,
                     )
                 except WeightsDoNotFitError as e:
                     table[key] = e
@@ -539,34 +550,44 @@ class Problem:
         return True
 
     def prefill_figures(
-        self, chip: str, gpus: int, context_parallel: bool = False, hosting: bool = False
+        self,
+        chip: str,
+        gpus: int,
+        context_parallel: bool = False,
+        hosting: bool = False,
+        attention_tp: int | None = None,
     ) -> PrefillFigures:
         """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
         every pass (``Instance.prefill_figures``); with ``hosting``, at the chunk a host of
         relay decode runs (``host_point``), before the hosted tokens' stretch."""
         table = self._tables.prefill
-        key = PrefillKey(chip, gpus, context_parallel, hosting)
+        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp)
         if key not in table:
             with self._building("prefill"):
                 a = self.arrays
                 inst = (
                     self.host_instance(chip, gpus, context_parallel)
                     if hosting
-                    else self.instance(chip, gpus, context_parallel)
+                    else self.instance(chip, gpus, context_parallel, attention_tp)
                 )
                 table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
 
     def pass_order(
-        self, chip: str, gpus: int, context_parallel: bool = False, hosting: bool = False
+        self,
+        chip: str,
+        gpus: int,
+        context_parallel: bool = False,
+        hosting: bool = False,
+        attention_tp: int | None = None,
     ) -> PassOrder:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
         table = self._tables.passes
-        key = PrefillKey(chip, gpus, context_parallel, hosting)
+        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp)
         if key not in table:
             with self._building("passes"):
-                figures = self.prefill_figures(chip, gpus, context_parallel, hosting)
+                figures = self.prefill_figures(chip, gpus, context_parallel, hosting, attention_tp)
                 table[key] = pass_order(figures, self.arrays.w)
         return table[key]
 

@@ -44,6 +44,7 @@ class PoolKey(NamedTuple):
     hosting: bool
     stretch: float
     instances: int
+    attention_tp: int | None = None
 
 
 OptionKey = str
@@ -328,7 +329,7 @@ class Requirements:
         """``n`` instances of prefill option ``o`` at this rate, every pass ``stretch``
         times longer (``PrefillPoolLoad``: the evaluator's model of the pool); kept, since
         it is the same in every transfer state."""
-        key = PoolKey(o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n)
+        key = PoolKey(o.chip, o.gpus, o.context_parallel, o.hosting, stretch, n, o.attention_tp)
         load = self._pools.get(key)
         if load is None:
             sp = self.space

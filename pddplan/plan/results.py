@@ -212,6 +212,9 @@ class PlanResult:
     verdict: Verdict | None = None
     idle: list[str] = field(default_factory=list)
     """Why each pool under ``explain.IDLE_SHARE`` busy at the SLA capacity is that large."""
+    left_out: list[str] = field(default_factory=list)
+    """The layouts the engine's release cannot launch, left out of the search
+    (``Space.left_out_lines``)."""
     runner_ups: RunnerUps | None = None
     """The cheapest deployment of each other family at the demand (``solve --top``);
     None when not asked for, or without a plan."""

@@ -519,7 +519,13 @@ def finish_plan(
     s = space.scenario
     if choice is None:
         return PlanResult(
-            s.name, s.model, stats.status, stats, relaxations=relaxations or [], method=method
+            s.name,
+            s.model,
+            stats.status,
+            stats,
+            relaxations=relaxations or [],
+            method=method,
+            left_out=space.left_out_lines(),
         )
     fleet = space.fleet(choice, f"{s.name}-plan")
 
@@ -536,6 +542,7 @@ def finish_plan(
         evaluation,
         marginals(space, fleet, evaluation, measure),
         idle=idle_pools(space, fleet, evaluation),
+        left_out=space.left_out_lines(),
         method=method,
         kv_bytes_per_token=space.problem.kv.bytes_per_token,
         kv_fixed_bytes=space.problem.kv.fixed_bytes,

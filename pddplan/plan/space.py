@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from pddplan import units
-from pddplan.errors import InputError
+from pddplan.errors import InputError, WeightsDoNotFitError
 from pddplan.model.admission import ADMISSION_GRID, md_wait_probability
 from pddplan.model.colocation import HostPoint
 from pddplan.model.instance import Instance, PrefillFigures
@@ -69,6 +69,9 @@ class PoolOption:
     step_s: float = 0.0
     context_parallel: bool = False
     """Prefill: each prompt's attention split over the instance's attention groups."""
+    attention_tp: int | None = None
+    """Prefill: its attention tensor-parallel over this many GPUs (each prompt's heads split
+    over them) where the engine cannot split it by context (None: the model's own)."""
     store: int | None = None
     """Main decode with a tiered cache: its ``md_cache`` option (whose tiers the price
     includes)."""
@@ -83,6 +86,7 @@ class PoolOption:
     @cached_property
     def key(self) -> str:
         cp = ".cp" if self.context_parallel else ""
+        cp += "" if self.attention_tp is None else f".tp{self.attention_tp}"
         store = "" if self.store is None else f".s{self.store}"
         hosted = ".hosting" if self.hosting else ".on-prefill" if self.host else ""
         return f"{self.role}.{self.datacenter}.{self.chip}.x{self.gpus}{cp}{store}{hosted}"
@@ -222,6 +226,7 @@ def describe(choice: Choice) -> str:
         f"{names[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
         + (" (on P)" if o.host is not None else "")
         + (" CP" if o.context_parallel else "")
+        + (f" TP{o.attention_tp} attention" if o.attention_tp is not None else "")
         for role, o in choice.options.items()
         if o is not None and choice.instances[role] > 0
     ]
@@ -229,6 +234,10 @@ def describe(choice: Choice) -> str:
     link = f"{st.gbps:g} Gbps" if st.gbps is not None else "RDMA"
     cut = "relay nothing" if choice.cut is None else f"relay above {choice.cut:,.1f} MB"
     return f"{' + '.join(pools)}; {link}; {cut}"
+
+
+RELAY_ON_PREFILL = "relay decode on prefill GPUs"
+"""What no released engine launches (``LaunchLimits.relay_decode_on_prefill``)."""
 
 
 class Space:
@@ -251,6 +260,10 @@ class Space:
         self.link_rho = scenario.search.max_link_utilization
         # decode operating context: token-weighted mean context (as the evaluator)
         self.ctx = problem.decode_context_tokens
+        self.left_out: dict[str, dict[str, list[int]]] = {}
+        """What the engine's release cannot launch (``EngineProfile.launch``), left out of
+        the search: per reason, per chip, the instance sizes (``left_out_lines`` words
+        them)."""
         self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
         self.options["relay_decode"] += self._hosted(self.options["prefill"])
         for role in ("prefill", "main_decode"):
@@ -398,6 +411,15 @@ class Space:
                     continue
                 layouts = s.search.context_parallel
                 split = role == "prefill" and True in layouts and inst.attention_groups >= 2
+                if split and (
+                    why := problem.engine.launch.context_parallel(self.model.attention, g)
+                ):
+                    self._leave_out(why, chip_id, g)
+                    split = False
+                    if (heads := self._heads_split(option)) is not None:
+                        out.append(heads)
+                    if False not in layouts:
+                        continue
                 if not split or False in layouts:  # one attention group: as it is
                     out.append(option)
                     out += self._hosting(option)
@@ -458,9 +480,49 @@ class Space:
             or problem.host_point(option.chip, option.gpus) is None
         ):
             return []
+        if not problem.engine.launch.relay_decode_on_prefill:
+            self._leave_out(RELAY_ON_PREFILL, option.chip, option.gpus)
+            return []
         return [
             replace(option, instance=problem.host_instance(option.chip, option.gpus), hosting=True)
         ]
+
+    def _heads_split(self, option: PoolOption) -> PoolOption | None:
+        """In place of context parallelism the engine cannot launch: ``option`` with its
+        attention tensor-parallel over the widest power of two of GPUs inside one scale-up
+        domain (each prompt's heads split over them), where that is wider than the
+        model's own layout; None otherwise."""
+        g = option.gpus
+        width = 1 << (min(g, self.hw.chips[option.chip].scaleup_domain_gpus).bit_length() - 1)
+        if width <= option.instance.layout.attn_tp or g % width:
+            return None
+        try:
+            inst = self.problem.instance(option.chip, g, attention_tp=width)
+        except (InputError, WeightsDoNotFitError):
+            return None
+        return replace(option, instance=inst, attention_tp=width)
+
+    def _leave_out(self, reason: str, chip: str, gpus: int) -> None:
+        sizes = self.left_out.setdefault(reason, {}).setdefault(chip, [])
+        if gpus not in sizes:
+            sizes.append(gpus)
+
+    def left_out_lines(self) -> list[str]:
+        """One line per reason the engine's release removed layouts from the search: what
+        it cannot launch, on which instances, and what the planner tried instead."""
+        label = self.problem.engine.label
+        out = []
+        for reason, chips in self.left_out.items():
+            where = "; ".join(
+                f"{' and '.join(map(str, sorted(sizes)))} x {chip}" for chip, sizes in chips.items()
+            )
+            instead = (
+                "relay decode planned as a pool of its own"
+                if reason == RELAY_ON_PREFILL
+                else "their attention heads split inside a host instead"
+            )
+            out.append(f"{label} cannot launch {reason} ({where}): {instead}")
+        return out
 
     def _hosted(self, prefill: list[PoolOption]) -> list[PoolOption]:
         """Relay decode on each hosting prefill option's instances: free, one instance per
@@ -663,12 +725,16 @@ class Space:
         each pass alone); a hosting option's at its hosting chunk, before the hosted
         tokens' stretch (``Requirements.host_stretch``)."""
         o = option
-        return self.problem.prefill_figures(o.chip, o.gpus, o.context_parallel, o.hosting)
+        return self.problem.prefill_figures(
+            o.chip, o.gpus, o.context_parallel, o.hosting, o.attention_tp
+        )
 
     def prefill_passes(self, option: PoolOption) -> PassOrder:
         """``option``'s prefill passes in the order ``loaded_prefill_latency`` needs them."""
         o = option
-        return self.problem.pass_order(o.chip, o.gpus, o.context_parallel, o.hosting)
+        return self.problem.pass_order(
+            o.chip, o.gpus, o.context_parallel, o.hosting, o.attention_tp
+        )
 
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router)."""
@@ -682,6 +748,7 @@ class Space:
                 gpus_per_instance=o.gpus,
                 instances=choice.instances[role],
                 context_parallel=o.context_parallel,
+                attention_tp=o.attention_tp,
                 hosts_relay_decode=hosted and role == "prefill",
             )
             for role, o in choice.options.items()

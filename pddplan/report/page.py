@@ -214,7 +214,8 @@ def _verdict(plan: dict[str, Any], scenario: Scenario) -> Section:
         parts.append(Para(f"Evaluation status: {plan['evaluation_status']}.", "warn"))
     parts += [Para(f"Binds at the SLA capacity: {b}.", "note") for b in plan.get("binding", [])]
     parts += [
-        Para(f"Note: {n}", "warn") for n in [*plan.get("notes", []), *plan.get("idle_pools", [])]
+        Para(f"Note: {n}", "warn")
+        for n in [*plan.get("notes", []), *plan.get("idle_pools", []), *plan.get("left_out", [])]
     ]
     v = plan.get("verification")
     if isinstance(v, dict):

@@ -394,7 +394,7 @@ def plan_report(
         parts.append(key_figures(e, s))
         if e.status != EvalStatus.OK or len(e.binding) > 1 or e.notes:
             parts += status_lines(e)
-    parts += [Text(f"note: {n}", style="yellow") for n in r.idle]
+    parts += [Text(f"note: {n}", style="yellow") for n in [*r.idle, *r.left_out]]
     if r.runner_ups is not None:
         parts += runner_ups(r, s)
     if r.relaxations:

@@ -150,6 +150,7 @@ def plan_view(r: PlanResult) -> dict[str, Any]:
         out["deployment"] = r.fleet.model_dump(mode="json")
     out["infeasibility"] = [dataclasses.asdict(x) for x in r.relaxations]
     out["idle_pools"] = list(r.idle)
+    out["left_out"] = list(r.left_out)
     if r.runner_ups is not None:
         out["runner_ups"] = runner_ups_view(r.runner_ups)
     return _plain(out)

@@ -9,18 +9,54 @@ it knew engines.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.calibration import CalibrationOverride, Phase, PhaseError
 from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.llm import AttentionKind
 
 EVERY = "*"
 """The family key of a profile that covers every family (``families: any``)."""
 IDEAL = "ideal"
 """The profile that keeps the hardware catalog's figures (no engine's overheads)."""
+
+
+class LaunchLimits(Frozen):
+    """What an engine's release can launch of the layouts pddplan plans, so that a plan made
+    with its pass times is one it can run (docs/catalogs.md#what-an-engine-can-launch).
+    The defaults launch everything (``ideal``)."""
+
+    release: str = "-"
+    """The release whose source these limits were read from."""
+    relay_decode_on_prefill: bool = True
+    """Whether a prefill instance can run relay decode's tokens in its own passes."""
+    context_parallel_max_gpus: dict[AttentionKind, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict
+    )
+    """Per attention kind, the most GPUs an instance may have and still split a prompt's
+    attention over its ranks (prefill context parallelism); a kind not listed: no limit."""
+    sources: dict[str, str] = Field(default_factory=dict)
+    """Each limit's source (the file and the check that enforces it)."""
+
+    @model_validator(mode="after")
+    def _every_limit_is_sourced(self) -> LaunchLimits:
+        said = {"relay_decode_on_prefill"} if not self.relay_decode_on_prefill else set()
+        if self.context_parallel_max_gpus:
+            said.add("context_parallel_max_gpus")
+        if missing := sorted(said - set(self.sources)):
+            raise ValueError(f"launch.sources is missing a citation for: {', '.join(missing)}")
+        return self
+
+    def context_parallel(self, attention: AttentionKind, gpus: int) -> str | None:
+        """Why an instance of ``gpus`` GPUs of a model with ``attention`` cannot run
+        context parallelism under this release (None: it can)."""
+        most = self.context_parallel_max_gpus.get(attention)
+        if most is None or gpus <= most:
+            return None
+        return f"context parallelism over more than {most} GPUs for {attention} attention"
 
 
 class EngineProfile(Frozen):
@@ -40,6 +76,8 @@ class EngineProfile(Frozen):
     error: dict[Phase, PhaseError] = Field(default_factory=dict)
     """The model's held-out error per phase with this profile (none: not measured)."""
     notes: str | None = None
+    launch: LaunchLimits = Field(default_factory=LaunchLimits)
+    """What this engine's release can launch (the planner leaves out what it cannot)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -58,6 +96,12 @@ class EngineProfile(Frozen):
         if missing:
             raise ValueError(f"sources is missing a citation for: {', '.join(missing)}")
         return self
+
+    @property
+    def label(self) -> str:
+        """The engine and the release its launch limits are read from (``sglang 0.5.21``)."""
+        release = self.launch.release
+        return self.id if release == "-" else f"{self.id} {release}"
 
     def knobs(self, family: str) -> CalibrationOverride | None:
         """The knobs for ``family``, or None when the profile has none for it."""

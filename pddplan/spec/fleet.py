@@ -3,9 +3,9 @@ thresholds. Loaded from YAML (``--fleet``) by ``pddplan.io.fleet.load_fleet``.""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.limits import MAX_GPUS, MAX_LINK_GBPS
@@ -25,10 +25,23 @@ class Pool(Frozen):
     context_parallel: bool = False
     """Prefill only: each prompt's attention is split over every attention group of an
     instance (a long prompt's latency falls; each pass pays the ring exchange of its KV)."""
+    attention_tp: PosInt | None = None
+    """Prefill only: the attention's tensor-parallel width (each prompt's heads split over
+    that many GPUs, the instance's other GPUs more attention groups); None: the model's own
+    (``pddplan.model.instance.layout_for``: data-parallel for MLA and compressed attention)."""
     hosts_relay_decode: bool = False
     """Prefill only: the instances also run relay decode, its tokens piggybacked on their
     chunked-prefill passes, whose chunk then keeps each pass within the TPOT bound
     (``pddplan.model.colocation``); no GPUs of its own."""
+
+    @model_serializer(mode="wrap")
+    def _without_default_width(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``attention_tp`` written only where it is set, so a fleet of the model's own
+        layouts reads (and hashes to a deployment id) as it did before the field existed."""
+        data: dict[str, Any] = handler(self)
+        if data.get("attention_tp") is None:
+            data.pop("attention_tp", None)
+        return data
 
     @model_validator(mode="after")
     def _within_gpu_limit(self) -> Pool:
@@ -42,9 +55,14 @@ class Pool(Frozen):
 
     @model_validator(mode="after")
     def _prefill_only(self) -> Pool:
-        for name in ("context_parallel", "hosts_relay_decode"):
+        for name in ("context_parallel", "hosts_relay_decode", "attention_tp"):
             if getattr(self, name) and self.role != "prefill":
                 raise ValueError(f"{name} is for prefill pools, not {self.role}")
+        if self.attention_tp is not None and (self.context_parallel or self.hosts_relay_decode):
+            raise ValueError(
+                "attention_tp needs context_parallel and hosts_relay_decode false: it is "
+                "the other way to split a prompt's attention"
+            )
         if self.context_parallel and self.hosts_relay_decode:
             raise ValueError(
                 "hosts_relay_decode needs context_parallel false: hosted decode tokens ride "
