@@ -53,12 +53,13 @@ IMAGES = {
 """The container image of each release. The Dynamo runtime images are the ones Dynamo 1.6.1's
 own deployment templates name (``ai_dynamo-1.6.1`` wheel:
 ``dynamo/profiler/templates/dgd/sglang/disagg.yaml`` and ``.../trtllm/disagg.yaml``:
-``image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1``,
 ``image: nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.6.1``). ``lmsysorg/sglang`` and
-``vllm/vllm-openai`` are the repositories the projects' docs name, tagged ``v{release}`` as
-they tag releases; that these two exact tags exist could not be confirmed (no registry is
-reachable from here, and no stored page names them: docs/export.md#images): check before
-deploying."""
+``vllm/vllm-openai`` are the repositories the projects' docs name, tagged ``v{release}``;
+public repositories (found through a code index, 2026-12-07) record
+``lmsysorg/sglang:v0.5.21`` (multi-arch index) pushed 2026-10-01 as
+``sha256:b1259f3ea3275f66237c498ea388919729018bc9f01c3d638391e06e2cf3f469``, and pin
+``vllm/vllm-openai:v0.31.0@sha256:c1c9f6fd…`` (CUDA 13.0: an R580+ driver). None was checked
+against the registries themselves (none is reachable from here): docs/export.md#images."""
 
 KV_DTYPES = {
     "sglang": {"bf16": "bf16", "fp8": "fp8_e4m3"},
@@ -154,8 +155,9 @@ ATTENTION_DP_SOURCE = (
 
 
 def _trtllm_cannot(pool: PoolLaunch, where: str) -> list[str]:
-    """What of ``pool`` TensorRT-LLM cannot launch: AMD chips, prefill context parallelism,
-    attention data parallelism with tensor-parallel attention groups."""
+    """What of ``pool`` TensorRT-LLM cannot launch: AMD chips, context parallelism (its CP
+    in disaggregated serving, Helix, is for generation servers; its other CP types are not
+    mapped), attention data parallelism with tensor-parallel attention groups."""
     lay, g = pool.layout, pool.gpus
     lines = []
     if pool.chip.vendor == "AMD":
@@ -166,8 +168,9 @@ def _trtllm_cannot(pool: PoolLaunch, where: str) -> list[str]:
     if lay.cp > 1:
         lines.append(
             f"{where}: context parallelism CP{lay.cp} on {pool.role.replace('_', ' ')}: "
-            f"TensorRT-LLM's context parallelism for this attention is Helix, for generation "
-            f"servers only ({HELIX_SOURCE}); nearest: --tp_size {g} with enable_attention_dp "
+            f"TensorRT-LLM's context parallelism for disaggregated serving is Helix, for "
+            f"generation servers ({HELIX_SOURCE}); pddplan maps no prefill CP onto it; "
+            f"nearest: --tp_size {g} with enable_attention_dp "
             f"(DP{g}+EP{g}) on the same {g} GPUs, or vllm (--prefill-context-parallel-size)"
         )
     elif pool.attention_dp > 1 and lay.attn_tp > 1:
