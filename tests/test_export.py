@@ -148,16 +148,16 @@ def command_tokens(script: str) -> list[str]:
     return out
 
 
-MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+MPI = ["mpirun", "--allow-run-as-root", "-np"]
 
 
 def parse_command(tokens: list[str]) -> tuple[str, argparse.Namespace]:
     """(engine, parsed flags) of a command, parsed with its engine's parser; a TensorRT-LLM
     command under ``mpirun`` gets its rank count as ``np``."""
-    if tokens[:4] == MPI:
-        assert tokens[5] == "-H" and tokens[7] == "trtllm-llmapi-launch", tokens[:8]
-        engine, a = parse_command(tokens[8:])
-        a.np = int(tokens[4])
+    if tokens[:3] == MPI:
+        assert tokens[4] == "-H" and tokens[6] == "trtllm-llmapi-launch", tokens[:7]
+        engine, a = parse_command(tokens[7:])
+        a.np = int(tokens[3])
         return engine, a
     if tokens[:2] == ["trtllm-serve", "disaggregated"]:
         return "trtllm-disaggregated", engine_parser(

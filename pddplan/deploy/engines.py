@@ -273,7 +273,7 @@ def vllm_dp_local(pool: PoolLaunch) -> int | None:
 TRTLLM_TRANSCEIVER = "NIXL"
 """``cache_transceiver_config.backend`` of every TensorRT-LLM pool (one of ``DEFAULT``,
 ``UCX``, ``NIXL``, ``MOONCAKE``, ``MPI``): NIXL, as the vLLM commands' ``NixlConnector``."""
-TRTLLM_LAUNCH = ("mpirun", "--allow-run-as-root", "--oversubscribe")
+TRTLLM_LAUNCH = ("mpirun", "--allow-run-as-root")
 """How a TensorRT-LLM instance over several hosts starts: one MPI world from its leader host
 (``trtllm-llmapi-launch`` makes each rank join the server's MPI session)."""
 HOSTS = "${HOSTS}"
