@@ -295,8 +295,11 @@ def trtllm_options(pool: PoolLaunch) -> dict[str, object]:
 
 
 def trtllm_batch(pool: PoolLaunch) -> int | None:
-    """``max_batch_size`` per rank's scheduler: the instance's batch over its attention-DP
-    ranks (each schedules its own requests), rounded down as vLLM's; None on prefill."""
+    """``max_batch_size`` per attention-DP rank: the instance's batch over its ranks, rounded
+    down as vLLM's; None on prefill. Each rank runs its own KV cache and batch (Dynamo 1.6 docs,
+    DP rank routing: "multiple attention DP ranks run within a single worker, each with its own
+    KV cache"); were the limit the instance's instead, this would be lower than the plan's
+    batch, never above it."""
     if pool.batch is None:
         return None
     return max(1, pool.batch // pool.attention_dp)
