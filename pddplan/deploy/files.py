@@ -25,7 +25,7 @@ from pddplan.deploy.engines import (
     vllm_dp_local,
 )
 from pddplan.deploy.launch import LaunchPlan, PoolLaunch
-from pddplan.deploy.placement import node_selector, placement_note
+from pddplan.deploy.placement import DATACENTER_LABEL, node_selector, placement_note
 from pddplan.deploy.router import router_rules
 from pddplan.errors import InputError
 from pddplan.io.export import manifest_yaml
@@ -422,7 +422,7 @@ def _graph(plan: LaunchPlan, engine: str) -> str:
             "componentType": "frontend",
             "replicas": 1,
             "extraPodSpec": {
-                "nodeSelector": {"pddplan/datacenter": entry.datacenter},
+                "nodeSelector": {DATACENTER_LABEL: entry.datacenter},
                 "mainContainer": {
                     "name": "main",
                     "image": image,
