@@ -284,6 +284,19 @@ def dynamo_sglang_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def dynamo_trtllm_parser() -> argparse.ArgumentParser:
+    """Dynamo's ``python -m dynamo.trtllm`` (its TensorRT-LLM worker): the runtime's flags and
+    the worker's own; TensorRT-LLM's LLM-API options go in the YAML of ``--extra-engine-args``
+    (``tests/data/engines/trtllm.json``)."""
+    from dynamo.common.configuration.groups.runtime_args import DynamoRuntimeArgGroup
+    from dynamo.trtllm.backend_args import DynamoTrtllmArgGroup
+
+    parser = argparse.ArgumentParser(prog="python -m dynamo.trtllm")
+    DynamoRuntimeArgGroup().add_arguments(parser)
+    DynamoTrtllmArgGroup().add_arguments(parser)
+    return parser
+
+
 def dynamo_frontend_parser() -> argparse.ArgumentParser:
     from dynamo.frontend.frontend_args import FrontendArgGroup
 
@@ -297,10 +310,12 @@ ENGINES: dict[str, tuple[set[str], Callable[[], argparse.ArgumentParser], set[st
     "vllm": ({"vllm"}, vllm_parser, {"vllm.v1.executor"}),
     "dynamo-sglang": ({"dynamo", "sglang"}, dynamo_sglang_parser, {"dynamo._core"}),
     "dynamo-frontend": ({"dynamo"}, dynamo_frontend_parser, {"dynamo._core"}),
+    "dynamo-trtllm": ({"dynamo"}, dynamo_trtllm_parser, {"dynamo._core"}),
 }
 """Per engine: its own packages (never stubbed), its parser, and modules of its own to stub
 (vLLM's executors pull in the model runner, which no flag needs; Dynamo's ``_core`` is its
-Rust runtime)."""
+Rust runtime; ``dynamo-trtllm`` stubs ``tensorrt_llm``, whose ``BuildConfig`` defaults only
+some flags' defaults)."""
 
 
 def _type_name(kind: Any) -> str:

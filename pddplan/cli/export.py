@@ -15,6 +15,7 @@ from pddplan.cli.common import folder_takes_files, note, user_errors, write_file
 class Target(StrEnum):
     sglang = "sglang"
     vllm = "vllm"
+    trtllm = "trtllm"
     dynamo = "dynamo"
     k8s = "k8s"
 
@@ -32,9 +33,12 @@ def export(
         Target,
         typer.Option(
             "--to",
-            help="What to launch with: sglang or vllm (a launch script per pool), dynamo "
-            "(Dynamo's SGLang workers and its frontend), k8s (a manifest per pool: a "
-            "Deployment, or a LeaderWorkerSet for instances over several hosts).",
+            help="What to launch with: sglang or vllm (a launch script per pool), trtllm "
+            "(trtllm-serve per pool with its options YAML, and the disaggregated server's "
+            "config), dynamo (Dynamo's workers, SGLang's or, for a plan made with the trtllm "
+            "engine profile, TensorRT-LLM's; its frontend; a DynamoGraphDeployment), k8s (a "
+            "manifest per pool: a Deployment, or a LeaderWorkerSet for instances over several "
+            "hosts).",
         ),
     ],
     out: Annotated[
