@@ -31,7 +31,12 @@ def test_a_context_parallel_limit_applies_to_its_attention_kind_only():
 
 @pytest.mark.parametrize(
     "limits",
-    [{"relay_decode_on_prefill": False}, {"context_parallel_max_gpus": {"mla": 8}}],
+    [
+        {"relay_decode_on_prefill": False},
+        {"context_parallel_max_gpus": {"mla": 8}},
+        {"prefill_context_parallel": False},
+        {"attention_dp_over_tp": False},
+    ],
 )
 def test_every_launch_limit_is_sourced(limits):
     with pytest.raises(ValidationError, match="missing a citation"):
@@ -67,6 +72,32 @@ def test_sglang_plans_no_cross_host_context_parallelism_for_deepseek_v4(readme):
     assert space.left_out_lines() == [
         "sglang 0.5.21 cannot launch context parallelism over more than 8 GPUs for compressed "
         "attention (16 and 32 x h100-sxm): their attention heads split inside a host instead"
+    ]
+
+
+def test_attention_groups_of_several_gpus_side_by_side_are_a_limit_of_their_own():
+    limits = LaunchLimits(
+        release="1", attention_dp_over_tp=False, sources={"attention_dp_over_tp": "x"}
+    )
+    assert limits.attention_groups(16, 8) == "data-parallel attention over tensor-parallel groups"
+    assert limits.attention_groups(16, 1) is None  # one GPU per attention rank
+    assert limits.attention_groups(16, 16) is None  # one group over the instance
+    assert LaunchLimits().attention_groups(16, 8) is None
+
+
+def test_trtllm_splits_the_heads_over_the_whole_instance(readme):
+    """TensorRT-LLM runs no prefill context parallelism and no attention DP over
+    tensor-parallel groups: the planner's substitute is one attention group of 16 (32)."""
+    space = Space(readme.derive({"engine": "trtllm"}))
+    prefill = space.options["prefill"]
+    assert not [o for o in prefill if o.context_parallel]
+    heads = {o.gpus: o.instance.layout.label for o in prefill if o.attention_tp is not None}
+    assert heads == {16: "TP16+EP16", 32: "TP32+EP32"}
+    assert space.left_out_lines() == [
+        "trtllm 1.3.0rc29 cannot launch prefill context parallelism (16 and 32 x h100-sxm): "
+        "their attention heads split over the whole instance instead",
+        "trtllm 1.3.0rc29 cannot launch data-parallel attention over tensor-parallel groups "
+        "(16 and 32 x h100-sxm): one attention group over the whole instance instead",
     ]
 
 
@@ -131,6 +162,12 @@ def test_the_evaluator_says_when_the_engine_cannot_launch_a_fleet(readme):
     ]
     ideal = readme.derive({"engine": IDEAL})
     assert not [n for n in pddplan.evaluate(ideal, cp16).notes if "cannot launch" in n]
+    trtllm = readme.derive({"engine": "trtllm"})
+    said = [n for n in pddplan.evaluate(trtllm, _fleet(attention_tp=8)).notes if "cannot" in n]
+    assert said == [
+        "trtllm 1.3.0rc29 cannot launch data-parallel attention over tensor-parallel groups: "
+        "DP2xTP8+EP16 on h100-sxm"
+    ]
 
 
 @pytest.mark.slow

@@ -656,7 +656,7 @@ def _pool(chip: str, layout, role: str = "main_decode", gpus_per_node: int = 8):
     spec = pddplan.load_catalogs().hardware.chips[chip]
     return PoolLaunch(
         f"{role.replace('_', '-')}-x-{chip}", role, "x", spec, 2, layout, gpus_per_node,
-        "bf16", 64, 4096, False,
+        "bf16", 64, 4096, False, "gqa",
     )  # fmt: skip
 
 
@@ -779,8 +779,9 @@ def test_the_pdd_plan_exports_to_vllm_and_k8s(ideal_pdd_plan):
 
 
 @pytest.mark.slow
-def test_the_pdd_plan_on_trtllm(pdd_plan, tmp_path):
-    """TensorRT-LLM refuses the CP16 prefill pool (one line, exit 2, nothing written); with
+def test_the_pdd_plan_on_trtllm(ideal_pdd_plan, tmp_path):
+    """TensorRT-LLM refuses the ``ideal`` plan's CP16 prefill pool (one line, exit 2,
+    nothing written); with
     that pool laid out as TensorRT-LLM's nearest option (DP16+EP16), the two-host relay
     decode runs as one MPI world from its leader, and in a DynamoGraphDeployment as a
     multinode service of 2 nodes x 8 GPUs."""
@@ -790,6 +791,7 @@ def test_the_pdd_plan_on_trtllm(pdd_plan, tmp_path):
     from pddplan.deploy.launch import launch_plan
     from pddplan.model.instance import Layout
 
+    pdd_plan = ideal_pdd_plan
     out = tmp_path / "launch"
     r = runner.invoke(app, ["export", str(pdd_plan), "--to", "trtllm", "--out", str(out)])
     assert r.exit_code == 2 and not out.exists()
@@ -818,6 +820,21 @@ def test_the_pdd_plan_on_trtllm(pdd_plan, tmp_path):
     main = service["extraPodSpec"]["mainContainer"]
     options = yaml.safe_load(docs[0]["data"][f"{name}.yaml"])
     check_command(figures[name], main["command"] + main["args"], options, graph=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_a_plan_made_with_an_engine_launches_on_it(engine, tmp_path):
+    """The README's scenario planned with each released engine's profile exports to that
+    engine without a refusal: the planner left out what its release cannot launch
+    (TensorRT-LLM: no prefill CP, no data-parallel attention over tensor-parallel groups, so
+    the prefill's heads split over the whole instance)."""
+    plan = _solve(PDD, tmp_path / "plan.json", "--engine", engine)
+    files = pddplan.export_plan(plan, engine)
+    assert check_against_plan(plan, files, engine) == 3
+    if engine == "trtllm":
+        layouts = {p["role"]: p["layout"] for p in pddplan.read_plan(plan).data["pools"]}
+        assert "CP" not in layouts["prefill"] and "x" not in layouts["prefill"].split("+")[0]
 
 
 @pytest.mark.slow
@@ -995,6 +1012,7 @@ def test_a_chip_the_engine_cannot_run():
         64,
         4096,
         False,
+        "mla",
     )
     (line,) = cannot_launch(pool, "vllm")
     assert "main-decode-x-ascend-910c" in line and "Huawei" in line and "vllm-ascend" in line

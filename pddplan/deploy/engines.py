@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from pddplan.deploy.launch import PoolLaunch
+from pddplan.io.catalogs import load_engines
 
 RELEASES = {
     "sglang": (
@@ -130,11 +131,16 @@ def cannot_launch(pool: PoolLaunch, engine: str) -> list[str]:
             "a disaggregated prefill instance's passes; nearest: a relay_decode pool of its "
             "own (--disaggregation-mode decode), planned with relay_decode_on_prefill: [false]"
         )
-    if pool.layout.cp > 1 and engine in ("sglang", "dynamo") and pool.nodes > 1:
+    sglang = load_engines().engines["sglang"].launch  # the shipped release's limits
+    if (
+        pool.layout.cp > 1
+        and engine in ("sglang", "dynamo")
+        and sglang.context_parallel(pool.attention, pool.gpus)
+    ):
         lines.append(
             f"{where}: context parallelism CP{pool.layout.cp} across {pool.nodes} nodes: "
-            f"SGLang {RELEASES['sglang'][0]} runs prefill context parallelism within one "
-            f"node ({CP_ONE_NODE_SOURCE}); nearest: --attn-cp-size "
+            f"SGLang {RELEASES['sglang'][0]} runs {pool.attention} attention's prefill context "
+            f"parallelism within one node ({CP_ONE_NODE_SOURCE}); nearest: --attn-cp-size "
             f"{pool.gpus_per_node} on {pool.gpus_per_node}-GPU instances, or vllm "
             "(--prefill-context-parallel-size)"
         )

@@ -15,6 +15,7 @@ from pddplan.model.instance import Layout
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import ChipSpec
+from pddplan.spec.llm import AttentionKind
 
 GPUS_PER_NODE = {"gb200": 4}
 """GPUs one host (one Kubernetes node) holds where it is fewer than the chip's scale-up
@@ -50,6 +51,8 @@ class PoolLaunch:
     """New tokens one attention group takes in a prefill pass (``prefill_chunk_tokens`` per
     rank, times the context-parallel ranks)."""
     hosts_relay_decode: bool
+    attention: AttentionKind
+    """The model's attention (what an engine's context-parallel limits depend on)."""
 
     @property
     def gpus(self) -> int:
@@ -131,6 +134,7 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
                 batch=batch,
                 chunk_tokens=inst.cal.knobs.prefill_chunk_tokens * inst.layout.cp,
                 hosts_relay_decode=pool.hosts_relay_decode,
+                attention=problem.model.attention,
             )
         )
     rtts = {tuple(sorted(x.between)): x.rtt_ms for x in problem.scenario.links}

@@ -42,6 +42,7 @@ from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import p99_gap, percentile
 from pddplan.model.relay import eager_tokens
+from pddplan.spec.engine import RELAY_ON_PREFILL
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 from pddplan.spec.status import EvalStatus
@@ -934,16 +935,17 @@ def _report(
     launch = m.problem.engine.launch
     engine = m.problem.engine.label
     for pool, inst in order:
-        if (
-            pool.role == "prefill"
-            and pool.hosts_relay_decode
-            and not launch.relay_decode_on_prefill
-        ):
-            notes.append(f"{engine} cannot launch relay decode on prefill GPUs ({pool.chip})")
-        if pool.context_parallel and (
-            why := launch.context_parallel(m.problem.model.attention, pool.gpus_per_instance)
-        ):
-            notes.append(f"{engine} cannot launch {why}: {inst.layout.label} on {pool.chip}")
+        lay = inst.layout
+        why = [
+            RELAY_ON_PREFILL
+            if pool.hosts_relay_decode and not launch.relay_decode_on_prefill
+            else None,
+            launch.context_parallel(m.problem.model.attention, lay.gpus) if lay.cp > 1 else None,
+            launch.attention_groups(lay.gpus, lay.attn_tp) if lay.ep > 1 else None,
+        ]
+        notes += [
+            f"{engine} cannot launch {w}: {lay.label} on {pool.chip}" for w in why if w is not None
+        ]
         if id(pool) in hosted:
             continue
         unit = hw.chips[pool.chip].purchase_unit_gpus

@@ -41,6 +41,7 @@ from pddplan.model.prefill_queue import PassOrder
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
 from pddplan.model.routing import relay_shares
+from pddplan.spec.engine import DP_OVER_TP, RELAY_ON_PREFILL
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 from pddplan.workload.classes import output_class_edges
@@ -234,10 +235,6 @@ def describe(choice: Choice) -> str:
     link = f"{st.gbps:g} Gbps" if st.gbps is not None else "RDMA"
     cut = "relay nothing" if choice.cut is None else f"relay above {choice.cut:,.1f} MB"
     return f"{' + '.join(pools)}; {link}; {cut}"
-
-
-RELAY_ON_PREFILL = "relay decode on prefill GPUs"
-"""What no released engine launches (``LaunchLimits.relay_decode_on_prefill``)."""
 
 
 class Space:
@@ -490,10 +487,14 @@ class Space:
     def _heads_split(self, option: PoolOption) -> PoolOption | None:
         """In place of context parallelism the engine cannot launch: ``option`` with its
         attention tensor-parallel over the widest power of two of GPUs inside one scale-up
-        domain (each prompt's heads split over them), where that is wider than the
-        model's own layout; None otherwise."""
+        domain (each prompt's heads split over them), or over the whole instance where the
+        engine runs no tensor-parallel attention groups side by side, where that is wider
+        than the model's own layout; None otherwise."""
         g = option.gpus
         width = 1 << (min(g, self.hw.chips[option.chip].scaleup_domain_gpus).bit_length() - 1)
+        if why := self.problem.engine.launch.attention_groups(g, width):
+            self._leave_out(why, option.chip, g)
+            width = g  # one attention group over the whole instance
         if width <= option.instance.layout.attn_tp or g % width:
             return None
         try:
@@ -516,11 +517,11 @@ class Space:
             where = "; ".join(
                 f"{' and '.join(map(str, sorted(sizes)))} x {chip}" for chip, sizes in chips.items()
             )
-            instead = (
-                "relay decode planned as a pool of its own"
-                if reason == RELAY_ON_PREFILL
-                else "their attention heads split inside a host instead"
-            )
+            inside = "over the whole instance" if DP_OVER_TP in self.left_out else "inside a host"
+            instead = {
+                RELAY_ON_PREFILL: "relay decode planned as a pool of its own",
+                DP_OVER_TP: "one attention group over the whole instance instead",
+            }.get(reason, f"their attention heads split {inside} instead")
             out.append(f"{label} cannot launch {reason} ({where}): {instead}")
         return out
 

@@ -24,6 +24,12 @@ IDEAL = "ideal"
 """The profile that keeps the hardware catalog's figures (no engine's overheads)."""
 
 
+RELAY_ON_PREFILL = "relay decode on prefill GPUs"
+"""What no released engine launches (``LaunchLimits.relay_decode_on_prefill``)."""
+DP_OVER_TP = "data-parallel attention over tensor-parallel groups"
+"""Why ``LaunchLimits.attention_groups`` refuses a layout."""
+
+
 class LaunchLimits(Frozen):
     """What an engine's release can launch of the layouts pddplan plans, so that a plan made
     with its pass times is one it can run (docs/catalogs.md#what-an-engine-can-launch).
@@ -33,17 +39,30 @@ class LaunchLimits(Frozen):
     """The release whose source these limits were read from."""
     relay_decode_on_prefill: bool = True
     """Whether a prefill instance can run relay decode's tokens in its own passes."""
+    prefill_context_parallel: bool = True
+    """Whether it splits a prompt's attention by context over an instance's ranks at all."""
     context_parallel_max_gpus: dict[AttentionKind, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict
     )
     """Per attention kind, the most GPUs an instance may have and still split a prompt's
     attention over its ranks (prefill context parallelism); a kind not listed: no limit."""
+    attention_dp_over_tp: bool = True
+    """Whether its data-parallel attention groups may each be tensor-parallel over several
+    GPUs (``DP2xTP8``); False: one GPU per attention rank, or one group over them all."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Each limit's source (the file and the check that enforces it)."""
 
     @model_validator(mode="after")
     def _every_limit_is_sourced(self) -> LaunchLimits:
-        said = {"relay_decode_on_prefill"} if not self.relay_decode_on_prefill else set()
+        said = {
+            name
+            for name in (
+                "relay_decode_on_prefill",
+                "prefill_context_parallel",
+                "attention_dp_over_tp",
+            )
+            if not getattr(self, name)
+        }
         if self.context_parallel_max_gpus:
             said.add("context_parallel_max_gpus")
         if missing := sorted(said - set(self.sources)):
@@ -53,10 +72,19 @@ class LaunchLimits(Frozen):
     def context_parallel(self, attention: AttentionKind, gpus: int) -> str | None:
         """Why an instance of ``gpus`` GPUs of a model with ``attention`` cannot run
         context parallelism under this release (None: it can)."""
+        if not self.prefill_context_parallel:
+            return "prefill context parallelism"
         most = self.context_parallel_max_gpus.get(attention)
         if most is None or gpus <= most:
             return None
         return f"context parallelism over more than {most} GPUs for {attention} attention"
+
+    def attention_groups(self, gpus: int, attention_tp: int) -> str | None:
+        """Why ``gpus`` GPUs in data-parallel attention groups of ``attention_tp`` GPUs each
+        cannot be launched (None: they can)."""
+        if self.attention_dp_over_tp or attention_tp in (1, gpus):
+            return None
+        return DP_OVER_TP
 
 
 class EngineProfile(Frozen):
