@@ -292,17 +292,30 @@ def acquisition_problems(
                     "without owned",
                 )
             )
-        for i, r in enumerate(o.reserved):
-            if o.max_gpus is not None and r.min_gpus > o.max_gpus:
-                given = supply is not None and supply.reserved is not None
-                loc = (*where, "reserved", i, "min_gpus") if given else (*where, "max_gpus")
+        above = [
+            (i, r)
+            for i, r in enumerate(o.reserved)
+            if o.max_gpus is not None and r.min_gpus > o.max_gpus
+        ]
+        if supply is not None and supply.reserved is not None:  # each at its own key
+            for i, r in above:
                 out.append(
                     (
-                        loc,
+                        (*where, "reserved", i, "min_gpus"),
                         f"{o.chip} in {o.datacenter}: the {r.term_months}-month reservation's "
                         f"minimum of {r.min_gpus} GPUs is above the inventory of {o.max_gpus}",
                     )
                 )
+        elif above:  # the catalog's terms: one line, at the inventory
+            terms = ", ".join(f"{r.min_gpus} GPUs for {r.term_months} months" for _, r in above)
+            out.append(
+                (
+                    (*where, "max_gpus"),
+                    f"{o.chip} in {o.datacenter}: the inventory of {o.max_gpus} GPUs is below the "
+                    f"acquisition catalog's reservation minimums ({terms}): give reserved terms "
+                    "of your own here, or ways without reserved",
+                )
+            )
         if not o.ways and not o.sunk_gpus:
             dc_loc: Loc = ("datacenters", o.datacenter, "chips")
             out.append(

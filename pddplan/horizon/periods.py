@@ -10,9 +10,9 @@ The rule, deterministic (docs/scenarios.md#horizon):
 2. **Hour groups.** In each tranche, the 24 hours of the day are first split by the overlays
    that apply to them in that last month (hours with different workloads never share a
    period); within each part, hours are taken from the busiest down (ties: the earlier hour
-   first). The first opens a group; each next hour joins it when its factor is below the
-   group's highest by less than ``group_share`` of that highest (or equals it), and otherwise
-   opens the next group. This greedy cut gives the fewest groups in which no hour is sized
+   first). The first opens a group; each next hour joins it when its factor is above
+   ``(1 - group_share) x`` the group's highest (below it by less than ``group_share`` of it),
+   or equals it, and otherwise opens the next group. This greedy cut gives the fewest groups in which no hour is sized
    more than ``group_share`` above its own load, and it yields at most
    ``1 + floor(ln(f_min / f_max) / ln(1 - group_share))`` groups per part for positive
    factors.
@@ -101,8 +101,8 @@ def hour_groups(
     factors: Sequence[float], share: float, hours: Sequence[int] | None = None
 ) -> tuple[tuple[int, ...], ...]:
     """``hours`` (default: every index of ``factors``) grouped by ``factors`` as the module
-    says: busiest first, an hour joining the open group while it is below the group's
-    highest by less than ``share`` of it (or equal to it). Each group is rising; the groups
+    says: busiest first, an hour joining the open group while its factor is above ``(1 -
+    share) x`` the group's highest, or equal to it. Each group is rising; the groups
     are in the order they were opened (busiest first)."""
     if not 0 <= share < 1:
         raise ValueError(f"share must be in [0, 1), got {share}")
@@ -112,8 +112,7 @@ def hour_groups(
     for h in order:
         if groups:
             top = factors[groups[-1][0]]
-            gap = top - factors[h]
-            if gap == 0 or gap < share * top:
+            if factors[h] == top or factors[h] > top * (1 - share):
                 groups[-1].append(h)
                 continue
         groups.append([h])

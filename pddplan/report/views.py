@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
     from pddplan.spec.llm import KvDtype, ModelSpec
     from pddplan.sweeps.prices import Sweep
-    from pddplan.workload.trace import TraceFit, WindowedFit
+    from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -225,6 +225,28 @@ def trace_windows_view(windowed: WindowedFit) -> dict[str, Any]:
         row["fit"] = trace_fit_view(w.fit)
         rows.append(row)
     return _plain({**head, "windows": rows})
+
+
+def hourly_profile_view(profile: HourlyProfile) -> dict[str, Any]:
+    """``pddplan workload fit --by-hour --json``: the rate and factor of each hour."""
+    return _plain(
+        {
+            "path": profile.path,
+            "requests": profile.requests,
+            "skipped_lines": profile.skipped_lines,
+            "duration_s": profile.duration_s,
+            "peak_hour": profile.peak_hour,
+            "peak_rps": profile.peak_rps,
+            "mean_rps": profile.mean_rps,
+            "daily_profile": list(profile.factors),
+            "hours": [
+                {"hour": h, "requests": c, "seconds": sec, "rps": r, "factor": f}
+                for h, (c, sec, r, f) in enumerate(
+                    zip(profile.counts, profile.seconds, profile.rps, profile.factors, strict=True)
+                )
+            ],
+        }
+    )
 
 
 def candidate_view(c: Candidate) -> dict[str, Any]:
