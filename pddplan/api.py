@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
+    from pddplan.spec.acquisition import AcquisitionCatalog
     from pddplan.spec.fleet import Fleet
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.prices import Sweep
@@ -192,6 +193,14 @@ def _no_horizon(problem: Problem) -> None:
     it as a single-rate scenario would silently ignore its profile, growth and purchases."""
     if problem.scenario.horizon is not None:
         raise InputError(problem.located(("horizon",), HORIZON_NOT_YET))
+
+
+def load_acquisition(path: str | Path | None = None) -> AcquisitionCatalog:
+    """How each chip can be had over a horizon (owned, reserved terms, each figure with its
+    source) from ``path`` (default: the shipped ``catalogs/acquisition.yaml``)."""
+    from pddplan.io.catalogs import load_acquisition as load
+
+    return load(_path(path))
 
 
 def horizon_inputs(problem: Problem) -> HorizonInputs:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import Figure, SimResult
     from pddplan.simulation.verify import Verification
+    from pddplan.spec.acquisition import AcquisitionCatalog
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
     from pddplan.spec.llm import KvDtype, ModelSpec
@@ -51,6 +52,33 @@ def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
     out = chip.model_dump(mode="json")
     out["efficiency"] = catalog.efficiency(chip.id).model_dump(mode="json")
     return out
+
+
+def acquisition_view(
+    catalog: AcquisitionCatalog, hardware: HardwareCatalog
+) -> list[dict[str, Any]]:
+    """``pddplan catalog acquisition --json``: each chip the hardware catalog has, how it can
+    be had (owned and reserved terms from the acquisition catalog, on demand from the
+    hardware catalog), each figure with its source; an owned GPU-hour before power
+    (amortized capex + hosting)."""
+    rows = []
+    for chip in hardware.chips.values():
+        entry = catalog.terms(chip.id)
+        row: dict[str, Any] = {"chip": chip.id, "owned": None, "reserved": []}
+        if entry is not None:
+            row.update(entry.model_dump(mode="json", exclude={"id", "notes"}))
+            if entry.owned is not None:
+                o = entry.owned
+                capex_hour = o.capex_usd_per_gpu / (o.amortization_months * units.HOURS_PER_MONTH)
+                row["owned_usd_per_gpu_hour_before_power"] = capex_hour + o.hosting_usd_per_gpu_hour
+        row["on_demand_usd_per_gpu_hour"] = chip.price_usd_per_hour
+        row.setdefault("sources", {})
+        row["sources"] = {
+            **row["sources"],
+            "on_demand_usd_per_gpu_hour": chip.sources.get("price_usd_per_hour"),
+        }
+        rows.append(row)
+    return rows
 
 
 def model_view(model: ModelSpec, kv_dtype: KvDtype | None = None) -> dict[str, Any]:

@@ -280,7 +280,7 @@ def horizon_problems(scenario: Scenario) -> list[tuple[Loc, str]]:
 
 
 def _overlay_problems(scenario: Scenario) -> list[tuple[Loc, str]]:
-    from pddplan.spec.scenario import WorkloadVariant, resolve_variant
+    from pddplan.spec.scenario import WorkloadVariant, _variant_scenario, resolve_variant
 
     h = scenario.horizon
     assert h is not None
@@ -321,8 +321,14 @@ def _overlay_problems(scenario: Scenario) -> list[tuple[Loc, str]]:
                 )
             )
             continue
+        variant = WorkloadVariant(name=o.name, **o.changes())
         try:
-            resolve_variant(scenario.workload, WorkloadVariant(name=o.name, **o.changes()))
+            resolve_variant(scenario.workload, variant)
         except ValueError as e:
             out.append((loc, f"over the base workload: {e}"))
+            continue
+        try:  # the rest of the scenario must take it (md_cache's hits per class, say)
+            _variant_scenario(scenario.model_copy(update={"workload_variants": None}), variant)
+        except ValueError as e:
+            out.append((loc, str(e)))
     return out
