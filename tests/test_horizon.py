@@ -503,3 +503,21 @@ def test_by_hour_refuses_a_trace_shorter_than_a_day(tmp_path):
     assert fit_by_hour(short).duration_s == 86400.0
     refused = run_main("workload", "fit", str(short), "--by-hour", "--window", "1d")
     assert refused.exit_code == 2 and "--by-hour: not with --window" in refused.stderr
+
+
+def test_validate_and_the_catalog_listing_show_the_horizon():
+    shown = run_main("validate", str(EXAMPLE))
+    assert shown.exit_code == 0, shown.output
+    assert "24 months in quarters; growth +5.0% a month" in " ".join(shown.stdout.split())
+    listing = run_main("catalog", "acquisition", "--json")
+    assert listing.exit_code == 0, listing.output
+    rows = {row["chip"]: row for row in json.loads(listing.stdout)}
+    h100 = rows["h100-sxm"]
+    assert h100["owned"]["capex_usd_per_gpu"] == 33750
+    assert h100["owned_usd_per_gpu_hour_before_power"] == pytest.approx(33750 / (72 * 730) + 0.342)
+    assert h100["on_demand_usd_per_gpu_hour"] == 2.69
+    paths = [f"owned.{k}" for k in h100["owned"]] + [
+        f"reserved[{i}].{k}" for i, r in enumerate(h100["reserved"]) for k in r
+    ]
+    assert all(h100["sources"][k] for k in [*paths, "on_demand_usd_per_gpu_hour"])
+    assert rows["l40s"]["owned"] is None and rows["l40s"]["reserved"] == []
