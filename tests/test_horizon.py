@@ -219,6 +219,13 @@ def test_the_example_prices_each_way_by_hand():
         ("cluster-b", "mi300x"),
     ]
     assert len(inputs.monthly_peaks) == 24 and inputs.monthly_peaks[0] == 4.0
+    # ordered at the start, an H100 (9 months' lead) serves from month 10: quarter 4 (months
+    # 10-12) is the first a purchase serves, ordered in month 1
+    first = h100.owned.first_tranche(inputs.tranches)
+    assert h100.owned.serves_from_month == 10 and first is not None
+    assert (first.index, first.first_month, h100.owned.order_month(first)) == (3, 10, 1)
+    assert inputs.tranches[0].hours == 3 * 730
+    assert len(inputs.in_tranche(inputs.tranches[7])) == 5
 
 
 def test_supply_overrides_the_catalog_per_datacenter(tmp_path):

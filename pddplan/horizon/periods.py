@@ -51,6 +51,11 @@ class Tranche:
         """Months it spans (the tranche length; the last tranche may be shorter)."""
         return self.last_month - self.first_month + 1
 
+    @property
+    def hours(self) -> float:
+        """Hours it spans, 730 a month: what an owned or reserved GPU is paid for in it."""
+        return self.months * HOURS_PER_MONTH
+
 
 @dataclass(frozen=True)
 class Period:
