@@ -20,8 +20,9 @@ only their running cost (power and hosting), serving from month 1."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pddplan.spec.acquisition import AcquisitionCatalog, ChipAcquisition, OwnedTerms
 from pddplan.spec.hardware import HardwareCatalog
@@ -29,6 +30,9 @@ from pddplan.spec.horizon import WAYS, ChipSupply
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import Loc
 from pddplan.units import HOURS_PER_MONTH
+
+if TYPE_CHECKING:
+    from pddplan.horizon.periods import Tranche
 
 HOURS_PER_YEAR_MONTHS = 12
 """Months in a year (``gpu_purchase.amortization_years`` to months)."""
@@ -59,10 +63,28 @@ class OwnedOption:
             + self.power_usd_per_gpu_hour
         )
 
+    @property
+    def serves_from_month(self) -> int:
+        """The first month (1-based) a GPU ordered at the horizon's start serves in."""
+        return 1 + self.lead_time_months
+
+    def first_tranche(self, tranches: Sequence[Tranche]) -> Tranche | None:
+        """The first tranche a purchase can serve from: the first whose first month is at
+        least ``serves_from_month`` (a tranche's purchase is ordered ``lead_time_months``
+        before its first month). None where no tranche is that late."""
+        return next((t for t in tranches if t.first_month >= self.serves_from_month), None)
+
+    def order_month(self, tranche: Tranche) -> int:
+        """When a purchase serving from ``tranche`` must be ordered: ``lead_time_months``
+        before its first month (0 or less: before the horizon starts, so too late)."""
+        return tranche.first_month - self.lead_time_months
+
 
 @dataclass(frozen=True)
 class ReservedOption:
-    """A reservation: ``min_gpus`` or more GPUs for ``term_months``, paid every hour."""
+    """A reservation: ``min_gpus`` or more GPUs for ``term_months`` from a tranche's first
+    month, paid every hour of the term whether used or not (a term may run past the
+    horizon's end: whether that tail is counted is the planner's to state)."""
 
     term_months: int
     usd_per_gpu_hour: float
