@@ -16,12 +16,8 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from pddplan.spec.base import Frozen
-from pddplan.spec.limits import MAX_GPUS, MAX_USD
+from pddplan.spec.limits import MAX_GPUS, MAX_TERM_MONTHS, MAX_USD
 from pddplan.spec.readonly import ReadOnlyDict
-
-MAX_TERM_MONTHS = 240
-"""The longest term, life or lead time in months (20 years): no GPU contract or service
-life is longer; past it a value is a unit slip (days or hours given as months)."""
 
 Months = Annotated[int, Field(ge=1, le=MAX_TERM_MONTHS)]
 LeadMonths = Annotated[int, Field(ge=0, le=MAX_TERM_MONTHS)]

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pddplan.spec.acquisition import LeadMonths, Months, PositiveUsd, ReservedTerm, Usd
 from pddplan.spec.base import Frozen
-from pddplan.spec.limits import MAX_ARRIVAL_RPS, MAX_GPUS
+from pddplan.spec.limits import MAX_ARRIVAL_RPS, MAX_GPUS, MAX_HORIZON_MONTHS
 from pddplan.spec.source import Loc
 from pddplan.spec.workloads import _WorkloadKeys
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 HOURS_PER_DAY = 24
 DAYS_PER_WEEK = 7
-MAX_HORIZON_MONTHS = 120
-"""The longest horizon, ten years: no GPU is amortized, reserved or forecast further out."""
 PEAK_TOLERANCE = 1e-6
 """A profile's largest factor must be 1 within this."""
 TRANCHE_MONTHS: Mapping[str, int] = {"month": 1, "quarter": 3, "half-year": 6, "year": 12}
