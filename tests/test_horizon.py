@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import run_main
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pddplan
 from pddplan.errors import InputError
@@ -137,6 +139,38 @@ def test_hours_are_grouped_from_the_busiest_down_by_the_share():
     assert hour_groups([0.0, 0.0, 1.0], 0.5) == ((2,), (0, 1))  # zero hours: one group
     with pytest.raises(ValueError, match="share"):
         hour_groups([1.0], 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    factors=st.lists(st.floats(min_value=0.01, max_value=1.0), min_size=24, max_size=24),
+    share=st.floats(min_value=0.0, max_value=0.9),
+)
+def test_grouping_covers_every_hour_once_within_the_share_and_within_the_bound(factors, share):
+    """Any profile: every hour in exactly one group; in each group no hour is below
+    (1 - share) x the group's highest (unless equal to it); the groups come busiest first;
+    and there are at most 1 + floor(ln(f_min / f_max) / ln(1 - share)) of them."""
+    groups = hour_groups(factors, share)
+    assert sorted(h for g in groups for h in g) == list(range(24))
+    tops = [max(factors[h] for h in g) for g in groups]
+    assert tops == sorted(tops, reverse=True)
+    for g, top in zip(groups, tops, strict=True):
+        assert all(factors[h] == top or factors[h] > top * (1 - share) for h in g)
+    if share >= 0.01:  # below it, ln(1 - share) is too near 0 for the bound to mean much
+        ratio = min(factors) / max(factors)
+        assert len(groups) <= 1 + math.floor(math.log(ratio) / math.log(1 - share) + 1e-9)
+    assert hour_groups(factors, share) == groups  # deterministic
+
+
+def test_hours_of_no_load_are_a_period_of_no_demand(tmp_path):
+    """Hours at factor 0 form one period with rps 0 and no workload: nothing to serve."""
+    zeros = "horizon:\n  months: 3\n  daily_profile: " + _profile([1.0] * 12 + [0.0] * 12)
+    zeros += "\n  supply: {a: {h100-sxm: {ways: [on_demand]}}}\n"
+    problem = load_scenario(_write(tmp_path, zeros))
+    busy, idle = periods(problem.scenario)
+    assert (busy.rps, idle.rps, idle.hours, idle.workload) == (2.0, 0.0, tuple(range(12, 24)), None)
+    with pytest.raises(ValueError, match="no demand"):
+        period_scenario(problem.scenario, idle)
 
 
 def test_overlays_split_the_hours_they_apply_to(tmp_path):
@@ -510,6 +544,8 @@ def test_by_hour_refuses_a_trace_shorter_than_a_day(tmp_path):
     assert fit_by_hour(short).duration_s == 86400.0
     refused = run_main("workload", "fit", str(short), "--by-hour", "--window", "1d")
     assert refused.exit_code == 2 and "--by-hour: not with --window" in refused.stderr
+    refused = run_main("workload", "fit", str(short), "--by-hour", "--cache-tokens", "1000")
+    assert refused.exit_code == 2 and "--by-hour: not with --cache-tokens" in refused.stderr
 
 
 def test_validate_and_the_catalog_listing_show_the_horizon():

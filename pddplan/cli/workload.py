@@ -175,10 +175,17 @@ def workload_fit(
 
     not_an_input(output, [trace])
     if by_hour:
-        for given, name in ((window, "--window"), (hit_curve or None, "--hit-curve")):
+        for given, name in (
+            (window, "--window"),
+            (hit_curve or None, "--hit-curve"),
+            (None if cache_tokens == "unbounded" else cache_tokens, "--cache-tokens"),
+            (md_cache_tokens, "--md-cache-tokens"),
+            (None if buckets == DEFAULT_BUCKETS else buckets, "--buckets"),
+        ):
             if given is not None:
                 raise pddplan.InputError(
-                    f"--by-hour: not with {name} (it fits the arrival rate by hour alone)"
+                    f"--by-hour: not with {name} (it reads the timestamps alone: no cache is "
+                    "replayed)"
                 )
         profile = pddplan.fit_by_hour(trace, block_tokens=block_size, skip_bad=skip_bad)
         if output is not None:
