@@ -265,7 +265,8 @@ def test_the_example_prices_each_way_by_hand():
 def test_supply_overrides_the_catalog_per_datacenter(tmp_path):
     """The scenario's lead time replaces the catalog's; l40s has no catalog entry, so it
     can only be rented (the hardware catalog's $0.79); the 8 owned H100s are sunk, costing
-    power (0.7 kW x 1 x $0.1) + the catalog's hosting."""
+    power (0.7 kW x 1 x $0.1) and the scenario's hosting (0, as solve charges them), while a
+    bought one pays the catalog's $0.342 hosting."""
     problem = pddplan.load_scenario(_write(tmp_path))
     inputs = pddplan.horizon_inputs(problem)
     h100 = inputs.options_for("a", "h100-sxm")
@@ -275,7 +276,8 @@ def test_supply_overrides_the_catalog_per_datacenter(tmp_path):
         == "scenario: horizon.supply.a.h100-sxm.owned.lead_time_months"
     )
     assert (h100.sunk_gpus, h100.max_gpus) == (8, 64)
-    assert h100.sunk_usd_per_gpu_hour == pytest.approx(0.07 + 0.342)
+    assert h100.sunk_usd_per_gpu_hour == pytest.approx(0.07)
+    assert h100.owned.hosting_usd_per_gpu_hour == 0.342
     l40s = inputs.options_for("b", "l40s")
     assert (l40s.ways, l40s.on_demand) == (("on_demand",), pddplan.horizon.OnDemandOption(0.79))
 

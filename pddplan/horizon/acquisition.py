@@ -5,10 +5,10 @@ terms, the hardware catalog's (or the scenario's) on-demand price, and the scena
 Resolution order for each figure (later wins):
 
 - **owned**: the acquisition catalog's ``owned`` terms; the scenario's ``gpu_purchase.CHIP``
-  (``capex_usd_per_gpu``; ``amortization_years`` x 12; its ``hosting_usd_per_gpu_hour``, or
-  the scenario's ``hosting_usd_per_gpu_hour`` where it gives one above 0); then
-  ``horizon.supply.DC.CHIP.owned``. Power per GPU-hour is ``tdp_w / 1000 x pue x
-  electricity_usd_per_kwh`` (the datacenter's PUE).
+  (``capex_usd_per_gpu``; ``amortization_years`` x 12; its ``hosting_usd_per_gpu_hour``) and
+  its top-level ``hosting_usd_per_gpu_hour`` where above 0 (the default 0 reads as not
+  given); then ``horizon.supply.DC.CHIP.owned``. Power per GPU-hour is ``tdp_w / 1000 x pue
+  x electricity_usd_per_kwh`` (the datacenter's PUE).
 - **reserved**: the catalog's terms, or ``horizon.supply.DC.CHIP.reserved`` (which replaces
   them all).
 - **on demand**: ``horizon.supply.DC.CHIP.on_demand_usd_per_gpu_hour``; else
@@ -16,7 +16,9 @@ Resolution order for each figure (later wins):
 - ``horizon.supply.DC.CHIP.ways`` keeps only the ways it lists.
 
 Today's ``datacenters.DC.inventory`` is sunk capacity: ``sunk_gpus`` owned GPUs that cost
-only their running cost (power and hosting), serving from month 1."""
+only their running cost, serving from month 1: power plus the hosting ``solve`` charges them
+today (the chip's ``gpu_purchase`` hosting, else the scenario's ``hosting_usd_per_gpu_hour``),
+unless ``horizon.supply.DC.CHIP.owned.hosting_usd_per_gpu_hour`` says otherwise."""
 
 from __future__ import annotations
 
@@ -184,7 +186,7 @@ def _options(
         owned_option = owned_option if "owned" in ways else None
         reserved = reserved if "reserved" in ways else ()
         on_demand = on_demand if "on_demand" in ways else None
-    hosting = _hosting(s, chip, entry, supply)
+    hosting = _hosting(s, chip, supply)
     return ChipOptions(
         datacenter=dc_id,
         chip=chip,
@@ -220,14 +222,16 @@ def _owned(
         sources["owned.amortization_months"] = (
             f"scenario: gpu_purchase.{chip}.amortization_years x 12"
         )
-        hosting = bought.hosting_usd_per_gpu_hour
-        if hosting is None and s.hosting_usd_per_gpu_hour > 0:
-            hosting = s.hosting_usd_per_gpu_hour
-        if hosting is not None:
-            values["hosting_usd_per_gpu_hour"] = hosting
+        if bought.hosting_usd_per_gpu_hour is not None:
+            values["hosting_usd_per_gpu_hour"] = bought.hosting_usd_per_gpu_hour
             sources["owned.hosting_usd_per_gpu_hour"] = (
-                "scenario: gpu_purchase / hosting_usd_per_gpu_hour"
+                f"scenario: gpu_purchase.{chip}.hosting_usd_per_gpu_hour"
             )
+    if s.hosting_usd_per_gpu_hour > 0 and (
+        bought is None or bought.hosting_usd_per_gpu_hour is None
+    ):
+        values["hosting_usd_per_gpu_hour"] = s.hosting_usd_per_gpu_hour
+        sources["owned.hosting_usd_per_gpu_hour"] = "scenario: hosting_usd_per_gpu_hour"
     if supply is not None and supply.owned is not None:
         for k, v in supply.owned.given().items():
             values[k] = v
@@ -261,24 +265,19 @@ def _on_demand(
     return None
 
 
-def _hosting(
-    s: Scenario, chip: str, entry: ChipAcquisition | None, supply: ChipSupply | None
-) -> float:
-    """Hosting per owned GPU-hour for sunk GPUs, as for bought ones."""
-    if (
-        supply is not None
-        and supply.owned is not None
-        and supply.owned.hosting_usd_per_gpu_hour is not None
-    ):
-        return supply.owned.hosting_usd_per_gpu_hour
+def _hosting(s: Scenario, chip: str, supply: ChipSupply | None) -> float:
+    """Hosting per GPU-hour of the sunk (already owned) GPUs: the scenario's own figure for
+    this datacenter (``horizon.supply``), else what ``solve`` charges owned inventory today
+    (``pddplan.model.pricing.gpu_price``: the chip's ``gpu_purchase`` hosting, else the
+    scenario's ``hosting_usd_per_gpu_hour``), so that a one-period horizon prices them as
+    ``solve`` does."""
+    given = supply.owned if supply is not None else None
+    if given is not None and given.hosting_usd_per_gpu_hour is not None:
+        return given.hosting_usd_per_gpu_hour
     bought = s.gpu_purchase.get(chip)
     if bought is not None and bought.hosting_usd_per_gpu_hour is not None:
         return bought.hosting_usd_per_gpu_hour
-    if s.hosting_usd_per_gpu_hour > 0:
-        return s.hosting_usd_per_gpu_hour
-    if entry is not None and entry.owned is not None:
-        return entry.owned.hosting_usd_per_gpu_hour
-    return 0.0
+    return s.hosting_usd_per_gpu_hour
 
 
 def acquisition_problems(

@@ -11,7 +11,7 @@ hardware catalog does."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -74,7 +74,7 @@ class ChipAcquisition(Frozen):
             raise ValueError(
                 f"reserved terms must be in increasing term_months without repeats, got {terms}"
             )
-        missing = [p for p in figure_paths(self) if p not in self.sources]
+        missing = [p for p in figure_paths(self) if not self.sources.get(p, "").strip()]
         if missing:
             raise ValueError(f"sources is missing a citation for: {', '.join(missing)}")
         unknown = sorted(set(self.sources) - set(figure_paths(self)))
@@ -108,17 +108,3 @@ class AcquisitionCatalog(Frozen):
     def terms(self, chip: str) -> ChipAcquisition | None:
         """The entry for ``chip``, or None (then it can only be rented on demand)."""
         return self.chips.get(chip)
-
-
-def source_of(entry: ChipAcquisition | None, path: str) -> str | None:
-    """The catalog's citation for the figure at ``path`` of ``entry``."""
-    return None if entry is None else entry.sources.get(path)
-
-
-def numbers(model: Any) -> dict[str, float]:
-    """The numeric fields of a terms object, by name (for listings)."""
-    return {
-        k: getattr(model, k)
-        for k in type(model).model_fields
-        if isinstance(getattr(model, k), int | float) and not isinstance(getattr(model, k), bool)
-    }
