@@ -12,7 +12,7 @@ Packages, in the order data flows through them (each says what it may import):
 -> ``plan`` -> ``simulation``; ``sweeps`` plans many derived scenarios -> ``report`` -> ``cli``.
 
 May import: ``api``, ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``,
-``io``, ``model``, ``workload``, ``spec``, ``data``, ``deploy``, ``atomic``, ``work``,
+``io``, ``horizon``, ``model``, ``workload``, ``spec``, ``data``, ``deploy``, ``atomic``, ``work``,
 ``errors``.
 """
 
@@ -28,10 +28,12 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "pddplan.api",
     "load_catalogs": "pddplan.api",
     "load_fleet": "pddplan.api",
+    "load_acquisition": "pddplan.api",
     "scenario_schema": "pddplan.api",
     "solve": "pddplan.api",
     "solve_robust": "pddplan.api",
     "variant_problem": "pddplan.api",
+    "horizon_inputs": "pddplan.api",
     "with_engine": "pddplan.api",
     "error_margin": "pddplan.api",
     "evaluate": "pddplan.api",
@@ -49,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "workload_yaml": "pddplan.api",
     "fit_trace_windows": "pddplan.api",
     "variants_yaml": "pddplan.api",
+    "fit_by_hour": "pddplan.api",
+    "daily_profile_yaml": "pddplan.api",
     "calibrate": "pddplan.api",
     "calibration_yaml": "pddplan.api",
     "import_hf_config": "pddplan.api",
@@ -87,6 +91,8 @@ _EXPORTS: dict[str, str] = {
     "InstancePerf": "pddplan.model.figures",
     "TraceFit": "pddplan.workload.trace",
     "WindowedFit": "pddplan.workload.trace",
+    "HourlyProfile": "pddplan.workload.trace",
+    "HorizonInputs": "pddplan.horizon.inputs",
     "Calibration": "pddplan.calibration.fit",
     # errors
     "PddplanError": "pddplan.errors",
@@ -106,6 +112,8 @@ __all__ = [
     "Evaluation",
     "Fleet",
     "FleetCost",
+    "HorizonInputs",
+    "HourlyProfile",
     "InputError",
     "InstancePerf",
     "PddplanError",
@@ -127,15 +135,19 @@ __all__ = [
     "check_scenario_file",
     "compare",
     "comparison_files",
+    "daily_profile_yaml",
     "error_margin",
     "evaluate",
     "export_plan",
+    "fit_by_hour",
     "fit_trace",
     "fit_trace_windows",
     "handoff_mode",
+    "horizon_inputs",
     "import_hf_config",
     "input_limit",
     "instance_figures",
+    "load_acquisition",
     "load_catalogs",
     "load_fleet",
     "load_scenario",
@@ -185,12 +197,16 @@ if TYPE_CHECKING:
         calibration_yaml,
         compare,
         comparison_files,
+        daily_profile_yaml,
         error_margin,
         evaluate,
+        fit_by_hour,
         fit_trace,
         fit_trace_windows,
+        horizon_inputs,
         import_hf_config,
         instance_figures,
+        load_acquisition,
         load_catalogs,
         load_fleet,
         load_scenario,
@@ -214,6 +230,7 @@ if TYPE_CHECKING:
     from pddplan.deploy.router import handoff_mode, route, router_rules
     from pddplan.errors import ArgumentError, InputError, PddplanError, WeightsDoNotFitError
     from pddplan.evaluation.results import Evaluation
+    from pddplan.horizon.inputs import HorizonInputs
     from pddplan.io.catalogs import Catalogs
     from pddplan.io.located import input_limit
     from pddplan.io.plan_file import (
@@ -237,4 +254,4 @@ if TYPE_CHECKING:
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.prices import Sweep
     from pddplan.sweeps.results import read_plan_or_sweep, read_sweep
-    from pddplan.workload.trace import TraceFit, WindowedFit
+    from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit

@@ -13,7 +13,7 @@ mistakes, with messages that name this API's arguments; anything else is a bug. 
 parts (the MILP, the simulator) are imported when first used, so ``import pddplan`` is fast.
 
 May import: ``sweeps``, ``simulation``, ``plan``, ``evaluation``, ``calibration``, ``io``,
-``model``, ``workload``, ``spec``, ``threads``, ``work``, ``progress``, ``errors``, ``units``.
+``horizon``, ``model``, ``workload``, ``spec``, ``threads``, ``work``, ``progress``, ``errors``, ``units``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pddplan.work import wall_clock
 if TYPE_CHECKING:
     from pddplan.calibration.fit import Calibration
     from pddplan.evaluation.results import Evaluation
+    from pddplan.horizon.inputs import HorizonInputs
     from pddplan.io.catalogs import Catalogs
     from pddplan.model.figures import InstancePerf
     from pddplan.model.pricing import FleetCost
@@ -44,10 +45,11 @@ if TYPE_CHECKING:
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
+    from pddplan.spec.acquisition import AcquisitionCatalog
     from pddplan.spec.fleet import Fleet
     from pddplan.sweeps.engine import SweepRun
     from pddplan.sweeps.prices import Sweep
-    from pddplan.workload.trace import TraceFit, WindowedFit
+    from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit
 
 OBJECTIVES: tuple[str, ...] = get_args(Objective)
 SOLVERS: tuple[str, ...] = get_args(SolverName)
@@ -166,6 +168,7 @@ def solve_robust(
     as ``solve``'s; ``progress`` (``pddplan.progress``) hears each step: a variant's own
     plan, the shared plan under a variant, a single plan under a variant."""
     _choice("solver", solver, SOLVERS)
+    _no_horizon(problem)
     problem = _with_budgets(problem, node_limit=node_limit)
     if headroom is not None:
         if not headroom >= 0:
@@ -175,6 +178,46 @@ def solve_robust(
 
     return run(problem, solver=solver, time_limit_s=time_limit_s, singles=singles, clock=clock,
                progress=progress)  # fmt: skip
+
+
+HORIZON_NOT_YET = (
+    "horizon planning is not available yet: solve plans one rate and would ignore this "
+    "section; remove horizon: to plan the first month's peak hour (workload.arrival_rps), "
+    "or read its periods and acquisition options with pddplan.horizon_inputs"
+)
+"""What ``solve`` says of a scenario with a horizon until the horizon planner exists."""
+
+
+def _no_horizon(problem: Problem) -> None:
+    """Refuse, in one located line, to plan one rate for a scenario with a horizon: solving
+    it as a single-rate scenario would silently ignore its profile, growth and purchases."""
+    if problem.scenario.horizon is not None:
+        raise InputError(problem.located(("horizon",), HORIZON_NOT_YET))
+
+
+def load_acquisition(path: str | Path | None = None) -> AcquisitionCatalog:
+    """How each chip can be had over a horizon (owned, reserved terms, each figure with its
+    source) from ``path`` (default: the shipped ``catalogs/acquisition.yaml``)."""
+    from pddplan.io.catalogs import load_acquisition as load
+
+    return load(_path(path))
+
+
+def horizon_inputs(problem: Problem) -> HorizonInputs:
+    """``problem``'s horizon cut into periods (tranche x hour group, each with its demand and
+    weight in cost) and how each GPU can be had in each datacenter
+    (``pddplan.horizon.HorizonInputs``), with the acquisition catalog the scenario names
+    (or the shipped one). ``ArgumentError`` for a scenario without a horizon."""
+    from pddplan.horizon.inputs import horizon_inputs as cut
+    from pddplan.io.scenario import scenario_acquisition
+
+    if problem.scenario.horizon is None:
+        raise ArgumentError(
+            "problem", f"{{argument}}: scenario {problem.scenario.name} has no horizon: section"
+        )
+    where = problem.source.path if problem.source is not None else Path("scenario.yaml")
+    catalog = scenario_acquisition(problem.scenario, where)
+    return cut(problem.scenario, problem.hardware, catalog)
 
 
 def _with_budgets(
@@ -248,6 +291,7 @@ def solve(
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
     _choice("method", method, METHODS)
+    _no_horizon(problem)
     if not isinstance(top, int) or isinstance(top, bool) or not 0 <= top <= MAX_TOP:
         raise ArgumentError(
             "top", f"{{argument}} must be a whole number from 0 to {MAX_TOP}, got {top!r}"
@@ -964,6 +1008,25 @@ def fit_trace_windows(
         hit_edges=hit_edges if hit_edges is not None else HIT_EDGES,
         skip_bad=skip_bad,
     )
+
+
+def fit_by_hour(
+    path: str | Path, *, block_tokens: int = 512, skip_bad: bool = False
+) -> HourlyProfile:
+    """A Mooncake trace's arrival rate by hour of the day, as a 24-factor daily profile
+    (``pddplan.workload.trace.HourlyProfile``); ``InputError`` for a trace shorter than a
+    day."""
+    from pddplan.workload.trace import fit_by_hour as fit
+
+    _whole("block_tokens", block_tokens)
+    return fit(Path(path), block_tokens=block_tokens, skip_bad=skip_bad)
+
+
+def daily_profile_yaml(profile: HourlyProfile) -> str:
+    """``profile`` as a commented ``horizon:`` block with its ``daily_profile``."""
+    from pddplan.io.workload import daily_profile_yaml as write
+
+    return write(profile)
 
 
 def variants_yaml(windowed: WindowedFit, window: str) -> str:

@@ -71,6 +71,9 @@ settings.load_profile("pddplan")
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+PLANNED = [p for p in SCENARIOS if "\nhorizon:" not in p.read_text()]
+"""The shipped scenarios ``solve`` plans today: a scenario with a ``horizon:`` is refused
+until the horizon planner exists (issue 53), so it has no solve or compare golden yet."""
 # the shipped scenarios the tests name, each by one name
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 H100_H200 = ROOT / "scenarios" / "pdd-h100-h200.yaml"  # the README's

@@ -14,7 +14,7 @@ import json
 import time
 
 import pytest
-from conftest import ROOT, SCENARIOS, check_golden, golden_differences, quick_or_slow, run_main
+from conftest import PLANNED, ROOT, check_golden, golden_differences, quick_or_slow, run_main
 
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second"}
 """JSON keys that measure this machine's speed, not the plan."""
@@ -45,7 +45,7 @@ def _normalized(value):
 
 @pytest.mark.parametrize(
     "scenario",
-    quick_or_slow(SCENARIOS),
+    quick_or_slow(PLANNED),
 )
 def test_solve_json_is_unchanged(scenario, request, monkeypatch):
     monkeypatch.chdir(ROOT)  # the outputs name the scenario file as the user gave it
@@ -67,7 +67,7 @@ def test_solve_max_bcr_json_is_unchanged(request, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize("scenario", PLANNED, ids=[p.stem for p in PLANNED])
 def test_compare_markdown_is_unchanged(scenario, request, monkeypatch):
     monkeypatch.chdir(ROOT)
     result = run_main("compare", f"scenarios/{scenario.name}", "--format", "md")

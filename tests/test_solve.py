@@ -16,8 +16,8 @@ from conftest import (
     GOLDEN,
     H100_H200,
     PAPER_FLEETS,
+    PLANNED,
     ROOT,
-    SCENARIOS,
     SMALL,
     problem_of,
     quick_or_slow,
@@ -139,7 +139,7 @@ def test_tiny_milp_row_generation_agrees_with_all_rows(monkeypatch):
 
 
 # --- plans on the shipped scenarios -----------------------------------------------------------
-@pytest.mark.parametrize("path", quick_or_slow(SCENARIOS))
+@pytest.mark.parametrize("path", quick_or_slow(PLANNED))
 def test_each_shipped_scenario_solves(path, hardware, models):
     s, hw, catalog = triple(load_scenario(path))
     r = solve_plan(problem_of(s, hw, catalog))

@@ -66,6 +66,31 @@ def catalog_show(
     emit(json_out, lambda: view, lambda: report_catalog.chip_detail(view))
 
 
+@catalog_app.command("acquisition", cls=Command)
+@user_errors
+def catalog_acquisition(
+    json_out: JsonOpt = False,
+    hardware: HardwareOpt = None,
+    acquisition: Annotated[
+        Path | None,
+        typer.Option(
+            "--acquisition", help="Acquisition catalog to use instead of the shipped one."
+        ),
+    ] = None,
+) -> None:
+    """List how each accelerator can be had over a horizon: bought (capex, life, hosting,
+    lead time), reserved (term, price, minimum) or rented on demand, each figure sourced.
+
+    Example: [bold]pddplan catalog acquisition --json[/bold]
+    """
+    from pddplan.report import catalog as report_catalog
+    from pddplan.report import views
+
+    hw = pddplan.load_catalogs(hardware=hardware).hardware
+    rows = views.acquisition_view(pddplan.load_acquisition(acquisition), hw)
+    emit(json_out, lambda: rows, lambda: report_catalog.acquisition_table(rows))
+
+
 @model_app.command("list", cls=Command)
 @user_errors
 def model_list(

@@ -154,6 +154,15 @@ def workload_fit(
             "write them with --out as workload_variants.",
         ),
     ] = None,
+    by_hour: Annotated[
+        bool,
+        typer.Option(
+            "--by-hour",
+            help="The arrival rate by hour of the day as a 24-factor daily profile (the peak "
+            "hour 1); with --out, the horizon.daily_profile block. Needs a trace of a day or "
+            "more.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through prefix caches and fit the workload: hit-rate histogram,
@@ -165,6 +174,29 @@ def workload_fit(
     from pddplan.report import workload as report_workload
 
     not_an_input(output, [trace])
+    if by_hour:
+        for given, name in (
+            (window, "--window"),
+            (hit_curve or None, "--hit-curve"),
+            (None if cache_tokens == "unbounded" else cache_tokens, "--cache-tokens"),
+            (md_cache_tokens, "--md-cache-tokens"),
+            (None if buckets == DEFAULT_BUCKETS else buckets, "--buckets"),
+        ):
+            if given is not None:
+                raise pddplan.InputError(
+                    f"--by-hour: not with {name} (it reads the timestamps alone: no cache is "
+                    "replayed)"
+                )
+        profile = pddplan.fit_by_hour(trace, block_tokens=block_size, skip_bad=skip_bad)
+        if output is not None:
+            write_file(output, pddplan.daily_profile_yaml(profile))
+            note(f"wrote {output}")
+        emit(
+            json_out,
+            lambda: views.hourly_profile_view(profile),
+            lambda: report_workload.hourly_report(profile),
+        )
+        return
     if window is not None:
         window_s = _window_s(window)
         if hit_curve:

@@ -10,6 +10,7 @@ from typing import Any
 from pddplan.errors import ArgumentError, InputError
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
+from pddplan.spec.acquisition import AcquisitionCatalog
 from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
@@ -85,6 +86,19 @@ def _load_models(file: tuple[Path, int, int]) -> ReadOnlyDict[str, ModelSpec]:
 def _load_engines(file: tuple[Path, int, int]) -> EngineCatalog:
     data, source = read_yaml(file[0])
     return validate(EngineCatalog, _with_ids(data, "engines", source), source)
+
+
+@cache
+def _load_acquisition(file: tuple[Path, int, int]) -> AcquisitionCatalog:
+    data, source = read_yaml(file[0])
+    return validate(AcquisitionCatalog, _with_ids(data, "chips", source), source)
+
+
+def load_acquisition(path: Path | None = None) -> AcquisitionCatalog:
+    """How each chip can be had over a horizon (owned, reserved), from ``path`` (default:
+    the shipped ``catalogs/acquisition.yaml``): read once per version of the file and
+    shared, as ``load_hardware``."""
+    return _load_acquisition(_identity(path or _shipped("acquisition.yaml")))
 
 
 def load_engines(path: Path | None = None) -> EngineCatalog:

@@ -8,13 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
-from pddplan.io.catalogs import load_engines, load_hardware, load_models, unknown_id
+from pddplan.horizon.acquisition import acquisition_problems
+from pddplan.io.catalogs import (
+    load_acquisition,
+    load_engines,
+    load_hardware,
+    load_models,
+    unknown_id,
+)
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
+from pddplan.spec.acquisition import AcquisitionCatalog
 from pddplan.spec.engine import EngineCatalog, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
+from pddplan.spec.horizon import horizon_problems
 from pddplan.spec.limits import MAX_VARIANTS
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.scenario import (
@@ -77,11 +86,32 @@ def load_scenario(path: Path) -> Problem:
         problems = _variant_scenario_problems(scenario, source)
         if problems:
             raise InputError(problems)
+    if scenario.horizon is not None:  # against the fitted rate
+        problems = _horizon_problems(scenario, hardware, path, source)
+        if problems:
+            raise InputError(problems)
     problem = Problem(scenario, hardware, models[scenario.model], engines=engines, source=source)
     problems = scenario_problems(problem)
     if problems:
         raise InputError(problems)
     return problem
+
+
+def scenario_acquisition(scenario: Scenario, path: Path) -> AcquisitionCatalog:
+    """The acquisition catalog ``scenario``'s horizon names (relative to ``path``, its file),
+    or the shipped one."""
+    named = scenario.horizon.acquisition_catalog if scenario.horizon is not None else None
+    return load_acquisition(path.parent / named if named is not None else None)
+
+
+def _horizon_problems(
+    s: Scenario, hardware: HardwareCatalog, path: Path, source: SourceMap
+) -> list[str]:
+    """The horizon against the rest of the scenario, then against the acquisition catalog."""
+    found = horizon_problems(s)
+    if not found:
+        found = acquisition_problems(s, hardware, scenario_acquisition(s, path))
+    return [source.problem(loc, msg) for loc, msg in found]
 
 
 LINK_END = "unknown datacenter"

@@ -1,5 +1,6 @@
-"""Writing a fitted workload as a ``workload:`` block a scenario can include, and a trace's
-time windows as a ``workload_variants:`` list."""
+"""Writing a fitted workload as a ``workload:`` block a scenario can include, a trace's
+time windows as a ``workload_variants:`` list, and its arrival rate by hour of the day as a
+``horizon.daily_profile``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 
 import yaml
 
-from pddplan.workload.trace import TraceFit, WindowedFit
+from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit
+
+PROFILE_DECIMALS = 3
+"""Decimals a written daily profile keeps (the peak hour's factor stays exactly 1)."""
 
 
 def workload_yaml(fit: TraceFit) -> str:
@@ -93,3 +97,23 @@ def variants_yaml(windowed: WindowedFit, window: str) -> str:
         body = yaml.safe_dump([entry], sort_keys=False, width=200, default_flow_style=None)
         parts.append(note + "\n" + body.rstrip("\n"))
     return "\n".join(parts) + "\n"
+
+
+def daily_profile_yaml(profile: HourlyProfile) -> str:
+    """``profile`` as a commented ``horizon:`` block holding its ``daily_profile`` (each
+    hour's rate over the peak hour's, rounded to ``PROFILE_DECIMALS``), to paste into a
+    scenario; the comment gives the peak hour's rate for ``workload.arrival_rps``."""
+    factors = [round(f, PROFILE_DECIMALS) for f in profile.factors]
+    header = [
+        f"# Fitted by `pddplan workload fit --by-hour` from {Path(profile.path).name}: "
+        f"{profile.requests:,} requests over {profile.days:.2f} days.",
+        "# Each factor is the hour's mean arrival rate over the peak hour's (hours 0-23 of the",
+        "# trace's clock: UTC for Unix timestamps). The peak hour is "
+        f"{profile.peak_hour}h at {profile.peak_rps:.6g} req/s",
+        f"# (the trace's mean: {profile.mean_rps:.6g} req/s): set workload.arrival_rps to the "
+        "peak hour's rate you plan for.",
+    ]
+    body = yaml.safe_dump(
+        {"horizon": {"daily_profile": factors}}, sort_keys=False, width=200, default_flow_style=None
+    )
+    return "\n".join(header) + "\n" + body

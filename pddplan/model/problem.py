@@ -60,6 +60,7 @@ NON_PHYSICAL = (
     "description",
     "catalogs",
     "workload_variants",
+    "horizon",
     "objective",
     "headroom",
     "budget_usd_per_hour",
@@ -77,7 +78,8 @@ NON_PHYSICAL = (
 """The scenario fields no minimum count and no SLA capacity depends on: the names, the
 prices, the budget, the objective and its search's tolerances, the headroom and the solver
 (``catalogs``: the files' content is the ``hardware`` and ``model`` input;
-``workload_variants``: each variant is its own problem, ``Problem.variants``). A dotted
+``workload_variants``: each variant is its own problem, ``Problem.variants``; ``horizon``:
+each period is, ``pddplan.horizon.period_scenario``). A dotted
 entry leaves out one part of a field (``links:physical``, ``search:physical``). Declared
 once: every other field is an input of the physical tables (``_PHYSICAL``), so a new field
 is one unless it is listed here."""

@@ -59,6 +59,48 @@ def chips_table(catalog: HardwareCatalog) -> Table:
     return t
 
 
+def acquisition_table(rows: list[dict[str, Any]]) -> Table:
+    """How each chip can be had: owned (capex, life, hosting, lead time), reserved (each
+    term's price and minimum) and on demand; one row per chip."""
+    t = grid(
+        "How each GPU can be had (catalogs/acquisition.yaml; on demand: the hardware catalog)",
+        (
+            "chip",
+            "capex\nUSD/GPU",
+            "life\nmonths",
+            "hosting\nUSD/GPU-h",
+            "lead\nmonths",
+            "owned\nUSD/GPU-h",
+            "reserved USD/GPU-h\n(months: price, min GPUs)",
+            "on demand\nUSD/GPU-h",
+        ),
+        text=None,
+    )
+    for row in rows:
+        o = row["owned"] or {}
+        owned_hour = row.get("owned_usd_per_gpu_hour_before_power")
+        reserved = ", ".join(
+            f"{r['term_months']}: {r['usd_per_gpu_hour']:.2f} (min {r['min_gpus']})"
+            for r in row["reserved"]
+        )
+        t.add_row(
+            row["chip"],
+            num(o.get("capex_usd_per_gpu"), ",.0f"),
+            num(o.get("amortization_months"), "d"),
+            num(o.get("hosting_usd_per_gpu_hour"), ".3f"),
+            num(o.get("lead_time_months"), "d"),
+            num(owned_hour, ".3f"),
+            reserved or "—",
+            num(row["on_demand_usd_per_gpu_hour"], ".2f"),
+        )
+    t.caption = (
+        "owned USD/GPU-h: capex over its life (730 h a month) + hosting, before power (TDP x PUE "
+        "x the scenario's electricity price); —: not on offer. Every figure's source: --json"
+    )
+    t.caption_justify = "left"
+    return t
+
+
 def chip_detail(view: dict[str, Any]) -> Group:
     """One chip: each figure with its unit and source, then its efficiency defaults."""
     t = Table(

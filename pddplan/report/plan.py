@@ -61,6 +61,15 @@ def scenario_summary(s: Scenario, path: str) -> Table:
         kind = "must meet" if v.must_meet else f"weight {v.weight:g}"
         given = ", ".join(v.changes()) or "nothing (the base workload)"
         t.add_row(f"variant {v.name}", f"{kind}; changes {given}")
+    h = s.horizon
+    if h is not None:
+        low, high = min(h.daily_profile), max(h.daily_profile)
+        t.add_row(
+            "horizon",
+            f"{h.months} months in {h.tranche}s; growth {h.monthly_growth:+.1%} a month; "
+            f"daily profile {low:g}-{high:g} of the peak; hours within {h.group_share:.0%} "
+            "share a period (not planned by solve yet)",
+        )
     t.add_row(
         "SLA",
         f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",

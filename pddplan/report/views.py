@@ -24,11 +24,12 @@ if TYPE_CHECKING:
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import Figure, SimResult
     from pddplan.simulation.verify import Verification
+    from pddplan.spec.acquisition import AcquisitionCatalog
     from pddplan.spec.fleet import Fleet
     from pddplan.spec.hardware import ChipSpec, HardwareCatalog
     from pddplan.spec.llm import KvDtype, ModelSpec
     from pddplan.sweeps.prices import Sweep
-    from pddplan.workload.trace import TraceFit, WindowedFit
+    from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit
 
 CHIP_FIGURES: tuple[tuple[str, str], ...] = (
     ("bf16_tflops", "TFLOPS (dense)"),
@@ -51,6 +52,33 @@ def chip_view(chip: ChipSpec, catalog: HardwareCatalog) -> dict[str, Any]:
     out = chip.model_dump(mode="json")
     out["efficiency"] = catalog.efficiency(chip.id).model_dump(mode="json")
     return out
+
+
+def acquisition_view(
+    catalog: AcquisitionCatalog, hardware: HardwareCatalog
+) -> list[dict[str, Any]]:
+    """``pddplan catalog acquisition --json``: each chip the hardware catalog has, how it can
+    be had (owned and reserved terms from the acquisition catalog, on demand from the
+    hardware catalog), each figure with its source; an owned GPU-hour before power
+    (amortized capex + hosting)."""
+    rows = []
+    for chip in hardware.chips.values():
+        entry = catalog.terms(chip.id)
+        row: dict[str, Any] = {"chip": chip.id, "owned": None, "reserved": []}
+        if entry is not None:
+            row.update(entry.model_dump(mode="json", exclude={"id", "notes"}))
+            if entry.owned is not None:
+                o = entry.owned
+                capex_hour = o.capex_usd_per_gpu / (o.amortization_months * units.HOURS_PER_MONTH)
+                row["owned_usd_per_gpu_hour_before_power"] = capex_hour + o.hosting_usd_per_gpu_hour
+        row["on_demand_usd_per_gpu_hour"] = chip.price_usd_per_hour
+        row.setdefault("sources", {})
+        row["sources"] = {
+            **row["sources"],
+            "on_demand_usd_per_gpu_hour": chip.sources.get("price_usd_per_hour"),
+        }
+        rows.append(row)
+    return rows
 
 
 def model_view(model: ModelSpec, kv_dtype: KvDtype | None = None) -> dict[str, Any]:
@@ -226,6 +254,28 @@ def trace_windows_view(windowed: WindowedFit) -> dict[str, Any]:
         row["fit"] = trace_fit_view(w.fit)
         rows.append(row)
     return _plain({**head, "windows": rows})
+
+
+def hourly_profile_view(profile: HourlyProfile) -> dict[str, Any]:
+    """``pddplan workload fit --by-hour --json``: the rate and factor of each hour."""
+    return _plain(
+        {
+            "path": profile.path,
+            "requests": profile.requests,
+            "skipped_lines": profile.skipped_lines,
+            "duration_s": profile.duration_s,
+            "peak_hour": profile.peak_hour,
+            "peak_rps": profile.peak_rps,
+            "mean_rps": profile.mean_rps,
+            "daily_profile": list(profile.factors),
+            "hours": [
+                {"hour": h, "requests": c, "seconds": sec, "rps": r, "factor": f}
+                for h, (c, sec, r, f) in enumerate(
+                    zip(profile.counts, profile.seconds, profile.rps, profile.factors, strict=True)
+                )
+            ],
+        }
+    )
 
 
 def candidate_view(c: Candidate) -> dict[str, Any]:

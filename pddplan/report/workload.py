@@ -13,7 +13,7 @@ from rich.text import Text
 from pddplan.report.tables import grid
 
 if TYPE_CHECKING:
-    from pddplan.workload.trace import TraceFit, WindowedFit
+    from pddplan.workload.trace import HourlyProfile, TraceFit, WindowedFit
 
 HISTOGRAM_WIDTH = 40
 """Characters of the longest bar in terminal histograms."""
@@ -61,6 +61,31 @@ def trace_windows_report(windowed: WindowedFit, window: str) -> Table:
         )
     if windowed.skipped_lines:
         notes.append(f"{windowed.skipped_lines:,} bad lines skipped")
+    t.caption = "; ".join(notes)
+    return t
+
+
+def hourly_report(profile: HourlyProfile) -> Table:
+    """A trace's arrival rate by hour of the day: one row per hour, with a bar."""
+    t = grid(
+        f"Trace {Path(profile.path).name} by hour of the day: {profile.requests:,} requests over "
+        f"{profile.days:.2f} days; peak {profile.peak_hour}h at {profile.peak_rps:.4g} req/s",
+        ("hour", "requests", "req/s", "factor", ""),
+    )
+    for h in range(len(profile.rps)):
+        t.add_row(
+            f"{h:02d}h",
+            f"{profile.counts[h]:,}",
+            f"{profile.rps[h]:.4g}",
+            f"{profile.factors[h]:.3f}",
+            _bar(profile.factors[h], 1.0),
+        )
+    notes = [
+        "factor: the hour's rate over the peak hour's (horizon.daily_profile; --out writes it)",
+        "hours of the trace's clock (UTC for Unix timestamps)",
+    ]
+    if profile.skipped_lines:
+        notes.append(f"{profile.skipped_lines:,} bad lines skipped")
     t.caption = "; ".join(notes)
     return t
 

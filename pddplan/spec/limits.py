@@ -90,6 +90,14 @@ experts, window, index sizes): the token bound; the widest released dimension is
 MAX_PARAMS_B = 1_000_000.0
 """A model's parameters in billions: a quadrillion, a thousand times the largest released."""
 
+MAX_HORIZON_MONTHS = 120
+"""Months one horizon plans (``horizon.months``): ten years; no GPU is amortized, reserved or
+forecast further out."""
+
+MAX_TERM_MONTHS = 240
+"""A term, life or lead time in months (acquisition catalog, ``horizon.supply``): twenty
+years; past it a value is a unit slip (days or hours given as months)."""
+
 CEILINGS = frozenset(
     {
         MAX_TTFT_S,
@@ -106,6 +114,8 @@ CEILINGS = frozenset(
         MAX_INSTANCE_GPUS,
         MAX_BATCH,
         MAX_MEASURED,
+        MAX_HORIZON_MONTHS,
+        MAX_TERM_MONTHS,
     }
 )
 """The bounds above that a field's ``le=`` names, for the message that explains one."""

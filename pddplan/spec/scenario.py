@@ -8,15 +8,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from pddplan.spec.base import Frozen, with_field_docs
 from pddplan.spec.calibration import CalibrationSpec
 from pddplan.spec.choices import Objective, SolverName
-from pddplan.spec.distributions import HitDist, LengthDist
+from pddplan.spec.distributions import HitDist
 from pddplan.spec.engine import IDEAL
+from pddplan.spec.horizon import Horizon
 from pddplan.spec.limits import (
-    MAX_ARRIVAL_RPS,
     MAX_CLASSES,
     MAX_GPUS,
     MAX_LINK_GBPS,
@@ -31,6 +38,9 @@ from pddplan.spec.limits import (
 )
 from pddplan.spec.llm import Dtype, KvDtype
 from pddplan.spec.source import Loc, fmt_loc
+from pddplan.spec.workloads import ClassSpec as ClassSpec  # re-exported: its old home
+from pddplan.spec.workloads import TraceRef as TraceRef
+from pddplan.spec.workloads import _WorkloadKeys
 
 Role = Literal["prefill", "relay_decode", "main_decode"]
 
@@ -144,51 +154,6 @@ class Link(Frozen):
                 f"tiers must be in increasing gbps order without repeats, got {speeds}"
             )
         return self
-
-
-class TraceRef(Frozen):
-    """A request trace (Mooncake JSONL) the workload is fitted from."""
-
-    file: Path
-    cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] = "unbounded"
-    md_cache_tokens: Annotated[int, Field(ge=1)] | Literal["unbounded"] | None = None
-    block_size: Annotated[int, Field(ge=1)] = 512
-    """Tokens per prefix block (Mooncake traces: 512)."""
-    skip_bad: bool = False
-    """Skip (and count) malformed lines instead of refusing the trace."""
-
-
-class ClassSpec(Frozen):
-    """One request class given explicitly (``pddplan workload fit`` writes these)."""
-
-    weight: Annotated[float, Field(gt=0, le=1)]
-    input_tokens: Annotated[float, Field(gt=0, le=MAX_TOKENS)]
-    output_tokens: Tokens
-    p_hit: Annotated[float, Field(ge=0, le=1)]
-    md_hit: Annotated[float, Field(ge=0, le=1)] | None = None
-    """Decode-side hit; defaults to ``p_hit``."""
-    key: str | None = None
-
-
-class _WorkloadKeys(Frozen):
-    """The keys of a workload, every one optional: a ``Workload`` checks that they make one
-    whole workload, a ``WorkloadVariant`` holds the ones it changes."""
-
-    arrival_rps: Annotated[float, Field(gt=0, le=MAX_ARRIVAL_RPS)] | None = None
-    input_tokens: LengthDist | None = None
-    output_tokens: LengthDist | None = None
-    prefix_hit: HitDist | None = None
-    """Prefill-side (P) prefix-cache hit rate."""
-    md_prefix_hit: HitDist | None = None
-    """Decode-side (MD) cache hit rate; defaults to ``prefix_hit``."""
-    classes: tuple[ClassSpec, ...] | None = None
-    """Request classes given explicitly, instead of the four distributions."""
-    trace: TraceRef | None = None
-    turn_interval_s: Positive | None = None
-    """Mean seconds between the starts of a session's consecutive requests: how long its
-    context must stay in the decode-side cache for its next turn to hit there. With it, a
-    plan's MD cache must hold every open session's context (``kv.session_working_set_bytes``);
-    without it, the MD hit rates are taken as given at any load."""
 
 
 class Workload(_WorkloadKeys):
@@ -564,6 +529,11 @@ class Scenario(Frozen):
     workload_variants: tuple[WorkloadVariant, ...] | None = None
     """Other workloads the plan is judged on, each an overlay of ``workload``
     (``variant_scenarios``); each is ``must_meet`` or weighted."""
+    horizon: Horizon | None = None
+    """Demand over months and hours (a daily profile, growth, tranches) and how each GPU can
+    be had over them (``pddplan.spec.horizon``); ``workload.arrival_rps`` is then the first
+    month's peak hour. Left out of the scenario's JSON where absent, so that every file
+    without one reads and writes as before."""
     sla: Sla
     search: Search = Search()
     objective: Objective = "min-cost"
@@ -624,6 +594,17 @@ class Scenario(Frozen):
             f"against '{IDEAL}', the figures a calibration was fitted on before engine "
             "profiles; set engine: to the profile it was fitted on"
         )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_horizon(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        """The scenario's JSON without ``horizon`` where it has none: plans, goldens and
+        sweep journals of scenarios without a horizon stay byte for byte as they were."""
+        data = handler(self)
+        if self.horizon is None and isinstance(data, dict):
+            data.pop("horizon", None)
+        return data
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:

@@ -295,6 +295,12 @@ def _replay(
             m_add(md_replay(ids))
         if distances is not None:
             distances.add(ids)
+    _refuse_bad(path, bad, skip_bad, len(cols.inp))
+    return cols, bad, distances
+
+
+def _refuse_bad(path: Path, bad: list[tuple[int, str]], skip_bad: bool, requests: int) -> None:
+    """Raise for bad lines (unless ``skip_bad``: then they are counted) or for no request."""
     if bad and not skip_bad:
         stopped = f"stopped at the first {len(bad)}; " if len(bad) >= MAX_REPORTED_BAD_LINES else ""
         shown = bad[:SHOWN_BAD_LINES]
@@ -305,11 +311,112 @@ def _replay(
             "counts them)",
             before=[f"{path}:{line}: {problem}" for line, problem in shown],
         )
-    if not cols.inp:
+    if not requests:
         raise InputError(
             f"{path}: the trace has no requests" + (f" ({_lines(len(bad))} skipped)" if bad else "")
         )
-    return cols, bad, distances
+
+
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+HOURS_PER_DAY = 24
+
+
+@dataclass(frozen=True)
+class HourlyProfile:
+    """A trace's arrival rate by hour of the day (``pddplan workload fit --by-hour``): the
+    daily profile a scenario's ``horizon.daily_profile`` takes.
+
+    The hour of a request is its timestamp's hour of the day as the trace counts time:
+    ``floor(timestamp_s / 3600) mod 24``. For a trace in Unix time that is the UTC hour; for
+    one that counts from its own start (the Mooncake traces), hour 0 is the first hour of
+    its clock. Each hour's rate is its requests over the seconds of that hour of the day
+    that the trace spans (from its first request to its last), so a partial first or last
+    day weighs each hour by the time it was seen."""
+
+    path: str
+    requests: int
+    skipped_lines: int
+    duration_s: float
+    """From the first request to the last."""
+    rps: tuple[float, ...]
+    """The mean arrival rate in each hour of the day, 0-23 (requests/s)."""
+    seconds: tuple[float, ...]
+    """The seconds of each hour of the day the trace spans (at least 3,600 each)."""
+    counts: tuple[int, ...]
+    """Requests that arrived in each hour of the day."""
+
+    @property
+    def peak_hour(self) -> int:
+        """The busiest hour (the earliest where tied)."""
+        return max(range(HOURS_PER_DAY), key=lambda h: (self.rps[h], -h))
+
+    @property
+    def peak_rps(self) -> float:
+        """The busiest hour's rate: what ``workload.arrival_rps`` is with this profile."""
+        return self.rps[self.peak_hour]
+
+    @property
+    def mean_rps(self) -> float:
+        """The trace's mean rate over the hours it spans."""
+        return self.requests / sum(self.seconds)
+
+    @property
+    def factors(self) -> tuple[float, ...]:
+        """Each hour's rate over the busiest hour's (the largest is 1)."""
+        peak = self.peak_rps
+        return tuple(r / peak for r in self.rps)
+
+    @property
+    def days(self) -> float:
+        return self.duration_s / SECONDS_PER_DAY
+
+
+def fit_by_hour(
+    path: Path, *, block_tokens: int = DEFAULT_BLOCK_TOKENS, skip_bad: bool = False
+) -> HourlyProfile:
+    """The arrival rate of ``path``'s requests by hour of the day (``HourlyProfile``). Only
+    the timestamps count (the prefix cache is not replayed). Raises ``InputError`` for a
+    trace that spans less than a day, which cannot see every hour of it, and as
+    ``fit_trace`` does for bad lines or no request."""
+    bad: list[tuple[int, str]] = []
+    times = array("d")
+    add = times.append
+    for ts, _, _, _ in read_requests(path, block_tokens=block_tokens, skip_bad=skip_bad, bad=bad):
+        add(ts)
+    _refuse_bad(path, bad, skip_bad, len(times))
+    t = np.frombuffer(times, dtype=float) / 1000.0
+    start, end = float(t[0]), float(t[-1])
+    if end - start < SECONDS_PER_DAY:
+        raise InputError(
+            f"{path}: the trace spans {_span(end - start)}, less than a day: an arrival rate by "
+            "hour of the day needs at least 24 h of requests, so that every hour is seen "
+            f"({len(t):,} requests)"
+        )
+    hours = (np.floor(t / SECONDS_PER_HOUR) % HOURS_PER_DAY).astype(np.int64)
+    counts = np.bincount(hours, minlength=HOURS_PER_DAY)
+    seconds = [0.0] * HOURS_PER_DAY
+    k = math.floor(start / SECONDS_PER_HOUR)
+    while k * SECONDS_PER_HOUR < end:
+        lo, hi = max(start, k * SECONDS_PER_HOUR), min(end, (k + 1) * SECONDS_PER_HOUR)
+        seconds[k % HOURS_PER_DAY] += hi - lo
+        k += 1
+    return HourlyProfile(
+        path=str(path),
+        requests=len(t),
+        skipped_lines=len(bad),
+        duration_s=end - start,
+        rps=tuple(float(c) / s for c, s in zip(counts, seconds, strict=True)),
+        seconds=tuple(seconds),
+        counts=tuple(int(c) for c in counts),
+    )
+
+
+def _span(seconds: float) -> str:
+    """A trace's span in the unit that reads best: ``59.0 minutes``, ``23.5 hours``."""
+    if seconds < SECONDS_PER_HOUR:
+        return f"{seconds / 60:.1f} minutes"
+    return f"{seconds / SECONDS_PER_HOUR:.1f} hours"
 
 
 MAX_WINDOW_S = 3650 * 86400.0
