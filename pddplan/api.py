@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.model.problem import Problem
     from pddplan.plan.compare import Comparison
+    from pddplan.plan.horizon import HorizonResult
     from pddplan.plan.results import ErrorMargin, PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.progress import Progress
@@ -180,19 +181,40 @@ def solve_robust(
                progress=progress)  # fmt: skip
 
 
-HORIZON_NOT_YET = (
-    "horizon planning is not available yet: solve plans one rate and would ignore this "
-    "section; remove horizon: to plan the first month's peak hour (workload.arrival_rps), "
-    "or read its periods and acquisition options with pddplan.horizon_inputs"
-)
-"""What ``solve`` says of a scenario with a horizon until the horizon planner exists."""
-
-
 def _no_horizon(problem: Problem) -> None:
     """Refuse, in one located line, to plan one rate for a scenario with a horizon: solving
     it as a single-rate scenario would silently ignore its profile, growth and purchases."""
     if problem.scenario.horizon is not None:
-        raise InputError(problem.located(("horizon",), HORIZON_NOT_YET))
+        raise InputError(
+            problem.located(
+                ("horizon",),
+                "a scenario with a horizon is planned over its periods: solve_horizon (the "
+                "CLI's solve does it), not at one rate",
+            )
+        )
+
+
+@one_blas_thread
+def solve_horizon(
+    problem: Problem,
+    *,
+    solver: SolverName | None = None,
+    time_limit_s: float | None = None,
+    node_limit: int | None = None,
+    clock: Callable[[], float] = wall_clock,
+) -> HorizonResult:
+    """What to own, reserve and rent over ``problem``'s ``horizon:``, tranche by tranche and
+    period by period, at least total cost, set against renting everything and owning for
+    the peak (``pddplan.plan.horizon``, docs/milp.md#plans-over-time-the-horizon-milp).
+    ``node_limit``: the branch-and-bound nodes each MILP may take (counted work);
+    ``time_limit_s``: the wall-clock safety stop. ``ArgumentError`` for a scenario without a
+    horizon."""
+    _choice("solver", solver, SOLVERS)
+    from pddplan.plan.horizon import solve_horizon as run
+
+    inputs = horizon_inputs(problem)
+    problem = _with_budgets(problem, node_limit=node_limit)
+    return run(problem, inputs, solver=solver, time_limit_s=time_limit_s, clock=clock)
 
 
 def load_acquisition(path: str | Path | None = None) -> AcquisitionCatalog:

@@ -454,19 +454,63 @@ def test_a_scenario_without_a_horizon_reads_and_writes_as_before():
     assert "horizon" in pddplan.scenario_schema()["properties"]
 
 
-# --- solve refuses until the horizon planner exists -------------------------------------------
-def test_solve_refuses_a_horizon_in_one_line():
-    result = run_main("solve", str(EXAMPLE))
-    assert result.exit_code == 2, result.output
-    assert result.stdout == ""
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith(
-        f"Error: {EXAMPLE}:{_line(EXAMPLE, 'horizon:')}: horizon: horizon planning is not available yet"
-    )
-    with pytest.raises(InputError, match="horizon planning is not available yet"):
+# --- solve plans it ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_solve_plans_the_horizon_and_beats_both_policies(tmp_path):
+    """``solve`` on the shipped example: exit 0, a schedule at least as cheap as renting
+    everything and as owning for the peak (both are restrictions of its MILP), every period
+    with demand running a deployment whose SLA capacity covers it, and the same figures in
+    ``--json`` and ``--out``."""
+    out = tmp_path / "plan.json"
+    result = run_main("solve", str(EXAMPLE), "--out", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    assert "over 24 months" in result.stdout and "Against rent everything" in result.stdout
+    view = json.loads(out.read_text())
+    assert view["kind"] == "horizon" and view["status"] == "optimal"
+    assert len(view["periods"]) == 40 and len(view["monthly_usd"]) == 24
+    assert sum(view["monthly_usd"]) == pytest.approx(view["total_usd"], rel=1e-9)
+    for p in view["policies"]:
+        assert p["total_usd"] is None or p["total_usd"] >= view["total_usd"] * (1 - 1e-9)
+    for p in view["periods"]:
+        assert p["sla_capacity_rps"] >= p["rps"] * (1 - 1e-5)
+    with pytest.raises(InputError, match="planned over its periods"):
         pddplan.solve(pddplan.load_scenario(EXAMPLE))
     with pytest.raises(pddplan.ArgumentError, match="has no horizon"):
         pddplan.horizon_inputs(pddplan.load_scenario(ROOT / "scenarios" / "pdd-h100-h200.yaml"))
+
+
+@pytest.mark.slow
+def test_one_period_is_the_plan_solve_gives(tmp_path):
+    """The single-rate plan is the one-period case: the README's scenario with a horizon of
+    one quarter, a flat day, no growth and GPUs only rented runs ``solve``'s deployment, at
+    ``solve``'s cost times the quarter's hours (and the link's lease)."""
+    readme = ROOT / "scenarios" / "pdd-h100-h200.yaml"
+    data = yaml.safe_load(readme.read_text())
+    data["horizon"] = {
+        "months": 3,
+        "tranche": "quarter",
+        "daily_profile": [1.0] * 24,
+        "supply": {
+            dc: {chip: {"ways": ["on_demand"]} for chip in spec["chips"]}
+            for dc, spec in data["datacenters"].items()
+        },
+    }
+    path = tmp_path / "one-period.yaml"
+    path.write_text(yaml.safe_dump(data))
+    problem = pddplan.load_scenario(path)
+    plan = pddplan.solve(pddplan.load_scenario(readme), top=0)
+    got = pddplan.solve_horizon(problem)
+    (period,) = got.periods
+    assert period.deployment is not None
+    assert period.deployment.fleet.pools == plan.fleet.pools
+    assert period.deployment.fleet.links == plan.fleet.links
+    (lease,) = got.leases  # the one tranche's: its tier for its 3 months
+    assert lease.gbps == plan.fleet.links[0].gbps
+    e = plan.evaluation
+    gpus_usd_per_hour = e.cost_per_hour_usd - sum(lk.cost_per_hour_usd for lk in e.links)
+    assert got.total_usd == pytest.approx(
+        gpus_usd_per_hour * 3 * 730 + 3 * lease.usd_per_month, rel=1e-9
+    )
 
 
 # --- workload fit --by-hour -------------------------------------------------------------------

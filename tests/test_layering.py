@@ -51,7 +51,7 @@ results; the CLI sees only the public API (``pddplan/__init__.py``) and the repo
 LIBRARIES = {
     "typer": {"cli"},
     "rich": {"cli", "report"},
-    "pulp": {"plan/milp.py", "plan/solver.py"},
+    "pulp": {"plan/milp.py", "plan/horizon_milp.py", "plan/solver.py"},
     "yaml": {"io"},
     "matplotlib": {"report/plots.py"},
     "orjson": {"workload/trace.py"},

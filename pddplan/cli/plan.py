@@ -165,6 +165,12 @@ def solve(
             solved = solved.model_copy(update={"budget_usd_per_hour": budget})
         return pddplan.plan_document(view, loaded.scenario, solved, scenario)
 
+    if problem.scenario.horizon is not None:
+        _solve_horizon(
+            problem, value(objective), value(solver), time_limit, node_limit, value(method),
+            budget, verify, report_file, out_file, json_out, document, quiet,
+        )  # fmt: skip
+        return
     if problem.scenario.workload_variants:
         if budget is not None:
             raise pddplan.ArgumentError(
@@ -439,6 +445,57 @@ COMMANDS = {
     "perf": user_errors(perf),
     "schema": schema,
 }
+
+
+def _solve_horizon(
+    problem: pddplan.Problem,
+    objective: str | None,
+    solver: str | None,
+    time_limit: float | None,
+    node_limit: int | None,
+    method: str,
+    budget: float | None,
+    verify: bool,
+    report_file: Path | None,
+    out_file: Path | None,
+    json_out: bool,
+    document: Callable[[dict[str, Any]], dict[str, Any]],
+    quiet: bool,
+) -> None:
+    """``solve`` of a scenario with a horizon: what to own, reserve and rent, period by
+    period, at least total cost (``pddplan.solve_horizon``)."""
+    from pddplan.report import horizon as report_horizon
+    from pddplan.report import views
+
+    s = problem.scenario
+    refused = [
+        ("objective", (objective or s.objective) != Objective.min_cost, "min-cost only"),
+        ("method", method != "milp", "the MILP only (milp)"),
+        ("budget", budget is not None, "no budget: the least total cost"),
+        ("verify", verify, "no --verify yet: simulate a period with pddplan simulate"),
+        ("report", report_file is not None, "no --report yet: --json or --out"),
+    ]
+    for name, bad, allowed in refused:
+        if bad:
+            raise pddplan.ArgumentError(
+                name, f"{{argument}}: scenario {s.name} has a horizon, planned with {allowed}"
+            )
+    with status_line("solve", quiet=quiet) as show:
+        show("planning each period's deployments and the schedule over the horizon ...")
+        result = pddplan.solve_horizon(
+            problem,
+            solver=solver,
+            time_limit_s=time_limit,
+            node_limit=node_limit,
+        )
+    view = document(views.horizon_view(result))
+    if out_file is not None and result.total_usd is not None:
+        write_file(out_file, json.dumps(view, indent=2) + "\n")
+    emit(json_out, lambda: view, lambda: report_horizon.horizon_report(result))
+    if out_file is not None and result.total_usd is not None and not json_out:
+        note(f"wrote {out_file}")
+    if result.total_usd is None:
+        raise typer.Exit(code=1)
 
 
 def _solve_robust(

@@ -138,6 +138,9 @@ class _Search:
         """Requirements computed by probes (``relaxed``), for a solve at the same rate."""
         self.solved: dict[float, Requirements] = {}
         """Requirements of the rates solved, for the router settings (``_preferred``)."""
+        self.milp = True
+        """Whether a rate the relaxation does not settle is solved by the MILP (False: it has
+        no plan here; ``pddplan.plan.horizon``'s menus, which say so)."""
         self.rounds = 0
         """Check-and-cut rounds: deployments the evaluator found short of the rate they
         were planned for (``at``)."""
@@ -287,7 +290,7 @@ class _Search:
         if relaxed.exact:  # no datacenter limit binds: the relaxation's plan is optimal
             self.settled.add(rate)
             return relaxed.choices[0], relaxed.cost, 0.0
-        if math.isinf(relaxed.cost):
+        if math.isinf(relaxed.cost) or not self.milp:
             return None, None, None
         out = milp.min_cost(
             req,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pddplan.model.pricing import FleetCost
     from pddplan.plan.alternatives import Family, RunnerUps
     from pddplan.plan.compare import Candidate, Comparison, Section
+    from pddplan.plan.horizon import HorizonResult
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.simulation.run import Figure, SimResult
@@ -670,3 +671,57 @@ def robust_view(r: RobustResult) -> dict[str, Any]:
         for p in r.singles
     ]
     return _plain(out)
+
+
+def horizon_view(r: HorizonResult) -> dict[str, Any]:
+    """``pddplan solve --json`` (and ``--out``) for a scenario with a horizon: the total and
+    the policies, the purchases, reservations and link leases, each period's demand, hours,
+    deployment (fleet file form), rentals and TTFT, and the monthly costs."""
+    periods = []
+    for pp in r.periods:
+        p, d = pp.period, pp.deployment
+        periods.append(
+            {
+                "name": p.name,
+                "tranche": p.tranche.index + 1,
+                "months": [p.tranche.first_month, p.tranche.last_month],
+                "hours_of_day": list(p.hours),
+                "rps": p.rps,
+                "hours": p.weight_hours,
+                "family": d.family.label if d is not None else None,
+                "deployment": d.fleet.model_dump(mode="json") if d is not None else None,
+                "gpus": _chip_gpus(d.gpus) if d is not None else {},
+                "rented_gpus": _chip_gpus(pp.rented),
+                "ttft_s": pp.evaluation.ttft_s if pp.evaluation is not None else None,
+                "sla_capacity_rps": d.capacity_rps if d is not None else None,
+            }
+        )
+    return _plain(
+        {
+            "scenario": r.scenario,
+            "model": r.model,
+            "kind": "horizon",
+            "status": str(r.status),
+            "total_usd": r.total_usd,
+            "bound_usd": r.bound_usd,
+            "gap": r.gap,
+            "months": r.months,
+            "policies": [dataclasses.asdict(p) for p in r.policies],
+            "purchases": [dataclasses.asdict(p) for p in r.purchases],
+            "reservations": [dataclasses.asdict(x) for x in r.reservations],
+            "link_leases": [dataclasses.asdict(x) for x in r.leases],
+            "periods": periods,
+            "monthly_usd": r.monthly_usd,
+            "solver": {
+                "deployments": r.deployments,
+                "family_plans": r.family_plans,
+                "variables": r.variables,
+                "constraints": r.constraints,
+            },
+            "notes": r.notes,
+        }
+    )
+
+
+def _chip_gpus(gpus: dict[tuple[str, str], int]) -> dict[str, int]:
+    return {f"{dc}/{chip}": n for (dc, chip), n in sorted(gpus.items())}
