@@ -68,8 +68,6 @@ class Deployment:
     """(link id, Gbit/s) it needs."""
     other_usd_per_hour: float
     """The decode-side cache's tiers, per hour."""
-    rent_usd_per_hour: float
-    """All of it at the scenario's prices, per hour (what ``solve`` would say it costs)."""
 
 
 @dataclass(frozen=True)
@@ -149,13 +147,6 @@ class HorizonResult:
     constraints: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def saving_against(self, name: str) -> float | None:
-        """What the plan saves against policy ``name``, USD (None: it is infeasible)."""
-        p = next((x for x in self.policies if x.name == name), None)
-        if p is None or p.total_usd is None or self.total_usd is None:
-            return None
-        return p.total_usd - self.total_usd
-
 
 RENT_ALL = "rent everything"
 OWN_FOR_PEAK = "own for the peak"
@@ -170,7 +161,7 @@ def _deployment(
 ) -> Deployment:
     problem = space.problem
     gpus: dict[Chip, int] = {}
-    other = rent = 0.0
+    other = 0.0
     for role, o in choice.options.items():
         n = choice.instances[role]
         if o is None or n == 0 or o.host is not None:
@@ -179,14 +170,12 @@ def _deployment(
         gpus[key] = gpus.get(key, 0) + n * o.gpus
         base = gpu_price(problem, o.chip, o.datacenter).full
         other += n * o.gpus * (o.usd_per_gpu_hour - base)
-        rent += n * o.gpus * o.usd_per_gpu_hour
     st = choice.state
     link = None
     if st.gbps is not None and st.link is not None:
         link = (_link_id(st.link.between), st.gbps)
-    rent += st.usd_per_hour
     fleet = space.fleet(choice, family.architecture)
-    return Deployment(family, choice, fleet, rate, cap, gpus, link, other, rent)
+    return Deployment(family, choice, fleet, rate, cap, gpus, link, other)
 
 
 def menus(

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import pulp
 
 from pddplan.plan.solver import NODE_LIMIT, solve
+from pddplan.spec.limits import MAX_GPUS
 from pddplan.spec.status import MilpStatus
 from pddplan.units import HOURS_PER_MONTH
 
@@ -214,7 +215,7 @@ def schedule(
                     if term.min_gpus > 0:
                         on = add(_name("reserve_on", *c, t, j), cat="Binary")
                         prob += var >= term.min_gpus * on, _name("reserve_min", *c, t, j)
-                        most = s.max_gpus if s.max_gpus is not None else 10**6
+                        most = s.max_gpus if s.max_gpus is not None else MAX_GPUS
                         prob += var <= most * on, _name("reserve_on", *c, t, j)
         for i, p in enumerate(m.periods):
             if not p.entries:
