@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "solve": "pddplan.api",
     "solve_robust": "pddplan.api",
     "solve_horizon": "pddplan.api",
+    "replay_day": "pddplan.api",
     "variant_problem": "pddplan.api",
     "horizon_inputs": "pddplan.api",
     "with_engine": "pddplan.api",
@@ -63,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "input_limit": "pddplan.io.located",
     "plan_document": "pddplan.io.plan_file",
     "read_plan": "pddplan.io.plan_file",
+    "read_horizon_plan": "pddplan.io.plan_file",
     "check_plan_scenario": "pddplan.io.plan_file",
     "check_scenario_file": "pddplan.io.plan_file",
     "plan_problem": "pddplan.io.plan_file",
@@ -89,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "SweepRun": "pddplan.sweeps.engine",
     "SimResult": "pddplan.simulation.run",
     "Verification": "pddplan.simulation.verify",
+    "DayReplay": "pddplan.simulation.day",
     "InstancePerf": "pddplan.model.figures",
     "TraceFit": "pddplan.workload.trace",
     "WindowedFit": "pddplan.workload.trace",
@@ -110,6 +113,7 @@ __all__ = [
     "Calibration",
     "Catalogs",
     "Comparison",
+    "DayReplay",
     "Evaluation",
     "Fleet",
     "FleetCost",
@@ -156,9 +160,11 @@ __all__ = [
     "plan_problem",
     "price_fleet",
     "price_sweep",
+    "read_horizon_plan",
     "read_plan",
     "read_plan_or_sweep",
     "read_sweep",
+    "replay_day",
     "route",
     "router_rules",
     "sample_trace",
@@ -241,6 +247,7 @@ if TYPE_CHECKING:
         check_scenario_file,
         plan_document,
         plan_problem,
+        read_horizon_plan,
         read_plan,
     )
     from pddplan.model.figures import InstancePerf
@@ -249,6 +256,7 @@ if TYPE_CHECKING:
     from pddplan.plan.compare import Comparison
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
+    from pddplan.simulation.day import DayReplay
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.verify import Verification
     from pddplan.spec.fleet import Fleet

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pddplan.plan.results import ErrorMargin, PlanResult
     from pddplan.plan.robust import RobustResult
     from pddplan.progress import Progress
+    from pddplan.simulation.day import DayReplay
     from pddplan.simulation.run import SimResult
     from pddplan.simulation.steady import RunLength
     from pddplan.simulation.verify import Verification
@@ -215,6 +216,112 @@ def solve_horizon(
     inputs = horizon_inputs(problem)
     problem = _with_budgets(problem, node_limit=node_limit)
     return run(problem, inputs, solver=solver, time_limit_s=time_limit_s, clock=clock)
+
+
+@one_blas_thread
+def replay_day(
+    problem: Problem,
+    plan: HorizonResult | Mapping[str, Any],
+    *,
+    tranche: int | None = None,
+    hour_s: float = 3600.0,
+    seed: int = 0,
+) -> DayReplay:
+    """One day of a plan over time, request by request (``pddplan.simulation.day``): the 24
+    hours of ``tranche`` (1-based; default: the last, the busiest), each at its own rate in
+    the tranche's last month (the month its periods are sized for) and run by its period's
+    deployment, instances joining and leaving where the deployment changes, the link at
+    the tranche's lease. ``plan``: ``solve_horizon``'s result, or the JSON ``solve --out``
+    wrote for it. ``hour_s``: simulated seconds an hour lasts (3,600; less compresses the
+    day)."""
+    from pddplan.horizon.periods import hour_rates, tranches
+    from pddplan.simulation.day import HourPlan
+    from pddplan.simulation.day import replay_day as run
+
+    h = problem.scenario.horizon
+    if h is None:
+        raise ArgumentError(
+            "problem", f"{{argument}}: scenario {problem.scenario.name} has no horizon: section"
+        )
+    cuts = tranches(h)
+    if tranche is not None and not (isinstance(tranche, int) and 1 <= tranche <= len(cuts)):
+        raise ArgumentError(
+            "tranche", f"{{argument}} must be a tranche from 1 to {len(cuts)}, got {tranche}"
+        )
+    k = (tranche or len(cuts)) - 1
+    for o in h.overlays or ():
+        laid = [x for x in range(24) if o.applies(cuts[k].last_month, x, h.months)]
+        if laid:
+            raise InputError(
+                problem.located(
+                    ("horizon", "overlays"),
+                    f"overlay {o.name} applies in hours {laid[0]}-{laid[-1]} of tranche "
+                    f"{k + 1}: a day's replay samples one workload, the base one; replay a "
+                    "tranche without overlays",
+                )
+            )
+    periods, leases = _scheduled(plan)
+    if not periods:
+        raise InputError("the plan over time has no schedule (no plan was found)")
+    by_hour: dict[int, tuple[str, Fleet | None]] = {}
+    for name, t, hours, fleet in periods:
+        if t == k:
+            by_hour.update((x, (name, fleet)) for x in hours)
+    if sorted(by_hour) != list(range(24)):
+        raise InputError(
+            f"the plan's periods of tranche {k + 1} do not cover the 24 hours of a day; "
+            "was it planned on this scenario?"
+        )
+    rates = hour_rates(problem.scenario, cuts[k])
+    day = [HourPlan(x, by_hour[x][0], by_hour[x][1], rates[x]) for x in range(24)]
+    ids = {
+        "-".join(sorted(link.between)): frozenset(link.between) for link in problem.scenario.links
+    }
+    gbps = {ids[link]: g for link, t, g in leases if t == k and link in ids}
+    result = run(problem, day, links_gbps=gbps, hour_s=hour_s, seed=seed)
+    cut = cuts[k]
+    return dataclasses.replace(
+        result, tranche=f"tranche {k + 1} (months {cut.first_month}-{cut.last_month})"
+    )
+
+
+def _scheduled(
+    plan: HorizonResult | Mapping[str, Any],
+) -> tuple[list[tuple[str, int, tuple[int, ...], Fleet | None]], list[tuple[str, int, float]]]:
+    """A plan over time's periods (name, 0-based tranche, hours of the day, deployment) and
+    link leases (link, 0-based tranche, Gbit/s), from its result or its JSON."""
+    from pddplan.spec.fleet import Fleet
+
+    if not isinstance(plan, Mapping):
+        periods = [
+            (
+                pp.period.name,
+                pp.period.tranche.index,
+                pp.period.hours,
+                pp.deployment.fleet if pp.deployment is not None else None,
+            )
+            for pp in plan.periods
+        ]
+        return periods, [(x.link, x.tranche, x.gbps) for x in plan.leases]
+    try:
+        periods = [
+            (
+                str(p["name"]),
+                int(p["tranche"]) - 1,
+                tuple(int(x) for x in p["hours_of_day"]),
+                Fleet.model_validate(p["deployment"]) if p["deployment"] is not None else None,
+            )
+            for p in plan["periods"]
+        ]
+        leases = [
+            (str(x["link"]), int(x["tranche"]), float(x["gbps"])) for x in plan["link_leases"]
+        ]
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(
+            f"the plan over time lacks a figure the replay needs ({type(e).__name__}: {e}); "
+            "re-run `pddplan solve --out`"
+        ) from None
+    return periods, leases
 
 
 def load_acquisition(path: str | Path | None = None) -> AcquisitionCatalog:

@@ -26,6 +26,7 @@ from pddplan.cli.common import (
     note,
     progress,
     user_errors,
+    warn,
 )
 
 RequestsOpt = Annotated[
@@ -123,6 +124,22 @@ def simulate(
     variant: VariantOpt = None,
     engine: EngineOpt = None,
     perf_quantile: PerfQuantileOpt = None,
+    tranche: Annotated[
+        int | None,
+        typer.Option(
+            "--tranche",
+            help="A scenario with a horizon: the tranche whose day to replay (1 = the first; "
+            "default: the last, the busiest).",
+        ),
+    ] = None,
+    hour_s: Annotated[
+        float,
+        typer.Option(
+            "--hour-seconds",
+            help="A scenario with a horizon: simulated seconds each hour of the day lasts "
+            "(3600: the real day; less compresses it, each hour at its own rate).",
+        ),
+    ] = 3600.0,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -146,10 +163,36 @@ def simulate(
     intervals), then TTFT and TPOT percentiles, goodput, utilizations and the analytic
     prediction beside each.
 
+    On a scenario with a horizon, replays one day of the plan over time instead (--plan: the
+    file solve --out wrote for it; without one, it is planned first): each hour at its own
+    rate, run by its period's deployment, instances joining and leaving where it changes,
+    and the SLA judged hour by hour.
+
     Example: [bold]pddplan simulate scenarios/pdd-h100-h200.yaml --plan plan.json[/bold]
     """
     from pddplan.report import simulation, views
 
+    if pddplan.load_scenario(scenario).scenario.horizon is not None:
+        given = {
+            "--fleet": fleet is not None, "--requests": requests is not None,
+            "--trace": trace is not None, "--rate-rps": rate_rps is not None,
+            "--p-cache-tokens": p_cache_tokens is not None, "--setup-rtts": setup_rtts != 0.0,
+            "--variant": variant is not None, "--plot": plot is not None,
+        }  # fmt: skip
+        refused = [name for name, set_ in given.items() if set_]
+        if refused:
+            raise pddplan.InputError(
+                f"{refused[0]}: {scenario} has a horizon: simulate replays a day of its plan "
+                "over time (with --plan, --tranche, --hour-seconds, --seed, --engine)"
+            )
+        _replay_day(scenario, plan, tranche, hour_s, seed, engine, perf_quantile, quiet, json_out)
+        return
+    for name, set_ in (("--tranche", tranche is not None), ("--hour-seconds", hour_s != 3600.0)):
+        if set_:
+            raise pddplan.InputError(
+                f"{name}: for a scenario with a horizon (a day of its plan over time); "
+                f"{scenario} has none"
+            )
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         raise pddplan.InputError(
             f"--plot: '{plot}' has no image suffix; use one of {', '.join(PLOT_SUFFIXES)}"
@@ -183,6 +226,45 @@ def simulate(
         note(f"wrote {plot}")
     if result.stopped:
         raise typer.Exit(code=TIME_LIMIT_EXIT)
+
+
+def _replay_day(
+    scenario: Path,
+    plan: Path | None,
+    tranche: int | None,
+    hour_s: float,
+    seed: int,
+    engine: str | None,
+    perf_quantile: float | None,
+    quiet: bool,
+    json_out: bool,
+) -> None:
+    """``simulate`` on a scenario with a horizon: one day of its plan over time
+    (``pddplan.replay_day``), the plan read from ``plan`` or made first."""
+    from pddplan.cli.common import status_line
+    from pddplan.report import simulation, views
+
+    problem = pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
+    with status_line("simulate", quiet=quiet) as show:
+        if plan is not None:
+            read = pddplan.read_horizon_plan(plan)
+            different = pddplan.check_plan_scenario(read, problem.scenario, scenario)
+            if different is not None:
+                warn(f"{different}: replaying its schedule on {scenario} as it is now")
+            schedule: Any = read.data
+        else:
+            show("planning the horizon first (give --plan to replay a saved one) ...")
+            schedule = pddplan.solve_horizon(problem)
+            if schedule.total_usd is None:
+                raise pddplan.InputError(
+                    f"{scenario}: no plan over the horizon to replay (pddplan solve says why)"
+                )
+        show("replaying a day of the schedule ...")
+        result = pddplan.replay_day(problem, schedule, tranche=tranche, hour_s=hour_s, seed=seed)
+    view = views.day_view(result)
+    emit(json_out, lambda: view, lambda: simulation.day_report(view))
+    if not result.holds:
+        raise typer.Exit(code=1)
 
 
 def verify_plan(

@@ -133,6 +133,17 @@ def monthly_peaks(scenario: Scenario) -> tuple[float, ...]:
     return tuple(rate * h.growth(m) for m in range(1, h.months + 1))
 
 
+def hour_rates(scenario: Scenario, tranche: Tranche) -> tuple[float, ...]:
+    """Each hour's demand (requests/s, hour 0 first) in ``tranche``'s last month, the month
+    its periods are sized for: ``arrival_rps x factor x growth``; every period's ``rps`` is
+    the highest of its hours'."""
+    h, rate = scenario.horizon, scenario.workload.arrival_rps
+    if h is None or rate is None:
+        raise ValueError("a scenario with a horizon and a known arrival rate")
+    growth = h.growth(tranche.last_month)
+    return tuple(rate * f * growth for f in h.daily_profile)
+
+
 def periods(scenario: Scenario) -> tuple[Period, ...]:
     """The periods of ``scenario``'s horizon (the module's rule), by tranche, then busiest
     first. Empty for a scenario without a horizon.

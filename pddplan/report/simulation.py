@@ -231,3 +231,43 @@ def verification_report(v: dict[str, Any]) -> Group:
             )
         parts.append(c)
     return Group(*parts)
+
+
+def day_report(view: dict[str, Any]) -> Group:
+    """A day of a plan over time (``views.day_view``): the verdict, then one row per hour."""
+    sla = view["sla"]
+    hours = view["hours"]
+    missed = [h for h in hours if not h["holds"]]
+    head = (
+        f"{view['scenario']}, a day of {view['tranche']}: the SLA holds in every hour"
+        if not missed
+        else f"{view['scenario']}, a day of {view['tranche']}: the SLA misses in "
+        f"{len(missed)} of 24 hours (first: hour {missed[0]['hour']}, "
+        + "; ".join(missed[0]["misses"])
+        + ")"
+    )
+    t = Table(
+        title=f"Hour by hour (TTFT P90 <= {sla['ttft_p90_s']:g} s, P99 <= "
+        f"{sla['ttft_p99_s']:g} s, TPOT P99 <= {sla['tpot_ms']:g} ms, each within its band)",
+        box=None,
+    )
+    for c in ("hour", "period", "req/s", "requests", "GPUs", "+/-", "P90 s", "model",
+              "P99 s", "model", "TPOT ms", ""):  # fmt: skip
+        t.add_column(c, justify="left" if c in ("period", "") else "right")
+    for h in hours:
+        ttft, model = h["ttft_s"], h["analytic_ttft_s"]
+        change = f"+{h['joined']}/-{h['left']}" if h["joined"] or h["left"] else ""
+        t.add_row(
+            str(h["hour"]), h["period"], f"{h['rate_rps']:.3g}", f"{h['requests']:,}",
+            str(h["gpus"]), change, _fmt(ttft["p90"]["value"], "s"), _fmt(model.get("p90"), "s"),
+            _fmt(ttft["p99"]["value"], "s"), _fmt(model.get("p99"), "s"),
+            num(h["tpot_p99_ms"], ".3g"), "holds" if h["holds"] else "misses",
+        )  # fmt: skip
+    foot = Text(
+        f"{view['requests']:,} requests, {view['events']:,} events; each hour "
+        f"{view['hour_s']:g} simulated s, after a warm-up of {view['warmup_s']:g} s of the "
+        f"day's last hour; seed {view['seed']}; +/-: instances joining/leaving at the hour's "
+        "start; model: the analytic figure for the hour's deployment at its rate",
+        style="dim",
+    )
+    return Group(Text(head, style="green" if not missed else "bold red"), t, foot)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pddplan.plan.horizon import HorizonResult
     from pddplan.plan.results import PlanResult
     from pddplan.plan.robust import RobustResult
+    from pddplan.simulation.day import DayReplay
     from pddplan.simulation.run import Figure, SimResult
     from pddplan.simulation.verify import Verification
     from pddplan.spec.acquisition import AcquisitionCatalog
@@ -440,6 +441,45 @@ def cost_view(fleet: Fleet, cost: FleetCost) -> dict[str, Any]:
             "price_basis": cost.basis,
             "missing_prices": cost.missing,
             "egress": "not included: --cost-only has no traffic to bill",
+        }
+    )
+
+
+def day_view(r: DayReplay) -> dict[str, Any]:
+    """``pddplan simulate --json`` on a scenario with a horizon: a day of its plan over time,
+    hour by hour: demand, GPUs taking requests, instances joining and leaving, simulated
+    TTFT percentiles with their 95% intervals beside the analytic ones, TPOT P99, and
+    whether the SLA holds within the docs' bands."""
+    return _plain(
+        {
+            "scenario": r.scenario,
+            "kind": "day",
+            "tranche": r.tranche,
+            "holds": r.holds,
+            "hour_s": r.hour_s,
+            "warmup_s": r.warmup_s,
+            "seed": r.seed,
+            "requests": r.requests,
+            "events": r.events,
+            "pools": r.pools,
+            "sla": {"ttft_p90_s": r.ttft_p90_s, "ttft_p99_s": r.ttft_p99_s, "tpot_ms": r.tpot_ms},
+            "hours": [
+                {
+                    "hour": h.hour,
+                    "period": h.period,
+                    "rate_rps": h.rate_rps,
+                    "requests": h.requests,
+                    "gpus": h.gpus,
+                    "joined": h.joined,
+                    "left": h.left,
+                    "ttft_s": {k: dataclasses.asdict(v) for k, v in h.ttft_s.items()},
+                    "analytic_ttft_s": h.analytic_ttft_s,
+                    "tpot_p99_ms": h.tpot_p99_ms,
+                    "holds": h.holds,
+                    "misses": list(h.misses),
+                }
+                for h in r.hours
+            ],
         }
     )
 

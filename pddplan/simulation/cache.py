@@ -98,6 +98,15 @@ class ChainCache:
         while self._resident > self.capacity:
             self._evict_oldest_entry()
 
+    def resize(self, capacity_blocks: int) -> None:
+        """A bounded cache to room for ``capacity_blocks`` blocks: added room is empty;
+        beyond it, the least recently used blocks are evicted, as an insert evicts."""
+        if self.capacity is None:
+            raise ValueError("an unbounded cache has no size to change")
+        self.capacity = capacity_blocks
+        while self._resident > self.capacity:
+            self._evict_oldest_entry()
+
     def _constant(self, value: int, length: int) -> array:
         """At least ``length`` copies of ``value`` (0 or 1), kept from call to call."""
         have = self._constants.get(value)

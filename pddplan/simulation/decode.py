@@ -72,6 +72,9 @@ class DecodeInstance:
         instance's own decode step, prefill idle)."""
         self._pass_end = 0.0
         """When the current prefill pass ends (hosted, ``paced``)."""
+        self.active = True
+        """It is admitted new sequences; False: it is leaving (``Simulation.scale``), and
+        runs the ones it holds to their end."""
 
     def fits(self, kv_need: float) -> bool:
         return self.n < self.max_seqs and kv_need <= self.kv_free
@@ -233,3 +236,6 @@ class DecodePool:
         # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
         self.queue: deque[tuple[Req, int, float]] = deque()
         self.op_batch, self.op_step = 1, 0.0
+        self.live = 0
+        """Its instances that are ``active``: the ones new requests are seated on (none:
+        the leaving ones take what was already routed here)."""

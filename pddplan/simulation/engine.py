@@ -200,6 +200,7 @@ class Simulation:
         self.gaps: dict[int, float] = {}
         prefill = build_prefill(m, p_cache_tokens=p_cache_tokens, block=block, cache_of=cache_of)
         self.prefill = prefill.sites
+        self._p_by_pool = prefill.by_pool
         self.p_dcs, self.p_weights = prefill.dcs, prefill.weights
         self.p_cdf = cdf(self.p_weights)
         decode = build_decode(
@@ -216,6 +217,9 @@ class Simulation:
         self.md_tiers, self.tier_reads = decode.md_tiers, decode.tier_reads
         self._pool_of = decode.pool_of
         self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
+        for dp in self._decode:
+            dp.live = len(dp.instances)
+        self._md_capacity = decode.md_capacity
         self.md_dcs = sorted(self.md)
         w = np.array([decode.md_capacity[d] for d in self.md_dcs])
         self.md_weights = w if w.sum() > 0 else np.ones(len(w))
@@ -342,6 +346,103 @@ class Simulation:
                 inst.on_leave = _finished_late
                 inst.clear()
 
+    # --- instances joining and leaving (a day's schedule: ``simulation.day``) ---------------
+    def scale(self, active: dict[tuple[str, int], int]) -> None:
+        """Pool ``(role, index)`` of the fleet model (``FleetModel.roles``) to its first
+        ``active[(role, index)]`` instances taking requests, the others leaving (pools not
+        named keep theirs). A leaving instance takes nothing new and finishes what it holds
+        (a prefill instance its started prompts, a decode instance its sequences); a joining
+        one takes work at once, a prefill instance from its datacenter's queue, a decode
+        instance from its pool's. A relay decode pool hosted on prefill instances follows
+        its hosts. The routers' weights follow the active capacity; requests waiting where
+        no instance is active any more move to where one is."""
+        joined_p: list[tuple[PrefillSite, PrefillInstance]] = []
+        joined_d: list[tuple[DecodePool, DecodeInstance]] = []
+        by_role = {(dp.role, dp.index): dp for dp in self._decode}
+        for (role, j), n in active.items():
+            if role == "prefill":
+                site = self.prefill[self.m.roles["prefill"][j][0].datacenter]
+                for k, pi in enumerate(self._p_by_pool[j]):
+                    was, pi.active = pi.active, k < n
+                    if pi.active and not was:
+                        joined_p.append((site, pi))
+                    if pi.hosted is not None:
+                        pi.hosted.active = pi.active
+                continue
+            dp = by_role[(role, j)]
+            for k, inst in enumerate(dp.instances):
+                was, inst.active = inst.active, k < n
+                if inst.active and not was:
+                    joined_d.append((dp, inst))
+        for dp in self._decode:
+            dp.live = sum(1 for i in dp.instances if i.active)
+        self._reweigh()
+        for site, pi in joined_p:
+            if not pi.busy:
+                self._start_pass(site, pi)
+        for dp, inst in joined_d:
+            self._seat(dp, inst)
+        self._rehome()
+
+    def _reweigh(self) -> None:
+        """The routers' weights from the active instances: a prefill datacenter's share of
+        the active prefill capacity, a decode datacenter's of the active decode capacity
+        (``build_prefill``, ``build_decode``; unchanged where nothing is active)."""
+        p = dict.fromkeys(self.p_dcs, 0.0)
+        for j, ((pool, _), share) in enumerate(
+            zip(self.m.roles["prefill"], self.m.p_share, strict=True)
+        ):
+            live = sum(1 for pi in self._p_by_pool[j] if pi.active)
+            p[pool.datacenter] += float(share) * live / pool.instances
+        w = np.array([p[d] for d in self.p_dcs])
+        if w.sum() > 0:
+            self.p_weights, self.p_cdf = w, cdf(w)
+        md = dict.fromkeys(self.md_dcs, 0.0)
+        for dc, pools in self.md.items():
+            for dp in pools:
+                md[dc] += dp.live * dp.op_batch / dp.op_step if dp.op_step > 0 else 0.0
+        w = np.array([md[d] for d in self.md_dcs])
+        if w.sum() > 0:
+            self.md_weights, self.md_cdf = w, cdf(w)
+
+    def _rehome(self) -> None:
+        """Requests queued at a prefill datacenter with no active instance go to one drawn
+        by the router's weights; requests waiting for a seat in a decode pool with none
+        active are admitted again in their datacenter (a leaving instance still takes
+        them where no pool there has an active one)."""
+        for site in self.prefill.values():
+            if not site.queue or any(pi.active for pi in site.instances):
+                continue
+            moved, site.queue = site.queue, deque()
+            for r in moved:
+                r.p_dc = self._pick(self.p_dcs, self.p_cdf)
+                self.prefill[r.p_dc].queue.append(r)
+            for other in self.prefill.values():
+                for pi in other.instances:
+                    if other.queue and pi.active and not pi.busy:
+                        self._start_pass(other, pi)
+        for dp in self._decode:
+            if dp.live or not dp.queue:
+                continue
+            waiting, dp.queue = dp.queue, deque()
+            relay = dp.role == "relay_decode"
+            pools = (self.rld if relay else self.md)[self._decode_dc(dp)]
+            for r, tokens, stall in waiting:
+                if not (r.finished or (relay and r.gone_to_md)):
+                    self._admit(self._pool(pools), r, tokens, stall)
+
+    def _decode_dc(self, dp: DecodePool) -> str:
+        return self.m.roles[dp.role][dp.index][0].datacenter
+
+    def resize_md_cache(self, md_dc: str, tokens: Sequence[float]) -> None:
+        """``md_dc``'s decode-side cache to hold ``tokens`` (one figure; a tiered cache's
+        three: HBM, HBM + DRAM, all): room that joins is empty, a cache that shrinks evicts
+        its least recently used blocks. An unbounded cache stays so."""
+        caches = self.md_tiers.get(md_dc) or (self.md_cache.get(md_dc),)
+        for cache, t in zip(caches, tokens, strict=True):
+            if isinstance(cache, ChainCache) and cache.capacity is not None:
+                cache.resize(max(int(t / self.block), 1))
+
     def _next_arrival(self) -> None:
         nxt = next(self._source, None)
         if nxt is None:
@@ -361,7 +462,7 @@ class Simulation:
         dc = self.prefill[r.p_dc]
         dc.queue.append(r)
         for pi in dc.instances:
-            if not pi.busy:
+            if not pi.busy and pi.active:
                 self._start_pass(dc, pi)
                 if not dc.queue:
                     break
@@ -482,18 +583,24 @@ class Simulation:
         self._handoff(pool, r)
 
     def _pool(self, pools: list[DecodePool]) -> DecodePool:
+        """The pool with the most free seats on its active instances (a pool with none
+        active only where no pool has one)."""
         if len(pools) == 1:
             return pools[0]
-        free = [sum(i.max_seqs - i.n for i in p.instances) for p in pools]
+        free = [
+            sum(i.max_seqs - i.n for i in p.instances if i.active) if p.live else -1 for p in pools
+        ]
         return pools[int(np.argmax(free))]
 
     # --- decode and handoff -----------------------------------------------------------------
     def _admit(self, pool: DecodePool, r: Req, tokens: int, stall: float) -> None:
         need = self._kv_need(r)
         best = None
-        for inst in pool.instances:  # the least loaded instance that fits (inst.fits)
+        anyone = not pool.live  # no instance is active: the leaving ones take it
+        for inst in pool.instances:  # the least loaded active instance that fits (inst.fits)
             if (
-                inst.n < inst.max_seqs
+                (inst.active or anyone)
+                and inst.n < inst.max_seqs
                 and need <= inst.kv_free
                 and (best is None or inst.n < best.n)
             ):
@@ -554,7 +661,7 @@ class Simulation:
         # catch-up: one chunk per MD step, RLD decoding until the last one
         chunks = math.ceil(eager / chunk)
         extend = inst.prefill_pass_s(float(chunk), float(r.inp))
-        target = min(pool.instances, key=lambda i: i.n)
+        target = min((i for i in pool.instances if i.active or not pool.live), key=lambda i: i.n)
         step = target.step or pool.op_step
         for c in range(chunks):
             self.ev.at(self.ev.now + c * (step + extend), self._catch_up_chunk, (target, extend))
@@ -585,6 +692,11 @@ class Simulation:
             r.rld_tokens = r.out
         self._record(r, t)
         dp = self._pool_of[id(inst)]
+        if inst.active or not dp.live:  # a leaving instance seats no one new
+            self._seat(dp, inst)
+
+    def _seat(self, dp: DecodePool, inst: DecodeInstance) -> None:
+        """Requests waiting in ``dp``'s queue onto ``inst``, from the head, while they fit."""
         relay = dp.role == "relay_decode"
         while dp.queue:
             q, tokens, stall = dp.queue[0]

@@ -4,7 +4,8 @@ A prefill instance runs chunked-prefill passes. Each attention rank (group) hold
 the requests it has started; a pass gives each rank up to ``chunk_tokens`` new tokens: first
 its started requests', in order, then the datacenter queue's head, one request at a time, to
 the rank with the fewest tokens in the pass (a free rank first), the last one cut to fit
-(``fill_pass``). A request's prefix is looked up in the datacenter's cache when a rank takes
+(``fill_pass``); an instance that is leaving (not ``active``) only finishes its started
+requests. A request's prefix is looked up in the datacenter's cache when a rank takes
 it; the cached part is not prefilled again (at least its last token is).
 """
 
@@ -32,7 +33,8 @@ class PrefillInstance:
     """A prefill instance: one FIFO of started requests per attention rank."""
 
     __slots__ = (
-        "busy", "busy_s", "chunk", "host", "hosted", "inst", "pass_memo", "pool", "ranks"
+        "active", "busy", "busy_s", "chunk", "host", "hosted", "inst", "pass_memo", "pool",
+        "ranks",
     )  # fmt: skip
 
     def __init__(self, inst: Instance, pool: int, pass_memo: dict | None = None) -> None:
@@ -47,6 +49,9 @@ class PrefillInstance:
         self.busy_s = 0.0
         self.hosted: DecodeInstance | None = None
         """The relay decode it hosts: one token of each of its sequences rides every pass."""
+        self.active = True
+        """It takes requests from the queue; False: it is leaving (``Simulation.scale``),
+        and finishes the requests it has started."""
 
 
 class PrefillSite:
@@ -69,7 +74,8 @@ def fill_pass(
     chunk, host = pi.chunk, pi.host
     members: list[Member] = []
     parts: list[list[Part]] = [[] for _ in pi.ranks]
-    if not site.queue and not any(pi.ranks):
+    taking = pi.active and site.queue
+    if not taking and not any(pi.ranks):
         return members, parts
     loads = []
     for k, running in enumerate(pi.ranks):
@@ -83,7 +89,7 @@ def fill_pass(
             budget -= take
         loads.append((chunk - budget, k))
     heapq.heapify(loads)
-    while site.queue and loads[0][0] < chunk:
+    while taking and site.queue and loads[0][0] < chunk:
         load, k = loads[0]
         r = site.queue.popleft()
         hit = site.cache.lookup(r.blocks) if site.cache is not None else 0
