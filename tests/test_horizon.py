@@ -610,3 +610,52 @@ def test_validate_and_the_catalog_listing_show_the_horizon():
     ]
     assert all(h100["sources"][k] for k in [*paths, "on_demand_usd_per_gpu_hour"])
     assert rows["l40s"]["owned"] is None and rows["l40s"]["reserved"] == []
+
+
+# --- the periods' menus -----------------------------------------------------------------------
+class _StubSearch:
+    """Stands in for ``_Search`` in ``menus``: no plan at 10 req/s with a finite bound (the
+    evaluator rejected the relaxation's plans there), a plan of SLA capacity 25 at 20."""
+
+    lower_bound = 5.0
+
+    def __init__(self, *args, **kwargs):
+        self.asked = []
+
+    def at(self, rate):
+        self.asked.append(rate)
+        return (None, math.inf, 0.0) if rate < 15 else (object(), 1.0, 25.0)
+
+
+@pytest.mark.slow
+def test_a_rejected_rate_runs_the_familys_plan_for_the_next_rate(tmp_path, monkeypatch):
+    """Two periods, at 10 and 20 req/s: where a family has no confirmed plan at 10 but has
+    one at 20 (capacity 25), that plan serves both periods and a note says it stands in;
+    where the relaxation has no plan at all (an infinite bound), the family is in no menu."""
+    from pddplan.plan import horizon as planner
+
+    data = BASE.replace("arrival_rps: 2", "arrival_rps: 20") + textwrap.dedent(
+        """\
+        horizon:
+          months: 3
+          tranche: quarter
+          daily_profile: ["""
+        + ", ".join(["1.0"] * 12 + ["0.5"] * 12)
+        + """]
+          supply:
+            a: {h100-sxm: {ways: [on_demand]}}
+            b: {l40s: {ways: [on_demand]}}
+    """
+    )
+    problem = load_scenario(_write(tmp_path, "", data))
+    got = periods(problem.scenario)
+    assert [p.rps for p in got] == [20.0, 10.0]
+    monkeypatch.setattr(planner, "_Search", _StubSearch)
+    monkeypatch.setattr(planner, "_deployment", lambda sub, fam, choice, rate, cap: (fam, rate))
+    menu, solves, notes = planner.menus(problem, list(got), "cbc")
+    assert solves == 2 * len(menu[0])  # each family: 10 req/s, then 20
+    assert menu[0] and [d[1] for d in menu[0]] == [d[1] for d in menu[1]] == [20.0] * len(menu[0])
+    assert notes and all("at 10 req/s: its plans for 20 req/s stand in" in n for n in notes)
+    monkeypatch.setattr(_StubSearch, "lower_bound", math.inf)
+    menu, _, notes = planner.menus(problem, list(got), "cbc")
+    assert menu == [[], []] and notes == []

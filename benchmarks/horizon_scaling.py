@@ -1,0 +1,156 @@
+"""Plans over time: the number of periods against solve time (issue 53), and the schedule's
+MILP against brute force.
+
+    python benchmarks/horizon_scaling.py [--grid 12:0.2,18:0.2,24:0.4,24:0.2,24:0.1,36:0.2]
+                                         [--brute 2,3,4,5]
+
+**Scaling.** Plans ``scenarios/pdd-h100-h200-horizon.yaml`` (2 datacenters, 4 chips, a
+24-hour profile, quarterly tranches) with ``horizon.months`` and ``horizon.group_share`` set
+from each ``MONTHS:SHARE`` of ``--grid`` (fewer months, fewer tranches; a smaller share,
+more hour groups), as ``solve`` does (``pddplan.solve_horizon``), and prints per row: the
+periods, the family plans the menus took and the deployments in them, the schedule MILP's
+variables and rows, its status and proven gap, the total cost, and the CPU seconds (user +
+sys of this process) in all and in the three MILPs (the plan and the two policies; the rest
+is the menus). One process, one run per row: compare the rows of one run.
+
+**Brute force.** Random schedules of 2 tranches, ``N`` periods and 2 chips (the generator of
+``tests/test_horizon_milp.py``, reservations off so that brute force covers every choice):
+the MILP's cost and time against enumerating every deployment per period and every purchase
+of 0-3 units per (chip, tranche), ``tests/test_horizon_milp.py::_brute``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import pddplan  # noqa: E402
+from pddplan.plan import horizon as horizon_plan  # noqa: E402
+from pddplan.plan import horizon_milp as hm  # noqa: E402
+
+SCENARIO = ROOT / "scenarios" / "pdd-h100-h200-horizon.yaml"
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def scaling(grid: list[tuple[int, float]]) -> None:
+    milp_s = [0.0]
+    schedule = hm.schedule
+
+    def timed(*args: object, **kwargs: object) -> hm.Schedule:
+        start = _cpu()
+        try:
+            return schedule(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            milp_s[0] += _cpu() - start
+
+    horizon_plan.hm.schedule = timed  # type: ignore[assignment]
+    data = yaml.safe_load(SCENARIO.read_text())
+    print(
+        "| months | group share | periods | family plans | deployments | MILP variables | "
+        "MILP rows | status | gap | total USD | CPU s | CPU s in MILPs |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for months, share in grid:
+            data["horizon"]["months"] = months
+            data["horizon"]["group_share"] = share
+            path = Path(tmp) / f"h-{months}-{share}.yaml"
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+            problem = pddplan.load_scenario(path)
+            milp_s[0] = 0.0
+            start = _cpu()
+            r = pddplan.solve_horizon(problem)
+            took = _cpu() - start
+            total = f"{r.total_usd:,.0f}" if r.total_usd is not None else "-"
+            gap = f"{r.gap:.2%}" if r.gap is not None else "-"
+            print(
+                f"| {months} | {share:g} | {len(r.periods)} | {r.family_plans} | "
+                f"{r.deployments} | {r.variables} | {r.constraints} | {r.status} | {gap} | "
+                f"{total} | {took:.1f} | {milp_s[0]:.1f} |",
+                flush=True,
+            )
+    horizon_plan.hm.schedule = schedule  # type: ignore[assignment]
+
+
+def random_model(seed: int, periods: int) -> hm.HorizonModel:
+    """``tests/test_horizon_milp.py``'s random case with ``periods`` periods and no
+    reservation terms."""
+    h, b = ("dc", "h100"), ("dc", "b200")
+    rng = random.Random(seed)
+    supply = {
+        h: hm.Supply(
+            sunk_gpus=rng.choice([0, 8]),
+            sunk_usd_per_gpu_hour=0.3,
+            max_gpus=rng.choice([None, 32]),
+            unit_gpus=8,
+            own_usd_per_gpu_hour=rng.uniform(0.8, 1.6),
+            own_from_tranche=rng.choice([0, 1]),
+            rent_usd_per_gpu_hour=rng.uniform(2.0, 3.5),
+        ),
+        b: hm.Supply(
+            unit_gpus=8,
+            own_usd_per_gpu_hour=rng.uniform(1.5, 3.0),
+            rent_usd_per_gpu_hour=rng.uniform(4.0, 6.0),
+        ),
+    }
+    out = []
+    for i in range(periods):
+        entries = [hm.Entry({h: rng.choice([8, 16, 24])})]
+        entries.append(hm.Entry({b: rng.choice([8, 16])}, other_usd_per_hour=rng.uniform(0, 5)))
+        out.append(hm.PeriodModel(f"p{i}", i % 2, rng.uniform(100, 2000), entries))
+    return hm.HorizonModel([3, 3], out, supply)
+
+
+def brute(sizes: list[int], seeds: int = 3) -> None:
+    from test_horizon_milp import _brute
+
+    print("| periods | seed | MILP USD | brute force USD | equal | MILP CPU s | brute force CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n in sizes:
+        for seed in range(seeds):
+            m = random_model(seed, n)
+            start = _cpu()
+            got = hm.schedule(m)
+            t_milp = _cpu() - start
+            start = _cpu()
+            best = _brute(m, 3)
+            t_brute = _cpu() - start
+            assert got.total_usd is not None
+            same = abs(got.total_usd - best) <= 1e-6 * best
+            print(
+                f"| {n} | {seed} | {got.total_usd:,.2f} | {best:,.2f} | {same} | "
+                f"{t_milp:.2f} | {t_brute:.2f} |",
+                flush=True,
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", default="12:0.2,18:0.2,24:0.4,24:0.2,24:0.1,36:0.2")
+    ap.add_argument("--brute", default="2,3,4,5")
+    args = ap.parse_args()
+    grid = [(int(m), float(s)) for m, s in (x.split(":") for x in args.grid.split(",") if x)]
+    if grid:
+        scaling(grid)
+        print()
+    sizes = [int(x) for x in args.brute.split(",") if x]
+    if sizes:
+        brute(sizes)
+
+
+if __name__ == "__main__":
+    main()
