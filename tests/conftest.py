@@ -72,8 +72,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 PLANNED = [p for p in SCENARIOS if "\nhorizon:" not in p.read_text()]
-"""The shipped scenarios ``solve`` plans today: a scenario with a ``horizon:`` is refused
-until the horizon planner exists (issue 53), so it has no solve or compare golden yet."""
+"""The shipped scenarios ``solve`` plans for one rate: a scenario with a ``horizon:`` is
+planned over time (``HORIZON_EXAMPLE``, solved once a session by ``horizon_solved``, its
+plan file pinned by its own golden), and ``compare`` plans it at its base rate alone."""
+HORIZON_EXAMPLE = ROOT / "scenarios" / "pdd-h100-h200-horizon.yaml"
+"""The shipped plan over time (issue 53): about 22 s to solve on this project's machine."""
+HORIZON_GOLDEN = Path(__file__).resolve().parent / "golden" / "solve-pdd-h100-h200-horizon.json"
+"""Its plan file (``solve --json``), kept in step by ``tests/test_golden.py``: what the
+default run's tests of a horizon plan's CSV, JSON and report read, without solving."""
 # the shipped scenarios the tests name, each by one name
 SMALL = ROOT / "scenarios" / "small-llama-8b.yaml"
 H100_H200 = ROOT / "scenarios" / "pdd-h100-h200.yaml"  # the README's
@@ -221,6 +227,38 @@ def run_main(*args: str) -> Run:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
     return Run(code, out.getvalue(), err.getvalue())
+
+
+@dataclass(frozen=True)
+class HorizonSolve:
+    """``solve`` of the shipped horizon example with every output: the command's result and
+    the files it wrote."""
+
+    run: Run
+    plan: Path
+    csv: Path
+    plot: Path
+    report: Path
+
+
+@pytest.fixture(scope="session")
+def horizon_solved(tmp_path_factory: pytest.TempPathFactory) -> HorizonSolve:
+    """The shipped horizon example solved once a session (about 22 s: for slow tests only)
+    from the project's folder, as a user would (``--out``, ``--csv``, ``--plot``,
+    ``--report``), so that its plan file names the scenario as the goldens do."""
+    folder = tmp_path_factory.mktemp("horizon")
+    files = HorizonSolve(
+        Run(0, "", ""), folder / "plan.json", folder / "schedule.csv", folder / "schedule.png",
+        folder / "report.html",
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        run = run_main(
+            "solve", str(HORIZON_EXAMPLE.relative_to(ROOT)), "--out", str(files.plan),
+            "--csv", str(files.csv), "--plot", str(files.plot), "--report", str(files.report),
+            "-q",
+        )  # fmt: skip
+    return HorizonSolve(run, files.plan, files.csv, files.plot, files.report)
 
 
 # --- golden files -------------------------------------------------------------------------

@@ -14,7 +14,15 @@ import json
 import time
 
 import pytest
-from conftest import PLANNED, ROOT, check_golden, golden_differences, quick_or_slow, run_main
+from conftest import (
+    HORIZON_GOLDEN,
+    PLANNED,
+    ROOT,
+    check_golden,
+    golden_differences,
+    quick_or_slow,
+    run_main,
+)
 
 WALL_CLOCK = {"solve_seconds", "seconds", "wall_seconds", "events_per_second"}
 """JSON keys that measure this machine's speed, not the plan."""
@@ -64,6 +72,16 @@ def test_solve_max_bcr_json_is_unchanged(request, monkeypatch):
     assert result.exit_code == 0, result.output
     text = json.dumps(_normalized(json.loads(result.stdout)), indent=2) + "\n"
     check_golden("solve-max-bcr-pdd-h100-h200.json", text, request)
+
+
+@pytest.mark.slow
+def test_solve_horizon_json_is_unchanged(horizon_solved, request):
+    """The shipped plan over time (the session's solve, ``conftest.horizon_solved``): its
+    plan file is what ``solve --json`` prints, and what the default run's horizon tests
+    read (``HORIZON_GOLDEN``)."""
+    assert horizon_solved.run.exit_code == 0, horizon_solved.run.output
+    text = json.dumps(_normalized(json.loads(horizon_solved.plan.read_text())), indent=2) + "\n"
+    check_golden(HORIZON_GOLDEN.name, text, request)
 
 
 @pytest.mark.slow

@@ -1,7 +1,6 @@
 """Plans over time, their inputs (issue 53): the ``horizon:`` section and its located errors,
 the periods cut from it (hand-computed), how each GPU can be had (the acquisition catalog,
-resolved per datacenter), ``solve``'s refusal until the horizon planner exists, and
-``workload fit --by-hour``."""
+resolved per datacenter), ``solve`` planning it, and ``workload fit --by-hour``."""
 
 from __future__ import annotations
 
@@ -456,16 +455,15 @@ def test_a_scenario_without_a_horizon_reads_and_writes_as_before():
 
 # --- solve plans it ------------------------------------------------------------------------
 @pytest.mark.slow
-def test_solve_plans_the_horizon_and_beats_both_policies(tmp_path):
-    """``solve`` on the shipped example: exit 0, a schedule at least as cheap as renting
-    everything and as owning for the peak (both are restrictions of its MILP), every period
-    with demand running a deployment whose SLA capacity covers it, and the same figures in
-    ``--json`` and ``--out``."""
-    out = tmp_path / "plan.json"
-    result = run_main("solve", str(EXAMPLE), "--out", str(out), "-q")
+def test_solve_plans_the_horizon_and_beats_both_policies(horizon_solved):
+    """``solve`` on the shipped example (the session's, ``conftest.horizon_solved``): exit
+    0, a schedule at least as cheap as renting everything and as owning for the peak (both
+    are restrictions of its MILP), every period with demand running a deployment whose SLA
+    capacity covers it."""
+    result = horizon_solved.run
     assert result.exit_code == 0, result.output
     assert "over 24 months" in result.stdout and "Against rent everything" in result.stdout
-    view = json.loads(out.read_text())
+    view = json.loads(horizon_solved.plan.read_text())
     assert view["kind"] == "horizon" and view["status"] == "optimal"
     assert len(view["periods"]) == 40 and len(view["monthly_usd"]) == 24
     assert sum(view["monthly_usd"]) == pytest.approx(view["total_usd"], rel=1e-9)

@@ -50,6 +50,81 @@ def test_a_steady_load_is_owned_and_a_peak_is_rented():
     assert peak.total_usd == pytest.approx(8 * 6 * month)
 
 
+def test_each_periods_holdings_in_the_steady_load_case():
+    """The $19,710 case above, period by period (``holdings``): every period holds the 4
+    owned GPUs (bought in the first tranche, kept); each peak rents 4 more for its hours,
+    a trough rents none. An hour of a peak costs 4 x $1 + 4 x $3 = $16, of a trough 4 x $1
+    = $4; each period's hourly cost times its hours adds up to the total: (16 x 91.25 + 4 x
+    2,098.75) x 2 = $19,710."""
+    month = HOURS_PER_MONTH
+    peak_h, low_h = 3 * month / 24, 3 * month * 23 / 24
+    m = hm.HorizonModel(
+        tranche_months=[3, 3],
+        periods=[
+            hm.PeriodModel("q1.g1", 0, peak_h, [hm.Entry({H: 8})]),
+            hm.PeriodModel("q1.g2", 0, low_h, [hm.Entry({H: 4})]),
+            hm.PeriodModel("q2.g1", 1, peak_h, [hm.Entry({H: 8})]),
+            hm.PeriodModel("q2.g2", 1, low_h, [hm.Entry({H: 4})]),
+        ],
+        supply={H: hm.Supply(own_usd_per_gpu_hour=1.0, rent_usd_per_gpu_hour=3.0)},
+    )
+    got = hm.schedule(m)
+    held = hm.holdings(m, got)
+    assert [h.owned for h in held] == [{H: 4}] * 4
+    assert [h.rented for h in held] == [{H: 4}, {}, {H: 4}, {}]
+    assert [h.reserved for h in held] == [{}] * 4 and [h.sunk for h in held] == [{}] * 4
+    assert [h.usd_per_hour for h in held] == pytest.approx([16.0, 4.0, 16.0, 4.0])
+    total = sum(h.usd_per_hour * p.hours for h, p in zip(held, m.periods, strict=True))
+    assert total == pytest.approx(19_710)
+    peak = hm.schedule(m, hm.OWN_FOR_PEAK)  # 8 owned: the troughs hold 4 idle
+    assert [h.owned for h in hm.holdings(m, peak)] == [{H: 8}] * 4
+    assert [h.usd_per_hour for h in hm.holdings(m, peak)] == pytest.approx([8.0] * 4)
+    assert hm.holdings(m, hm.Schedule("infeasible", None, None, None)) == []
+
+
+def test_holdings_count_sunk_gpus_run_reservations_in_force_and_the_lease():
+    """By hand, one chip over two tranches of 3 months: 8 sunk GPUs ($0.5/h to run), a
+    3-month reservation (min 8) at $2/h, renting at $3/h, a $730/month link. The peak (16
+    GPUs, 1 h a day) and trough (4 GPUs) of tranche 1: the trough runs 4 sunk GPUs ($2/h),
+    the peak 8 sunk + 8 rented ($4 + $24); reserving 8 for the quarter would cost 8 x $2 x
+    2,190 h = $35,040 against the peak's rentals 8 x $3 x 91.25 h = $2,190: not taken.
+    Tranche 2's peak is 16 GPUs for 23 h a day, where renting 8 would cost 8 x $3 x 2,098.75
+    h = $50,370: 8 reserved ($16/h, in force in tranche 2 alone) and 8 sunk ($4/h); its
+    1-hour trough (4 GPUs) runs no sunk GPU, 4 of the 8 reserved being idle. The link adds
+    $730 / 730 h = $1 to every hour."""
+    month = HOURS_PER_MONTH
+    one_h, rest_h = 3 * month / 24, 3 * month * 23 / 24
+    entry = {4: hm.Entry({H: 4}, ("a-b", 10.0)), 16: hm.Entry({H: 16}, ("a-b", 10.0))}
+    m = hm.HorizonModel(
+        tranche_months=[3, 3],
+        periods=[
+            hm.PeriodModel("q1.g1", 0, one_h, [entry[16]]),
+            hm.PeriodModel("q1.g2", 0, rest_h, [entry[4]]),
+            hm.PeriodModel("q2.g1", 1, rest_h, [entry[16]]),
+            hm.PeriodModel("q2.g2", 1, one_h, [entry[4]]),
+        ],
+        supply={
+            H: hm.Supply(
+                sunk_gpus=8,
+                sunk_usd_per_gpu_hour=0.5,
+                terms=(hm.Term(3, 2.0, 8),),
+                rent_usd_per_gpu_hour=3.0,
+            )
+        },
+        link_tiers={"a-b": {10.0: 730.0}},
+    )
+    got = hm.schedule(m)
+    assert got.reserve == {(H, 1, 0): 8} and got.rent == {(H, 0): 8}
+    held = hm.holdings(m, got)
+    assert [h.sunk for h in held] == [{H: 8}, {H: 4}, {H: 8}, {}]
+    assert [h.reserved for h in held] == [{}, {}, {H: 8}, {H: 8}]
+    assert [h.rented for h in held] == [{H: 8}, {}, {}, {}]
+    assert [h.owned for h in held] == [{}] * 4
+    assert [h.usd_per_hour for h in held] == pytest.approx([29.0, 3.0, 21.0, 17.0])
+    total = sum(h.usd_per_hour * p.hours for h, p in zip(held, m.periods, strict=True))
+    assert total == pytest.approx(got.total_usd)
+
+
 def test_a_lead_time_rents_until_the_purchase_arrives():
     """GPUs bought serve from the second tranche on: the first tranche rents."""
     m = hm.HorizonModel(

@@ -1,7 +1,7 @@
-"""``pddplan report`` and ``solve --report`` (issue 52, items 2 and 3): one self-contained
-HTML file that parses strictly, loads nothing, and holds every section and figure with its
-caption; the same content as Markdown with its figures beside it; refusals of a plan that
-cannot be reported (written before plans carried their scenario, its scenario file changed)
+"""``pddplan report`` and ``solve --report`` (issue 52, items 2 and 3; a plan over time's,
+issue 53): one self-contained HTML file that parses strictly, loads nothing, and holds every
+section and figure with its caption; the same content as Markdown with its figures beside
+it; refusals of a plan that cannot be reported (written before plans carried their scenario, its scenario file changed)
 and of an output that would overwrite something, each one line and exit 2, found before any
 work; and, in the slow run, the report rendered by Debian's headless Chromium at 1280 and
 390 px wide with the network off, asserting from the rendered page.
@@ -25,12 +25,13 @@ from pathlib import Path
 
 import html5lib
 import pytest
-from conftest import ROOT, SMALL, run_main
+from conftest import HORIZON_GOLDEN, ROOT, SMALL, run_main
 
 import pddplan
 from pddplan.report.html import CSP
 from pddplan.report.markdown import page_markdown
 from pddplan.report.page import (
+    HORIZON_SECTIONS,
     PLAN_SECTIONS,
     SWEEP_SECTIONS,
     Figure,
@@ -501,16 +502,34 @@ def _screenshot(report: Path, width: int, height: int, to: Path, tmp: Path) -> N
         matplotlib.image.imsave(to, matplotlib.image.imread(to)[:, :width])
 
 
+@pytest.fixture(scope="module")
+def reported_horizon(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped plan over time's report, from its golden plan file (no solve)."""
+    out = tmp_path_factory.mktemp("report-horizon") / "horizon.html"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        result = run_main("report", str(HORIZON_GOLDEN), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    return out
+
+
 @pytest.mark.slow
-def test_the_report_in_a_real_browser(reported_with_sweep, tmp_path):
-    """Debian's Chromium, headless with the network off, renders the report at 1280 and 390
-    px wide: no request leaves the file, nothing is wider than the window, every section is
-    there and every figure is drawn at a size with its caption (the phone-wide copy at 390
-    px). A broken copy shows that each check can fail. The screenshots are kept."""
+@pytest.mark.parametrize("which", ["plan", "horizon"])
+def test_the_report_in_a_real_browser(which, request, tmp_path):
+    """Debian's Chromium, headless with the network off, renders the report (a plan's with a
+    sweep's section; a plan over time's) at 1280 and 390 px wide: no request leaves the
+    file, nothing is wider than the window, every section is there and every figure is drawn
+    at a size with its caption (the phone-wide copy at 390 px). A broken copy shows that
+    each check can fail. The screenshots are kept."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} not found: the browser check needs Debian's Chromium "
                     "(apt-get install -y chromium; .ci/run installs it); it never skips")  # fmt: skip
-    reported = reported_with_sweep
+    if which == "plan":
+        reported = request.getfixturevalue("reported_with_sweep")
+        sections = [*PLAN_SECTIONS[:-1], "sweep", "about"]
+    else:
+        reported = request.getfixturevalue("reported_horizon")
+        sections = list(HORIZON_SECTIONS)
     text = reported.read_text(encoding="utf-8")
     assert text.count(CSP) == 1
     probe = tmp_path / "probe.html"  # a test-only copy: the probe, and the CSP lets it run
@@ -525,7 +544,7 @@ def test_the_report_in_a_real_browser(reported_with_sweep, tmp_path):
         assert got["innerWidth"] == width
         assert got["requests"] == [] and got["violations"] == [], got
         assert got["scrollWidth"] <= width and got["overflowing"] == [], got
-        assert [s for s, _ in got["sections"]] == [*PLAN_SECTIONS[:-1], "sweep", "about"]
+        assert [s for s, _ in got["sections"]] == sections
         assert all(h > 0 for _, h in got["sections"])
         for f in got["figures"]:
             assert f["drawn"] > 0 and f["width"] > 0 and f["height"] > 0, f
@@ -539,18 +558,22 @@ def test_the_report_in_a_real_browser(reported_with_sweep, tmp_path):
                           f"(of {f['drawn']})" for f in got["figures"])  # fmt: skip
         print(f"\n{width} px: page {got['scrollWidth']} x {got['scrollHeight']} px, "
               f"{len(got['sections'])} sections, {len(got['requests'])} requests; {drawn}")  # fmt: skip
-        _screenshot(reported, width, got["scrollHeight"], shots / f"report-{width}px.png", tmp_path)
+        _screenshot(reported, width, got["scrollHeight"], shots / f"{which}-{width}px.png",
+                    tmp_path)  # fmt: skip
     # at 390 px the figures are the copies drawn for a phone: narrower images, not shrunk ones
+    assert figures[390] and len(figures[390]) == len(figures[1280])
     assert all(n["drawn"] < w["drawn"] for n, w in zip(figures[390], figures[1280], strict=True))
-    # the checks can fail: a copy that fetches an image, is too wide, has a figure undrawn
-    broken = tmp_path / "broken.html"
-    broken.write_text(probed.replace("</main>", '<img src="http://example.invalid/x.png" alt="x">'
-                      '<div style="width:3000px">wide</div><figure id="bad"><img src='
-                      '"data:image/png;base64,AAAA" alt=""></figure></main>'))  # fmt: skip
-    bad = _layout(broken, 390, tmp_path)
-    assert any("example.invalid" in r for r in bad["requests"] + bad["violations"])
-    assert bad["scrollWidth"] > 390 and bad["overflowing"]
-    assert any(f["id"] == "bad" and (f["drawn"] == 0 or not f["caption"]) for f in bad["figures"])
+    if which == "plan":  # the checks can fail (once): a copy that fetches an image, is too
+        # wide, has a figure undrawn
+        broken = tmp_path / "broken.html"
+        broken.write_text(probed.replace("</main>", '<img src="http://example.invalid/x.png" '
+                          'alt="x"><div style="width:3000px">wide</div><figure id="bad"><img '
+                          'src="data:image/png;base64,AAAA" alt=""></figure></main>'))  # fmt: skip
+        bad = _layout(broken, 390, tmp_path)
+        assert any("example.invalid" in r for r in bad["requests"] + bad["violations"])
+        assert bad["scrollWidth"] > 390 and bad["overflowing"]
+        assert any(f["id"] == "bad" and (f["drawn"] == 0 or not f["caption"])
+                   for f in bad["figures"])  # fmt: skip
     kept = os.environ.get("CI_ARTIFACTS")
     if kept:
         shutil.copytree(shots, Path(kept) / "report-browser", dirs_exist_ok=True)

@@ -100,6 +100,25 @@ def solve(
             "Markdown for a .md name; replaced if it exists, as --out is.",
         ),
     ] = None,
+    csv_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--csv",
+            help="For a scenario with a horizon: also write its schedule as CSV, a period a "
+            "row (months, hours, demand, family, SLA capacity, GPUs sunk/owned/reserved/rented "
+            "per datacenter and chip, TTFT, $/hour); replaced if it exists. Refused without a "
+            "horizon.",
+        ),
+    ] = None,
+    plot_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="For a scenario with a horizon: also draw each period's capacity by how its "
+            "GPUs are had against its demand, and the cost by month (.png, .svg or .pdf); "
+            "replaced if it exists. Refused without a horizon.",
+        ),
+    ] = None,
     verify: Annotated[
         bool,
         typer.Option(
@@ -151,8 +170,11 @@ def solve(
     not_an_input(out_file, [scenario])
     if report_file is not None:
         _check_report(report_file, scenario, out_file)
+    _check_horizon_outputs(scenario, out_file, report_file, csv_file, plot_file)
     sections = _sections(details)
     loaded = pddplan.load_scenario(scenario)
+    if loaded.scenario.horizon is None:
+        _no_horizon_outputs(loaded.scenario.name, csv_file, plot_file)
     problem = pddplan.with_engine(loaded, engine, perf_quantile)
     warn_problem(problem)
     if headroom is not None:
@@ -168,7 +190,8 @@ def solve(
     if problem.scenario.horizon is not None:
         _solve_horizon(
             problem, value(objective), value(solver), time_limit, node_limit, value(method),
-            budget, verify, report_file, out_file, json_out, document, quiet,
+            budget, verify, _Outputs(out_file, report_file, csv_file, plot_file), json_out,
+            document, quiet,
         )  # fmt: skip
         return
     if problem.scenario.workload_variants:
@@ -261,6 +284,93 @@ def _check_report(report_file: Path, scenario: Path, out_file: Path | None) -> N
         raise pddplan.InputError(f"--report {report_file}: the same file as --out; give another")
     fmt = report.report_format(report_file, None)
     report.check_out(report_file, [scenario, out_file], fmt, force=True, option="--report")
+
+
+def _check_horizon_outputs(
+    scenario: Path,
+    out_file: Path | None,
+    report_file: Path | None,
+    csv_file: Path | None,
+    plot_file: Path | None,
+) -> None:
+    """Before any planning: ``--csv`` and ``--plot`` each name a file apart from the
+    scenario and the other outputs, in a folder that takes files (they replace a file that
+    exists, as ``--out`` does); ``--plot`` an image suffix."""
+    from pddplan.cli import report
+    from pddplan.cli.common import PLOT_SUFFIXES
+
+    others = {"--out": out_file, "--report": report_file}
+    for option, path in (("--csv", csv_file), ("--plot", plot_file)):
+        if path is None:
+            continue
+        if option == "--plot" and path.suffix.lower() not in PLOT_SUFFIXES:
+            raise pddplan.InputError(
+                f"--plot {path}: no image suffix; give a file ending in {', '.join(PLOT_SUFFIXES)}"
+            )
+        for name, other in others.items():
+            if other is not None and path.absolute() == other.absolute():
+                raise pddplan.InputError(f"{option} {path}: the same file as {name}; give another")
+        example = "schedule.csv" if option == "--csv" else "schedule.png"
+        report.check_out(path, [scenario, *others.values()], option.lstrip("-"), force=True,
+                         option=option, example=example)  # fmt: skip
+        others[option] = path
+
+
+def _no_horizon_outputs(name: str, csv_file: Path | None, plot_file: Path | None) -> None:
+    """Refuse ``--csv`` and ``--plot`` for a scenario without a horizon, before planning:
+    they write a plan over time's schedule and its figure."""
+    if csv_file is not None:
+        raise pddplan.InputError(
+            f"--csv {csv_file}: scenario {name} has no horizon: section; --csv writes a plan "
+            "over time's schedule, a period a row (a plan for one rate: --out writes it as "
+            "JSON, pddplan compare --format csv compares architectures)"
+        )
+    if plot_file is not None:
+        raise pddplan.InputError(
+            f"--plot {plot_file}: scenario {name} has no horizon: section; --plot draws a plan "
+            "over time's capacity and cost (a plan for one rate: --report draws its figures)"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outputs:
+    """The files ``solve`` of a horizon writes besides the terminal: ``--out``, ``--report``,
+    ``--csv``, ``--plot``."""
+
+    out: Path | None = None
+    report: Path | None = None
+    csv: Path | None = None
+    plot: Path | None = None
+
+
+def _write_horizon_outputs(
+    files: _Outputs, view: dict[str, Any], scenario: pddplan.Scenario, quiet: bool
+) -> None:
+    """A plan over time's files: the plan file, its CSV schedule, its figure, its report
+    (as ``pddplan report`` writes it from the plan file)."""
+    from pddplan.report import documents
+
+    if files.out is not None:
+        write_file(files.out, json.dumps(view, indent=2) + "\n")
+    if files.csv is not None:
+        write_file(files.csv, documents.horizon_csv(view), option="--csv")
+    if files.plot is not None or files.report is not None:
+        with status_line("solve", quiet=quiet) as show:
+            show("drawing the schedule ...")
+            if files.plot is not None:
+                from pddplan.report import page, plots
+
+                try:
+                    plots.write_figure(page.horizon_chart(view), files.plot)
+                except OSError as e:
+                    raise pddplan.InputError(
+                        f"--plot: cannot write {files.plot}: {e.strerror}"
+                    ) from None
+            if files.report is not None:
+                from pddplan.cli import report
+
+                fmt = report.report_format(files.report, None)
+                report.write_page(report.horizon_page(view, scenario), files.report, fmt)
 
 
 def _write_report(
@@ -456,14 +566,14 @@ def _solve_horizon(
     method: str,
     budget: float | None,
     verify: bool,
-    report_file: Path | None,
-    out_file: Path | None,
+    files: _Outputs,
     json_out: bool,
     document: Callable[[dict[str, Any]], dict[str, Any]],
     quiet: bool,
 ) -> None:
     """``solve`` of a scenario with a horizon: what to own, reserve and rent, period by
-    period, at least total cost (``pddplan.solve_horizon``)."""
+    period, at least total cost (``pddplan.solve_horizon``); its plan file, CSV schedule,
+    figure and report where asked for."""
     from pddplan.report import horizon as report_horizon
     from pddplan.report import views
 
@@ -473,7 +583,6 @@ def _solve_horizon(
         ("method", method != "milp", "the MILP only (milp)"),
         ("budget", budget is not None, "no budget: the least total cost"),
         ("verify", verify, "no --verify yet: simulate a period with pddplan simulate"),
-        ("report", report_file is not None, "no --report yet: --json or --out"),
     ]
     for name, bad, allowed in refused:
         if bad:
@@ -488,13 +597,19 @@ def _solve_horizon(
             time_limit_s=time_limit,
             node_limit=node_limit,
         )
-    view = document(views.horizon_view(result))
-    if out_file is not None and result.total_usd is not None:
-        write_file(out_file, json.dumps(view, indent=2) + "\n")
+    view = views.horizon_view(result)
+    view["solver"]["solver"] = solver or s.solver.name
+    view = document(view)
+    planned = result.total_usd is not None
+    if planned:
+        _write_horizon_outputs(files, view, problem.scenario, quiet)
     emit(json_out, lambda: view, lambda: report_horizon.horizon_report(result))
-    if out_file is not None and result.total_usd is not None and not json_out:
-        note(f"wrote {out_file}")
-    if result.total_usd is None:
+    if files.out is not None and planned and not json_out:
+        note(f"wrote {files.out}")
+    for path in (files.csv, files.plot, files.report):
+        if path is not None:
+            note(f"wrote {path}" if planned else f"nothing written to {path}: there is no plan")
+    if not planned:
         raise typer.Exit(code=1)
 
 

@@ -45,17 +45,22 @@ def figures_folder(out: Path) -> Path:
 
 
 def check_out(
-    out: Path, inputs: list[Path | None], fmt: str, *, force: bool, option: str = "--out"
+    out: Path,
+    inputs: list[Path | None],
+    fmt: str,
+    *,
+    force: bool,
+    option: str = "--out",
+    example: str = "report.html",
 ) -> None:
-    """Before any work: ``out`` is not an input, names a file (not a folder) in a folder
-    that takes new files, and, unless ``force``, is not a file with something in it (nor,
-    for Markdown, a figures folder with files in it)."""
+    """Before any work: ``out`` is not an input, names a file (not a folder: ``example``
+    is the name a refusal suggests in it) in a folder that takes new files, and, unless
+    ``force``, is not a file with something in it (nor, for Markdown, a figures folder with
+    files in it)."""
     where = f"{option} {out}"
     not_an_input(out, inputs, option)
     if out.is_dir():
-        raise pddplan.InputError(
-            f"{where}: a folder; give a file name (e.g. {out / 'report.html'})"
-        )
+        raise pddplan.InputError(f"{where}: a folder; give a file name (e.g. {out / example})")
     if not force and out.exists() and out.stat().st_size > 0:
         raise pddplan.InputError(
             f"{where}: exists and is not empty; give --force to replace it, or another file"
@@ -119,12 +124,21 @@ def plan_page(
     )
 
 
+def horizon_page(data: dict[str, Any], scenario: pddplan.Scenario) -> Page:
+    """The report of a plan over a horizon (its file's JSON, the scenario it carries): every
+    figure from the file, nothing planned again."""
+    from pddplan.report.page import horizon_page as page
+
+    return page(data, scenario, version=pddplan.__version__)
+
+
 def report(
     source: Annotated[
         Path,
         typer.Argument(
             metavar="PLAN",
-            help="A plan file (solve --out), or a sweep's results (sweep --format json --out).",
+            help="A plan file (solve --out; a plan over a horizon too), or a sweep's results "
+            "(sweep --format json --out).",
         ),
     ],
     out_file: Annotated[
@@ -156,7 +170,9 @@ def report(
 ) -> None:
     """Write a plan as a report to share: one self-contained HTML file (no network, no
     script), or Markdown: verdict, fleet, costs, runner-ups, TTFT by segment and its
-    distribution, utilization, sensitivity, router rules, figures.
+    distribution, utilization, sensitivity, router rules, figures. A plan over a horizon:
+    verdict against the simple policies, what to buy and reserve, link leases, each period,
+    capacity and cost over time, cost by month.
 
     Example: [bold]pddplan report plan.json --out report.html[/bold]
     """
@@ -166,14 +182,17 @@ def report(
     if isinstance(read, pddplan.PlanFile):
         problem = pddplan.plan_problem(read)
         pddplan.check_scenario_file(read, redo="report on it as it is now")
-        if read.data.get("robust") and sweep is not None:
+        if (read.data.get("robust") or read.over_horizon) and sweep is not None:
+            which = "a plan over a horizon" if read.over_horizon else "a robust plan"
             raise pddplan.InputError(
-                f"--sweep {sweep}: a robust plan's report has no sweep section; report the sweep "
+                f"--sweep {sweep}: {which}'s report has no sweep section; report the sweep "
                 "alone (pddplan report SWEEP.json)"
             )
         run = pddplan.read_sweep(sweep) if sweep is not None else None
         try:
-            if read.data.get("robust"):
+            if read.over_horizon:
+                page = horizon_page(read.data, problem.scenario)
+            elif read.data.get("robust"):
                 from pddplan.report.page import robust_page
 
                 page = robust_page(read.data, problem.scenario, version=pddplan.__version__)

@@ -102,6 +102,12 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
     problem = plan_problem(plan)  # refuses a plan without its scenario first
     check_scenario_file(plan)
     data = plan.data
+    if plan.over_horizon:
+        raise InputError(
+            f"{plan.path}: a plan over a horizon: each period runs its own deployment "
+            "(periods[N].deployment, in fleet-file form); export covers a plan for one rate "
+            "(save a period's deployment as a fleet file, or plan that period's rate alone)"
+        )
     if data.get("robust"):
         raise InputError(
             f"{plan.path}: a plan for workload variants: one fleet with a router per variant; "

@@ -8,6 +8,7 @@ from pathlib import Path
 from pddplan.errors import InputError
 from pddplan.io.catalogs import unknown_id
 from pddplan.io.located import read_yaml
+from pddplan.io.plan_file import is_horizon_plan
 from pddplan.io.validation import validate
 from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet, md_cache_problem
@@ -45,6 +46,12 @@ def load_fleet(path: Path, problem: Problem, variant: str | None = None) -> Flee
                 )
             routing = routed[variant].get("routing")
         data, prefix = data["deployment"], ("deployment",)
+    elif is_horizon_plan(data):
+        raise InputError(
+            f"{source.where(('periods',))}: periods: a plan over a horizon holds a deployment "
+            "per period (periods[N].deployment, in fleet-file form), not one: save the "
+            "period's as a fleet file and give it with --fleet"
+        )
     elif isinstance(data, dict) and PLAN_KEYS & set(data):  # a plan file without its fleet
         raise InputError(
             f"{source.where(())}: deployment: missing: a plan file written by `pddplan solve "

@@ -1,8 +1,9 @@
 """The plan file (``solve --out``, ``solve --json``): a plan that carries the scenario it was
 made for, and reading one back.
 
-A plan file is the JSON view of the plan (``pddplan.report.views.plan_view``) with, since
-format ``PLAN_FORMAT``:
+A plan file is the JSON view of the plan (``pddplan.report.views.plan_view``; for a scenario
+with a ``horizon:``, ``horizon_view``: ``"kind": "horizon"``, a schedule of periods each
+with its deployment, no one ``deployment``) with, since format ``PLAN_FORMAT``:
 
 - ``format``: ``pddplan-plan/2``;
 - ``scenario_file``: the scenario it was planned on: ``path`` (as given to ``solve``),
@@ -107,10 +108,31 @@ class PlanFile:
     scenario_path: str | None
 
     @property
+    def over_horizon(self) -> bool:
+        """A plan over a scenario's horizon: a schedule of periods, each with its own
+        deployment, not one deployment (``is_horizon_plan``)."""
+        return is_horizon_plan(self.data)
+
+    @property
     def carries_scenario(self) -> bool:
         return self.fingerprint is not None and isinstance(
             self.data.get("scenario_file", {}).get("content"), dict
         )
+
+
+HORIZON_KIND = "horizon"
+"""The ``kind`` of a plan over time's file (``views.horizon_view``): no one ``deployment``,
+a schedule of ``periods`` instead, each with its own."""
+
+
+def is_horizon_plan(data: Any) -> bool:
+    """Whether parsed JSON is a plan over a scenario's horizon (``solve --out`` of a
+    scenario with a ``horizon:``)."""
+    return (
+        isinstance(data, dict)
+        and data.get("kind") == HORIZON_KIND
+        and isinstance(data.get("periods"), list)
+    )
 
 
 def read_plan(path: Path) -> PlanFile:
@@ -121,7 +143,7 @@ def read_plan(path: Path) -> PlanFile:
         max_bytes=MAX_PLAN_BYTES,
         hint="JSON written by `pddplan solve --out`",
     )
-    if not isinstance(data, dict) or "deployment" not in data:
+    if not isinstance(data, dict) or ("deployment" not in data and not is_horizon_plan(data)):
         raise InputError(
             f"{path}: not a plan file: no deployment (a plan file is written by `pddplan solve "
             "--out`, for a plan; an infeasible scenario writes none)"

@@ -81,6 +81,17 @@ class PeriodPlan:
     """GPUs rented on demand in its hours."""
     evaluation: Evaluation | None = None
     """The evaluator at the period's demand."""
+    sunk: dict[Chip, int] = field(default_factory=dict)
+    """Sunk GPUs (the scenario's inventory) its deployment runs (``horizon_milp.Held``)."""
+    owned: dict[Chip, int] = field(default_factory=dict)
+    """Owned GPUs held: bought to serve from its tranche or an earlier one (idle in its
+    hours where its deployment needs fewer)."""
+    reserved: dict[Chip, int] = field(default_factory=dict)
+    """Reserved GPUs in force in its tranche."""
+    usd_per_hour: float = 0.0
+    """What an hour of it costs: owned and reserved GPUs held, the sunk GPUs it runs, its
+    rentals, its deployment's other costs and the link's lease per hour; times its hours a
+    month, summed over its tranche's periods, the tranche's monthly cost."""
 
 
 @dataclass(frozen=True)
@@ -397,12 +408,17 @@ def _result(
     tranches = inputs.tranches
     opts = {(o.datacenter, o.chip): o for o in inputs.options}
     plans = []
+    held = hm.holdings(model, got)
     for i, p in enumerate(inputs.periods):
         k = got.picks[i]
         d = menu[i][k] if k >= 0 else None
         rented = {c: n for (c, j), n in got.rent.items() if j == i}
         ev = evaluate(problem, d.fleet, demand_rps=p.rps) if d is not None else None
-        plans.append(PeriodPlan(p, d, rented, ev))
+        h = held[i]
+        plans.append(
+            PeriodPlan(p, d, rented, ev, dict(h.sunk), dict(h.owned), dict(h.reserved),
+                       h.usd_per_hour)
+        )  # fmt: skip
     purchases = []
     for (c, t), gpus in sorted(got.own.items()):
         owned = opts[c].owned

@@ -30,6 +30,9 @@ power) from their first tranche to the horizon's end; reserved GPUs for their wh
 (a commitment: the months past the horizon are paid too); rented GPUs and the sunk GPUs in
 use for the period's hours; each tranche's link lease for its months; each picked
 deployment's other costs (the decode-side cache's tiers) for the period's hours.
+
+``holdings`` reads a schedule back period by period: the sunk GPUs run, the owned GPUs held,
+the reserved GPUs in force, the rented GPUs, and what an hour of the period costs (``Held``).
 """
 
 from __future__ import annotations
@@ -164,6 +167,76 @@ class Schedule:
     variables: int = 0
     constraints: int = 0
     nodes: int | None = None
+
+
+@dataclass(frozen=True)
+class Held:
+    """What one period holds, per (datacenter, chip), and what an hour of it costs: read
+    from a ``Schedule`` by ``holdings``."""
+
+    sunk: Mapping[Chip, int]
+    """Sunk GPUs (the scenario's inventory) its deployment runs: those it needs beyond the
+    owned, reserved and rented ones (those are paid for whether run or not), at most the
+    inventory; ``sunk_C_P`` at the optimum wherever a sunk GPU costs anything to run."""
+    owned: Mapping[Chip, int]
+    """Owned GPUs held: bought to serve from its tranche or an earlier one."""
+    reserved: Mapping[Chip, int]
+    """Reserved GPUs in force in its tranche."""
+    rented: Mapping[Chip, int]
+    """GPUs rented on demand for its hours."""
+    usd_per_hour: float
+    """What an hour of it costs: owned GPUs held and reservations in force (paid every hour
+    of the tranche), the sunk GPUs it runs, its rentals, its deployment's other costs, and
+    its tranche's link leases spread over a month's hours. Summed over a tranche's periods,
+    each times its hours a month, it is the tranche's monthly cost."""
+
+
+def holdings(m: HorizonModel, s: Schedule) -> list[Held]:
+    """Per period of ``m`` (in order), what the schedule ``s`` holds and what an hour of
+    it costs (``Held``); empty for a schedule without an answer."""
+    if s.total_usd is None:
+        return []
+    out = []
+    for i, p in enumerate(m.periods):
+        k = s.picks[i] if i < len(s.picks) else -1
+        entry = p.entries[k] if k >= 0 else None
+        sunk: dict[Chip, int] = {}
+        owned: dict[Chip, int] = {}
+        reserved: dict[Chip, int] = {}
+        rented: dict[Chip, int] = {}
+        usd = 0.0
+        for c in sorted(m.supply):
+            sup = m.supply[c]
+            own = sum(n for (cc, t), n in s.own.items() if cc == c and t <= p.tranche)
+            res = sum(
+                n
+                for (cc, t, j), n in s.reserve.items()
+                if cc == c and m.in_force(t, sup.terms[j], p.tranche)
+            )
+            rent = s.rent.get((c, i), 0)
+            need = entry.gpus.get(c, 0) if entry is not None else 0
+            run = min(sup.sunk_gpus, max(0, need - own - res - rent))
+            for kept, n in ((owned, own), (reserved, res), (rented, rent), (sunk, run)):
+                if n:
+                    kept[c] = n
+            usd += own * (sup.own_usd_per_gpu_hour or 0.0) + rent * (
+                sup.rent_usd_per_gpu_hour or 0.0
+            )
+            usd += run * sup.sunk_usd_per_gpu_hour
+            usd += sum(
+                n * sup.terms[j].usd_per_gpu_hour
+                for (cc, t, j), n in s.reserve.items()
+                if cc == c and m.in_force(t, sup.terms[j], p.tranche)
+            )
+        if entry is not None:
+            usd += entry.other_usd_per_hour
+        usd += sum(
+            m.link_tiers[link][g] / HOURS_PER_MONTH
+            for (link, t), g in s.lease.items()
+            if t == p.tranche
+        )
+        out.append(Held(sunk, owned, reserved, rented, usd))
+    return out
 
 
 def _name(*parts: object) -> str:

@@ -1,7 +1,8 @@
 """Plain-text documents of ``pddplan compare``: the section rows every format shares,
 CSV for spreadsheets and a Markdown document to paste into a procurement review. They are
 built from ``views.comparison_view`` (numbers only), so every format shows the same
-figures."""
+figures. And the schedule of a plan over time as CSV (``solve --csv``), from
+``views.horizon_view``."""
 
 from __future__ import annotations
 
@@ -160,6 +161,67 @@ def comparison_csv(view: dict[str, Any]) -> str:
                 flat["gpus_by_chip"] = "; ".join(f"{c}={n}" for c, n in r["gpus_by_chip"].items())
                 flat["link_tiers"] = "; ".join(r["link_tiers"])
             writer.writerow(flat)
+    return buf.getvalue()
+
+
+HORIZON_KINDS = ("sunk", "owned", "reserved", "rented")
+"""How a plan over time has its GPUs, in the order its CSV columns and its figure give
+them: sunk (the scenario's inventory, run), owned (bought, held), reserved (in force),
+rented (for the period's hours)."""
+HORIZON_COLUMNS = (
+    "period",
+    "tranche",
+    "first_month",
+    "last_month",
+    "hours_of_day",
+    "hours_per_month",
+    "demand_rps",
+    "family",
+    "sla_capacity_rps",
+)
+"""A horizon schedule's CSV columns before those per (datacenter, chip)."""
+HORIZON_TAIL = ("ttft_p90_s", "ttft_p99_s", "usd_per_hour")
+"""... and after them."""
+
+
+def horizon_chips(view: dict[str, Any]) -> list[str]:
+    """The ``DC/CHIP`` keys any period of a horizon view runs or holds, sorted."""
+    keys = {"gpus", *(f"{k}_gpus" for k in HORIZON_KINDS)}
+    return sorted({c for p in view["periods"] for k in keys for c in p.get(k) or {}})
+
+
+def horizon_csv(view: dict[str, Any]) -> str:
+    """A plan over time's schedule (``views.horizon_view``), one row per period in the
+    view's order (tranche by tranche, busiest first): its tranche and months, its hours of
+    the day (space-separated, 0-23), hours a month, demand, the family it runs and its SLA
+    capacity; per ``DC/CHIP`` the GPUs its deployment runs (``gpus:DC/CHIP``) and those
+    sunk in use, owned held, reserved in force and rented (``sunk_gpus:DC/CHIP``, ...); its
+    TTFT P90/P99 at the demand and what an hour of it costs. Numbers as the JSON has them;
+    an empty cell where a period has no demand (no deployment)."""
+    chips = horizon_chips(view)
+    per_chip = [f"{k}:{c}" for c in chips for k in ("gpus", *(f"{k}_gpus" for k in HORIZON_KINDS))]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*HORIZON_COLUMNS, *per_chip, *HORIZON_TAIL])
+    for p in view["periods"]:
+        ttft = p.get("ttft_s") or {}
+        row = [
+            p["name"],
+            p["tranche"],
+            p["months"][0],
+            p["months"][1],
+            " ".join(str(h) for h in p["hours_of_day"]),
+            p["hours_per_month"],
+            p["rps"],
+            p["family"],
+            p["sla_capacity_rps"],
+        ]
+        for c in chips:
+            row += [
+                (p.get(k) or {}).get(c, 0) for k in ("gpus", *(f"{k}_gpus" for k in HORIZON_KINDS))
+            ]
+        row += [ttft.get("p90"), ttft.get("p99"), p["usd_per_hour"]]
+        writer.writerow(["" if x is None else x for x in row])
     return buf.getvalue()
 
 

@@ -82,18 +82,22 @@ def _runs(pp: PeriodPlan) -> str:
 def periods_table(r: HorizonResult) -> Table:
     """Each period: its months, hours a day, demand, what it runs, what it rents."""
     t = Table(title="What each period runs and rents", box=box.SIMPLE_HEAD)
-    for c in ("period", "months", "h/day", "req/s", "runs", "rented", "TTFT P90 s"):
-        t.add_column(c, justify="right" if c in ("h/day", "req/s", "TTFT P90 s") else "left")
+    numeric = ("h/day", "req/s", "TTFT P90 s", "$/hour")
+    for c in ("period", "months", "h/day", "req/s", "runs", "rented", "TTFT P90 s", "$/hour"):
+        t.add_column(c, justify="right" if c in numeric else "left")
     for pp in r.periods:
         p = pp.period
         rented = " · ".join(f"{n} {chip}" for (_, chip), n in sorted(pp.rented.items()))
         p90 = f"{pp.evaluation.ttft_s['p90']:.2f}" if pp.evaluation is not None else "-"
         t.add_row(
             p.name, f"{p.tranche.first_month}-{p.tranche.last_month}", str(len(p.hours)),
-            f"{p.rps:.3g}", _runs(pp), rented or "-", p90,
+            f"{p.rps:.3g}", _runs(pp), rented or "-", p90, f"{pp.usd_per_hour:,.2f}",
         )  # fmt: skip
     families = sorted({pp.deployment.family.label for pp in r.periods if pp.deployment})
-    t.caption = "families run: " + "; ".join(families)
+    t.caption = (
+        "$/hour: an hour of the period, every GPU held (owned, reserved, sunk run, rented) "
+        "and the link; families run: " + "; ".join(families)
+    )
     return t
 
 

@@ -764,3 +764,427 @@ def sweep_page(run: SweepRun, metric: str | None = None, *, version: str = "") -
         sections=(sweep_section(run, metric), Section("about", "Where this comes from", (about,))),
         meta={"scenario": run.job.scenario, "kind": "sweep"},
     )
+
+
+# --- a plan over time (a scenario's horizon) ----------------------------------------------------
+HORIZON_SECTIONS = (
+    "verdict",
+    "purchases",
+    "link",
+    "periods",
+    "capacity",
+    "monthly",
+    "notes",
+    "about",
+)
+"""The sections of a plan over time's report, in order."""
+
+
+def _chip_words(key: str) -> str:
+    """``cluster-b/h200-sxm`` -> ``h200-sxm in cluster-b``."""
+    dc, _, chip = key.partition("/")
+    return f"{chip} in {dc}"
+
+
+def _gpus_text(gpus: dict[str, int] | None) -> str:
+    """GPUs per ``DC/CHIP`` in a cell: ``8 h200-sxm (cluster-b)``; a dash for none."""
+    parts = []
+    for key, n in sorted((gpus or {}).items()):
+        dc, _, chip = key.partition("/")
+        parts.append(f"{n:,} {chip} ({dc})")
+    return "; ".join(parts) or MISSING
+
+
+def _month_span(first: int, last: int) -> str:
+    return f"{first}" if first == last else f"{first}-{last}"
+
+
+def hours_text(hours: list[int]) -> str:
+    """Hours of the day (0-23) as clock ranges: ``[9, ..., 17]`` -> ``9:00-18:00``; a run
+    through midnight is one range (``[0, 1, 23]`` -> ``23:00-2:00``)."""
+    runs: list[list[int]] = []
+    for h in sorted(hours):
+        if runs and h == runs[-1][1]:
+            runs[-1][1] = h + 1
+        else:
+            runs.append([h, h + 1])
+    if len(runs) > 1 and runs[0][0] == 0 and runs[-1][1] == 24:
+        runs[0][0] = runs.pop()[0]
+    return ", ".join(f"{a}:00-{b}:00" for a, b in runs)
+
+
+def in_use(period: dict[str, Any]) -> dict[str, int]:
+    """A period's deployment's GPUs by how they are had (``documents.HORIZON_KINDS``): of
+    each chip it runs, the owned GPUs first, then the reserved (both are paid for whether
+    run or not), the sunk ones it runs, and the rented the rest. Held GPUs beyond what it
+    runs (owned ones idle in a quiet hour) are not counted."""
+    out = {"sunk": 0, "owned": 0, "reserved": 0, "rented": 0}
+    for chip, need in (period.get("gpus") or {}).items():
+        owned = min((period.get("owned_gpus") or {}).get(chip, 0), need)
+        reserved = min((period.get("reserved_gpus") or {}).get(chip, 0), need - owned)
+        sunk = min((period.get("sunk_gpus") or {}).get(chip, 0), need - owned - reserved)
+        out["owned"] += owned
+        out["reserved"] += reserved
+        out["sunk"] += sunk
+        out["rented"] += need - owned - reserved - sunk
+    return out
+
+
+def capacity_by_kind(period: dict[str, Any]) -> dict[str, float]:
+    """A period's SLA capacity (req/s) shared among how its GPUs are had, in proportion to
+    the GPUs of each kind its deployment runs (``in_use``); none for a period without
+    demand."""
+    gpus = in_use(period)
+    total = sum(gpus.values())
+    capacity = period.get("sla_capacity_rps")
+    if not total or capacity is None:
+        return {}
+    return {k: capacity * n / total for k, n in gpus.items() if n}
+
+
+def policy_averages(view: dict[str, Any]) -> list[tuple[str, float | None]]:
+    """The plan's and each simple policy's average cost a month over the horizon (total /
+    months; None: the policy is infeasible)."""
+    months = view["months"]
+    total = view.get("total_usd")
+    out: list[tuple[str, float | None]] = [
+        ("this plan", total / months if total is not None else None)
+    ]
+    for p in view.get("policies", []):
+        out.append((p["name"], p["total_usd"] / months if p["total_usd"] is not None else None))
+    return out
+
+
+def horizon_chart(view: dict[str, Any], size: tuple[float, float] | None = None) -> Any:
+    """A plan over time's figure (``plots.horizon_figure``) from its view (``solve --out``):
+    each period's SLA capacity by how its GPUs are had against its demand, and the cost of
+    each month against the plan's and the policies' averages."""
+    from pddplan.report import plots
+
+    bars = [
+        (p["months"][0], p["months"][1], p["rps"], capacity_by_kind(p)) for p in view["periods"]
+    ]
+    return plots.horizon_figure(
+        bars,
+        list(view["monthly_usd"]),
+        policy_averages(view),
+        size=size or plots.HORIZON_WIDE,
+        title=f"{view.get('scenario', '')}: capacity by how its GPUs are had, and cost",
+    )
+
+
+def horizon_page(plan: dict[str, Any], scenario: Scenario, *, version: str = "") -> Page:
+    """A plan over time's report (``solve`` of a scenario with a ``horizon:``; its file,
+    ``solve --out``): the verdict against the two simple policies, what to buy and reserve
+    and by when to order it, the link's leases, what each period runs, holds and costs, a
+    figure of capacity against demand with the cost by month, the cost by month, the notes,
+    and where it came from. ``scenario``: the one the plan carries."""
+    if plan.get("total_usd") is None:
+        raise ValueError("the plan over the horizon holds no schedule (no plan was found)")
+    sections = (
+        _horizon_verdict(plan, scenario),
+        _horizon_purchases(plan),
+        _horizon_link(plan),
+        _horizon_periods(plan, scenario),
+        _horizon_capacity(plan),
+        _horizon_monthly(plan),
+        Section("notes", "Notes", tuple(Para(n, "warn") for n in plan.get("notes", []))
+                or (Para("No notes.", "note"),)),
+        _horizon_about(plan, scenario, version),
+    )  # fmt: skip
+    return Page(
+        title=f"Plan over time for {plan.get('scenario', '?')}",
+        subtitle=f"{plan.get('model', '?')}: {plan['months']} months, {len(plan['periods'])} "
+        f"periods; status {plan.get('status', '?')}",
+        sections=sections,
+        meta={"scenario": str(plan.get("scenario", "")), "kind": "horizon plan"},
+    )
+
+
+def _what_to_do(plan: dict[str, Any]) -> str:
+    """What the schedule buys, reserves and rents, in a clause: ``Buy 16 b200 in cluster-a;
+    reserve 32 h100-sxm in cluster-a for 12 months; rent up to 8 h200-sxm in cluster-b (in
+    months 1-6)``."""
+    bought: dict[str, int] = {}
+    for p in plan.get("purchases", []):
+        key = f"{p['datacenter']}/{p['chip']}"
+        bought[key] = bought.get(key, 0) + p["gpus"]
+    reserved: dict[tuple[str, int], int] = {}
+    for x in plan.get("reservations", []):
+        key2 = (f"{x['datacenter']}/{x['chip']}", x["term_months"])
+        reserved[key2] = reserved.get(key2, 0) + x["gpus"]
+    rented: dict[str, tuple[int, int, int]] = {}
+    sunk: dict[str, int] = {}
+    for p in plan["periods"]:
+        for key, n in (p.get("rented_gpus") or {}).items():
+            most, first, last = rented.get(key, (0, p["months"][0], p["months"][1]))
+            rented[key] = (max(most, n), min(first, p["months"][0]), max(last, p["months"][1]))
+        for key, n in (p.get("sunk_gpus") or {}).items():
+            sunk[key] = max(sunk.get(key, 0), n)
+    parts = []
+    if sunk:
+        parts.append("run up to " + ", ".join(
+            f"{n:,} {_chip_words(k)} already owned" for k, n in sorted(sunk.items())))  # fmt: skip
+    if bought:
+        parts.append(
+            "buy " + ", ".join(f"{n:,} {_chip_words(k)}" for k, n in sorted(bought.items()))
+        )
+    if reserved:
+        parts.append("reserve " + ", ".join(
+            f"{n:,} {_chip_words(k)} for {m} months" for (k, m), n in sorted(reserved.items())))  # fmt: skip
+    if rented:
+        parts.append("rent " + ", ".join(
+            f"up to {n:,} {_chip_words(k)} (months {_month_span(a, b)})"
+            for k, (n, a, b) in sorted(rented.items())))  # fmt: skip
+    text = "; ".join(parts) if parts else "nothing to buy, reserve or rent"
+    return text[:1].upper() + text[1:]
+
+
+def _horizon_verdict(plan: dict[str, Any], scenario: Scenario) -> Section:
+    total, months = plan["total_usd"], plan["months"]
+    parts: list[Part] = [
+        Para(
+            f"{_what_to_do(plan)}: ${total:,.0f} over {months} months "
+            f"(${total / months:,.0f}/month on average).",
+            "lead",
+        )
+    ]
+    for p in plan.get("policies", []):
+        if p.get("total_usd") is None:
+            parts.append(Para(f"Against {p['name']}: {p.get('reason') or 'no schedule'}.", "warn"))
+            continue
+        saving = p["total_usd"] - total
+        share = saving / p["total_usd"] if p["total_usd"] else 0.0
+        parts.append(
+            Para(
+                f"Against {p['name']} (${p['total_usd']:,.0f} over the horizon): it saves "
+                f"${saving:,.0f} ({share:.0%})."
+            )
+        )
+    status = str(plan.get("status"))
+    if plan.get("gap"):
+        status += f" (gap {plan['gap']:.2%})"
+    parts.append(Para(f"{plan.get('scenario')}: the least total cost over {months} months of "
+                      f"what to own, reserve and rent; {status}."))  # fmt: skip
+    sla = scenario.sla
+    short = [
+        p["name"]
+        for p in plan["periods"]
+        if p.get("sla_capacity_rps") is not None and p["sla_capacity_rps"] < p["rps"] * (1 - 1e-6)
+    ]
+    if short:
+        parts.append(Para(f"Below its demand at its SLA capacity: {', '.join(short)}.", "warn"))
+    else:
+        parts.append(Para(
+            f"Every period's deployment serves its demand (its busiest hour in its tranche's "
+            f"last month) within the SLA: TTFT P90 {sla.ttft_p90_s:g} s, P99 "
+            f"{sla.ttft_p99_s:g} s, TPOT {sla.tpot_ms:g} ms."))  # fmt: skip
+    return Section("verdict", "Verdict", tuple(parts))
+
+
+def _order_by(month: int) -> str:
+    return "at once" if month <= 1 else f"month {month}"
+
+
+def _horizon_purchases(plan: dict[str, Any]) -> Section:
+    rows = []
+    for p in plan.get("purchases", []):
+        rows.append(("buy", p["datacenter"], p["chip"], f"{p['gpus']:,}",
+                     str(p["serves_from_month"]), _order_by(p["order_by_month"]),
+                     f"${p['usd']:,.0f}"))  # fmt: skip
+    for x in plan.get("reservations", []):
+        rows.append((f"reserve {x['term_months']} months", x["datacenter"], x["chip"],
+                     f"{x['gpus']:,}", str(x["first_month"]), _order_by(x["first_month"]),
+                     f"${x['usd']:,.0f}"))  # fmt: skip
+    if not rows:
+        return Section("purchases", "What to buy and reserve",
+                       (Para("Nothing to buy or reserve: every GPU is rented.", "note"),))  # fmt: skip
+    table = Table(
+        ("what", "DC", "chip", "GPUs", "serves from month", "order or commit by", "total"),
+        tuple(rows),
+        (False, False, False, True, True, True, True),
+        caption="Order by: the month the order must be placed for the GPUs to serve from "
+        "their first month, given the chip's lead time; a reservation is committed in the "
+        "month it starts. Total: a purchase's hourly cost (amortized capex, hosting, power) "
+        "from its first month to the horizon's end; a reservation's whole term, paid whether "
+        "its GPUs run or not, past the horizon's end too.",
+    )
+    return Section("purchases", "What to buy and reserve", (table,))
+
+
+def _horizon_link(plan: dict[str, Any]) -> Section:
+    tranche_months = {p["tranche"]: tuple(p["months"]) for p in plan["periods"]}
+    runs: list[list[Any]] = []  # link, Gbit/s, first month, last month, $/month
+    for x in plan.get("link_leases", []):
+        first, last = tranche_months.get(x["tranche"] + 1, (0, 0))
+        if (
+            runs
+            and runs[-1][0] == x["link"]
+            and runs[-1][1] == x["gbps"]
+            and runs[-1][3] + 1 == first
+        ):
+            runs[-1][3] = last
+        else:
+            runs.append([x["link"], x["gbps"], first, last, x["usd_per_month"]])
+    if not runs:
+        return Section("link", "Link leases",
+                       (Para("No WAN link is leased: every period runs within one datacenter.",
+                             "note"),))  # fmt: skip
+    rows = tuple(
+        (link, f"{gbps:g} Gbit/s", _month_span(a, b), f"${usd:,.0f}", f"${usd * (b - a + 1):,.0f}")
+        for link, gbps, a, b, usd in runs
+    )
+    table = Table(
+        ("link", "tier", "months", "$/month", "over those months"),
+        rows,
+        (False, True, True, True, True),
+        caption="Each tranche leases the tier its busiest period's deployment needs (a "
+        "committed tier a tranche long; per-GB traffic, where a link has it, is in each "
+        "period's hourly cost).",
+    )
+    return Section("link", "Link leases", (table,))
+
+
+def _runs_text(deployment: dict[str, Any] | None) -> str:
+    if not deployment:
+        return "no demand"
+    return " · ".join(
+        f"{ROLES.get(p['role'], p['role'])} {p['instances'] * p['gpus_per_instance']:,} {p['chip']}"
+        for p in deployment.get("pools", [])
+    )
+
+
+def _horizon_periods(plan: dict[str, Any], scenario: Scenario) -> Section:
+    kinds = [
+        k for k in ("owned", "reserved", "sunk", "rented")
+        if any(p.get(f"{k}_gpus") for p in plan["periods"])
+    ]  # fmt: skip
+    words = {"owned": "owned, held", "reserved": "reserved, in force", "sunk": "sunk, run",
+             "rented": "rented"}  # fmt: skip
+    rows = []
+    for p in plan["periods"]:
+        t = p.get("ttft_s") or {}
+        ttft = f"{_s(t.get('p90'))} / {_s(t.get('p99'))}" if t else MISSING
+        rows.append((
+            p["name"], _month_span(*p["months"]), hours_text(p["hours_of_day"]),
+            f"{p['rps']:,.3g}", num(p.get("sla_capacity_rps"), ",.3g"),
+            _runs_text(p.get("deployment")),
+            *(_gpus_text(p.get(f"{k}_gpus")) for k in kinds),
+            ttft, f"${p['usd_per_hour']:,.2f}",
+        ))  # fmt: skip
+    families = sorted({p["family"] for p in plan["periods"] if p.get("family")})
+    sla = scenario.sla
+    table = Table(
+        ("period", "months", "hours of day", "demand, req/s", "SLA capacity, req/s", "runs",
+         *(words[k] for k in kinds), "TTFT P90 / P99", "$/hour"),
+        tuple(rows),
+        (False, True, False, True, True, False, *(False for _ in kinds), True, True),
+        caption=f"A period is some hours of the day in one tranche, sized for its busiest "
+        f"hour in the tranche's last month (the demand). {ROLE_WORDS}. Owned GPUs are held "
+        "every hour from their first month (idle where a quieter period runs fewer), "
+        "reservations while in force; sunk GPUs (the scenario's inventory) and rented ones "
+        "for the period's hours as its deployment runs them. TTFT at the demand (SLA: P90 "
+        f"{sla.ttft_p90_s:g} s, P99 {sla.ttft_p99_s:g} s). $/hour: what an hour of the period "
+        "costs: every GPU held, the link's lease, the decode-side cache. Families run: "
+        + "; ".join(families) + ".",
+    )  # fmt: skip
+    return Section("periods", "Each period", (table,))
+
+
+def _horizon_capacity(plan: dict[str, Any]) -> Section:
+    from pddplan.report import plots
+
+    by_tranche: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for p in plan["periods"]:
+        by_tranche.setdefault((p["months"][0], p["months"][1]), []).append(p)
+    lines = []
+    for (a, b), ps in by_tranche.items():
+        kinds: dict[str, float] = {}
+        for p in ps:
+            for k, v in capacity_by_kind(p).items():
+                kinds[k] = max(kinds.get(k, 0.0), v)
+        cost = plan["monthly_usd"][a - 1] if len(plan["monthly_usd"]) >= a else None
+        held = ", ".join(f"{k} up to {v:,.3g}" for k, v in kinds.items())
+        lines.append(f"Months {_month_span(a, b)}: demand {min(p['rps'] for p in ps):,.3g}-"
+                     f"{max(p['rps'] for p in ps):,.3g} req/s; capacity {held or 'none'} req/s; "
+                     f"{money(cost, 0)}/month")  # fmt: skip
+    averages = "; ".join(
+        f"{name} {money(v, 0)}/month" if v is not None else f"{name} infeasible"
+        for name, v in policy_averages(plan)
+    )
+    figure = Figure(
+        "capacity-and-cost",
+        "Above: each period's SLA capacity, req/s, as a bar split by how its deployment's "
+        "GPUs are had (sunk, owned, reserved, rented, in proportion to the GPUs of each it "
+        "runs), its tranche's periods side by side, busiest first; the black mark is the "
+        "period's demand (its busiest hour), which the bar must reach. Below: the cost of "
+        "each month, $/month, against the average month of this plan and of each simple "
+        "policy (their totals over the horizon / its months).",
+        "Capacity by how the GPUs are had, against demand, and the cost by month. "
+        + ". ".join(lines)
+        + f". Averages: {averages}.",
+        Image(*plots.png(horizon_chart(plan, plots.HORIZON_WIDE))),
+        Image(*plots.png(horizon_chart(plan, plots.HORIZON_NARROW))),
+    )
+    return Section("capacity", "Capacity and cost over time", (figure,))
+
+
+def _horizon_monthly(plan: dict[str, Any]) -> Section:
+    monthly = plan["monthly_usd"]
+    rows = []
+    start = 0
+    for i in range(1, len(monthly) + 1):
+        if i == len(monthly) or abs(monthly[i] - monthly[start]) > 0.5:
+            rows.append((_month_span(start + 1, i), f"${monthly[start]:,.0f}",
+                         f"${monthly[start] * (i - start):,.0f}"))  # fmt: skip
+            start = i
+    parts: list[Part] = [Table(
+        ("months", "$/month", "over those months"), tuple(rows), (True, True, True),
+        caption="Each month: owned GPUs held (amortized capex, hosting, power), reservations "
+        "in force, rented GPUs and the sunk GPUs run for their hours, the decode-side cache "
+        "and the link's lease. A month is 730 hours.",
+    )]  # fmt: skip
+    months = plan["months"]
+    policy_rows = []
+    for name, average in policy_averages(plan):
+        total = average * months if average is not None else None
+        policy_rows.append((name, money(total, 0), money(average, 0)))
+    past = plan["total_usd"] - sum(monthly)
+    caption = "The two simple policies are the same schedule restricted: rent everything (no "
+    caption += "purchase, no reservation), and own for the peak (each chip bought once, at "
+    caption += "the first tranche its lead time allows, for the most any later period runs)."
+    if past > 0.5:
+        caption += (f" This plan's total holds ${past:,.0f} of reservation months past the "
+                    "horizon's end, not in any month above.")  # fmt: skip
+    parts.append(Table(
+        ("schedule", "over the horizon", "average $/month"), tuple(policy_rows),
+        (False, True, True), title="Against the simple policies", caption=caption,
+    ))  # fmt: skip
+    return Section("monthly", "Cost by month", tuple(parts))
+
+
+def _horizon_about(plan: dict[str, Any], scenario: Scenario, version: str) -> Section:
+    held = plan.get("scenario_file") or {}
+    engine = plan.get("engine") or {}
+    solver = plan.get("solver") or {}
+    rows = [
+        ("plan file format", str(plan.get("format", MISSING))),
+        ("scenario file", str(held.get("path", MISSING))),
+        ("scenario fingerprint", str(held.get("fingerprint", MISSING))),
+        ("engine", f"{engine.get('name', MISSING)} {engine.get('version', '')}".strip()),
+        ("error quantile assumed", f"{engine.get('perf_quantile', 0.5):g}"),
+        ("solver", f"{solver.get('solver') or scenario.solver.name}, {plan.get('status', MISSING)}"),
+        ("schedule MILP", f"{solver.get('variables', 0):,} variables, "
+         f"{solver.get('constraints', 0):,} rows"),
+        ("periods' menus", f"{solver.get('deployments', 0):,} deployments from "
+         f"{solver.get('family_plans', 0):,} family plans"),
+        ("written by", f"pddplan {version}".strip()),
+    ]  # fmt: skip
+    options = held.get("options") or {}
+    if options:
+        rows.insert(
+            3, ("options given to solve", ", ".join(f"{k}={v}" for k, v in options.items()))
+        )
+    return Section(
+        "about", "Where this comes from", (Table(("item", "value"), tuple(rows), (False, False)),)
+    )

@@ -1,7 +1,9 @@
 """Images of a fitted trace (``pddplan workload show --plot``), of sweeps (``pddplan sweep
---plot``), of a simulation (``pddplan simulate --plot``) and of a plan's report (``pddplan
-report``: cost against capacity, the TTFT distribution, utilization). The only module that
-imports matplotlib, and only when a plot is asked for.
+--plot``), of a simulation (``pddplan simulate --plot``), of a plan's report (``pddplan
+report``: cost against capacity, the TTFT distribution, utilization) and of a plan over time
+(``pddplan solve HORIZON --plot`` and its report: capacity by how its GPUs are had against
+demand, and cost by month). The only module that imports matplotlib, and only when a plot
+is asked for.
 
 The figures say what was computed and no more: planned points are drawn as points, a line
 joins them only where the value between them is known (a step only where a study located
@@ -568,3 +570,113 @@ def utilization_figure(
     ax.legend(fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 1.0),
               ncols=3 if size[0] >= 6 else 1)  # fmt: skip
     return fig
+
+
+# --- a plan over time ---------------------------------------------------------------------------
+HORIZON_WIDE = (9.0, 6.6)
+"""A plan over time's figure, wide: two panels, so taller than ``WIDE``."""
+HORIZON_NARROW = (4.4, 7.4)
+"""... and phone-wide."""
+KIND_COLORS = {"sunk": "0.6", "owned": "C0", "reserved": "C2", "rented": "C1"}
+"""Each way a GPU is had, its colour (``documents.HORIZON_KINDS``' order, bottom up)."""
+KIND_WORDS = {
+    "sunk": "sunk (inventory run)",
+    "owned": "owned",
+    "reserved": "reserved",
+    "rented": "rented",
+}
+
+
+def horizon_figure(
+    bars: list[tuple[int, int, float, dict[str, float]]],
+    monthly_usd: list[float],
+    averages: list[tuple[str, float | None]],
+    *,
+    size: tuple[float, float] = HORIZON_WIDE,
+    title: str = "",
+) -> Any:
+    """A plan over time in two panels on one month axis. Above, each period (``bars``: its
+    tranche's first and last month, its demand in req/s, its deployment's SLA capacity in
+    req/s by how its GPUs are had, ``KIND_COLORS``' keys) as a stacked bar, side by side
+    within its tranche's months in the order given, its demand a black marker. Below, the
+    cost of each month (``monthly_usd``, month 1 first) as bars, and ``averages`` (a name,
+    its average $/month over the horizon, None: infeasible, not drawn but named in the
+    legend) as horizontal lines."""
+    from matplotlib.ticker import StrMethodFormatter
+
+    plt = _pyplot()
+    narrow = size[0] < 6
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=size, layout="constrained", sharex=True,
+                                      height_ratios=(3, 2))  # fmt: skip
+    tranches: dict[tuple[int, int], list[int]] = {}
+    for i, (first, last, _, _) in enumerate(bars):
+        tranches.setdefault((first, last), []).append(i)
+    xs, widths = [0.0] * len(bars), [0.0] * len(bars)
+    for (first, last), members in tranches.items():
+        span = last - first + 1
+        for j, i in enumerate(members):
+            xs[i] = first - 0.5 + (j + 0.5) * span / len(members)
+            widths[i] = 0.8 * span / len(members)
+    below = [0.0] * len(bars)
+    for kind, color in KIND_COLORS.items():
+        heights = [b[3].get(kind, 0.0) for b in bars]
+        if not any(heights):
+            continue
+        top.bar(xs, heights, width=widths, bottom=below, color=color, label=KIND_WORDS[kind],
+                gid=f"capacity-{kind}")  # fmt: skip
+        below = [a + h for a, h in zip(below, heights, strict=True)]
+    top.plot(xs, [b[2] for b in bars], linestyle="none", marker="_", markersize=9 if narrow else 12,
+             markeredgewidth=2, color="black", label="demand (busiest hour)", gid="demand")  # fmt: skip
+    for first, _ in list(tranches)[1:]:
+        for ax in (top, bottom):
+            ax.axvline(first - 0.5, color="0.85", lw=0.8, zorder=0)
+    highest = max([*below, *(b[2] for b in bars), 0.0])
+    top.set(ylabel="SLA capacity, req/s", ylim=(0, highest * 1.08 or 1.0))
+    top.grid(alpha=0.3, axis="y")
+    top.legend(fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 1.0),
+               ncols=2 if narrow else 5)  # fmt: skip
+    months = list(range(1, len(monthly_usd) + 1))
+    bottom.bar(months, monthly_usd, width=0.8, color="C4", alpha=0.75, label="this plan, each month",
+               gid="monthly")  # fmt: skip
+    styles = ("-", "--", ":", "-.")
+    for k, (name, average) in enumerate(averages):
+        if average is None:
+            bottom.plot([], [], linestyle="none", label=f"{name}: infeasible")
+            continue
+        bottom.axhline(average, color="black" if k == 0 else f"C{k + 5}", lw=1.3,
+                       linestyle=styles[k % len(styles)],
+                       label=f"{name}: ${average:,.0f}/month on average", gid=f"average-{k}")  # fmt: skip
+    bottom.yaxis.set_major_formatter(StrMethodFormatter("${x:,.0f}"))
+    bottom.set(ylabel="cost, $/month", ylim=(0, None))
+    bottom.grid(alpha=0.3, axis="y")
+    handles, labels = bottom.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=1 if narrow else 2,
+               fontsize="x-small")  # fmt: skip
+    centers = [(first + last) / 2 for first, last in tranches]
+    bottom.set_xticks(centers, [f"{a}-{b}" if a != b else f"{a}" for a, b in tranches],
+                      rotation=45 if narrow and len(tranches) > 4 else 0)  # fmt: skip
+    bottom.set_xlabel("months (each tranche's)", fontsize="small")
+    if monthly_usd:
+        bottom.set_xlim(0.5, len(monthly_usd) + 0.5)
+    if narrow:
+        for ax in (top, bottom):
+            ax.tick_params(labelsize="x-small")
+            ax.yaxis.label.set_fontsize("x-small")
+    if narrow:
+        bottom.xaxis.label.set_fontsize("x-small")
+    if title:
+        import textwrap
+
+        fig.suptitle(textwrap.fill(title, 48) if narrow else title,
+                     fontsize="small" if narrow else "medium")  # fmt: skip
+    return fig
+
+
+def write_figure(fig: Any, path: Path, dpi: int = 110) -> None:
+    """Write ``fig`` to ``path`` (PNG, SVG, PDF, by its suffix) atomically, and close it."""
+    from matplotlib import pyplot as plt
+
+    try:
+        _save(fig, path, dpi)
+    finally:
+        plt.close(fig)

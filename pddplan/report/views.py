@@ -716,10 +716,15 @@ def robust_view(r: RobustResult) -> dict[str, Any]:
 def horizon_view(r: HorizonResult) -> dict[str, Any]:
     """``pddplan solve --json`` (and ``--out``) for a scenario with a horizon: the total and
     the policies, the purchases, reservations and link leases, each period's demand, hours,
-    deployment (fleet file form), rentals and TTFT, and the monthly costs."""
+    deployment (fleet file form), the GPUs it holds by how they are had (sunk ones run,
+    owned held, reserved in force, rented), its cost per hour and TTFT, the monthly costs,
+    and the pass times assumed (``engine``)."""
     periods = []
+    engine: dict[str, Any] | None = None
     for pp in r.periods:
-        p, d = pp.period, pp.deployment
+        p, d, e = pp.period, pp.deployment, pp.evaluation
+        if engine is None and e is not None:
+            engine = e.engine
         periods.append(
             {
                 "name": p.name,
@@ -727,12 +732,18 @@ def horizon_view(r: HorizonResult) -> dict[str, Any]:
                 "months": [p.tranche.first_month, p.tranche.last_month],
                 "hours_of_day": list(p.hours),
                 "rps": p.rps,
+                "hours_per_month": p.hours_per_month,
                 "hours": p.weight_hours,
                 "family": d.family.label if d is not None else None,
                 "deployment": d.fleet.model_dump(mode="json") if d is not None else None,
                 "gpus": _chip_gpus(d.gpus) if d is not None else {},
+                "sunk_gpus": _chip_gpus(pp.sunk),
+                "owned_gpus": _chip_gpus(pp.owned),
+                "reserved_gpus": _chip_gpus(pp.reserved),
                 "rented_gpus": _chip_gpus(pp.rented),
-                "ttft_s": pp.evaluation.ttft_s if pp.evaluation is not None else None,
+                "usd_per_hour": pp.usd_per_hour,
+                "ttft_s": e.ttft_s if e is not None else None,
+                "tpot_ms": e.tpot_ms if e is not None else None,
                 "sla_capacity_rps": d.capacity_rps if d is not None else None,
             }
         )
@@ -752,6 +763,7 @@ def horizon_view(r: HorizonResult) -> dict[str, Any]:
             "link_leases": [dataclasses.asdict(x) for x in r.leases],
             "periods": periods,
             "monthly_usd": r.monthly_usd,
+            "engine": engine,
             "solver": {
                 "deployments": r.deployments,
                 "family_plans": r.family_plans,
