@@ -64,7 +64,6 @@ _EXPORTS: dict[str, str] = {
     "input_limit": "pddplan.io.located",
     "plan_document": "pddplan.io.plan_file",
     "read_plan": "pddplan.io.plan_file",
-    "read_horizon_plan": "pddplan.io.plan_file",
     "check_plan_scenario": "pddplan.io.plan_file",
     "check_scenario_file": "pddplan.io.plan_file",
     "plan_problem": "pddplan.io.plan_file",
@@ -160,7 +159,6 @@ __all__ = [
     "plan_problem",
     "price_fleet",
     "price_sweep",
-    "read_horizon_plan",
     "read_plan",
     "read_plan_or_sweep",
     "read_sweep",
@@ -247,7 +245,6 @@ if TYPE_CHECKING:
         check_scenario_file,
         plan_document,
         plan_problem,
-        read_horizon_plan,
         read_plan,
     )
     from pddplan.model.figures import InstancePerf

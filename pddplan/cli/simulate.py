@@ -247,7 +247,12 @@ def _replay_day(
     problem = pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
     with status_line("simulate", quiet=quiet) as show:
         if plan is not None:
-            read = pddplan.read_horizon_plan(plan)
+            read = pddplan.read_plan(plan)
+            if not read.over_horizon:
+                raise pddplan.InputError(
+                    f"{plan}: not a plan over time (`pddplan solve --out` writes one for a "
+                    "scenario with a horizon: section)"
+                )
             different = pddplan.check_plan_scenario(read, problem.scenario, scenario)
             if different is not None:
                 warn(f"{different}: replaying its schedule on {scenario} as it is now")

@@ -159,31 +159,6 @@ def read_plan(path: Path) -> PlanFile:
     )
 
 
-def read_horizon_plan(path: Path) -> PlanFile:
-    """The plan over time ``solve --out`` wrote for a scenario with a horizon; ``InputError``
-    in one line for a file that is not one."""
-    data = read_json_file(
-        path,
-        what="a plan over time",
-        max_bytes=MAX_PLAN_BYTES,
-        hint="JSON written by `pddplan solve --out` for a scenario with a horizon",
-    )
-    if not isinstance(data, dict) or data.get("kind") != "horizon" or "periods" not in data:
-        raise InputError(
-            f"{path}: not a plan over time: no horizon periods (`pddplan solve --out` writes "
-            "one for a scenario with a horizon: section)"
-        )
-    held = data.get("scenario_file")
-    fingerprint = held.get("fingerprint") if isinstance(held, dict) else None
-    where = held.get("path") if isinstance(held, dict) else None
-    return PlanFile(
-        path,
-        data,
-        fingerprint if isinstance(fingerprint, str) else None,
-        where if isinstance(where, str) else None,
-    )
-
-
 def check_plan_scenario(plan: PlanFile, scenario: Scenario, scenario_path: Path) -> str | None:
     """Whether ``plan`` was made for ``scenario``: None when its fingerprint matches, else
     what differs, in one line (the caller warns, or refuses)."""

@@ -60,9 +60,7 @@ class Deployment:
     choice: Choice
     fleet: Fleet
     rate_rps: float
-    """The rate it was planned at: the lowest of the periods it is for, or, where the
-    relaxation's plans at that rate were rejected, the next period rate that has a plan
-    (``menus``)."""
+    """The rate it was planned at (the lowest of the periods it is for)."""
     capacity_rps: float
     """Its SLA capacity: it is the family's cheapest for every rate up to this."""
     gpus: dict[Chip, int]
@@ -202,16 +200,12 @@ def menus(
     """Per period, each family's cheapest deployment at its demand (module docstring), how
     many family solves that took, and the families left out above a rate. Periods without
     demand get none. A family is planned by the relaxation, its plans confirmed by the
-    evaluator (check and cut). Where that leaves no plan at a rate the MILP is not run,
-    which bounds the work (a MILP there took 10-15 s, and a family may need several): where
-    the relaxation has no plan (a datacenter limit binds) no higher rate has one either;
-    where the evaluator rejected the relaxation's plans, the family's plan at the next
-    higher period rate that has one stands in for it (it serves the lower rate too: not
-    proven the cheapest there), or, with none, the family is left out from that rate up.
-    Each is said in a note."""
+    evaluator (check and cut): where that leaves no plan at a rate (a datacenter limit
+    binds, or the evaluator rejects the relaxation's plans) the MILP is not run, which
+    bounds the work (a MILP there took 10-15 s, and a family may need several), and the
+    family is left out of the menus from that rate up, said in a note."""
     out: list[list[Deployment]] = [[] for _ in periods]
     left_out: list[str] = []
-    stand_in: dict[str, list[tuple[float, float]]] = {}
     solves = 0
     by_space: dict[tuple[str, ...], list[int]] = {}
     for i, p in enumerate(periods):
@@ -242,42 +236,20 @@ def menus(
                 choice, _, cap = search.at(rate)
                 solves += 1
                 tally("horizon_family_plans")
-                planned = rate
                 if choice is None:
-                    if not math.isfinite(search.lower_bound):
-                        break  # no plan at this rate, so none at a higher one
-                    # the relaxation's plans were rejected: the family's plan at the next
-                    # higher rate that has one serves this rate too (a stand-in, not
-                    # proven the cheapest here; the MILP's plan would be)
-                    for up in rates[k + 1 :]:
-                        choice, _, cap = search.at(up)
-                        solves += 1
-                        tally("horizon_family_plans")
-                        if choice is not None:
-                            planned = up
-                            break
-                    if choice is None:
+                    if math.isfinite(search.lower_bound):  # a plan exists: the MILP's
                         left_out.append(
                             f"{family.label} from {rate:.3g} req/s: not in the periods' "
                             "menus (its cheapest plan there needs the MILP; `pddplan solve` "
                             "at that rate plans it)"
                         )
-                        break
-                    stand_in.setdefault(family.label, []).append((rate, planned))
-                d = _deployment(sub, family, choice, planned, cap)
+                    break  # no higher rate has a plan either
+                d = _deployment(sub, family, choice, rate, cap)
                 while k < len(rates) and rates[k] <= cap:
                     for i in members:
                         if periods[i].rps == rates[k]:
                             out[i].append(d)
                     k += 1
-    for label, pairs in stand_in.items():
-        lower = ", ".join(f"{r:.3g}" for r, _ in pairs)
-        higher = ", ".join(f"{h:.3g}" for _, h in pairs)
-        left_out.append(
-            f"{label} at {lower} req/s: its plans for {higher} req/s stand in (the evaluator "
-            "rejected the relaxation's plans at the lower rates; `pddplan solve` at such a "
-            "rate plans it with the MILP)"
-        )
     return out, solves, left_out
 
 
