@@ -118,7 +118,9 @@ def random_model(seed: int, periods: int) -> hm.HorizonModel:
 def brute(sizes: list[int], seeds: int = 3) -> None:
     from test_horizon_milp import _brute
 
-    print("| periods | seed | MILP USD | brute force USD | equal | MILP CPU s | brute force CPU s |")
+    print(
+        "| periods | seed | MILP USD | brute force USD | equal | MILP CPU s | brute force CPU s |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for n in sizes:
         for seed in range(seeds):
