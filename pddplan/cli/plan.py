@@ -579,16 +579,23 @@ def _solve_horizon(
 
     s = problem.scenario
     refused = [
-        ("objective", (objective or s.objective) != Objective.min_cost, "min-cost only"),
-        ("method", method != "milp", "the MILP only (milp)"),
-        ("budget", budget is not None, "no budget: the least total cost"),
-        ("verify", verify, "no --verify yet: simulate a period with pddplan simulate"),
+        (
+            "--objective",
+            (objective or s.objective) != Objective.min_cost,
+            "planned at min-cost only",
+        ),
+        ("--method", method != "milp", "planned by the MILP only (milp)"),
+        ("--budget", budget is not None, "planned at the least total cost, with no budget"),
+        (
+            "--verify",
+            verify,
+            "checked by `pddplan simulate` on the scenario and the plan file, which replays a "
+            "day of it",
+        ),
     ]
-    for name, bad, allowed in refused:
+    for flag, bad, how in refused:
         if bad:
-            raise pddplan.ArgumentError(
-                name, f"{{argument}}: scenario {s.name} has a horizon, planned with {allowed}"
-            )
+            raise pddplan.InputError(f"{flag}: scenario {s.name} has a horizon: {how}")
     with status_line("solve", quiet=quiet) as show:
         show("planning each period's deployments and the schedule over the horizon ...")
         result = pddplan.solve_horizon(
