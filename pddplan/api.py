@@ -116,18 +116,25 @@ def load_fleet(
 
 
 def with_engine(
-    problem: Problem, engine: str | None = None, perf_quantile: float | None = None
+    problem: Problem,
+    engine: str | Mapping[str, str] | None = None,
+    perf_quantile: float | None = None,
 ) -> Problem:
     """``problem`` with its pass times from ``engine``'s profile (``catalogs/engines.yaml``;
     None: the scenario's) at ``perf_quantile`` of the model's held-out error (None: the
-    scenario's; 0.5: the fit itself). ``ArgumentError`` for an unknown engine, one without a
-    profile for a chip the scenario may buy, or a quantile outside (0, 1)."""
+    scenario's; 0.5: the fit itself). ``engine`` is one profile's name for every role, or
+    per role: ``"prefill=sglang,main_decode=ideal"`` or a mapping (``default`` for the
+    roles neither names; a role named in neither keeps the scenario's engine).
+    ``ArgumentError`` for an unknown engine or role, an engine without a profile for a chip
+    its role may use, roles whose engines cannot hand each other the KV cache, or a
+    quantile outside (0, 1)."""
     changes: dict[str, Any] = {}
     if engine is not None:
-        from pddplan.io.catalogs import checked_engine
+        from pddplan.io.catalogs import engine_option
 
-        chips = sorted({c for dc in problem.scenario.datacenters.values() for c in dc.chips})
-        changes["engine"] = checked_engine(problem.engines, problem.hardware, engine, chips)
+        changes["engine"] = engine_option(
+            engine, problem.scenario, problem.hardware, problem.engines
+        )
     if perf_quantile is not None:
         if not 0 < perf_quantile < 1:
             raise ArgumentError(
@@ -511,13 +518,15 @@ def error_margin(
         return None
     if problem.scenario.perf_quantile >= quantile:
         return None
+    from pddplan.spec.scenario import ROLES
+
     slower = with_engine(problem, perf_quantile=quantile)
-    if slower.time_factors() == problem.time_factors():  # a profile without an error table
-        return None
+    if all(slower.time_factors(r) == problem.time_factors(r) for r in ROLES):
+        return None  # profiles without an error table
     there = evaluate(slower, plan.fleet)
     if there.sla_capacity_rps >= plan.planned_rps:  # it holds there: nothing more to buy
         return ErrorMargin(
-            quantile, problem.engine.id, there.sla_capacity_rps, there.demand_rps, 0, 0.0
+            quantile, problem.engine_text, there.sla_capacity_rps, there.demand_rps, 0, 0.0
         )
     other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s, clock=clock)
     extra_gpus = extra_cost = None
@@ -527,7 +536,7 @@ def error_margin(
             extra_cost = other.evaluation.cost_per_hour_usd - plan.evaluation.cost_per_hour_usd
     return ErrorMargin(
         quantile,
-        problem.engine.id,
+        problem.engine_text,
         there.sla_capacity_rps,
         there.demand_rps,
         extra_gpus,
@@ -979,7 +988,15 @@ def instance_figures(
         catalogs = load_catalogs()
     spec, chip_spec = catalogs.model(model), catalogs.chip(chip)
     if problem is not None:
+        if engine is not None:
+            catalogs.engine(engine, [chip])  # one engine's name: an instance runs one
         problem = with_engine(problem, engine)
+        if problem.mixed:
+            raise ArgumentError(
+                "serving_engine",
+                f"{{argument}}: the scenario's roles run different engines "
+                f"({problem.engine_label}): give the one this instance runs",
+            )
         cal, engine_id = problem.calibration(chip), problem.engine.id
     else:
         engine_id = catalogs.engine(engine, [chip])

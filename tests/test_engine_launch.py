@@ -36,6 +36,7 @@ def test_a_context_parallel_limit_applies_to_its_attention_kind_only():
         {"context_parallel_max_gpus": {"mla": 8}},
         {"prefill_context_parallel": False},
         {"attention_dp_over_tp": False},
+        {"kv_handoff_with": []},
     ],
 )
 def test_every_launch_limit_is_sourced(limits):

@@ -220,11 +220,14 @@ def _pool_figures(plan_path: Path) -> dict[str, dict]:
             pool["gpus_per_instance"],
             pool["context_parallel"],
             pool.get("attention_tp"),
+            role=pool["role"],
         )
         name = f"{pool['role'].replace('_', '-')}-{pool['datacenter']}-{pool['chip']}"
         batch = figures[(pool["datacenter"], pool["role"], pool["chip"])]["decode_batch"]
         if pool["role"] == "relay_decode":
-            batch = problem.decode_point(pool["chip"], pool["gpus_per_instance"])[0]
+            batch = problem.decode_point(
+                pool["chip"], pool["gpus_per_instance"], role="relay_decode"
+            )[0]
         out[name] = {
             "pool": pool,
             "layout": inst.layout,
@@ -808,7 +811,8 @@ def test_the_pdd_plan_on_trtllm(ideal_pdd_plan, tmp_path):
     assert ': "${HOSTS:?' in script and "--gpus_per_node 8" in script
     check_command(figures[name], command_tokens(script), yaml.safe_load(files[f"{name}.yaml"]))
     check_disagg(figures, yaml.safe_load(files["disagg.yaml"]))
-    files = export_files(replace(lp, pools=pools, engine="trtllm"), "dynamo")
+    trtllm = dict.fromkeys(lp.engines, "trtllm")
+    files = export_files(replace(lp, pools=pools, engine="trtllm", engines=trtllm), "dynamo")
     check_command(
         figures[name], command_tokens(files[f"{name}.sh"]), yaml.safe_load(files[f"{name}.yaml"])
     )

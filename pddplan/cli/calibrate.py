@@ -9,8 +9,8 @@ import typer
 
 import pddplan
 from pddplan.cli.common import (
-    EngineOpt,
     JsonOpt,
+    OneEngineOpt,
     QuietOpt,
     emit,
     not_an_input,
@@ -67,7 +67,7 @@ def calibrate(
         Path | None,
         typer.Option("--out", help="Write the fitted calibration: block (YAML) here."),
     ] = None,
-    engine: EngineOpt = None,
+    engine: OneEngineOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:

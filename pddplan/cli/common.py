@@ -187,8 +187,21 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         help="The serving engine whose pass times to assume: an engine profile "
-        "(sglang, vllm, trtllm, or ideal: the hardware catalog's best case; default: the "
-        "scenario's engine, else the catalog's default, sglang). docs/catalogs.md#engine-profiles.",
+        "(sglang, vllm, trtllm, or ideal: the hardware catalog's best case) for every role, "
+        "or per role as ROLE=NAME,... (roles prefill, relay_decode, main_decode, and "
+        "default for the roles not named; a role named nowhere keeps the scenario's); "
+        "default: the scenario's engine, else the catalog's default, sglang. "
+        "docs/catalogs.md#engine-profiles.",
+    ),
+]
+OneEngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="The serving engine whose pass times to assume: one engine profile (sglang, "
+        "vllm, trtllm, or ideal: the hardware catalog's best case); default: the scenario's "
+        "engine where its roles run one, else the catalog's default, sglang. "
+        "docs/catalogs.md#engine-profiles.",
     ),
 ]
 PerfQuantileOpt = Annotated[

@@ -13,6 +13,7 @@ from pddplan.cli.common import folder_takes_files, note, user_errors, write_file
 
 
 class Target(StrEnum):
+    plan = "plan"
     sglang = "sglang"
     vllm = "vllm"
     trtllm = "trtllm"
@@ -29,22 +30,24 @@ def export(
     plan: Annotated[
         Path, typer.Argument(metavar="PLAN", help="Plan JSON written by 'pddplan solve --out'.")
     ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Folder to write into (made if missing; empty, or --force)."),
+    ],
     to: Annotated[
         Target,
         typer.Option(
             "--to",
-            help="What to launch with: sglang or vllm (a launch script per pool), trtllm "
+            help="What to launch with: plan (the default: each pool with its role's engine "
+            "profile, sglang, vllm or trtllm; a role planned with ideal's takes the engine "
+            "of the others), sglang or vllm (a launch script per pool), trtllm "
             "(trtllm-serve per pool with its options YAML, and the disaggregated server's "
             "config), dynamo (Dynamo's workers, SGLang's or, for a plan made with the trtllm "
             "engine profile, TensorRT-LLM's; its frontend; a DynamoGraphDeployment), k8s (a "
             "manifest per pool: a Deployment, or a LeaderWorkerSet for instances over several "
             "hosts).",
         ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", help="Folder to write into (made if missing; empty, or --force)."),
-    ],
+    ] = Target.plan,
     force: Annotated[
         bool,
         typer.Option(
@@ -57,8 +60,8 @@ def export(
         ContainerEngine | None,
         typer.Option(
             "--engine",
-            help="--to k8s: the engine the containers run (default: the plan's engine "
-            "profile if sglang or vllm, else sglang).",
+            help="--to k8s: the engine the containers run (default: each pool's role's "
+            "engine profile if sglang or vllm, else sglang).",
         ),
     ] = None,
 ) -> None:
@@ -66,7 +69,8 @@ def export(
     KV dtype, batch and chunk limits the plan assumed, and router.json, the router's rules
     (docs/export.md).
 
-    Example: [bold]pddplan export plan.json --to sglang --out launch/[/bold]
+    Example: [bold]pddplan export plan.json --out launch/[/bold] (each pool on its role's
+    engine), or [bold]--to vllm[/bold] for every pool.
     """
     _check_out(out, force)  # before any work
     files = pddplan.export_plan(plan, to.value, engine=None if engine is None else engine.value)

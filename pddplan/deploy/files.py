@@ -30,9 +30,12 @@ from pddplan.deploy.router import router_rules
 from pddplan.errors import InputError
 from pddplan.io.export import manifest_yaml
 
-TARGETS = ("sglang", "vllm", "trtllm", "dynamo", "k8s")
-"""What ``pddplan export --to`` writes for."""
+TARGETS = ("plan", "sglang", "vllm", "trtllm", "dynamo", "k8s")
+"""What ``pddplan export --to`` writes for: ``plan`` (the default) runs each pool with its
+role's engine; the others run every pool with one."""
 EXPORT_TARGETS = TARGETS
+ENGINE_TARGETS = ("sglang", "vllm", "trtllm")
+"""The engines a pool's launch script is written for (an engine profile of that name)."""
 K8S_ENGINES = ("sglang", "vllm")
 """The engines a Kubernetes manifest's containers may run."""
 K8S_GPU = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu"}
@@ -50,50 +53,98 @@ GRAPH_ONLY_FLAGS = ("--namespace", "--endpoint", "--nnodes", "--node-rank", "--d
 DynamoGraphDeployment (its namespace and endpoint, a multinode worker's ranks)."""
 
 
-def engine_for(target: str, engine: str | None, plan: LaunchPlan) -> str:
-    """The engine ``target``'s commands run: the target itself for sglang, vllm and trtllm;
-    for k8s, ``engine``, else the plan's engine profile where it is sglang or vllm, else
-    sglang; Dynamo's workers are TensorRT-LLM's where the plan's engine profile is trtllm,
-    else SGLang's."""
+def pool_engine(plan: LaunchPlan, pool: PoolLaunch) -> str | None:
+    """The engine ``pool`` launches with where the plan's own engines decide: its role's
+    engine profile where export writes for it (``ENGINE_TARGETS``); for a profile that is no
+    release (``ideal``), the one such engine the plan's other roles run; None where there is
+    none, or several."""
+    own = plan.pool_engine(pool)
+    if own in ENGINE_TARGETS:
+        return own
+    others = {e for e in plan.engines.values() if e in ENGINE_TARGETS}
+    return others.pop() if len(others) == 1 else None
+
+
+def _plan_engines(plan: LaunchPlan) -> set[str]:
+    """The engines the plan's pools launch with by the plan's own engines (``pool_engine``),
+    sglang for a pool whose role's profile names none."""
+    return {pool_engine(plan, p) or "sglang" for p in plan.pools}
+
+
+def engines_for(target: str, engine: str | None, plan: LaunchPlan) -> list[str]:
+    """The engine each of ``plan``'s pools runs for ``target``: the target itself for
+    sglang, vllm and trtllm; for ``plan``, each pool's role's engine (``pool_engine``);
+    for k8s, ``engine``, else each pool's engine where it is sglang or vllm, else sglang;
+    Dynamo's workers are TensorRT-LLM's where the plan's engines are trtllm, else SGLang's
+    (one backend for the whole graph). ``InputError`` for an unknown target, ``engine``
+    with a target that fixes the engine, or a plan whose pools no target engine serves."""
     if target not in TARGETS:
         raise InputError(f"--to: unknown target '{target}': one of {', '.join(TARGETS)}")
+    pools = plan.pools
+    if target == "plan":
+        if engine is not None:
+            raise InputError(
+                f"--engine {engine}: --to plan runs each pool with its role's engine; "
+                "--engine is for --to k8s"
+            )
+        runs = [pool_engine(plan, p) for p in pools]
+        missing = [p for p, r in zip(pools, runs, strict=True) if r is None]
+        if missing:
+            roles = sorted({p.role for p in missing})
+            raise InputError(
+                f"--to plan: the plan's {', '.join(roles)} pass times are "
+                f"{', '.join(sorted({plan.pool_engine(p) for p in missing}))}'s, no engine "
+                f"export launches ({', '.join(ENGINE_TARGETS)}): give --to "
+                f"{'|'.join(t for t in TARGETS if t != 'plan')}"
+            )
+        return [r for r in runs if r is not None]
     if target in ("sglang", "vllm", "trtllm", "dynamo"):
         own = target
         if target == "dynamo":
-            own = "trtllm" if plan.engine == "trtllm" else "sglang"
+            used = _plan_engines(plan)
+            if len(used) > 1:
+                raise InputError(
+                    f"--to dynamo: one DynamoGraphDeployment runs one backend; the plan's "
+                    f"pools run {', '.join(sorted(used))} ({plan.engine}): use --to plan"
+                )
+            own = "trtllm" if used == {"trtllm"} else "sglang"
         if engine is not None and engine != own:
             raise InputError(
                 f"--engine {engine}: --to {target} runs {own}; --engine is for --to k8s"
             )
-        return own
+        return [own] * len(pools)
     if engine is not None:
         if engine not in K8S_ENGINES:
             raise InputError(f"--engine: unknown engine '{engine}': one of sglang, vllm")
-        return engine
-    return plan.engine if plan.engine in K8S_ENGINES else "sglang"
+        return [engine] * len(pools)
+    return [e if (e := pool_engine(plan, p)) in K8S_ENGINES else "sglang" for p in pools]
 
 
 def export_files(plan: LaunchPlan, target: str, engine: str | None = None) -> dict[str, str]:
     """Every file of ``target`` for ``plan``, name -> text; ``InputError`` with one line per
     pool the engine cannot launch (nothing is produced then)."""
-    run = engine_for(target, engine, plan)
-    refused = [line for pool in plan.pools for line in cannot_launch(pool, run)]
+    runs = engines_for(target, engine, plan)
+    refused = [
+        line
+        for pool, run in zip(plan.pools, runs, strict=True)
+        for line in cannot_launch(pool, run)
+    ]
     if refused:
         raise InputError(refused)
     files: dict[str, str] = {}
-    for pool in plan.pools:
+    for pool, run in zip(plan.pools, runs, strict=True):
         if target == "k8s":
             files[f"{pool.name}.yaml"] = _manifest(plan, pool, run)
         else:
-            files[f"{pool.name}.sh"] = _script(plan, pool, target, run)
+            files[f"{pool.name}.sh"] = _script(plan, pool, run if target == "plan" else target, run)
             if run == "trtllm":
                 files[f"{pool.name}.yaml"] = _options_yaml(plan, pool)
-    if target == "trtllm":
+    if target == "trtllm" or (target == "plan" and set(runs) == {"trtllm"}):
         files["disagg.yaml"] = _disagg_yaml(plan)
         files["disagg-server.sh"] = _disagg_server(plan)
     if target == "dynamo":
         files["frontend.sh"] = _frontend(plan)
-        files[GRAPH_FILE] = _graph(plan, run)
+        files[GRAPH_FILE] = _graph(plan, runs[0])
     files["router.json"] = json.dumps(router_rules(plan.plan), indent=2) + "\n"
     return files
 
@@ -167,6 +218,11 @@ def _header(plan: LaunchPlan, pool: PoolLaunch, engine: str) -> list[str]:
         + (f"; at most {pool.batch} sequences per instance" if pool.batch else ""),
         f"engine: {engine} {release} (flags as defined in {source})",
     ]
+    planned = plan.pool_engine(pool)
+    if len(set(plan.engines.values())) > 1:  # an engine per role: say which this pool's is
+        lines.append(
+            f"pass times planned with {planned}'s profile ({pool.role}; the plan: {plan.engine})"
+        )
     lines += [
         f"link {a} <-> {b}: {gbps:g} Gbps bought" + (f", RTT {rtt:g} ms" if rtt else "")
         for a, b, gbps, rtt in plan.links

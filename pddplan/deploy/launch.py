@@ -16,6 +16,7 @@ from pddplan.model.problem import Problem
 from pddplan.spec.fleet import Fleet
 from pddplan.spec.hardware import ChipSpec
 from pddplan.spec.llm import AttentionKind
+from pddplan.spec.scenario import Role
 
 GPUS_PER_NODE = {"gb200": 4}
 """GPUs one host (one Kubernetes node) holds where it is fewer than the chip's scale-up
@@ -87,7 +88,14 @@ class LaunchPlan:
     links: tuple[tuple[str, str, float, float | None], ...]
     """(datacenter, datacenter, Gbps bought, RTT in ms) for each link."""
     engine: str
-    """The engine profile the plan assumed (``sglang``, ``vllm``, ``trtllm``, ``ideal``)."""
+    """The engine profile the plan assumed (``sglang``, ``vllm``, ``trtllm``, ``ideal``), or
+    ``--engine``'s form of one per role (``prefill=sglang,...,main_decode=ideal``)."""
+    engines: dict[str, str]
+    """Each role's engine profile (``Problem.role_engines``)."""
+
+    def pool_engine(self, pool: PoolLaunch) -> str:
+        """The engine profile ``pool``'s role assumed."""
+        return self.engines[pool.role]
 
 
 def _k8s_name(*parts: str) -> str:
@@ -122,7 +130,11 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
     pools = []
     for pool in fleet.pools:
         inst = problem.instance(
-            pool.chip, pool.gpus_per_instance, pool.context_parallel, pool.attention_tp
+            pool.chip,
+            pool.gpus_per_instance,
+            pool.context_parallel,
+            pool.attention_tp,
+            role=pool.role,
         )
         chip = problem.hardware.chips[pool.chip]
         batch = _batch(problem, pool.role, pool.chip, pool.gpus_per_instance, figures, pool)
@@ -147,15 +159,22 @@ def launch_plan(plan: PlanFile) -> LaunchPlan:
     links = tuple(
         (a, b, x.gbps, rtts.get(tuple(sorted((a, b))))) for x in fleet.links for a, b in [x.between]
     )
-    engine = (data.get("engine") or {}).get("id") or problem.engine.id
+    said: dict[str, Any] = data.get("engine") or {}
+    engine = str(said.get("id") or problem.engine_label)
+    engines: dict[str, str] = {role: e.id for role, e in problem.role_engines.items()}
+    roles = said.get("roles")
+    if isinstance(roles, dict):  # the plan's record of each role's engine comes first
+        engines.update({r: str(v["id"]) for r, v in roles.items() if r in engines and "id" in v})
+    elif "=" not in engine:
+        engines = dict.fromkeys(engines, engine)
     return LaunchPlan(
-        plan.path, data, problem.model.hf_id, problem.model.id, tuple(pools), links, engine
+        plan.path, data, problem.model.hf_id, problem.model.id, tuple(pools), links, engine, engines
     )
 
 
 def _batch(
     problem: Problem,
-    role: str,
+    role: Role,
     chip: str,
     gpus: int,
     figures: dict[tuple[str, str, str, int], dict[str, Any]],
@@ -167,5 +186,5 @@ def _batch(
         shown = figures.get((pool.datacenter, role, chip, gpus), {}).get("decode_batch")
         if isinstance(shown, int) and shown > 0:
             return shown
-    batch, _ = problem.decode_point(chip, gpus)
+    batch, _ = problem.decode_point(chip, gpus, role=role)
     return max(batch, 1)

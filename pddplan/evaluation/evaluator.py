@@ -42,7 +42,7 @@ from pddplan.model.pricing import fleet_cost
 from pddplan.model.problem import Problem
 from pddplan.model.queueing import p99_gap, percentile
 from pddplan.model.relay import eager_tokens
-from pddplan.spec.engine import RELAY_ON_PREFILL
+from pddplan.spec.engine import RELAY_ON_OTHER_ENGINE, RELAY_ON_PREFILL
 from pddplan.spec.fleet import CacheSizes, Fleet, Routing
 from pddplan.spec.scenario import TAIL_BUDGETS, Scenario
 from pddplan.spec.status import EvalStatus
@@ -932,13 +932,23 @@ def _report(
     pool_costs = {id(p): c for p, c in zip(fleet.pools, priced.pools, strict=True)}
     order = m.roles["prefill"] + m.roles["relay_decode"] + m.roles["main_decode"]
     hosted = {id(m.roles["relay_decode"][i][0]) for i in m.hosts}
-    launch = m.problem.engine.launch
-    engine = m.problem.engine.label
+    problem = m.problem
     for pool, inst in order:
         lay = inst.layout
+        # a hosted relay decode runs on its host's prefill instance: the prefill's engine
+        role = "prefill" if id(pool) in hosted else pool.role
+        launch, engine = problem.engine_for(role).launch, problem.engine_for(role).label
+        hosting = pool.hosts_relay_decode
         why = [
             RELAY_ON_PREFILL
-            if pool.hosts_relay_decode and not launch.relay_decode_on_prefill
+            if hosting
+            and not all(
+                problem.engine_for(r).launch.relay_decode_on_prefill
+                for r in ("prefill", "relay_decode")
+            )
+            else None,
+            RELAY_ON_OTHER_ENGINE
+            if hosting and problem.engine_for("relay_decode").id != problem.engine_for(role).id
             else None,
             launch.context_parallel(m.problem.model.attention, lay.gpus) if lay.cp > 1 else None,
             launch.attention_groups(lay.gpus, lay.attn_tp) if lay.ep > 1 else None,

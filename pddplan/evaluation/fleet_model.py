@@ -65,7 +65,11 @@ class FleetModel:
         for i, pool in enumerate(fleet.pools):
             try:
                 inst = problem.instance(
-                    pool.chip, pool.gpus_per_instance, pool.context_parallel, pool.attention_tp
+                    pool.chip,
+                    pool.gpus_per_instance,
+                    pool.context_parallel,
+                    pool.attention_tp,
+                    role=pool.role,
                 )
             except WeightsDoNotFitError as e:
                 too_small.append(f"fleet {fleet.name}: pools[{i}] ({pool.role}): {e}")
@@ -126,11 +130,11 @@ class FleetModel:
         # MD's operating point: the largest batch meeting TPOT at MD's token-weighted
         # context, with the decode-side cache's HBM held back
         self.md_points = {
-            i: problem.decode_point(pool.chip, pool.gpus_per_instance, gb or 0.0)
+            i: problem.decode_point(pool.chip, pool.gpus_per_instance, gb or 0.0, role=pool.role)
             for i, (pool, _) in enumerate(self.roles["main_decode"])
         }
         self.md_steps = [
-            problem.decode_steps(pool.chip, pool.gpus_per_instance)
+            problem.decode_steps(pool.chip, pool.gpus_per_instance, role=pool.role)
             for pool, _ in self.roles["main_decode"]
         ]
         """Per MD pool: its step at every batch up to its largest (its admission queue)."""
@@ -152,7 +156,7 @@ class FleetModel:
         self.rld_points = [
             (self.hosts[i][1].batch, float(self.hosts[i][1].mixed_s[-1]))
             if i in self.hosts
-            else problem.decode_point(pool.chip, pool.gpus_per_instance)
+            else problem.decode_point(pool.chip, pool.gpus_per_instance, role=pool.role)
             for i, (pool, _) in enumerate(self.roles["relay_decode"])
         ]
         slots = np.array(
@@ -231,7 +235,7 @@ class FleetModel:
                 j, point = self.hosts[i]
                 steps = point.steps(prefill_busy[j])
             else:
-                steps = self.problem.decode_steps(pool.chip, pool.gpus_per_instance)
+                steps = self.problem.decode_steps(pool.chip, pool.gpus_per_instance, role=pool.role)
             step, batch = relay_pace(
                 steps, relay_seconds * share, singular_tokens * share, pool.instances
             )
@@ -291,9 +295,14 @@ def _relay_hint(problem: Problem, fleet: Fleet) -> list[str]:
     relay decode on the prefill instances needs no GPUs of its own."""
     out = []
     for i, pool in enumerate(fleet.pools):
-        if pool.role != "relay_decode" or problem.fits(pool.chip, pool.gpus_per_instance):
+        if pool.role != "relay_decode" or problem.fits(
+            pool.chip, pool.gpus_per_instance, role=pool.role
+        ):
             continue
-        size = next((g for g in (2**k for k in range(11)) if problem.fits(pool.chip, g)), None)
+        size = next(
+            (g for g in (2**k for k in range(11)) if problem.fits(pool.chip, g, role=pool.role)),
+            None,
+        )
         if size is None:
             continue
         beside = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -11,11 +11,12 @@ from pddplan.errors import ArgumentError, InputError
 from pddplan.io.located import read_yaml
 from pddplan.io.validation import validate
 from pddplan.spec.acquisition import AcquisitionCatalog
-from pddplan.spec.engine import EngineCatalog, chip_knobs
+from pddplan.spec.engine import EngineCatalog, chip_knobs, handoff_problems
 from pddplan.spec.hardware import ChipSpec, HardwareCatalog
 from pddplan.spec.llm import ModelSpec
 from pddplan.spec.readonly import ReadOnlyDict
-from pddplan.spec.source import SourceMap
+from pddplan.spec.scenario import ENGINE_ROLE_KEYS, ROLES, EngineRoles, Scenario
+from pddplan.spec.source import Loc, SourceMap
 
 
 def _shipped(name: str) -> Path:
@@ -130,16 +131,144 @@ def checked_engine(
     profile for the family of each of ``chips``; ``ArgumentError`` for ``--engine`` if
     not."""
     name = engine_id or engines.default
-    if name not in engines.engines:
+    if "=" in name:
         raise ArgumentError(
-            "serving_engine", f"{{argument}}: {unknown_id('engine', name, engines.engines)}"
+            "serving_engine",
+            f"{{argument}}: '{name}': one engine's name here (an instance runs one engine); "
+            "ROLE=NAME is for a scenario's roles",
         )
+    if name not in engines.engines:
+        raise ArgumentError("serving_engine", f"{{argument}}: {unknown_engine(name, engines)}")
     for chip in chips:
         try:
             chip_knobs(engines.engines[name], hardware, chip)
         except ValueError as e:
             raise ArgumentError("serving_engine", f"{{argument}}: {e}") from None
     return name
+
+
+def unknown_engine(name: str, engines: EngineCatalog) -> str:
+    """'unknown engine 'x'; close matches: ...; profiles: ...' (every profile named)."""
+    said = unknown_id("engine", name, engines.engines)
+    if "; known:" in said:
+        return said.replace("; known:", "; profiles:")
+    return f"{said}; profiles: {', '.join(sorted(engines.engines))}"
+
+
+def engine_choice_problems(
+    s: Scenario, hardware: HardwareCatalog, engines: EngineCatalog
+) -> list[tuple[Loc, str]]:
+    """What is wrong with the scenario's ``engine`` against the engine profiles, each with
+    the key that says it: an engine that is not a profile; a role's engine without a
+    profile for the family of a chip the role may use (at that chip where the scenario
+    names no engine for the role); roles that hand each other the KV cache on engines no
+    released software connects (``handoff_problems``), at the taking role's key."""
+    out: list[tuple[Loc, str]] = []
+    e = s.engine
+    named: dict[str, Loc] = {}  # the key that names each role's engine
+    if isinstance(e, str):
+        named = dict.fromkeys(ROLES, ("engine",))
+        given: list[tuple[Loc, str]] = [(("engine",), e)]
+    elif isinstance(e, EngineRoles):
+        given = [(("engine", k), v) for k in ENGINE_ROLE_KEYS if (v := getattr(e, k)) is not None]
+        for role in ROLES:
+            key = role if getattr(e, role) is not None else "default" if e.default else None
+            if key is not None:
+                named[role] = ("engine", key)
+    else:
+        given = []
+    for loc, name in given:
+        if name not in engines.engines:
+            out.append((loc, unknown_engine(name, engines)))
+    if out:
+        return out
+    roles = s.role_engines(engines.default)
+    said: set[tuple[str, str]] = set()
+    for role in ROLES:
+        name = roles[role]
+        for dc_id, chip in s.chips_for(role):
+            if chip not in hardware.chips or (name, chip) in said:
+                continue
+            try:
+                chip_knobs(engines.engines[name], hardware, chip)
+            except ValueError as err:
+                said.add((name, chip))
+                dc = s.datacenters[dc_id]
+                where = named.get(role)
+                if where is None:
+                    where = ("datacenters", dc_id, "chips", dc.chips.index(chip))
+                why = str(err)
+                out.append((where, why if len(set(roles.values())) == 1 else f"{role}: {why}"))
+    if out:
+        return out
+    for taker, why in handoff_problems(engines, roles, s.roles_run()):
+        out.append((named.get(taker, ("engine",)), why))
+    return out
+
+
+def engine_option(
+    text: str | Mapping[str, str], s: Scenario, hardware: HardwareCatalog, engines: EngineCatalog
+) -> str | dict[str, str]:
+    """``--engine``'s value as the scenario's new ``engine``: one profile's name for every
+    role, or ``ROLE=NAME,...`` (or a mapping) over the engines the scenario's roles run
+    (``default=NAME`` for the roles neither names); one name where every role then runs
+    the same engine. ``ArgumentError`` for a bad form, an unknown role or engine, a profile
+    missing for a chip a role may use, or roles no released software connects."""
+    if isinstance(text, str) and "=" not in text:
+        choice: str | dict[str, str] = text.strip()
+    else:
+        pairs = _engine_pairs(text)
+        base = s.engine
+        if isinstance(base, EngineRoles):
+            merged = {k: v for k in ENGINE_ROLE_KEYS if (v := getattr(base, k)) is not None}
+        else:  # one engine for every role, named or not (``Scenario.role_engines``)
+            merged = {"default": s.role_engines(engines.default)["prefill"]}
+        merged.update(pairs)
+        choice = merged
+    from pydantic import ValidationError
+
+    try:
+        scenario = Scenario.model_validate({**s.model_dump(mode="json"), "engine": choice})
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise ArgumentError("serving_engine", f"{{argument}}: {msg}") from None
+    found = engine_choice_problems(scenario, hardware, engines)
+    if found:
+        raise ArgumentError("serving_engine", "{argument}: " + "; ".join(m for _, m in found))
+    roles = scenario.role_engines(engines.default)
+    if len(set(roles.values())) == 1:
+        return next(iter(roles.values()))
+    return choice
+
+
+def _engine_pairs(text: str | Mapping[str, str]) -> dict[str, str]:
+    """``prefill=sglang,main_decode=vllm`` as a mapping; ``ArgumentError`` for a part
+    without ``=``, an unknown role or a role given twice."""
+    if not isinstance(text, str):
+        items = list(text.items())
+    else:
+        items = []
+        for part in text.split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip() or not value.strip():
+                raise ArgumentError(
+                    "serving_engine",
+                    f"{{argument}}: '{part.strip()}': give NAME (every role) or ROLE=NAME,... "
+                    f"(roles: {', '.join(ENGINE_ROLE_KEYS)})",
+                )
+            items.append((key.strip(), value.strip()))
+    out: dict[str, str] = {}
+    for key, value in items:
+        if key not in ENGINE_ROLE_KEYS:
+            raise ArgumentError(
+                "serving_engine",
+                f"{{argument}}: unknown role '{key}'; roles: {', '.join(ENGINE_ROLE_KEYS)}",
+            )
+        if key in out:
+            raise ArgumentError("serving_engine", f"{{argument}}: '{key}' given twice")
+        out[key] = value
+    return out
 
 
 def unknown_id(kind: str, value: str, known: Iterable[str]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from pddplan.errors import InputError
 from pddplan.horizon.acquisition import acquisition_problems
 from pddplan.io.catalogs import (
+    engine_choice_problems,
     load_acquisition,
     load_engines,
     load_hardware,
@@ -21,7 +22,7 @@ from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.acquisition import AcquisitionCatalog
-from pddplan.spec.engine import EngineCatalog, chip_knobs
+from pddplan.spec.engine import EngineCatalog
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.horizon import horizon_problems
 from pddplan.spec.limits import MAX_VARIANTS
@@ -284,22 +285,10 @@ def _cross_check(
 def _engine_problems(
     s: Scenario, hw: HardwareCatalog, engines: EngineCatalog, source: SourceMap
 ) -> list[str]:
-    """The scenario's engine against the engine profiles: known, with a profile for the
-    family of every chip it may buy."""
-    name = s.engine_id(engines.default)
-    if name not in engines.engines:
-        return [source.problem(("engine",), unknown_id("engine", name, engines.engines))]
-    problems = []
-    for dc_id, dc in s.datacenters.items():
-        for i, chip in enumerate(dc.chips):
-            if chip not in hw.chips:
-                continue
-            try:
-                chip_knobs(engines.engines[name], hw, chip)
-            except ValueError as e:
-                loc = ("engine",) if s.engine else ("datacenters", dc_id, "chips", i)
-                problems.append(source.problem(loc, str(e)))
-    return problems
+    """The scenario's engines against the engine profiles (``engine_choice_problems``):
+    known, with a profile for the family of every chip each role may use, and roles that
+    hand each other the KV cache on engines that can."""
+    return [source.problem(loc, msg) for loc, msg in engine_choice_problems(s, hw, engines)]
 
 
 def _mapping(value: Any) -> dict[Any, Any]:

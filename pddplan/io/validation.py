@@ -97,9 +97,11 @@ def _fmt(loc: Loc) -> str:
 
 
 def _is_union_tag(part: str | int) -> bool:
-    # pydantic adds the union member's type name to the location (e.g. "int", "literal[...]").
+    # pydantic adds the union member's type name to the location (e.g. "int", "literal[...]"),
+    # or a tagged union's tag (the spec's tags start "union:").
     return isinstance(part, str) and (
-        part in ("int", "float", "str", "bool") or part.startswith(("literal[", "constrained-"))
+        part in ("int", "float", "str", "bool")
+        or part.startswith(("literal[", "constrained-", "union:"))
     )
 
 
@@ -132,9 +134,9 @@ def _unwrap(tp: Any) -> Any:
         if origin is typing.Annotated:
             tp = typing.get_args(tp)[0]
         elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            members = [_unwrap(a) for a in typing.get_args(tp) if a is not type(None)]
             models = [a for a in members if _is_model(a) or typing.get_origin(a)]
-            tp = (models or members)[0]
+            return (models or members)[0]
         else:
             return tp
 

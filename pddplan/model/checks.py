@@ -23,7 +23,7 @@ def scenario_problems(problem: Problem) -> list[str]:
     sizes = s.search.sizes()
     for role in ROLES:
         chips = sorted({c for _, c in s.chips_for(role)})
-        if chips and not any(problem.fits(c, g) for c in chips for g in sizes):
+        if chips and not any(problem.fits(c, g, role=role) for c in chips for g in sizes):
             out.append(
                 problem.located(
                     ("datacenters",),

@@ -39,7 +39,7 @@ from pddplan.spec.calibration import Calibration, Phase, resolve_calibration
 from pddplan.spec.engine import EngineCatalog, EngineProfile, chip_knobs
 from pddplan.spec.hardware import HardwareCatalog
 from pddplan.spec.llm import ModelSpec
-from pddplan.spec.scenario import Scenario, WorkloadVariant, variant_scenarios
+from pddplan.spec.scenario import Role, Scenario, WorkloadVariant, variant_scenarios
 from pddplan.spec.source import Loc, SourceMap, fmt_loc
 from pddplan.work import tally
 from pddplan.workload.classes import RequestClass, md_caches, workload_classes
@@ -128,12 +128,14 @@ and fails on a read not declared here."""
 
 class InstanceKey(NamedTuple):
     """An instance layout: ``gpus`` x ``chip``, with context parallelism or not, at its
-    attention's tensor-parallel width (None: the model's own, ``layout_for``)."""
+    attention's tensor-parallel width (None: the model's own, ``layout_for``), under the
+    engine profile ``engine`` (its pool's role's)."""
 
     chip: str
     gpus: int
     context_parallel: bool = False
     attention_tp: int | None = None
+    engine: str = ""
 
 
 class PrefillKey(NamedTuple):
@@ -144,22 +146,25 @@ class PrefillKey(NamedTuple):
     context_parallel: bool
     hosting: bool
     attention_tp: int | None = None
+    engine: str = ""
 
 
 class DecodeKey(NamedTuple):
     """A decode instance: ``gpus`` x ``chip``, ``reserve_gb_per_gpu`` of HBM held back (a
-    decode-side cache's share)."""
+    decode-side cache's share), under the engine profile ``engine``."""
 
     chip: str
     gpus: int
     reserve_gb_per_gpu: float
+    engine: str = ""
 
 
 class ChipGpus(NamedTuple):
-    """A decode instance's chip and GPUs (its step tables)."""
+    """A decode instance's chip, GPUs and engine profile (its step tables)."""
 
     chip: str
     gpus: int
+    engine: str = ""
 
 
 @dataclass
@@ -433,12 +438,56 @@ class Problem:
         """The model's KV cache at the scenario's KV dtype."""
         return KvModel(self.model, self.scenario.kv_dtype or self.model.kv_dtype)
 
+    @cached_property
+    def role_engines(self) -> dict[Role, EngineProfile]:
+        """Each role's engine profile: the scenario's ``engine`` (one name, or per role), or
+        the catalog's default (``ideal`` for a calibration that names none:
+        ``Scenario.role_engines``). A pool's pass times, knobs, error factors and launch
+        limits are its role's engine's."""
+        ids = self.scenario.role_engines(self.engines.default)
+        return {role: self.engines.engines[name] for role, name in ids.items()}
+
+    def engine_for(self, role: Role | None) -> EngineProfile:
+        """``role``'s engine profile; None: the one every role runs (``engine``)."""
+        return self.engine if role is None else self.role_engines[role]
+
+    @cached_property
+    def mixed(self) -> bool:
+        """Whether the roles run different engines."""
+        return len({e.id for e in self.role_engines.values()}) > 1
+
     @property
     def engine(self) -> EngineProfile:
-        """The engine profile the pass times assume: the scenario's ``engine``, or the
-        catalog's default (``ideal`` for a calibration that names none:
-        ``Scenario.engine_id``)."""
-        return self.engines.engines[self.scenario.engine_id(self.engines.default)]
+        """The engine profile every role's pass times assume; ``ValueError`` where the
+        scenario gives the roles different engines (``engine_for`` a role then)."""
+        engines = self.role_engines
+        if self.mixed:
+            raise ValueError(
+                f"scenario {self.scenario.name} runs an engine per role ({self.engine_label}): "
+                "ask for one role's (engine_for)"
+            )
+        return engines["prefill"]
+
+    @property
+    def engine_label(self) -> str:
+        """The engines as ``--engine`` takes them: one name where every role runs it, else
+        ``prefill=A,relay_decode=B,main_decode=C``."""
+        engines = self.role_engines
+        if not self.mixed:
+            return engines["prefill"].id
+        return ",".join(f"{role}={e.id}" for role, e in engines.items())
+
+    @property
+    def engine_text(self) -> str:
+        """The engines in words: one name, or ``sglang for prefill and relay_decode, ideal
+        for main_decode``."""
+        engines = self.role_engines
+        if not self.mixed:
+            return engines["prefill"].id
+        roles: dict[str, list[str]] = {}
+        for role, engine in engines.items():
+            roles.setdefault(engine.id, []).append(role)
+        return ", ".join(f"{e} for {' and '.join(rs)}" for e, rs in roles.items())
 
     def warnings(self) -> list[str]:
         """What a command should say about how it reads the scenario, each one located
@@ -447,46 +496,75 @@ class Problem:
         note = self.scenario.unnamed_fit_note()
         return [self.located(("calibration",), note)] if note else []
 
-    def time_factors(self) -> tuple[float, float]:
-        """(prefill, decode) pass-time factors at the scenario's ``perf_quantile``: from the
-        calibration's own error table where it has one for the phase
-        (``CalibrationSpec.error``, a fit to the user's points), else the engine profile's."""
+    def time_factors(self, role: Role | None = None) -> tuple[float, float]:
+        """(prefill, decode) pass-time factors of ``role``'s pools (None: every role's, one
+        engine) at the scenario's ``perf_quantile``: from the calibration's own error table
+        where it has one for the phase (``CalibrationSpec.error``, a fit to the user's
+        points), else the role's engine profile's."""
         q = self.scenario.perf_quantile
         own = self.scenario.calibration.error
+        engine = self.engine_for(role)
 
         def factor(phase: Phase) -> float:
             if q == 0.5:
                 return 1.0
-            return own[phase].factor(q) if phase in own else self.engine.time_factor(phase, q)
+            return own[phase].factor(q) if phase in own else engine.time_factor(phase, q)
 
         return factor("prefill"), factor("decode")
 
     def engine_summary(self) -> dict[str, Any]:
         """The engine profile and error quantile the pass times assume, as reports and plan
         files carry them (so later commands on a plan assume the same), and per phase
-        whose error the factor comes from (``calibration`` or ``engine``)."""
-        engine = self.engine
-        prefill, decode = self.time_factors()
+        whose error the factor comes from (``calibration`` or ``engine``). Where the roles
+        run different engines: ``id`` is ``--engine``'s form of them
+        (``prefill=sglang,relay_decode=sglang,main_decode=ideal``), ``label`` the same in
+        words (``engine_text``), ``name`` and ``version``
+        name each with its roles, ``time_factors`` are the prefill pool's prefill factor and
+        the main-decode pool's decode factor, and ``roles`` gives each role's engine and
+        factors."""
         own = self.scenario.calibration.error
-        return {
-            "id": engine.id,
-            "name": engine.name,
-            "version": engine.version,
-            "perf_quantile": self.scenario.perf_quantile,
-            "time_factors": {"prefill": prefill, "decode": decode},
-            "error_from": {
+        out: dict[str, Any] = {}
+        engines = self.role_engines
+        if not self.mixed:
+            engine = engines["prefill"]
+            out.update(id=engine.id, name=engine.name, version=engine.version)
+        else:
+            out.update(
+                id=self.engine_label,
+                label=self.engine_text,
+                name=_by_engine(engines, lambda e: e.name),
+                version=_by_engine(engines, lambda e: e.version),
+            )
+        prefill, decode = self.time_factors("prefill")[0], self.time_factors("main_decode")[1]
+        out.update(
+            perf_quantile=self.scenario.perf_quantile,
+            time_factors={"prefill": prefill, "decode": decode},
+            error_from={
                 phase: "calibration" if phase in own else "engine"
                 for phase in ("prefill", "decode")
             },
-        }
+        )
+        if self.mixed:
+            out["roles"] = {
+                role: {
+                    "id": e.id,
+                    "name": e.name,
+                    "version": e.version,
+                    "time_factors": dict(
+                        zip(("prefill", "decode"), self.time_factors(role), strict=True)
+                    ),
+                }
+                for role, e in engines.items()
+            }
+        return out
 
-    def calibration(self, chip: str) -> Calibration:
-        """``chip``'s efficiency factors and knobs: catalog defaults, the engine profile's
-        knobs for its family, scenario overrides, and the pass-time factors at the
-        scenario's ``perf_quantile``. ``InputError`` where the engine has no profile for the
-        chip's family."""
+    def calibration(self, chip: str, role: Role | None = None) -> Calibration:
+        """``chip``'s efficiency factors and knobs under ``role``'s engine (None: the one
+        every role runs): catalog defaults, the engine profile's knobs for its family,
+        scenario overrides, and the pass-time factors at the scenario's ``perf_quantile``.
+        ``InputError`` where the engine has no profile for the chip's family."""
         try:
-            engine = chip_knobs(self.engine, self.hardware, chip)
+            engine = chip_knobs(self.engine_for(role), self.hardware, chip)
         except ValueError as e:
             raise InputError(str(e)) from None
         try:
@@ -495,7 +573,7 @@ class Problem:
                 chip,
                 self.scenario.calibration,
                 engine=engine,
-                time_factors=self.time_factors(),
+                time_factors=self.time_factors(role),
             )
         except ValidationError as e:  # knobs that are each valid but not together
             reason = "; ".join(str(x["msg"]).removeprefix("Value error, ") for x in e.errors())
@@ -510,14 +588,18 @@ class Problem:
         gpus: int,
         context_parallel: bool = False,
         attention_tp: int | None = None,
+        *,
+        role: Role | None = None,
     ) -> Instance:
         """The model on ``gpus`` GPUs of ``chip`` (with ``context_parallel``: each prompt's
         attention split over the attention groups; ``attention_tp``: its attention
-        tensor-parallel over that many GPUs, ``layout_for``); ``WeightsDoNotFitError`` when
-        they cannot hold its weights, ``InputError`` for context parallelism on a layout
-        with one attention group or an attention width that does not divide ``gpus``."""
+        tensor-parallel over that many GPUs, ``layout_for``) under ``role``'s engine (None:
+        the one every role runs); ``WeightsDoNotFitError`` when they cannot hold its
+        weights, ``InputError`` for context parallelism on a layout with one attention group
+        or an attention width that does not divide ``gpus``."""
         table = self._tables.instances
-        key = InstanceKey(chip, gpus, context_parallel, attention_tp)
+        engine = self.engine_for(role).id
+        key = InstanceKey(chip, gpus, context_parallel, attention_tp, engine)
         if key not in table:
             with self._building("instances"):
                 s = self.scenario
@@ -526,7 +608,7 @@ class Problem:
                         self.model,
                         self.hardware.chips[chip],
                         gpus,
-                        self.calibration(chip),
+                        self.calibration(chip, role),
                         kv_dtype=s.kv_dtype,
                         weight_dtype=s.weight_dtype,
                         context_parallel=context_parallel,
@@ -543,10 +625,11 @@ class Problem:
             raise InputError(found.problems)
         return found
 
-    def fits(self, chip: str, gpus: int) -> bool:
-        """Whether ``gpus`` GPUs of ``chip`` hold the model's weights."""
+    def fits(self, chip: str, gpus: int, *, role: Role | None = None) -> bool:
+        """Whether ``gpus`` GPUs of ``chip`` hold the model's weights under ``role``'s
+        engine."""
         try:
-            self.instance(chip, gpus)
+            self.instance(chip, gpus, role=role)
         except WeightsDoNotFitError:
             return False
         return True
@@ -559,18 +642,20 @@ class Problem:
         hosting: bool = False,
         attention_tp: int | None = None,
     ) -> PrefillFigures:
-        """Per class, on ``gpus`` x ``chip``: prefill latency alone and service time, and
+        """Per class, on ``gpus`` x ``chip`` under the prefill role's engine: prefill
+        latency alone and service time, and
         every pass (``Instance.prefill_figures``); with ``hosting``, at the chunk a host of
         relay decode runs (``host_point``), before the hosted tokens' stretch."""
         table = self._tables.prefill
-        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp)
+        engine = self.engine_for("prefill").id
+        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp, engine)
         if key not in table:
             with self._building("prefill"):
                 a = self.arrays
                 inst = (
                     self.host_instance(chip, gpus, context_parallel)
                     if hosting
-                    else self.instance(chip, gpus, context_parallel, attention_tp)
+                    else self.instance(chip, gpus, context_parallel, attention_tp, role="prefill")
                 )
                 table[key] = inst.prefill_figures(a.inp, a.hit)
         return table[key]
@@ -586,7 +671,8 @@ class Problem:
         """The prefill passes on ``gpus`` x ``chip`` in the order ``loaded_prefill_latency``
         needs them."""
         table = self._tables.passes
-        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp)
+        engine = self.engine_for("prefill").id
+        key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp, engine)
         if key not in table:
             with self._building("passes"):
                 figures = self.prefill_figures(chip, gpus, context_parallel, hosting, attention_tp)
@@ -594,7 +680,8 @@ class Problem:
         return table[key]
 
     def host_point(self, chip: str, gpus: int, context_parallel: bool = False) -> HostPoint | None:
-        """How a prefill instance of ``gpus`` x ``chip`` hosts relay decode at
+        """How a prefill instance of ``gpus`` x ``chip`` (the prefill role's engine) hosts
+        relay decode at
         ``decode_context_tokens`` under the TPOT bound (``pddplan.model.colocation``);
         None when it cannot."""
         found = self._host(chip, gpus, context_parallel)
@@ -612,10 +699,10 @@ class Problem:
         self, chip: str, gpus: int, context_parallel: bool
     ) -> tuple[HostPoint, Instance] | None:
         table = self._tables.hosts
-        key = InstanceKey(chip, gpus, context_parallel)
+        key = InstanceKey(chip, gpus, context_parallel, engine=self.engine_for("prefill").id)
         if key not in table:
             with self._building("hosts"):
-                inst = self.instance(chip, gpus, context_parallel)
+                inst = self.instance(chip, gpus, context_parallel, role="prefill")
                 point = host_point(
                     inst,
                     self.decode_context_tokens,
@@ -626,17 +713,22 @@ class Problem:
         return table[key]
 
     def decode_point(
-        self, chip: str, gpus: int, reserve_gb_per_gpu: float = 0.0
+        self,
+        chip: str,
+        gpus: int,
+        reserve_gb_per_gpu: float = 0.0,
+        *,
+        role: Role | None = None,
     ) -> tuple[int, float]:
-        """Decode's operating point on ``gpus`` x ``chip`` with ``reserve_gb_per_gpu`` of
-        HBM held back (the decode-side cache): the largest batch meeting the TPOT bound at
-        ``decode_context_tokens``, and its step seconds (batch 0: none fits; the step is
-        then batch 1's)."""
+        """Decode's operating point on ``gpus`` x ``chip`` under ``role``'s engine with
+        ``reserve_gb_per_gpu`` of HBM held back (the decode-side cache): the largest batch
+        meeting the TPOT bound at ``decode_context_tokens``, and its step seconds (batch 0:
+        none fits; the step is then batch 1's)."""
         table = self._tables.decode_points
-        key = DecodeKey(chip, gpus, reserve_gb_per_gpu)
+        key = DecodeKey(chip, gpus, reserve_gb_per_gpu, self.engine_for(role).id)
         if key not in table:
             with self._building("decode_points"):
-                inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
+                inst, ctx = self.instance(chip, gpus, role=role), self.decode_context_tokens
                 reserve = reserve_gb_per_gpu * units.GB * gpus
                 tpot_s = self.scenario.sla.tpot_ms * units.MS
                 batch = inst.max_batch(ctx, tpot_s=tpot_s, reserved_bytes=reserve)
@@ -646,23 +738,29 @@ class Problem:
     def first_step_s(self, chip: str, gpus: int, reserve_gb_per_gpu: float = 0.0) -> float:
         """Main decode's first step on ``gpus`` x ``chip`` (``first_decode_step_s``) at its
         operating point with ``reserve_gb_per_gpu`` held back, at the utilization cap."""
-        batch, step = self.decode_point(chip, gpus, reserve_gb_per_gpu)
+        batch, step = self.decode_point(chip, gpus, reserve_gb_per_gpu, role="main_decode")
         return first_decode_step_s(
-            batch, step, self.decode_steps(chip, gpus), self.scenario.search.max_utilization
+            batch,
+            step,
+            self.decode_steps(chip, gpus, role="main_decode"),
+            self.scenario.search.max_utilization,
         )
 
-    def decode_steps(self, chip: str, gpus: int) -> tuple[Array, Array]:
-        """Decode step seconds on ``gpus`` x ``chip`` at batches from 1 to its largest
+    def decode_steps(
+        self, chip: str, gpus: int, *, role: Role | None = None
+    ) -> tuple[Array, Array]:
+        """Decode step seconds on ``gpus`` x ``chip`` under ``role``'s engine at batches
+        from 1 to its largest
         (``decode_point``, at least 1), at ``decode_context_tokens``: relay decode's pace
         at the batch it runs (``pddplan.model.relay``), as (batches, steps). Every batch up
         to ``STEP_TABLE_EXACT``, then about 1% apart (the step is a smooth, piecewise
         function of the batch; the evaluator and the planner read the same table)."""
         table = self._tables.decode_steps
-        key = ChipGpus(chip, gpus)
+        key = ChipGpus(chip, gpus, self.engine_for(role).id)
         if key not in table:
             with self._building("decode_steps"):
-                inst, ctx = self.instance(chip, gpus), self.decode_context_tokens
-                largest = max(self.decode_point(chip, gpus)[0], 1)
+                inst, ctx = self.instance(chip, gpus, role=role), self.decode_context_tokens
+                largest = max(self.decode_point(chip, gpus, role=role)[0], 1)
                 batches = np.arange(1, min(largest, STEP_TABLE_EXACT) + 1)
                 if largest > STEP_TABLE_EXACT:
                     more = np.geomspace(STEP_TABLE_EXACT, largest, STEP_TABLE_POINTS)
@@ -673,13 +771,15 @@ class Problem:
 
     def extend_pass_s(self, chip: str, gpus: int, tokens: Array, k: npt.NDArray[np.intp]) -> Array:
         """Seconds of ``gpus`` x ``chip``'s pass over ``tokens`` new tokens on top of classes
-        ``k``'s inputs: an MD handoff's extend step. Kept per (class, tokens): the eager
+        ``k``'s inputs under main decode's engine: an MD handoff's extend step. Kept per
+        (class, tokens): the eager
         tokens behind it come in whole tokens (or a class's whole output), so the planner's
         counts and most capacity-search rates repeat pairs already priced."""
         tokens = np.asarray(tokens, dtype=float)
         k = np.asarray(k, dtype=np.intp)
         table = self._tables.extend_passes
-        known, seconds = table.get(ChipGpus(chip, gpus), (np.zeros(0, complex), np.zeros(0)))
+        key = ChipGpus(chip, gpus, self.engine_for("main_decode").id)
+        known, seconds = table.get(key, (np.zeros(0, complex), np.zeros(0)))
         # a (class, tokens) pair as one complex number: unique and sorted lexicographically
         keys, where = np.unique(k + 1j * tokens, return_inverse=True)
         at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
@@ -687,14 +787,14 @@ class Problem:
         if not found.all():
             with self._building("extend_passes"):
                 new = keys[~found]
-                priced = self.instance(chip, gpus).prefill_pass_s(
+                priced = self.instance(chip, gpus, role="main_decode").prefill_pass_s(
                     new.imag, self.arrays.inp[new.real.astype(np.intp)]
                 )
                 known = np.concatenate([known, new])
                 seconds = np.concatenate([seconds, np.asarray(priced, dtype=float)])
                 order = np.argsort(known, kind="stable")
                 known, seconds = known[order], seconds[order]
-                table[ChipGpus(chip, gpus)] = (known, seconds)
+                table[key] = (known, seconds)
                 at = np.searchsorted(known, keys)
         return cast(Array, seconds[at][where.ravel()].reshape(tokens.shape))
 
@@ -706,6 +806,15 @@ class Problem:
         if self.source is not None:
             return self.source.problem(loc, message)
         return f"scenario {self.scenario.name}: {fmt_loc(loc)}: {message}"
+
+
+def _by_engine(engines: Mapping[Role, EngineProfile], part: Callable[[EngineProfile], str]) -> str:
+    """``part`` of each engine with the roles that run it: ``SGLang (prefill, relay_decode);
+    ideal (main_decode)``."""
+    roles: dict[str, list[str]] = {}
+    for role, engine in engines.items():
+        roles.setdefault(part(engine), []).append(role)
+    return "; ".join(f"{text} ({', '.join(rs)})" for text, rs in roles.items())
 
 
 def _drop(data: Any, keys: list[str]) -> None:

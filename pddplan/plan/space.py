@@ -41,7 +41,7 @@ from pddplan.model.prefill_queue import PassOrder
 from pddplan.model.pricing import gpu_price, link_usd_per_hour, owned_discount
 from pddplan.model.problem import Problem
 from pddplan.model.routing import relay_shares
-from pddplan.spec.engine import DP_OVER_TP, RELAY_ON_PREFILL
+from pddplan.spec.engine import DP_OVER_TP, RELAY_ON_OTHER_ENGINE, RELAY_ON_PREFILL
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
 from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
 from pddplan.workload.classes import output_class_edges
@@ -257,10 +257,10 @@ class Space:
         self.link_rho = scenario.search.max_link_utilization
         # decode operating context: token-weighted mean context (as the evaluator)
         self.ctx = problem.decode_context_tokens
-        self.left_out: dict[str, dict[str, list[int]]] = {}
-        """What the engine's release cannot launch (``EngineProfile.launch``), left out of
-        the search: per reason, per chip, the instance sizes (``left_out_lines`` words
-        them)."""
+        self.left_out: dict[tuple[str, str], dict[str, list[int]]] = {}
+        """What each role's engine release cannot launch (``EngineProfile.launch``), left
+        out of the search: per (engine label, reason), per chip, the instance sizes
+        (``left_out_lines`` words them)."""
         self.options: dict[Role, list[PoolOption]] = {r: self._options(r) for r in ROLES}
         self.options["relay_decode"] += self._hosted(self.options["prefill"])
         for role in ("prefill", "main_decode"):
@@ -380,16 +380,17 @@ class Space:
         out = []
         # tiered cache options: main decode's instances come with one option's tiers
         stores = {c.option: c.usd_per_gpu_hour for c in self.caches if c.tiered}
+        launch = problem.engine_for(role).launch
         for dc_id, chip_id in s.chips_for(role):
             dc, chip = s.datacenters[dc_id], hw.chips[chip_id]
             price = gpu_price(problem, chip_id, dc_id).full
             for g in s.search.sizes():
-                if not problem.fits(chip_id, g):
+                if not problem.fits(chip_id, g, role=role):
                     continue
-                inst = problem.instance(chip_id, g)
+                inst = problem.instance(chip_id, g, role=role)
                 batch, step = 0, 0.0
                 if role != "prefill":
-                    batch, step = problem.decode_point(chip_id, g)
+                    batch, step = problem.decode_point(chip_id, g, role=role)
                     if batch == 0:
                         continue
                 limit_gpus = min(
@@ -408,10 +409,8 @@ class Space:
                     continue
                 layouts = s.search.context_parallel
                 split = role == "prefill" and True in layouts and inst.attention_groups >= 2
-                if split and (
-                    why := problem.engine.launch.context_parallel(self.model.attention, g)
-                ):
-                    self._leave_out(why, chip_id, g)
+                if split and (why := launch.context_parallel(self.model.attention, g)):
+                    self._leave_out(role, why, chip_id, g)
                     split = False
                     if (heads := self._heads_split(option)) is not None:
                         out.append(heads)
@@ -421,7 +420,7 @@ class Space:
                     out.append(option)
                     out += self._hosting(option)
                 if split:
-                    cp = problem.instance(chip_id, g, context_parallel=True)
+                    cp = problem.instance(chip_id, g, context_parallel=True, role=role)
                     out.append(replace(option, instance=cp, context_parallel=True))
         return out
 
@@ -432,7 +431,7 @@ class Space:
         sizes = s.search.sizes()
         for dc_id, chip_id in s.chips_for(role):
             dc, chip = s.datacenters[dc_id], self.hw.chips[chip_id]
-            held = [g for g in sizes if problem.fits(chip_id, g)]
+            held = [g for g in sizes if problem.fits(chip_id, g, role=role)]
             if not held:
                 out.append(
                     f"{chip_id} in {dc_id} holds {self.model.id}'s weights at none of the "
@@ -440,7 +439,7 @@ class Space:
                 )
                 continue
             if role != "prefill":
-                held = [g for g in held if problem.decode_point(chip_id, g)[0] > 0]
+                held = [g for g in held if problem.decode_point(chip_id, g, role=role)[0] > 0]
                 if not held:
                     out.append(
                         f"{chip_id} in {dc_id} meets the TPOT bound ({s.sla.tpot_ms:g} ms) "
@@ -477,8 +476,12 @@ class Space:
             or problem.host_point(option.chip, option.gpus) is None
         ):
             return []
-        if not problem.engine.launch.relay_decode_on_prefill:
-            self._leave_out(RELAY_ON_PREFILL, option.chip, option.gpus)
+        for role in ("prefill", "relay_decode"):
+            if not problem.engine_for(role).launch.relay_decode_on_prefill:
+                self._leave_out(role, RELAY_ON_PREFILL, option.chip, option.gpus)
+                return []
+        if problem.engine_for("prefill").id != problem.engine_for("relay_decode").id:
+            self._leave_out("relay_decode", RELAY_ON_OTHER_ENGINE, option.chip, option.gpus)
             return []
         return [
             replace(option, instance=problem.host_instance(option.chip, option.gpus), hosting=True)
@@ -492,34 +495,42 @@ class Space:
         than the model's own layout; None otherwise."""
         g = option.gpus
         width = 1 << (min(g, self.hw.chips[option.chip].scaleup_domain_gpus).bit_length() - 1)
-        if why := self.problem.engine.launch.attention_groups(g, width):
-            self._leave_out(why, option.chip, g)
+        if why := self.problem.engine_for(option.role).launch.attention_groups(g, width):
+            self._leave_out(option.role, why, option.chip, g)
             width = g  # one attention group over the whole instance
         if width <= option.instance.layout.attn_tp or g % width:
             return None
         try:
-            inst = self.problem.instance(option.chip, g, attention_tp=width)
+            inst = self.problem.instance(option.chip, g, attention_tp=width, role=option.role)
         except (InputError, WeightsDoNotFitError):
             return None
         return replace(option, instance=inst, attention_tp=width)
 
-    def _leave_out(self, reason: str, chip: str, gpus: int) -> None:
-        sizes = self.left_out.setdefault(reason, {}).setdefault(chip, [])
+    def _leave_out(self, role: Role, reason: str, chip: str, gpus: int) -> None:
+        """Leave ``gpus`` x ``chip`` out for ``reason``, a limit of ``role``'s engine."""
+        label = self.problem.engine_for(role).label
+        if reason == RELAY_ON_OTHER_ENGINE:
+            label = (
+                f"{self.problem.engine_for('prefill').label} (prefill) with "
+                f"{self.problem.engine_for('relay_decode').label} (relay_decode)"
+            )
+        sizes = self.left_out.setdefault((label, reason), {}).setdefault(chip, [])
         if gpus not in sizes:
             sizes.append(gpus)
 
     def left_out_lines(self) -> list[str]:
-        """One line per reason the engine's release removed layouts from the search: what
+        """One line per engine and reason its release removed layouts from the search: what
         it cannot launch, on which instances, and what the planner tried instead."""
-        label = self.problem.engine.label
         out = []
-        for reason, chips in self.left_out.items():
+        for (label, reason), chips in self.left_out.items():
             where = "; ".join(
                 f"{' and '.join(map(str, sorted(sizes)))} x {chip}" for chip, sizes in chips.items()
             )
-            inside = "over the whole instance" if DP_OVER_TP in self.left_out else "inside a host"
+            whole = any(r == DP_OVER_TP and x == label for x, r in self.left_out)
+            inside = "over the whole instance" if whole else "inside a host"
             instead = {
                 RELAY_ON_PREFILL: "relay decode planned as a pool of its own",
+                RELAY_ON_OTHER_ENGINE: "relay decode planned as a pool of its own",
                 DP_OVER_TP: "one attention group over the whole instance instead",
             }.get(reason, f"their attention heads split {inside} instead")
             out.append(f"{label} cannot launch {reason} ({where}): {instead}")
@@ -641,7 +652,7 @@ class Space:
         prefill were always busy (the slower step, so the count holds at any load)."""
         if o.host is not None:
             return self.host_point(o).steps(1.0)
-        return self.problem.decode_steps(o.chip, o.gpus)
+        return self.problem.decode_steps(o.chip, o.gpus, role=o.role)
 
     def md_wait_table(self, o: PoolOption, batch: int, instances: int) -> np.ndarray:
         """The share of MD's arrivals that wait for a slot on ``instances`` instances of
@@ -650,7 +661,10 @@ class Space:
         key = (o.chip, o.gpus, batch, instances)
         if key not in self._md_waits:
             self._md_waits[key] = md_wait_probability(
-                batch, instances, self.problem.decode_steps(o.chip, o.gpus), ADMISSION_GRID
+                batch,
+                instances,
+                self.problem.decode_steps(o.chip, o.gpus, role="main_decode"),
+                ADMISSION_GRID,
             )
         return self._md_waits[key]
 
@@ -659,7 +673,7 @@ class Space:
         reserves (batch 0: nothing fits)."""
         if st.cache_gb is None:
             return o.batch, o.step_s
-        return self.problem.decode_point(o.chip, o.gpus, st.cache_gb)
+        return self.problem.decode_point(o.chip, o.gpus, st.cache_gb, role="main_decode")
 
     def extend_pass_s(self, o: PoolOption, tokens: np.ndarray, k: np.ndarray) -> np.ndarray:
         """``o``'s pass over ``tokens`` new tokens on top of classes ``k``'s inputs (an MD

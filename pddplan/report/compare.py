@@ -34,7 +34,8 @@ def comparison_report(view: dict[str, Any]) -> Group:
     if engine:
         q = engine.get("perf_quantile", 0.5)
         at = "the fit's centre" if q == 0.5 else f"the {q * 100:g}th percentile of its error"
-        parts.append(Text(f"Pass times: {engine['name']} ({engine['id']}), at {at}.", style="dim"))
+        which = engine.get("label") or f"{engine['name']} ({engine['id']})"  # label: per role
+        parts.append(Text(f"Pass times: {which}, at {at}.", style="dim"))
     for section in view["sections"]:
         heads, rows = section_rows(section)
         # a row that relaxes the scenario: its label marked, the relaxation in the caption

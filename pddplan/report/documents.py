@@ -252,8 +252,13 @@ def comparison_markdown(view: dict[str, Any], scenario: Scenario, source: str) -
     ]
     engine = view.get("engine")
     if engine:
+        which = (
+            f"{engine['name']} (`{engine['id']}`, {engine['version']})"
+            if "label" not in engine  # an engine per role: each with its roles
+            else f"{engine['label']} ({engine['name']}; {engine['version']})"
+        )
         parts.append(
-            f"- Pass times: {engine['name']} (`{engine['id']}`, {engine['version']}) at the "
+            f"- Pass times: {which} at the "
             f"{engine['perf_quantile'] * 100:g}th percentile of the model's held-out error "
             "(docs/validation.md)."
         )

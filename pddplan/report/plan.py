@@ -75,6 +75,12 @@ def scenario_summary(s: Scenario, path: str) -> Table:
         f"TTFT P90 {s.sla.ttft_p90_s:g} s, P99 {s.sla.ttft_p99_s:g} s; TPOT {s.sla.tpot_ms:g} ms",
     )
     t.add_row("objective", s.objective)
+    e = s.engine
+    if e is not None and not isinstance(e, str):  # per role (a name: as every report says)
+        named = [f"{k} {v}" for k in ("prefill", "relay_decode", "main_decode", "default")
+                 if (v := getattr(e, k)) is not None]  # fmt: skip
+        rest = "" if e.default or len(named) == 3 else "; roles not named: the catalog's default"
+        t.add_row("engine", f"per role: {', '.join(named)}{rest}")
     return t
 
 
@@ -101,6 +107,8 @@ def engine_note(engine: dict[str, Any]) -> str:
         return ""
     q = engine.get("perf_quantile", 0.5)
     at = "" if q == 0.5 else f" at the error's P{q * 100:g}"
+    if "label" in engine:  # an engine per role
+        return f" (pass times: {engine['label']}{at})"
     return f" ({engine['id']} pass times{at})"
 
 

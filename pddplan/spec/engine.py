@@ -9,6 +9,7 @@ it knew engines.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
@@ -26,8 +27,18 @@ IDEAL = "ideal"
 
 RELAY_ON_PREFILL = "relay decode on prefill GPUs"
 """What no released engine launches (``LaunchLimits.relay_decode_on_prefill``)."""
+RELAY_ON_OTHER_ENGINE = "relay decode on prefill GPUs of another engine"
+"""Why relay decode is not hosted on prefill instances where the two roles run different
+engines (an instance runs one)."""
 DP_OVER_TP = "data-parallel attention over tensor-parallel groups"
 """Why ``LaunchLimits.attention_groups`` refuses a layout."""
+HANDOFF_PAIRS: tuple[tuple[str, str], ...] = (
+    ("prefill", "relay_decode"),
+    ("prefill", "main_decode"),
+    ("relay_decode", "main_decode"),
+)
+"""The roles that hand a request's KV cache over, giver first: prefill to either decode
+pool, relay decode to main decode (``handoff_problems``)."""
 
 
 class LaunchLimits(Frozen):
@@ -49,6 +60,12 @@ class LaunchLimits(Frozen):
     attention_dp_over_tp: bool = True
     """Whether its data-parallel attention groups may each be tensor-parallel over several
     GPUs (``DP2xTP8``); False: one GPU per attention rank, or one group over them all."""
+    kv_handoff_with: tuple[str, ...] | None = None
+    """The other engines whose instances can take a request's KV cache from this release's
+    instances, or hand one to them (prefill to decode, relay decode to main decode), so that
+    a scenario may give their roles different engines; None: any engine (a profile that is no
+    release, ``ideal``: a what-if). Each release's disaggregation speaks only its own
+    handshake today, so each lists none (docs/catalogs.md#one-engine-per-role)."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Each limit's source (the file and the check that enforces it)."""
 
@@ -65,6 +82,8 @@ class LaunchLimits(Frozen):
         }
         if self.context_parallel_max_gpus:
             said.add("context_parallel_max_gpus")
+        if self.kv_handoff_with is not None:
+            said.add("kv_handoff_with")
         if missing := sorted(said - set(self.sources)):
             raise ValueError(f"launch.sources is missing a citation for: {', '.join(missing)}")
         return self
@@ -78,6 +97,11 @@ class LaunchLimits(Frozen):
         if most is None or gpus <= most:
             return None
         return f"context parallelism over more than {most} GPUs for {attention} attention"
+
+    def hands_kv_to(self, engine: str) -> bool:
+        """Whether this release's instances exchange a request's KV cache with ``engine``'s
+        (another engine's id)."""
+        return self.kv_handoff_with is None or engine in self.kv_handoff_with
 
     def attention_groups(self, gpus: int, attention_tp: int) -> str | None:
         """Why ``gpus`` GPUs in data-parallel attention groups of ``attention_tp`` GPUs each
@@ -163,6 +187,49 @@ class EngineCatalog(Frozen):
         if IDEAL not in self.engines:
             raise ValueError(f"engines: must hold '{IDEAL}' (the hardware catalog's figures)")
         return self
+
+    def connected(self, giver: str, taker: str) -> bool:
+        """Whether a request's KV cache can go from an instance of engine ``giver`` to one of
+        ``taker``: the same engine, or two whose launch limits each allow the other (a
+        profile that is no release, ``kv_handoff_with: null``, allows any)."""
+        if giver == taker:
+            return True
+        a, b = self.engines[giver].launch, self.engines[taker].launch
+        return (
+            a.kv_handoff_with is None
+            or b.kv_handoff_with is None
+            or (a.hands_kv_to(taker) and b.hands_kv_to(giver))
+        )
+
+
+def handoff_problems(
+    catalog: EngineCatalog, engines: Mapping[Any, str], roles: Iterable[str]
+) -> list[tuple[str, str]]:
+    """The KV handoffs between ``roles`` (those the scenario runs) whose engines
+    (``engines``: role -> engine id, each in ``catalog``) no released software connects, as
+    (the first taking role, why: one sentence naming the engines and roles), one per pair
+    of engines. Empty where every pair runs one engine or a what-if profile
+    (``EngineCatalog.connected``)."""
+    present = set(roles)
+    pairs: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for giver, taker in HANDOFF_PAIRS:
+        if giver in present and taker in present:
+            a, b = engines[giver], engines[taker]
+            if not catalog.connected(a, b):
+                givers, takers = pairs.setdefault((a, b), ([], []))
+                givers += [giver] if giver not in givers else []
+                takers += [taker] if taker not in takers else []
+    return [
+        (
+            takers[0],
+            f"{b} ({', '.join(takers)}) cannot take a request's KV cache from {a} "
+            f"({', '.join(givers)}): no released engine hands it to another engine's "
+            "instances (each disaggregation speaks its own handshake, "
+            "docs/catalogs.md#one-engine-per-role); give both roles one engine, or "
+            f"'{IDEAL}' to one of them for a what-if",
+        )
+        for (a, b), (givers, takers) in pairs.items()
+    ]
 
 
 def chip_knobs(

@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    Discriminator,
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    Tag,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -37,7 +40,7 @@ from pddplan.spec.limits import (
     relay_table_bytes,
 )
 from pddplan.spec.llm import Dtype, KvDtype
-from pddplan.spec.source import Loc, fmt_loc
+from pddplan.spec.source import Loc, fmt_loc, quote
 from pddplan.spec.workloads import ClassSpec as ClassSpec  # re-exported: its old home
 from pddplan.spec.workloads import TraceRef as TraceRef
 from pddplan.spec.workloads import _WorkloadKeys
@@ -506,6 +509,51 @@ class SolverOptions(Frozen):
     A search that reaches it returns its best plan and gap (``work_limit``)."""
 
 
+ENGINE_ROLE_KEYS = (*ROLES, "default")
+"""The keys of ``engine:`` given per role."""
+
+
+class EngineRoles(Frozen):
+    """``engine:`` per role: each role's engine profile; a role not named takes ``default``,
+    else the engine catalog's default."""
+
+    prefill: Id | None = None
+    """The prefill pools' engine profile."""
+    relay_decode: Id | None = None
+    """The relay-decode pools' engine profile."""
+    main_decode: Id | None = None
+    """The main-decode pools' engine profile."""
+    default: Id | None = None
+    """The engine of the roles not named here (default: the engine catalog's)."""
+
+    @model_validator(mode="after")
+    def _names_one(self) -> EngineRoles:
+        if all(getattr(self, k) is None for k in ENGINE_ROLE_KEYS):
+            raise ValueError(
+                "an empty mapping: name an engine for a role (prefill, relay_decode, "
+                "main_decode) or default, or give one name for every role"
+            )
+        return self
+
+    def engine_for(self, role: Role, default: str) -> str:
+        """``role``'s engine: its own, else ``default:``, else ``default`` (the catalog's)."""
+        return getattr(self, role) or self.default or default
+
+
+def _engine_form(value: Any) -> str:
+    """Which form ``engine:`` is given in: one name, or a mapping of roles."""
+    return "union:roles" if isinstance(value, dict | EngineRoles) else "union:name"
+
+
+EngineChoice = Annotated[
+    Annotated[Id, Tag("union:name")] | Annotated[EngineRoles, Tag("union:roles")],
+    Discriminator(_engine_form),
+]
+"""``engine:``: one engine profile's name for every role, or a mapping of roles to names
+(``EngineRoles``). The tags say which form failed; the loader leaves them out of a key's
+path (``pddplan.io.validation``)."""
+
+
 class CatalogPaths(Frozen):
     """Catalog files to use instead of the shipped ones (relative to the scenario file)."""
 
@@ -564,10 +612,13 @@ class Scenario(Frozen):
     """Decode-side cache sizes to choose from. Without it, MD hits come from the workload
     and the cache takes no HBM from running requests."""
     solver: SolverOptions = SolverOptions()
-    engine: Id | None = None
+    engine: EngineChoice | None = None
     """The serving engine whose release the pass times assume (an engine profile of
     ``catalogs/engines.yaml``; default: the catalog's ``default``, a released engine's;
-    ``ideal``: the hardware catalog's best-case figures)."""
+    ``ideal``: the hardware catalog's best-case figures): one name for every role, or per
+    role (``{prefill: sglang, main_decode: trtllm, default: sglang}``: a role not named takes
+    ``default``, else the catalog's). Each pool's pass times, knobs, error factors and launch
+    limits are its role's engine's."""
     perf_quantile: Annotated[float, Field(gt=0, lt=1)] = 0.5
     """Plan at this quantile of the model's held-out error: prefill pass and decode step
     times are multiplied by the engine profile's measured/predicted ratio at this quantile
@@ -575,14 +626,32 @@ class Scenario(Frozen):
     runs were against the model)."""
     calibration: CalibrationSpec = CalibrationSpec()
 
-    def engine_id(self, default: str) -> str:
-        """The engine profile the pass times assume: ``engine``; without one, ``ideal``
-        where ``calibration`` sets a fitted knob (a calibration that names no engine
-        predates the profiles: it was fitted on the hardware catalog's figures,
-        ``unnamed_fit_note``), else ``default`` (the catalog's)."""
-        if self.engine is not None:
-            return self.engine
-        return IDEAL if self.calibration.fitted_knobs() else default
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine_shape(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str | dict | EngineRoles):
+            return value
+        raise ValueError(
+            f"expected an engine's name (every role) or a mapping of roles to names "
+            f"({', '.join(ENGINE_ROLE_KEYS)}), got {quote(value)}"
+        )
+
+    def role_engines(self, default: str) -> dict[Role, str]:
+        """The engine profile each role's pass times assume: ``engine`` (one name, or the
+        role's entry, its ``default:``, then ``default``); without one, ``ideal`` where
+        ``calibration`` sets a fitted knob (a calibration that names no engine predates the
+        profiles: it was fitted on the hardware catalog's figures, ``unnamed_fit_note``),
+        else ``default`` (the catalog's)."""
+        e = self.engine
+        if isinstance(e, EngineRoles):
+            return {r: e.engine_for(r, default) for r in ROLES}
+        name = e if e is not None else IDEAL if self.calibration.fitted_knobs() else default
+        return dict.fromkeys(ROLES, name)
+
+    def roles_run(self) -> list[Role]:
+        """The roles some datacenter allows, in ``ROLES`` order."""
+        allowed = {r for dc in self.datacenters.values() for r in dc.roles}
+        return [r for r in ROLES if r in allowed]
 
     def unnamed_fit_note(self) -> str | None:
         """Why the engine is ``ideal`` though the scenario names none (``engine_id``), as

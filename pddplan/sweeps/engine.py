@@ -226,7 +226,7 @@ def run_sweep(
         if log is not None and not held:
             log.close()
     run = SweepRun(job, [done[i] for i in sorted(done)], len(grid), interrupted, resumed,
-                   time.perf_counter() - start, workers, engine, pass_times=problem.engine.id,
+                   time.perf_counter() - start, workers, engine, pass_times=problem.engine_label,
                    warnings=list(log.warnings) if log else [],
                    journal=log if held else None)  # fmt: skip
     return run

@@ -113,8 +113,8 @@ def check_axes(problem: Problem, axes: list[Axis]) -> None:
         try:
             annotation = _field(data, a.path, chips)
             _check_values(a.path, annotation, a.values)
-            if a.path == "engine":
-                _check_engines(problem, a.values)
+            if a.path == "engine" or a.path.startswith("engine."):
+                _check_engines(problem, a.path, a.values)
         except _Refused as e:
             problems.append(f"{where}: {e}")
     if problems:
@@ -204,8 +204,11 @@ def _member(annotation: Any, node: Any) -> Any:
     members = [m for m in typing.get_args(annotation) if m is not type(None)]
     if all(_scalar_type(m) for m in members):
         return annotation
-    if node is None:
-        return _member(members[0], None) if len(members) == 1 else annotation
+    if node is None:  # unset: where one member holds one value, that (``engine: NAME``)
+        scalars = [m for m in members if _scalar_type(m)]
+        if len(members) == 1 or len(scalars) == 1:
+            return _member((scalars or members)[0], None)
+        return annotation
     for m in members:
         try:
             TypeAdapter(m).validate_python(node)
@@ -268,15 +271,22 @@ def _check_values(path: str, annotation: Any, values: tuple[Any, ...]) -> None:
             raise _Refused(f"{path} takes {_describe(bare)}, not {v!r}")
 
 
-def _check_engines(problem: Problem, values: tuple[Any, ...]) -> None:
-    """Each value of an ``engine`` axis names an engine profile with pass times for every
-    chip the scenario may buy."""
-    from pddplan.io.catalogs import checked_engine
+def _check_engines(problem: Problem, path: str, values: tuple[Any, ...]) -> None:
+    """Each value of an ``engine`` axis (or of one role's, ``engine.main_decode``) names an
+    engine profile with pass times for every chip its roles may use, and one that can hand
+    the KV cache to the other roles' engines."""
+    from pddplan.io.catalogs import engine_option
 
-    chips = sorted({c for dc in problem.scenario.datacenters.values() for c in dc.chips})
+    role = path.removeprefix("engine").removeprefix(".")
     for v in values:
+        given = f"{role}={v}" if role else str(v)
+        if not role and "=" in given:
+            raise _Refused(
+                f"{v!r}: one engine's name for every role; vary one role's engine with "
+                "--vary engine.ROLE=NAME,... (the scenario's engine given per role)"
+            )
         try:
-            checked_engine(problem.engines, problem.hardware, str(v), chips)
+            engine_option(given, problem.scenario, problem.hardware, problem.engines)
         except InputError as e:
             raise _Refused(e.problems[-1].replace("serving_engine: ", "")) from None
 

@@ -193,7 +193,7 @@ def demand_study(
     total = len(points) + (1 if interrupted else 0)  # at least the rate it was planning
     return SweepRun(job, points, total, interrupted, resumed,
                     wall_s=time.perf_counter() - start, notes=notes,
-                    pass_times=problem.engine.id, warnings=list(log.warnings) if log else [],
+                    pass_times=problem.engine_label, warnings=list(log.warnings) if log else [],
                     journal=log if hold_journal else None)  # fmt: skip
 
 
