@@ -47,6 +47,7 @@ def test_the_objective_constants_are_the_objectives():
     assert get_args(choices.Objective) == (choices.MAX_BCR, choices.MIN_COST, choices.MAX_CAPACITY)
 
 
+@pytest.mark.slow  # over 0.7 s each; the default run stays under 90 s
 def test_status_and_objective_names_are_spelled_only_in_spec():
     """Code names an objective or a status by its constant (``spec/choices.py``,
     ``spec/status.py``), never by a string literal: a renamed status cannot leave a

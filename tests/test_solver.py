@@ -80,6 +80,7 @@ def test_infeasible(backend):
     assert solve(p, solver=backend).status == "infeasible"
 
 
+@pytest.mark.slow  # over 0.7 s each; the default run stays under 90 s
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_time_limit_returns_the_best_plan_and_its_gap(backend):
     result = solve(market_split(5, 50, seed=1), solver=backend, time_limit_s=1.0)

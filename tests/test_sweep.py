@@ -207,6 +207,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
                           text=True, cwd=cwd)  # fmt: skip
 
 
+@pytest.mark.slow  # over 0.7 s each; the default run stays under 90 s
 @pytest.mark.parametrize(
     ("args", "message"),
     [
