@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import tempfile
 from pathlib import Path
@@ -88,37 +87,8 @@ def scaling(grid: list[tuple[int, float]]) -> None:
     horizon_plan.hm.schedule = schedule  # type: ignore[assignment]
 
 
-def random_model(seed: int, periods: int) -> hm.HorizonModel:
-    """``tests/test_horizon_milp.py``'s random case with ``periods`` periods and no
-    reservation terms."""
-    h, b = ("dc", "h100"), ("dc", "b200")
-    rng = random.Random(seed)
-    supply = {
-        h: hm.Supply(
-            sunk_gpus=rng.choice([0, 8]),
-            sunk_usd_per_gpu_hour=0.3,
-            max_gpus=rng.choice([None, 32]),
-            unit_gpus=8,
-            own_usd_per_gpu_hour=rng.uniform(0.8, 1.6),
-            own_from_tranche=rng.choice([0, 1]),
-            rent_usd_per_gpu_hour=rng.uniform(2.0, 3.5),
-        ),
-        b: hm.Supply(
-            unit_gpus=8,
-            own_usd_per_gpu_hour=rng.uniform(1.5, 3.0),
-            rent_usd_per_gpu_hour=rng.uniform(4.0, 6.0),
-        ),
-    }
-    out = []
-    for i in range(periods):
-        entries = [hm.Entry({h: rng.choice([8, 16, 24])})]
-        entries.append(hm.Entry({b: rng.choice([8, 16])}, other_usd_per_hour=rng.uniform(0, 5)))
-        out.append(hm.PeriodModel(f"p{i}", i % 2, rng.uniform(100, 2000), entries))
-    return hm.HorizonModel([3, 3], out, supply)
-
-
 def brute(sizes: list[int], seeds: int = 2) -> None:
-    from test_horizon_milp import _brute
+    from test_horizon_milp import _brute, random_case
 
     print(
         "| periods | seed | MILP USD | brute force USD | equal | MILP CPU s | brute force CPU s |"
@@ -126,7 +96,7 @@ def brute(sizes: list[int], seeds: int = 2) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for n in sizes:
         for seed in range(seeds):
-            m = random_model(seed, n)
+            m = random_case(seed, n, terms=False)
             start = _cpu()
             got = hm.schedule(m)
             t_milp = _cpu() - start

@@ -17,12 +17,9 @@ H = ("dc", "h100")
 B = ("dc", "b200")
 
 
-def test_a_steady_load_is_owned_and_a_peak_is_rented():
+def _steady_and_peak() -> hm.HorizonModel:
     """Two quarters, each a peak hour group (8 GPUs, 1 h a day) and a trough (4 GPUs, 23 h
-    a day). Owning a GPU costs $1/h for every hour left in the horizon, renting $3/h for the
-    hours used. The trough's 4 GPUs run every hour: owned from the start, 4 x $1 x 4,380 h =
-    $17,520; the peak's 4 more run 1/24 of the hours: rented, 4 x $3 x 182.5 h = $2,190 (to
-    own them would cost $17,520). Total $19,710."""
+    a day); owning a GPU costs $1/h for every hour left in the horizon, renting $3/h."""
     month = HOURS_PER_MONTH
     peak_h, low_h = 3 * month / 24, 3 * month * 23 / 24
     m = hm.HorizonModel(
@@ -35,6 +32,18 @@ def test_a_steady_load_is_owned_and_a_peak_is_rented():
         ],
         supply={H: hm.Supply(own_usd_per_gpu_hour=1.0, rent_usd_per_gpu_hour=3.0)},
     )
+    return m
+
+
+def test_a_steady_load_is_owned_and_a_peak_is_rented():
+    """Two quarters, each a peak hour group (8 GPUs, 1 h a day) and a trough (4 GPUs, 23 h
+    a day). Owning a GPU costs $1/h for every hour left in the horizon, renting $3/h for the
+    hours used. The trough's 4 GPUs run every hour: owned from the start, 4 x $1 x 4,380 h =
+    $17,520; the peak's 4 more run 1/24 of the hours: rented, 4 x $3 x 182.5 h = $2,190 (to
+    own them would cost $17,520). Total $19,710."""
+    month = HOURS_PER_MONTH
+    peak_h, low_h = 3 * month / 24, 3 * month * 23 / 24
+    m = _steady_and_peak()
     got = hm.schedule(m)
     assert got.status == "optimal"
     assert got.own == {(H, 0): 4}
@@ -56,18 +65,7 @@ def test_each_periods_holdings_in_the_steady_load_case():
     a trough rents none. An hour of a peak costs 4 x $1 + 4 x $3 = $16, of a trough 4 x $1
     = $4; each period's hourly cost times its hours adds up to the total: (16 x 91.25 + 4 x
     2,098.75) x 2 = $19,710."""
-    month = HOURS_PER_MONTH
-    peak_h, low_h = 3 * month / 24, 3 * month * 23 / 24
-    m = hm.HorizonModel(
-        tranche_months=[3, 3],
-        periods=[
-            hm.PeriodModel("q1.g1", 0, peak_h, [hm.Entry({H: 8})]),
-            hm.PeriodModel("q1.g2", 0, low_h, [hm.Entry({H: 4})]),
-            hm.PeriodModel("q2.g1", 1, peak_h, [hm.Entry({H: 8})]),
-            hm.PeriodModel("q2.g2", 1, low_h, [hm.Entry({H: 4})]),
-        ],
-        supply={H: hm.Supply(own_usd_per_gpu_hour=1.0, rent_usd_per_gpu_hour=3.0)},
-    )
+    m = _steady_and_peak()
     got = hm.schedule(m)
     held = hm.holdings(m, got)
     assert [h.owned for h in held] == [{H: 4}] * 4
@@ -241,12 +239,11 @@ def _brute(m: hm.HorizonModel, most: int) -> float:
     return best
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_schedule_equals_brute_force(seed):
-    """Random cases of 2 tranches, 2-3 periods, 2 chips with 1-2 deployments each, owned,
-    reserved (a minimum of 8, so 0 or 8 GPUs) and rented GPUs, sunk GPUs and inventory: the
-    MILP's total equals the least over every choice (``_brute``; purchases of 0 to 3 units,
-    which covers every case here: no entry needs more than 24 GPUs of a chip)."""
+def random_case(seed: int, periods: int | None = None, terms: bool = True) -> hm.HorizonModel:
+    """A random schedule of 2 tranches, 2-3 periods (or ``periods``), 2 chips with 1-2
+    deployments each (2 with ``periods`` given), owned, reserved (a minimum of 8; none
+    without ``terms``) and rented GPUs, sunk GPUs and inventory (also
+    ``benchmarks/horizon_scaling.py``'s)."""
     rng = random.Random(seed)
     supply = {
         H: hm.Supply(
@@ -256,7 +253,7 @@ def test_the_schedule_equals_brute_force(seed):
             unit_gpus=8,
             own_usd_per_gpu_hour=rng.uniform(0.8, 1.6),
             own_from_tranche=rng.choice([0, 1]),
-            terms=(hm.Term(3, rng.uniform(1.2, 2.4), 8),),
+            terms=(hm.Term(3, rng.uniform(1.2, 2.4), 8),) if terms else (),
             rent_usd_per_gpu_hour=rng.uniform(2.0, 3.5),
         ),
         B: hm.Supply(
@@ -265,13 +262,23 @@ def test_the_schedule_equals_brute_force(seed):
             rent_usd_per_gpu_hour=rng.uniform(4.0, 6.0),
         ),
     }
-    periods = []
-    for i in range(rng.choice([2, 3])):
+    out = []
+    for i in range(periods if periods is not None else rng.choice([2, 3])):
         entries = [hm.Entry({H: rng.choice([8, 16, 24])})]
-        if rng.random() < 0.7:
+        if periods is not None or rng.random() < 0.7:
             entries.append(hm.Entry({B: rng.choice([8, 16])}, other_usd_per_hour=rng.uniform(0, 5)))
-        periods.append(hm.PeriodModel(f"p{i}", i % 2, rng.uniform(100, 2000), entries))
-    m = hm.HorizonModel([3, 3], periods, supply)
+        out.append(hm.PeriodModel(f"p{i}", i % 2, rng.uniform(100, 2000), entries))
+    return hm.HorizonModel([3, 3], out, supply)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_schedule_equals_brute_force(seed):
+    """Random cases of 2 tranches, 2-3 periods, 2 chips with 1-2 deployments each, owned,
+    reserved (a minimum of 8, so 0 or 8 GPUs) and rented GPUs, sunk GPUs and inventory: the
+    MILP's total equals the least over every choice (``_brute``; purchases of 0 to 3 units,
+    which covers every case here: no entry needs more than 24 GPUs of a chip)."""
+    m = random_case(seed)
+    supply = m.supply
     # reservations in the brute force are 0 or 8 GPUs: the MILP may reserve any number,
     # so the MILP's best is at most brute force's; equal here where 8 is enough
     got = hm.schedule(m)

@@ -560,6 +560,12 @@ def _about(plan: dict[str, Any], version: str) -> Section:
          + _seconds_taken(solver.get("seconds")) if solver else MISSING),
         ("written by", f"pddplan {version}".strip()),
     ]  # fmt: skip
+    return _about_section(rows, held)
+
+
+def _about_section(rows: list[tuple[str, str]], held: dict[str, Any]) -> Section:
+    """The "where this comes from" section: ``rows``, with the options the command gave the
+    scenario (``held``: the plan file's ``scenario_file``) after the first three."""
     options = held.get("options") or {}
     if options:
         rows.insert(
@@ -1180,11 +1186,4 @@ def _horizon_about(plan: dict[str, Any], scenario: Scenario, version: str) -> Se
          f"{solver.get('family_plans', 0):,} family plans"),
         ("written by", f"pddplan {version}".strip()),
     ]  # fmt: skip
-    options = held.get("options") or {}
-    if options:
-        rows.insert(
-            3, ("options given to solve", ", ".join(f"{k}={v}" for k, v in options.items()))
-        )
-    return Section(
-        "about", "Where this comes from", (Table(("item", "value"), tuple(rows), (False, False)),)
-    )
+    return _about_section(rows, held)
