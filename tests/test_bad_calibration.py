@@ -224,6 +224,7 @@ def test_a_read_only_out_file_is_refused_and_kept(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize(
     "command_",
     [
@@ -276,6 +277,7 @@ def test_a_null_kv_head_count_is_one_per_head_and_a_good_shape_passes(tmp_path):
     assert "num_key_value_heads: 32" in text and "attention: mha" in text
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize(
     ("args", "named"),
     [

@@ -76,6 +76,7 @@ def test_each_bad_input_is_one_located_error(path):
     check(path, result.exit_code, result.output)
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize(
     "name",
     [

@@ -143,6 +143,7 @@ def _journal_cases() -> list:
     return out
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize("path", _journal_cases())
 def test_each_hostile_journal_is_refused_or_read_as_untrusted(path, tmp_path, reference):
     identity, want = reference

@@ -61,6 +61,7 @@ def test_recovers_the_knobs_points_were_made_with(catalogs):
     assert all(abs(p.residual_after) < 2e-3 for p in fit.points)
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize(
     ("held_out", "neighbours", "knob"),
     [

@@ -313,6 +313,7 @@ def test_workload_fit_out_is_a_workload_a_scenario_can_use(tmp_path):
     assert run("validate", str(path)).exit_code == 0
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 def test_workload_show_histogram_and_plot(tmp_path):
     png = tmp_path / "hits.png"
     result = run("workload", "show", str(TRACE), "--plot", str(png))

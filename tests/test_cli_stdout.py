@@ -13,6 +13,7 @@ import pytest
 COMMAND = [sys.executable, "-m", "pddplan", "schema"]  # ~40 KB of JSON, no solve
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 def test_a_reader_that_leaves_ends_the_run_quietly() -> None:
     proc = subprocess.Popen(COMMAND, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None

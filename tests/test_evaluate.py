@@ -376,6 +376,7 @@ def test_md_cache_must_hold_the_open_sessions():
     assert not any("decode-side cache size" in b for b in uncapped.binding), uncapped.binding
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize(
     ("scenario", "fleet", "at_most"),
     [

@@ -539,6 +539,7 @@ def test_a_wrong_trtllm_option_fails(change):
 
 
 # --- every target, read back ------------------------------------------------------------------
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize("target", ["sglang", "vllm", "trtllm", "dynamo", "k8s"])
 def test_every_target_parses_and_matches_the_plan(small_plan, target):
     files = pddplan.export_plan(small_plan, target)

@@ -148,6 +148,7 @@ def _session_stream(rate: float = 4.0, seconds: float = 2400.0):
     return stream, source
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize("blocks", [2_000, 8_000, 16_000, 30_000])
 def test_che_on_the_session_stream_matches_an_lru_replay(blocks):
     """Che's approximation on the measured reuse times against the exact LRU cache of the

@@ -49,6 +49,7 @@ def test_counts_are_shared_across_link_prices_but_not_across_the_link():
     assert farther.table_builds["counts"] > 0 and farther.table_builds["capacities"] > 0
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 def test_a_workload_change_keeps_the_instances_only():
     problem = pddplan.load_scenario(SMALL)
     pddplan.solve(problem, objective="min-cost")
@@ -76,6 +77,7 @@ def test_derive_validates_and_names_the_path():
     assert data == {"a": [{"b": 2}]}
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 def test_problem_and_results_pickle():
     problem = pddplan.load_scenario(SMALL)
     plan = pddplan.solve(problem, objective="min-cost")

@@ -133,6 +133,7 @@ def small_variants(tmp_path_factory):
     return path, problem, pddplan.solve_robust(problem)
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 def test_the_robust_plan_serves_every_variant_and_costs_at_least_each_alone(small_variants):
     _, _, r = small_variants
     assert r.status == "optimal" and r.confirmed
@@ -301,6 +302,7 @@ def test_the_report_fits_80_columns(small_variants):
     assert "Weighted mixture" in flat and "Price of robustness" in flat
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize("seed", range(4))
 def test_the_robust_milp_matches_brute_force_over_the_hardware(seed):
     """Random hand tables for two must-meet variants: every purchase (prefill option and

@@ -340,6 +340,7 @@ def test_sessions_are_deterministic_and_reach_the_hit_target():
     assert 3000 / arrivals[-1] == pytest.approx(20, rel=0.1)
 
 
+@pytest.mark.slow  # the default run stays under 90 s on a shared machine
 @pytest.mark.parametrize("rate", [20, 200])
 def test_sessions_reach_the_token_weighted_hit_target(rate):
     """The sampled requests' prefix hits, token-weighted as the prefill work sees them,
