@@ -228,7 +228,7 @@ def solve_horizon(
 @one_blas_thread
 def replay_day(
     problem: Problem,
-    plan: HorizonResult | Mapping[str, Any],
+    plan: HorizonResult | Mapping[str, Any] | None = None,
     *,
     tranche: int | None = None,
     hour_s: float = 3600.0,
@@ -239,8 +239,8 @@ def replay_day(
     the tranche's last month (the month its periods are sized for) and run by its period's
     deployment, instances joining and leaving where the deployment changes, the link at
     the tranche's lease. ``plan``: ``solve_horizon``'s result, or the JSON ``solve --out``
-    wrote for it. ``hour_s``: simulated seconds an hour lasts (3,600; less compresses the
-    day)."""
+    wrote for it (None: planned first, after the arguments are checked). ``hour_s``:
+    simulated seconds an hour lasts (3,600; less compresses the day)."""
     from pddplan.horizon.periods import hour_rates, tranches
     from pddplan.simulation.day import HourPlan
     from pddplan.simulation.day import replay_day as run
@@ -266,6 +266,15 @@ def replay_day(
                     f"{k + 1}: a day's replay samples one workload, the base one; replay a "
                     "tranche without overlays",
                 )
+            )
+    if not (isinstance(hour_s, int | float) and math.isfinite(hour_s) and hour_s > 0):
+        raise ArgumentError("hour_s", f"{{argument}} must be above 0 seconds, got {hour_s:g}")
+    if plan is None:
+        plan = solve_horizon(problem)
+        if plan.total_usd is None:
+            raise InputError(
+                f"scenario {problem.scenario.name}: no plan over the horizon to replay "
+                "(solve_horizon says why)"
             )
     periods, leases = _scheduled(plan)
     if not periods:

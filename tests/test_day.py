@@ -261,14 +261,21 @@ def test_a_flat_day_agrees_with_the_steady_state_simulator(tmp_path):
 
 def test_simulate_on_a_horizon_refuses_what_a_day_does_not_take(tmp_path):
     """--fleet (a day runs the schedule's deployments) on a scenario with a horizon, and
-    --tranche on one without: one line each, exit 2; a tranche outside the horizon, and a
-    plan file that is not a plan over time, likewise."""
+    --tranche on one without: one line each, exit 2; a tranche outside the horizon, an hour
+    of no length (both before any planning), and a plan file that is not a plan over time,
+    likewise."""
     path = _scenario(tmp_path, [1.0] * 24)
     got = run_main("simulate", str(path), "--fleet", str(DATA / "fleets" / "small.yaml"))
     assert got.exit_code == 2 and "--fleet" in got.stderr and "has a horizon" in got.stderr
     got = run_main("simulate", str(SMALL), "--fleet", str(DATA / "fleets" / "small.yaml"),
                    "--tranche", "1")  # fmt: skip
     assert got.exit_code == 2 and "--tranche" in got.stderr and "has none" in got.stderr
+    for flag, value, message in (
+        ("--tranche", "2", "--tranche must be a tranche from 1 to 1, got 2"),
+        ("--hour-seconds", "0", "--hour-seconds must be above 0 seconds, got 0"),
+    ):  # refused before the horizon is planned (there is no --plan)
+        got = run_main("simulate", str(path), flag, value)
+        assert got.exit_code == 2 and message in got.stderr, got.output
     plan = tmp_path / "not-a-day.json"
     plan.write_text(json.dumps({"deployment": {}}))
     got = run_main("simulate", str(path), "--plan", str(plan))

@@ -248,6 +248,8 @@ FLAGS = {
     "top": "--top",
     "budget_usd_per_hour": "--budget",
     "details": "--details",
+    "hour_s": "--hour-seconds",
+    "tranche": "--tranche",
 }
 """How the command line spells the library's arguments, for its error messages."""
 

@@ -245,26 +245,24 @@ def _replay_day(
     from pddplan.report import simulation, views
 
     problem = pddplan.with_engine(pddplan.load_scenario(scenario), engine, perf_quantile)
+    schedule: Any = None
+    if plan is not None:
+        read = pddplan.read_plan(plan)
+        if not read.over_horizon:
+            raise pddplan.InputError(
+                f"{plan}: not a plan over time (`pddplan solve --out` writes one for a "
+                "scenario with a horizon: section)"
+            )
+        different = pddplan.check_plan_scenario(read, problem.scenario, scenario)
+        if different is not None:
+            warn(f"{different}: replaying its schedule on {scenario} as it is now")
+        schedule = read.data
     with status_line("simulate", quiet=quiet) as show:
-        if plan is not None:
-            read = pddplan.read_plan(plan)
-            if not read.over_horizon:
-                raise pddplan.InputError(
-                    f"{plan}: not a plan over time (`pddplan solve --out` writes one for a "
-                    "scenario with a horizon: section)"
-                )
-            different = pddplan.check_plan_scenario(read, problem.scenario, scenario)
-            if different is not None:
-                warn(f"{different}: replaying its schedule on {scenario} as it is now")
-            schedule: Any = read.data
-        else:
-            show("planning the horizon first (give --plan to replay a saved one) ...")
-            schedule = pddplan.solve_horizon(problem)
-            if schedule.total_usd is None:
-                raise pddplan.InputError(
-                    f"{scenario}: no plan over the horizon to replay (pddplan solve says why)"
-                )
-        show("replaying a day of the schedule ...")
+        show(
+            "replaying a day of the schedule ..."
+            if plan is not None
+            else "planning the horizon, then replaying a day of it (--plan replays a saved plan) ..."
+        )
         result = pddplan.replay_day(problem, schedule, tranche=tranche, hour_s=hour_s, seed=seed)
     view = views.day_view(result)
     emit(json_out, lambda: view, lambda: simulation.day_report(view))

@@ -219,7 +219,6 @@ class Simulation:
         self._decode = [dp for g in (self.md, self.rld) for pools in g.values() for dp in pools]
         for dp in self._decode:
             dp.live = len(dp.instances)
-        self._md_capacity = decode.md_capacity
         self.md_dcs = sorted(self.md)
         w = np.array([decode.md_capacity[d] for d in self.md_dcs])
         self.md_weights = w if w.sum() > 0 else np.ones(len(w))
