@@ -274,7 +274,7 @@ def replay_day(
         if plan.total_usd is None:
             raise InputError(
                 f"scenario {problem.scenario.name}: no plan over the horizon to replay "
-                "(solve_horizon says why)"
+                "(`pddplan solve` on it says why)"
             )
     periods, leases = _scheduled(plan)
     if not periods:
