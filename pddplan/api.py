@@ -242,7 +242,8 @@ def replay_day(
     wrote for it (None: planned first, after the arguments are checked). ``hour_s``:
     simulated seconds an hour lasts (3,600; less compresses the day)."""
     from pddplan.horizon.periods import hour_rates, tranches
-    from pddplan.simulation.day import HourPlan
+    from pddplan.plan.horizon import link_id
+    from pddplan.simulation.day import HourPlan, check_hour
     from pddplan.simulation.day import replay_day as run
 
     h = problem.scenario.horizon
@@ -267,8 +268,7 @@ def replay_day(
                     "tranche without overlays",
                 )
             )
-    if not (isinstance(hour_s, int | float) and math.isfinite(hour_s) and hour_s > 0):
-        raise ArgumentError("hour_s", f"{{argument}} must be above 0 seconds, got {hour_s:g}")
+    check_hour(hour_s)
     if plan is None:
         plan = solve_horizon(problem)
         if plan.total_usd is None:
@@ -290,14 +290,16 @@ def replay_day(
         )
     rates = hour_rates(problem.scenario, cuts[k])
     day = [HourPlan(x, by_hour[x][0], by_hour[x][1], rates[x]) for x in range(24)]
-    ids = {
-        "-".join(sorted(link.between)): frozenset(link.between) for link in problem.scenario.links
-    }
+    ids = {link_id(link.between): frozenset(link.between) for link in problem.scenario.links}
     gbps = {ids[link]: g for link, t, g in leases if t == k and link in ids}
-    result = run(problem, day, links_gbps=gbps, hour_s=hour_s, seed=seed)
     cut = cuts[k]
-    return dataclasses.replace(
-        result, tranche=f"tranche {k + 1} (months {cut.first_month}-{cut.last_month})"
+    return run(
+        problem,
+        day,
+        links_gbps=gbps,
+        hour_s=hour_s,
+        seed=seed,
+        tranche=f"tranche {k + 1} (months {cut.first_month}-{cut.last_month})",
     )
 
 

@@ -163,7 +163,8 @@ RENT_ALL = "rent everything"
 OWN_FOR_PEAK = "own for the peak"
 
 
-def _link_id(between: tuple[str, str]) -> str:
+def link_id(between: tuple[str, str]) -> str:
+    """A link's name in a plan over time: its two datacenters, sorted, joined by ``-``."""
     return "-".join(sorted(between))
 
 
@@ -184,7 +185,7 @@ def _deployment(
     st = choice.state
     link = None
     if st.gbps is not None and st.link is not None:
-        link = (_link_id(st.link.between), st.gbps)
+        link = (link_id(st.link.between), st.gbps)
     fleet = space.fleet(choice, family.architecture)
     return Deployment(family, choice, fleet, rate, cap, gpus, link, other)
 
@@ -288,8 +289,7 @@ def _model(
         supply=supply,
         dc_max_gpus={d: dc.max_gpus for d, dc in s.datacenters.items() if dc.max_gpus is not None},
         link_tiers={
-            _link_id(link.between): {t.gbps: t.usd_per_month for t in link.tiers}
-            for link in s.links
+            link_id(link.between): {t.gbps: t.usd_per_month for t in link.tiers} for link in s.links
         },
     )
 
@@ -474,6 +474,7 @@ __all__ = [
     "PolicyCost",
     "Purchase",
     "Reservation",
+    "link_id",
     "menus",
     "solve_horizon",
 ]

@@ -104,6 +104,7 @@ def build_decode(
         for j, ((pool, inst), (batch, step)) in enumerate(zip(pools, points, strict=True)):
             dp = DecodePool(role, j)
             dp.op_batch, dp.op_step = max(batch, 1), step
+            dp.tokens_per_s = batch / step if batch else 0.0
             res = reserve * pool.gpus_per_instance if role == "main_decode" else 0.0
             kv_bytes = inst.kv_capacity_bytes(res)
             host = m.hosts.get(j) if role == "relay_decode" else None
@@ -128,16 +129,16 @@ def build_decode(
             out.setdefault(pool.datacenter, []).append(dp)
             side.pool_of.update((id(i), dp) for i in dp.instances)
             if role == "main_decode":
-                side.md_capacity[pool.datacenter] = side.md_capacity.get(pool.datacenter, 0.0) + (
-                    pool.instances * batch / step if batch else 0.0
+                side.md_capacity[pool.datacenter] = (
+                    side.md_capacity.get(pool.datacenter, 0.0) + pool.instances * dp.tokens_per_s
                 )
                 if fleet.md_cache_gb_per_gpu is None:
                     side.md_cache[pool.datacenter] = cache_of(None)
                 else:
+                    gpus = pool.gpus_per_instance * pool.instances
                     blocks = (
-                        fleet.md_cache_gb_per_gpu * units.GB * pool.gpus_per_instance
-                        * pool.instances / (bytes_per_token * block)
-                    )  # fmt: skip
+                        md_cache_tokens(fleet.md_cache_gb_per_gpu, gpus, bytes_per_token) / block
+                    )
                     side.md_cache[pool.datacenter] = _grow(
                         side.md_cache.get(pool.datacenter), blocks, cache_of
                     )
@@ -182,6 +183,11 @@ def build_links(
                 flow_cap,
             )
     return links, paths
+
+
+def md_cache_tokens(gb_per_gpu: float, gpus: int, bytes_per_token: float) -> float:
+    """Tokens of KV a decode-side cache of ``gb_per_gpu`` on each of ``gpus`` GPUs holds."""
+    return gb_per_gpu * units.GB * gpus / bytes_per_token
 
 
 def cdf(weights: np.ndarray) -> list[float]:

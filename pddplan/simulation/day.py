@@ -43,6 +43,7 @@ from pddplan.errors import ArgumentError, InputError
 from pddplan.evaluation.evaluator import Evaluator
 from pddplan.evaluation.fleet_model import FleetModel
 from pddplan.model.problem import Problem
+from pddplan.simulation.build import md_cache_tokens
 from pddplan.simulation.engine import Checkpoint, Simulation
 from pddplan.simulation.steady import Interval, gap_interval, log_interval, warm_start
 from pddplan.simulation.verify import P90_BAND, P99_BAND
@@ -118,12 +119,18 @@ class DayReplay:
     ttft_p99_s: float
     tpot_ms: float
     """The SLA's bounds."""
-    tranche: str = ""
-    """Which tranche's day, in words (``pddplan.replay_day`` names it)."""
+    tranche: str
+    """Which tranche's day, in words."""
 
     @property
     def holds(self) -> bool:
         return all(h.holds for h in self.hours)
+
+
+def check_hour(hour_s: float) -> None:
+    """``ArgumentError`` for an hour no day can have."""
+    if not (isinstance(hour_s, int | float) and math.isfinite(hour_s) and hour_s > 0):
+        raise ArgumentError("hour_s", f"{{argument}} must be above 0 seconds, got {hour_s:g}")
 
 
 def replay_day(
@@ -134,14 +141,14 @@ def replay_day(
     hour_s: float = HOUR_S,
     warmup_s: float | None = None,
     seed: int = 0,
+    tranche: str = "",
 ) -> DayReplay:
     """Replay one day of ``hours`` (24, hour 0 first) on ``problem`` (module docstring).
     ``links_gbps``: each link's leased bandwidth (by its two datacenters; default: the most
-    any hour's deployment uses)."""
+    any hour's deployment uses); ``tranche``: which tranche's day, in words."""
     if len(hours) != HOURS_PER_DAY or [h.hour for h in hours] != list(range(HOURS_PER_DAY)):
         raise ValueError("hours must be the 24 hours of a day, hour 0 first")
-    if not (math.isfinite(hour_s) and hour_s > 0):
-        raise ArgumentError("hour_s", f"{{argument}} must be above 0 seconds, got {hour_s:g}")
+    check_hour(hour_s)
     warm = min(WARMUP_S, hour_s) if warmup_s is None else warmup_s
     if not (math.isfinite(warm) and warm >= 0):
         raise ArgumentError("warmup_s", f"{{argument}} must be 0 seconds or more, got {warm:g}")
@@ -217,6 +224,7 @@ def replay_day(
         sla.ttft_p90_s,
         sla.ttft_p99_s,
         sla.tpot_ms,
+        tranche,
     )
 
 
@@ -302,7 +310,7 @@ class _Day:
         counts: dict[str, list[int]],
         evaluators: dict[str, Evaluator],
     ) -> None:
-        self.sim, self.model, self.problem = sim, model, problem
+        self.sim, self.problem = sim, problem
         self.fleets, self.counts, self.evaluators = fleets, counts, evaluators
         union = model.fleet
         self.slots: list[tuple[str, int]] = []  # each union pool's (role, index)
@@ -312,7 +320,6 @@ class _Day:
             seen[pool.role] += 1
         self.hosted = {j: k for k, (j, _) in model.hosts.items()}  # prefill -> hosted RLD
         self.active: list[int] = [p.instances for p in union.pools]
-        self.gpus_per = [p.gpus_per_instance for p in union.pools]
 
     def apply(self, hour: HourPlan) -> tuple[int, int]:
         """``hour``'s deployment: its pools' instances active, the rest leaving; its router
@@ -353,7 +360,7 @@ class _Day:
                 for p in fleet.pools
                 if p.role == "main_decode" and p.datacenter == dc
             )
-            self.sim.resize_md_cache(dc, (gb * units.GB * gpus / bpt,))
+            self.sim.resize_md_cache(dc, (md_cache_tokens(gb, gpus, bpt),))
 
     def gpus(self, hour: HourPlan) -> int:
         if hour.fleet is None:
@@ -410,4 +417,4 @@ def _misses(ttft: dict[str, Interval], tpot_ms: float, sla: Sla) -> tuple[str, .
     return tuple(out)
 
 
-__all__ = ["HOUR_S", "DayReplay", "HourPlan", "HourResult", "replay_day"]
+__all__ = ["HOUR_S", "DayReplay", "HourPlan", "HourResult", "check_hour", "replay_day"]

@@ -236,6 +236,9 @@ class DecodePool:
         # pool those that went straight to MD (``Req.gone_to_md``), leave it at its head
         self.queue: deque[tuple[Req, int, float]] = deque()
         self.op_batch, self.op_step = 1, 0.0
+        self.tokens_per_s = 0.0
+        """One instance's tokens per second at its operating point (0 where no batch
+        fits): its share of the router's decode weight."""
         self.live = 0
         """Its instances that are ``active``: the ones new requests are seated on (none:
         the leaving ones take what was already routed here)."""

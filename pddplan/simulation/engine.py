@@ -399,7 +399,7 @@ class Simulation:
         md = dict.fromkeys(self.md_dcs, 0.0)
         for dc, pools in self.md.items():
             for dp in pools:
-                md[dc] += dp.live * dp.op_batch / dp.op_step if dp.op_step > 0 else 0.0
+                md[dc] += dp.live * dp.tokens_per_s
         w = np.array([md[d] for d in self.md_dcs])
         if w.sum() > 0:
             self.md_weights, self.md_cdf = w, cdf(w)
