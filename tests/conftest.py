@@ -229,6 +229,17 @@ def run_main(*args: str) -> Run:
     return Run(code, out.getvalue(), err.getvalue())
 
 
+def one_error(result: Run, *parts: str) -> str:
+    """The one ``Error:`` line of a refused command (exit 2, no traceback), with ``parts``."""
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    for part in parts:
+        assert part in lines[0], lines[0]
+    return lines[0]
+
+
 @dataclass(frozen=True)
 class HorizonSolve:
     """``solve`` of the shipped horizon example with every output: the command's result and

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import html5lib
 import pytest
-from conftest import HORIZON_EXAMPLE, HORIZON_GOLDEN, ROOT, SMALL, run_main
+from conftest import HORIZON_EXAMPLE, HORIZON_GOLDEN, ROOT, SMALL, one_error, run_main
 
 import pddplan
 from pddplan.report import page as page_module
@@ -254,22 +254,12 @@ def test_the_figure_draws_each_kind_and_the_averages(view):
 
 
 # --- bad input ------------------------------------------------------------------------------------
-def _one_error(result, *parts: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    for part in parts:
-        assert part in lines[0], lines[0]
-    return lines[0]
-
-
 def test_csv_and_plot_are_refused_without_a_horizon(tmp_path):
     """A plan for one rate has no schedule: one line, before planning, nothing written."""
     out = tmp_path / "s.csv"
-    _one_error(run_main("solve", str(SMALL), "--csv", str(out)), f"--csv {out}",
+    one_error(run_main("solve", str(SMALL), "--csv", str(out)), f"--csv {out}",
                "small-llama-8b has no horizon: section")  # fmt: skip
-    _one_error(run_main("solve", str(SMALL), "--plot", str(tmp_path / "p.png")), "--plot",
+    one_error(run_main("solve", str(SMALL), "--plot", str(tmp_path / "p.png")), "--plot",
                "has no horizon: section")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
 
@@ -278,18 +268,18 @@ def test_bad_output_files_are_refused_before_planning(tmp_path):
     """Each in one line naming the option, before the scenario is planned (these would take
     22 s to plan)."""
     scenario = str(HORIZON_EXAMPLE)
-    _one_error(run_main("solve", scenario, "--plot", str(tmp_path / "p.txt")),
+    one_error(run_main("solve", scenario, "--plot", str(tmp_path / "p.txt")),
                "--plot", "no image suffix", ".png, .svg, .pdf")  # fmt: skip
-    _one_error(run_main("solve", scenario, "--csv", str(tmp_path)), f"--csv {tmp_path}",
+    one_error(run_main("solve", scenario, "--csv", str(tmp_path)), f"--csv {tmp_path}",
                f"a folder; give a file name (e.g. {tmp_path / 'schedule.csv'})")  # fmt: skip
     same = tmp_path / "x.json"
-    _one_error(run_main("solve", scenario, "--out", str(same), "--csv", str(same)),
+    one_error(run_main("solve", scenario, "--out", str(same), "--csv", str(same)),
                "--csv", "the same file as --out")  # fmt: skip
-    _one_error(run_main("solve", scenario, "--report", str(tmp_path / "r.png"), "--plot",
+    one_error(run_main("solve", scenario, "--report", str(tmp_path / "r.png"), "--plot",
                         str(tmp_path / "r.png")), "--plot", "the same file as --report")  # fmt: skip
-    _one_error(run_main("solve", scenario, "--csv", str(tmp_path / "no" / "s.csv")),
+    one_error(run_main("solve", scenario, "--csv", str(tmp_path / "no" / "s.csv")),
                "--csv", "does not exist")  # fmt: skip
-    _one_error(run_main("solve", scenario, "--csv", scenario), "--csv", "is an input")
+    one_error(run_main("solve", scenario, "--csv", scenario), "--csv", "is an input")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -305,9 +295,9 @@ def test_a_horizon_plan_file_is_not_evaluated_or_exported(tmp_path, monkeypatch)
     monkeypatch.chdir(ROOT)  # the golden plan names its scenario relative to the checkout
     plan = _golden_copy(tmp_path)
     assert pddplan.read_plan(plan).over_horizon
-    _one_error(run_main("evaluate", str(HORIZON_EXAMPLE), "--plan", str(plan)),
+    one_error(run_main("evaluate", str(HORIZON_EXAMPLE), "--plan", str(plan)),
                "periods: a plan over a horizon holds a deployment per period")  # fmt: skip
-    _one_error(run_main("export", str(plan), "--to", "sglang", "--out", str(tmp_path / "x")),
+    one_error(run_main("export", str(plan), "--to", "sglang", "--out", str(tmp_path / "x")),
                "a plan over a horizon", "export covers a plan for one rate")  # fmt: skip
     assert not (tmp_path / "x").exists()
 
@@ -317,12 +307,12 @@ def test_a_horizon_plan_file_with_a_sweep_or_a_figure_missing_is_refused(tmp_pat
     plan = _golden_copy(tmp_path)
     sweep = tmp_path / "sweep.json"
     sweep.write_text("{}")
-    _one_error(run_main("report", str(plan), "--sweep", str(sweep), "--out",
+    one_error(run_main("report", str(plan), "--sweep", str(sweep), "--out",
                         str(tmp_path / "r.html")), "a plan over a horizon's report")  # fmt: skip
     data = json.loads(plan.read_text())
     del data["monthly_usd"]
     plan.write_text(json.dumps(data))
-    _one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")),
+    one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")),
                "a figure the report needs is missing", "monthly_usd")  # fmt: skip
     assert not (tmp_path / "r.html").exists()
 
@@ -337,7 +327,7 @@ def test_a_horizon_plan_whose_scenario_changed_is_refused(tmp_path):
     data["scenario_file"]["path"] = str(scenario)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(data))
-    _one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")), str(scenario),
+    one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")), str(scenario),
                data["scenario_file"]["fingerprint"], "re-run `pddplan solve")  # fmt: skip
 
 

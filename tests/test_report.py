@@ -25,7 +25,7 @@ from pathlib import Path
 
 import html5lib
 import pytest
-from conftest import HORIZON_GOLDEN, ROOT, SMALL, run_main
+from conftest import HORIZON_GOLDEN, ROOT, SMALL, one_error, run_main
 
 import pddplan
 from pddplan.report.html import CSP
@@ -244,24 +244,13 @@ def test_markdown_has_the_pages_sections_tables_and_figures_beside_it():
 
 
 # --- bad input ----------------------------------------------------------------------------------
-def _one_error(result, *parts: str) -> str:
-    """The one ``Error:`` line of a refused command (exit 2, no traceback), with ``parts``."""
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    for part in parts:
-        assert part in lines[0], lines[0]
-    return lines[0]
-
-
 def test_a_plan_from_before_plans_carried_their_scenario_is_refused(tmp_path):
     data = json.loads(GOLDEN_PLAN.read_text())
     del data["scenario_file"], data["format"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data))
     out = tmp_path / "r.html"
-    _one_error(run_main("report", str(old), "--out", str(out)), str(old),
+    one_error(run_main("report", str(old), "--out", str(out)), str(old),
                "re-run `pddplan solve")  # fmt: skip
     assert not out.exists()
 
@@ -274,7 +263,7 @@ def test_a_plan_whose_scenario_file_changed_is_refused_naming_both(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(data))
     out = tmp_path / "r.html"
-    line = _one_error(run_main("report", str(plan), "--out", str(out)), str(plan), str(scenario),
+    line = one_error(run_main("report", str(plan), "--out", str(out)), str(plan), str(scenario),
                       data["scenario_file"]["fingerprint"])  # fmt: skip
     now = re.findall(r"fingerprint ([0-9a-f]{16})", line)
     assert len(now) == 2 and now[1] != now[0]
@@ -288,19 +277,19 @@ def test_a_plan_whose_scenario_file_changed_is_refused_naming_both(tmp_path):
 def test_an_output_that_exists_is_refused_without_force(tmp_path):
     out = tmp_path / "r.html"
     out.write_text("keep me\n")
-    _one_error(run_main("report", str(GOLDEN_PLAN), "--out", str(out)), str(out), "--force")
+    one_error(run_main("report", str(GOLDEN_PLAN), "--out", str(out)), str(out), "--force")
     assert out.read_text() == "keep me\n"
     md = tmp_path / "r.md"
     (tmp_path / "r-figures").mkdir()
     (tmp_path / "r-figures" / "old.png").write_bytes(b"x")
-    _one_error(run_main("report", str(GOLDEN_PLAN), "--out", str(md)), "r-figures", "--force")
+    one_error(run_main("report", str(GOLDEN_PLAN), "--out", str(md)), "r-figures", "--force")
     assert not md.exists()
 
 
 def test_an_output_that_is_the_input_or_cannot_be_written_is_refused_before_any_work(tmp_path):
     plan = tmp_path / "plan.json"
     shutil.copy(GOLDEN_PLAN, plan)
-    _one_error(run_main("report", str(plan), "--out", str(plan), "--force"),
+    one_error(run_main("report", str(plan), "--out", str(plan), "--force"),
                "is an input of this command")  # fmt: skip
     assert plan.read_bytes() == GOLDEN_PLAN.read_bytes()
     # before any work: a plan that would be refused is not read when --out cannot be written
@@ -311,25 +300,25 @@ def test_an_output_that_is_the_input_or_cannot_be_written_is_refused_before_any_
     else:
         folder = tmp_path / "locked"
         folder.mkdir(mode=0o500)
-    _one_error(run_main("report", str(old), "--out", str(folder / "r.html")),
+    one_error(run_main("report", str(old), "--out", str(folder / "r.html")),
                f"--out {folder / 'r.html'}", "cannot write into the folder")  # fmt: skip
-    _one_error(run_main("report", str(old), "--out", str(tmp_path / "nowhere" / "r.html")),
+    one_error(run_main("report", str(old), "--out", str(tmp_path / "nowhere" / "r.html")),
                "does not exist")  # fmt: skip
 
 
 def test_files_that_are_no_plan_or_the_wrong_plan_are_refused(tmp_path):
     out = tmp_path / "r.html"
-    _one_error(run_main("report", str(SMALL), "--out", str(out)), "not a plan file")
+    one_error(run_main("report", str(SMALL), "--out", str(out)), "not a plan file")
     neither = tmp_path / "x.json"
     neither.write_text('{"a": 1}')
-    _one_error(run_main("report", str(neither), "--out", str(out)),
+    one_error(run_main("report", str(neither), "--out", str(out)),
                "neither a plan file", "nor sweep results")  # fmt: skip
     robust = tmp_path / "robust.json"
     robust.write_text(json.dumps(json.loads(GOLDEN_PLAN.read_text()) | {"robust": True}))
-    _one_error(run_main("report", str(robust), "--out", str(out)), "holds no variant")
+    one_error(run_main("report", str(robust), "--out", str(out)), "holds no variant")
     sweep = tmp_path / "sweep.json"
     sweep.write_text(sweep_json(_sweep_run()))
-    _one_error(run_main("report", str(sweep), "--sweep", str(sweep), "--out", str(out)),
+    one_error(run_main("report", str(sweep), "--sweep", str(sweep), "--out", str(out)),
                "is itself a sweep's results")  # fmt: skip
     assert not out.exists()
 
@@ -340,7 +329,7 @@ def test_an_edited_plan_without_a_figure_is_one_line(tmp_path, monkeypatch):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(data))
     monkeypatch.chdir(ROOT)
-    _one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")),
+    one_error(run_main("report", str(plan), "--out", str(tmp_path / "r.html")),
                "a figure the report needs is missing", "ttft_s")  # fmt: skip
 
 
@@ -368,9 +357,9 @@ def test_the_ttft_segments_the_report_adds_are_every_segment(tmp_path, monkeypat
 
 def test_solve_report_is_checked_before_planning(tmp_path):
     same = tmp_path / "p.json"
-    _one_error(run_main("solve", str(SMALL), "--out", str(same), "--report", str(same)),
+    one_error(run_main("solve", str(SMALL), "--out", str(same), "--report", str(same)),
                "the same file as --out")  # fmt: skip
-    _one_error(run_main("solve", str(SMALL), "--report", str(tmp_path / "no" / "r.html")),
+    one_error(run_main("solve", str(SMALL), "--report", str(tmp_path / "no" / "r.html")),
                "--report", "does not exist")  # fmt: skip
 
 

@@ -643,9 +643,9 @@ class Problem:
         attention_tp: int | None = None,
     ) -> PrefillFigures:
         """Per class, on ``gpus`` x ``chip`` under the prefill role's engine: prefill
-        latency alone and service time, and
-        every pass (``Instance.prefill_figures``); with ``hosting``, at the chunk a host of
-        relay decode runs (``host_point``), before the hosted tokens' stretch."""
+        latency alone and service time, and every pass (``Instance.prefill_figures``); with
+        ``hosting``, at the chunk a host of relay decode runs (``host_point``), before the
+        hosted tokens' stretch."""
         table = self._tables.prefill
         engine = self.engine_for("prefill").id
         key = PrefillKey(chip, gpus, context_parallel, hosting, attention_tp, engine)
@@ -681,9 +681,8 @@ class Problem:
 
     def host_point(self, chip: str, gpus: int, context_parallel: bool = False) -> HostPoint | None:
         """How a prefill instance of ``gpus`` x ``chip`` (the prefill role's engine) hosts
-        relay decode at
-        ``decode_context_tokens`` under the TPOT bound (``pddplan.model.colocation``);
-        None when it cannot."""
+        relay decode at ``decode_context_tokens`` under the TPOT bound
+        (``pddplan.model.colocation``); None when it cannot."""
         found = self._host(chip, gpus, context_parallel)
         return found[0] if found is not None else None
 
