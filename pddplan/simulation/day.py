@@ -55,11 +55,15 @@ from pddplan.workload.sessions import SessionOptions, SessionSource, SimRequest
 HOUR_S = 3600.0
 """Simulated seconds an hour lasts by default: the real day."""
 WARMUP_S = 900.0
-"""Seconds the day's last hour runs before hour 0 by default (at most an hour)."""
+"""Seconds the day's last hour runs before hour 0 by default (at most an hour): many times
+what the queues and the running sequences take to settle after the warm start (a prefill
+pass takes under a second; a sequence's decode, the median output at the TPOT bound, tens
+of seconds), so that hour 0 starts from a running service."""
 BATCHES = 20
 """Batches an hour's requests are cut into for its percentiles' intervals."""
 MIN_REQUESTS = 10 * BATCHES
-"""An hour with fewer requests gets its percentiles without an interval."""
+"""An hour with fewer requests gets its percentiles without an interval (a batch of fewer
+than 10 requests has no P90 of its own)."""
 
 
 @dataclass(frozen=True)
