@@ -3,7 +3,7 @@
     python benchmarks/work_counts.py [--scenarios a,b] [--objective min-cost] [--compare]
 
 Per scenario (default: every shipped one, its own objective; one with workload variants is
-planned robust):
+planned robust, one with a horizon over its periods):
 the counted steps (prefill pool tails, evaluator states, SLA capacity searches, planner
 count searches, MILP solves, reuse samples) and the process CPU seconds of the call, in
 one process (imports and the first catalog load not included). The counts do not depend on
@@ -32,6 +32,9 @@ def run(name: str, objective: str | None, compare: bool) -> tuple[str, dict[str,
         if compare:
             pddplan.compare(problem)
             what = "compare"
+        elif problem.scenario.horizon is not None:
+            pddplan.solve_horizon(problem)
+            what = "solve (horizon)"
         elif problem.scenario.workload_variants and objective is None:
             pddplan.solve_robust(problem)
             what = "solve (robust)"
