@@ -170,12 +170,81 @@ class _Shares:
     dc_share_md: dict[str, float]
 
 
-def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
-    """Every limit of ``m``'s fleet at ``lam`` req/s with ``routing``, stage by stage: the
-    prefill pools' load, the requests' spread over pools and datacenters, the WAN links and
-    the transfers, the decode-side cache, relay decode (and the passes it stretches where
-    prefill hosts it), main decode and the TPOT gap, the utilization caps, the TTFT tail."""
+@dataclass(frozen=True)
+class _Loads:
+    """One rate's loads, every limit but the TTFT tail's checked (``_loads``): what the
+    tail (``_ttft_tail``) and the state (``_state``) are made of."""
+
+    limits: _Limits
+    loads: list[PrefillPoolLoad]
+    shares: _Shares
+    cache: CacheAt
+    classes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    """Per class: the shares sent straight to MD, relayed, and singular."""
+    link_util: dict[tuple[str, str], float]
+    wan: tuple[dict, dict, dict]
+    """Per link: the transfer time, its queueing part, and its spread (s^2)."""
+    utilization: list[float]
+    decode: _Decode
+
+
+def _state(m: FleetModel, lam: float, routing: Routing, at: _Loads | None = None) -> _State:
+    """Every limit of ``m``'s fleet at ``lam`` req/s with ``routing``: the loads (``_loads``,
+    or ``at`` where computed already), then the TTFT tail."""
     tally("states")
+    at = at or _loads(m, lam, routing)
+    limits, loads, shares, decode = at.limits, at.loads, at.shares, at.decode
+    ttft_tail = _ttft_tail(m, loads, shares, at.classes, decode, at.wan)
+    bounds = (m.s.sla.ttft_p90_s, m.s.sla.ttft_p99_s)
+    tails = ttft_tail.many(np.array(bounds))
+    for (q, budget), bound, tail in zip(TAIL_BUDGETS, bounds, tails, strict=True):
+        limits.add(
+            tail,
+            budget + 1e-12,
+            f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tail:.2%} of requests "
+            f"above it, budget {budget:.0%})",
+        )
+    tail90, tail99 = tails
+
+    def breakdown() -> dict[str, float]:
+        return _breakdown(m, loads, shares, at.classes, decode, at.wan[0])
+
+    return _State(
+        not limits.failures,
+        limits.failures,
+        tail90,
+        tail99,
+        ttft_tail,
+        decode.tpot_p99_s,
+        decode.step_md_s,
+        at.utilization,
+        at.link_util,
+        decode.md_tokens,
+        decode.rld_tokens,
+        m.md_points,
+        float(m.w @ at.cache.mean_hit),
+        max(limits.ratios, default=0.0),
+        breakdown,
+        limits.said,
+    )
+
+
+def _within(m: FleetModel, lam: float, routing: Routing) -> bool:
+    """Whether ``_state`` would be ``ok``, without the TTFT tail (most of a state's work)
+    where another limit already fails: for the callers that need only that."""
+    at = _loads(m, lam, routing)
+    if at.limits.failures:
+        tally("states")
+        return False
+    return _state(m, lam, routing, at).ok
+
+
+def _loads(m: FleetModel, lam: float, routing: Routing) -> _Loads:
+    """Every limit of ``m``'s fleet at ``lam`` req/s with ``routing`` but the TTFT tail's,
+    stage by stage: the prefill pools' load, the requests' spread over pools and
+    datacenters, the WAN links and the transfers, the decode-side cache, relay decode (and
+    the passes it stretches where prefill hosts it), main decode and the TPOT gap, the
+    utilization caps."""
     w = m.w
     limits = _Limits()
     # prefill pools: each one's load and tail (``PrefillPoolLoad``, as the planner counts)
@@ -237,40 +306,16 @@ def _state(m: FleetModel, lam: float, routing: Routing) -> _State:
             f"the {m.rho_max:.0%} utilization cap of {pool.role} {pool.chip} in "
             f"{pool.datacenter} (busy {u:.1%})",
         )
-    ttft_tail = _ttft_tail(
-        m, loads, shares, (direct, relay, singular), decode, (wan_time, wan_queueing, spread)
-    )
-    bounds = (m.s.sla.ttft_p90_s, m.s.sla.ttft_p99_s)
-    tails = ttft_tail.many(np.array(bounds))
-    for (q, budget), bound, tail in zip(TAIL_BUDGETS, bounds, tails, strict=True):
-        limits.add(
-            tail,
-            budget + 1e-12,
-            f"{TTFT_FAILURE}{q * 100:.0f} bound {bound:g} s ({tail:.2%} of requests "
-            f"above it, budget {budget:.0%})",
-        )
-    tail90, tail99 = tails
-
-    def breakdown() -> dict[str, float]:
-        return _breakdown(m, loads, shares, (direct, relay, singular), decode, wan_time)
-
-    return _State(
-        not limits.failures,
-        limits.failures,
-        tail90,
-        tail99,
-        ttft_tail,
-        decode.tpot_p99_s,
-        decode.step_md_s,
-        p_util + r_util + decode.m_util,
+    return _Loads(
+        limits,
+        loads,
+        shares,
+        cache,
+        (direct, relay, singular),
         link_util,
-        decode.md_tokens,
-        decode.rld_tokens,
-        m.md_points,
-        float(w @ cache.mean_hit),
-        max(limits.ratios, default=0.0),
-        breakdown,
-        limits.said,
+        (wan_time, wan_queueing, spread),
+        p_util + r_util + decode.m_util,
+        decode,
     )
 
 
@@ -686,7 +731,7 @@ class Evaluator:
         sweep."""
         m, routing = self.model, self.routing
         key = ("meets", _fleet_key(m.fleet), routing.model_dump_json(), rate_rps)
-        return m.problem.memo("capacities", key, lambda: _state(m, rate_rps, routing).ok)
+        return m.problem.memo("capacities", key, lambda: _within(m, rate_rps, routing))
 
     def report(self, demand_rps: float | None = None) -> Evaluation:
         """Everything ``evaluate`` reports, at ``demand_rps`` (default: the scenario's)."""
@@ -894,7 +939,7 @@ def _best_routing(m: FleetModel) -> Routing:
             break
         if best_capacity > 0:
             floor = best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
-            if not _state(m, floor, routing).ok:
+            if not _within(m, floor, routing):
                 continue
         capacity = _capacity(m, routing)
         if best_capacity < 0 or wider(capacity, best_capacity):
