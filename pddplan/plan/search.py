@@ -809,7 +809,12 @@ def _max_bcr(
     # The scan's answer is the cheapest only where each rate's MILP plan is the cheapest
     # plan that serves it. The evaluator's capacity can exceed what the MILP planned for (a
     # plan solved at 163 req/s served 175.6 on pdd-h100-h200 while the MILP at 175.5 bought
-    # one more instance), so the cheapest plan in the plateau may be one solved earlier.
+    # one more instance), so the cheapest plan in the plateau may be one solved earlier,
+    # and its BCR may pass the bound the count tables proved: then the best BCR found is
+    # the bound (docs/milp.md, "Limits").
+    q = max(q, *(b / c for _, c, b, _ in evaluated))
+    if q > bound:
+        bound, threshold = q, (1 - search.space.scenario.search.bcr_plateau) * q
     within = [e for e in evaluated if e[2] / e[1] >= threshold]
     if within:
         return min(within, key=lambda e: (e[1], -e[2]))[3], iterations, bound, q
