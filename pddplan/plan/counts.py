@@ -367,13 +367,12 @@ class Requirements:
         bounds = np.tile(
             [[sla.ttft_p90_s], [sla.ttft_p90_s], [sla.ttft_p99_s], [sla.ttft_p99_s]], (nf, 1)
         )
+        # MD's admission queue holds up at most its share of each budget (``_main``)
+        budgets = (
+            np.array([b for _, b in TAIL_BUDGETS]) * self.tail_scale * (1 - MD_ADMISSION_SHARE)
+            + 1e-12
+        )
         relayed = sp.relay_float[st.cache]  # cuts x classes
-        # MD's admission queue holds up at most its share of each budget (``_main``), at a
-        # cut that sends any request straight to MD; at one that relays every request,
-        # nothing waits there and prefill has the whole budget: cuts x (P90, P99)
-        direct_share = 1.0 - relayed @ sp.w / float(sp.w.sum())
-        kept = np.where(direct_share > 1e-12, 1 - MD_ADMISSION_SHARE, 1.0)[:, None]
-        budgets = np.array([b for _, b in TAIL_BUDGETS]) * self.tail_scale * kept + 1e-12
         base_sum = float(sp.w @ base.service)
 
         tried: dict[int, np.ndarray] = {}
@@ -399,7 +398,7 @@ class Requirements:
             per_cut = direct.sum(axis=2)[:, None, :] + np.einsum(
                 "ck,fqk->fcq", relayed, relay - direct
             )
-            return np.all(per_cut <= budgets[None], axis=2)
+            return np.all(per_cut <= budgets, axis=2)
 
         # counts found at other rates are hints (they grow with the rate): a lower rate's
         # as the first count to try, once no fewer instances are seen to do; a higher
