@@ -810,11 +810,11 @@ def _max_bcr(
     # plan that serves it. The evaluator's capacity can exceed what the MILP planned for (a
     # plan solved at 163 req/s served 175.6 on pdd-h100-h200 while the MILP at 175.5 bought
     # one more instance), so the cheapest plan in the plateau may be one solved earlier,
-    # and its BCR may pass the bound the count tables proved: then the best BCR found is
-    # the bound (docs/milp.md, "Limits").
+    # and a plan's BCR may pass the bound the count tables proved: then the best BCR found
+    # is the bound reported (docs/milp.md, "Limits"), while the plateau stays the one the
+    # scan proved its cheapest plan in.
     q = max(q, *(b / c for _, c, b, _ in evaluated))
-    if q > bound:
-        bound, threshold = q, (1 - search.space.scenario.search.bcr_plateau) * q
+    bound = max(bound, q)
     within = [e for e in evaluated if e[2] / e[1] >= threshold]
     if within:
         return min(within, key=lambda e: (e[1], -e[2]))[3], iterations, bound, q
