@@ -3,7 +3,7 @@
     python benchmarks/work_counts.py [--scenarios a,b] [--objective min-cost] [--compare]
 
 Per scenario (default: every shipped one, its own objective; one with workload variants is
-planned robust, one with a horizon over its periods):
+planned robust, one with a horizon over its periods whatever ``--objective`` says):
 the counted steps (prefill pool tails, evaluator states, SLA capacity searches, planner
 count searches, MILP solves, reuse samples) and the process CPU seconds of the call, in
 one process (imports and the first catalog load not included). The counts do not depend on

@@ -173,7 +173,8 @@ class _Shares:
 @dataclass(frozen=True)
 class _Loads:
     """One rate's loads, every limit but the TTFT tail's checked (``_loads``): what the
-    tail (``_ttft_tail``) and the state (``_state``) are made of."""
+    tail (``_ttft_tail``) and the state (``_state``) are made of. Used once: ``_state``
+    adds the TTFT limits to its ``limits``."""
 
     limits: _Limits
     loads: list[PrefillPoolLoad]
