@@ -387,3 +387,21 @@ def test_the_whole_instance_fill_runs_from_alone_to_full_passes() -> None:
     np.testing.assert_allclose(whole.first[:, 0], figures.pass_s[first], rtol=1e-12)
     np.testing.assert_allclose(whole.first[:, -1] + whole.rest[:, -1], figures.service, rtol=1e-12)
     assert (np.diff(whole.first, axis=1) <= 1e-15).all()
+
+
+def test_the_smooth_excess_is_its_log_form_where_either_factor_leaves_floating_point():
+    """``exp(a) Phi(x)`` as a product where both factors are finite, as ``exp(a + log Phi(x))``
+    where ``exp(a)`` overflows or ``Phi(x)`` underflows; equal to 1e-12 relative."""
+    from scipy import special
+
+    from pddplan.model.prefill_queue import _smooth_excess
+
+    rate = np.array([0.5, 2.0, 40.0, 40.0, 3.0])
+    sd = np.array([0.2, 1.0, 1.0, 2.0, 0.1])
+    # the 3rd: exp(600) x Phi(-35), both finite; the 4th: exp(3600) overflows (the log form)
+    s = np.array([0.3, -1.0, 5.0, -10.0, 4.0])
+    z = s / sd
+    want = np.exp(-rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd))
+    got = _smooth_excess(rate, s, sd, z)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -578,18 +578,32 @@ def _exponential_excess(
     without noise."""
     with np.errstate(over="ignore", under="ignore"):
         if noisy.all():
-            out: np.ndarray = np.exp(
-                -rate * s + 0.5 * (rate * sd) ** 2 + special.log_ndtr(z - rate * sd)
-            )
-            return out
+            return _smooth_excess(rate, s, sd, z)
         sharp = np.where(s >= 0, np.exp(-rate * np.maximum(s, 0.0)), 0.0)
         if not noisy.any():
             return sharp
         # the smooth form only where there is noise (a quarter of the entries, typically:
-        # log_ndtr is most of the cost), each entry as the formula above gives it
+        # the normal CDF is most of the cost), each entry as the formula above gives it
         shape = np.broadcast_shapes(np.shape(rate), s.shape, sd.shape, z.shape, noisy.shape)
         at = np.broadcast_to(noisy, shape)
         r, s_, sd_, z_ = (np.broadcast_to(a, shape)[at] for a in (rate, s, sd, z))
         out = np.array(np.broadcast_to(sharp, shape))
-        out[at] = np.exp(-r * s_ + 0.5 * (r * sd_) ** 2 + special.log_ndtr(z_ - r * sd_))
+        out[at] = _smooth_excess(r, s_, sd_, z_)
         return out
+
+
+def _smooth_excess(
+    rate: float | np.ndarray, s: np.ndarray, sd: np.ndarray, z: np.ndarray
+) -> np.ndarray:
+    """``exp(-rate s + rate^2 sd^2 / 2) Phi(z - rate sd)``: the product where neither factor
+    leaves floating point (``Phi`` by ``ndtr``, half the cost of its log), else the sum of
+    logs (``log_ndtr``), which the product equals to 1e-13 relative."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        power = -rate * s + 0.5 * (rate * sd) ** 2
+        x = z - rate * sd
+        out: np.ndarray = np.exp(power) * special.ndtr(x)
+        far = (power >= 700.0) | (x <= -37.0)
+        if far.any():
+            power, x = np.broadcast_arrays(power, x)
+            out[far] = np.exp(power[far] + special.log_ndtr(x[far]))
+    return out
