@@ -546,21 +546,35 @@ def _seconds_taken(x: Any) -> str:
 
 
 def _about(plan: dict[str, Any], version: str) -> Section:
-    held = plan.get("scenario_file") or {}
-    engine = plan.get("engine") or {}
     solver = plan.get("solver") or {}
     rows = [
-        ("plan file format", str(plan.get("format", MISSING))),
-        ("scenario file", str(held.get("path", MISSING))),
-        ("scenario fingerprint", str(held.get("fingerprint", MISSING))),
+        *_file_rows(plan),
         ("deployment id", str(plan.get("deployment_id", MISSING))),
-        ("engine", f"{engine.get('name', MISSING)} {engine.get('version', '')}".strip()),
-        ("error quantile assumed", f"{engine.get('perf_quantile', 0.5):g}"),
+        *_engine_rows(plan),
         ("solver", f"{solver.get('solver', MISSING)}, {solver.get('status', MISSING)}, "
          + _seconds_taken(solver.get("seconds")) if solver else MISSING),
         ("written by", f"pddplan {version}".strip()),
     ]  # fmt: skip
-    return _about_section(rows, held)
+    return _about_section(rows, plan.get("scenario_file") or {})
+
+
+def _file_rows(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """The plan file's format and the scenario it holds (its path and fingerprint)."""
+    held = plan.get("scenario_file") or {}
+    return [
+        ("plan file format", str(plan.get("format", MISSING))),
+        ("scenario file", str(held.get("path", MISSING))),
+        ("scenario fingerprint", str(held.get("fingerprint", MISSING))),
+    ]
+
+
+def _engine_rows(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """The engine whose pass times the plan assumes, and the error quantile it assumed."""
+    engine = plan.get("engine") or {}
+    return [
+        ("engine", f"{engine.get('name', MISSING)} {engine.get('version', '')}".strip()),
+        ("error quantile assumed", f"{engine.get('perf_quantile', 0.5):g}"),
+    ]
 
 
 def _about_section(rows: list[tuple[str, str]], held: dict[str, Any]) -> Section:
@@ -1170,15 +1184,10 @@ def _horizon_monthly(plan: dict[str, Any]) -> Section:
 
 
 def _horizon_about(plan: dict[str, Any], scenario: Scenario, version: str) -> Section:
-    held = plan.get("scenario_file") or {}
-    engine = plan.get("engine") or {}
     solver = plan.get("solver") or {}
     rows = [
-        ("plan file format", str(plan.get("format", MISSING))),
-        ("scenario file", str(held.get("path", MISSING))),
-        ("scenario fingerprint", str(held.get("fingerprint", MISSING))),
-        ("engine", f"{engine.get('name', MISSING)} {engine.get('version', '')}".strip()),
-        ("error quantile assumed", f"{engine.get('perf_quantile', 0.5):g}"),
+        *_file_rows(plan),
+        *_engine_rows(plan),
         ("solver", f"{solver.get('solver') or scenario.solver.name}, {plan.get('status', MISSING)}"),
         ("schedule MILP", f"{solver.get('variables', 0):,} variables, "
          f"{solver.get('constraints', 0):,} rows"),
@@ -1186,4 +1195,4 @@ def _horizon_about(plan: dict[str, Any], scenario: Scenario, version: str) -> Se
          f"{solver.get('family_plans', 0):,} family plans"),
         ("written by", f"pddplan {version}".strip()),
     ]  # fmt: skip
-    return _about_section(rows, held)
+    return _about_section(rows, plan.get("scenario_file") or {})
