@@ -405,3 +405,29 @@ def test_the_smooth_excess_is_its_log_form_where_either_factor_leaves_floating_p
     got = _smooth_excess(rate, s, sd, z)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_the_normal_cdf_is_scipys_to_the_bit_where_it_is_skipped():
+    """``_ndtr`` skips ``scipy.special.ndtr`` where it is 1.0 exactly (and a tail's normal
+    part where ``ndtr(-z)`` is 0.0 exactly): the thresholds hold, and the values are the
+    same bits on either side of them, NaN and infinities included."""
+    from scipy import special
+
+    from pddplan.model.prefill_queue import NDTR_ONE_FROM, NDTR_ZERO_FROM, _ndtr
+
+    assert special.ndtr(NDTR_ONE_FROM) == 1.0 and special.ndtr(-NDTR_ZERO_FROM) == 0.0
+    assert special.ndtr(np.nextafter(8.29, 0)) < 1.0  # the threshold is not far above
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            rng.normal(0.0, 6.0, 4999),
+            np.linspace(8.0, 8.6, 601),
+            np.linspace(-40.0, -36.0, 401),
+            [np.nan, np.inf, -np.inf, NDTR_ONE_FROM, np.nextafter(NDTR_ONE_FROM, 0)],
+        ]
+    ).reshape(-1, 2, 7)
+    want = special.ndtr(x)
+    got = _ndtr(x)
+    assert got.shape == x.shape
+    assert np.array_equal(got, want, equal_nan=True)
+    assert (special.ndtr(-np.linspace(NDTR_ZERO_FROM, 60.0, 1001)) == 0.0).all()

@@ -519,9 +519,13 @@ def prefill_wait_tail(
             s = np.maximum(t, 0.0) - mu
             z = s / sd
             base = (s < 0).astype(float)
-            if any_noisy:  # the normal part only where there is one (a quarter, typically)
-                at = np.broadcast_to(noisy, base.shape)
-                base[at] = special.ndtr(-np.broadcast_to(z, base.shape)[at])
+            if any_noisy:  # the normal part only where there is one and it is not 0
+                zs = np.broadcast_to(z, base.shape).reshape(-1)
+                live = ~(zs >= NDTR_ZERO_FROM)
+                if not all_noisy:
+                    live &= np.broadcast_to(noisy, base.shape).reshape(-1)
+                at = np.flatnonzero(live)
+                base.reshape(-1)[at] = special.ndtr(-zs[at])
             prepared[id(t)] = (t, s, z, base)
         return prepared[id(t)]
 
@@ -542,6 +546,7 @@ def prefill_wait_tail(
     if in_pass is not None and p_pass > 0:
         pass_rates = apart([np.full(t_s.shape, 1.0 / in_pass.rest_s), *rates[1:]])
     any_noisy = bool(noisy.any())
+    all_noisy = bool(noisy.all())
     if rank is not None:  # the company's atoms on a leading axis
         shape = (len(rank.probs),) + (1,) * (t_s.ndim - 1) + rank.delays.shape[1:]
         behind = t_s[None] - rank.delays.reshape(shape)
@@ -592,6 +597,24 @@ def _exponential_excess(
         return out
 
 
+NDTR_ONE_FROM = 8.3
+"""``scipy.special.ndtr(x)`` is 1.0 exactly from ``x = 8.2924`` on (``1 - Phi(8.3) = 5.2e-17``,
+under half the spacing of doubles below 1); ``_ndtr`` does not call it there."""
+NDTR_ZERO_FROM = 37.7
+"""``scipy.special.ndtr(-z)`` is 0.0 exactly from ``z = 37.677`` on (it underflows)."""
+
+
+def _ndtr(x: np.ndarray) -> np.ndarray:
+    """``scipy.special.ndtr(x)``, the same to the bit, evaluated only below
+    ``NDTR_ONE_FROM``: in a tail's terms most entries lie above it (59% of the README
+    solve's), and the CDF costs 15 ns an entry against a few for the gather."""
+    flat = np.asarray(x, dtype=float).reshape(-1)
+    out = np.ones(flat.size)
+    at = np.flatnonzero(~(flat >= NDTR_ONE_FROM))  # NaN stays NaN, as ndtr gives it
+    out[at] = special.ndtr(flat[at])
+    return out.reshape(np.shape(x))
+
+
 def _smooth_excess(
     rate: float | np.ndarray, s: np.ndarray, sd: np.ndarray, z: np.ndarray
 ) -> np.ndarray:
@@ -601,7 +624,7 @@ def _smooth_excess(
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         power = -rate * s + 0.5 * (rate * sd) ** 2
         x = z - rate * sd
-        out: np.ndarray = np.exp(power) * special.ndtr(x)
+        out: np.ndarray = np.exp(power) * _ndtr(x)
         far = (power >= 700.0) | (x <= -37.0)
         if far.any():
             power, x = np.broadcast_arrays(power, x)
