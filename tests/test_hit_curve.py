@@ -206,6 +206,33 @@ def test_the_per_turn_measure_equals_the_per_block_one(rate, seconds):
     )
 
 
+def test_turns_without_ids_are_the_same_requests_sessions_and_reuse():
+    """``turns(ids=False)`` (what ``sampled_reuse`` reads) gives every request's time,
+    lengths, session and reused blocks as ``turns()`` does, and its prefix as long."""
+    from itertools import islice
+
+    from pddplan.io.scenario import load_scenario
+    from pddplan.workload.sessions import SessionOptions, SessionSource
+
+    s = load_scenario(H100_H200).scenario
+    options = SessionOptions(16.0, 4.0, 0.05)
+    with_ids = SessionSource(s.workload, None, options, seed=5).turns()
+    lengths = SessionSource(s.workload, None, options, seed=5).turns(ids=False)
+    n = 0
+    for a, b in islice(zip(with_ids, lengths, strict=True), 20_000):
+        assert (a[0], a[1], a[2], len(a[3]), a[4], a[5]) == (
+            b[0],
+            b[1],
+            b[2],
+            len(b[3]),
+            b[4],
+            b[5],
+        )
+        assert isinstance(b[3], range)
+        n += a[5] > 0
+    assert n > 10_000  # most of them continue a session
+
+
 def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
     """Ages shorten as the rate grows (a larger pool of ready contexts), so one curve
     sampled at the scenario's 4 req/s keeps too few reuses at 30 req/s; the problem samples
