@@ -298,7 +298,13 @@ def _why(plan: PlanResult, below_demand_ok: bool = False) -> str | None:
     ok = (EvalStatus.OK, EvalStatus.BELOW_DEMAND) if below_demand_ok else (EvalStatus.OK,)
     if e is not None and e.status in ok:
         return None
-    helpful = [r.message for r in plan.relaxations if r.factor is not None or r.family == "options"]
+    # each relaxation with the limit it relaxes: two of one key (TTFT P90 raised alone, and
+    # P90 and P99 scaled together) read as a contradiction without it
+    helpful = [
+        f"{r.family}: {r.message}"
+        for r in plan.relaxations
+        if r.factor is not None or r.family == "options"
+    ]
     if helpful:
         return "; ".join(helpful)
     if plan.relaxations:
