@@ -507,6 +507,7 @@ def _budget_buys(result: PlanResult, budget: float) -> None:
     )
 
 
+@one_blas_thread
 def error_margin(
     problem: Problem,
     plan: PlanResult,
@@ -523,6 +524,7 @@ def error_margin(
     objective's, a problem already at or past ``quantile``, or an engine profile without
     a measured error (``ideal``). ``time_limit_s`` and ``clock``: as ``solve``'s, for the
     plan made at ``quantile`` (``solve`` gives this what is left of its own limit)."""
+    from pddplan.evaluation.evaluator import sla_capacity
     from pddplan.plan.results import ErrorMargin
 
     if plan.fleet is None or plan.evaluation is None or plan.stats.objective != MIN_COST:
@@ -534,25 +536,18 @@ def error_margin(
     slower = with_engine(problem, perf_quantile=quantile)
     if all(slower.time_factors(r) == problem.time_factors(r) for r in ROLES):
         return None  # profiles without an error table
-    there = evaluate(slower, plan.fleet)
-    if there.sla_capacity_rps >= plan.planned_rps:  # it holds there: nothing more to buy
-        return ErrorMargin(
-            quantile, problem.engine_text, there.sla_capacity_rps, there.demand_rps, 0, 0.0
-        )
+    # its capacity there (not the whole evaluation: its percentiles and limits go unread)
+    capacity = sla_capacity(slower, plan.fleet)
+    demand = slower.scenario.workload.arrival_rps or 0.0
+    if capacity >= plan.planned_rps:  # it holds there: nothing more to buy
+        return ErrorMargin(quantile, problem.engine_text, capacity, demand, 0, 0.0)
     other = solve(slower, objective=MIN_COST, solver=solver, time_limit_s=time_limit_s, clock=clock)
     extra_gpus = extra_cost = None
     if other.fleet is not None and other.evaluation is not None:
         extra_gpus = _gpus(other.fleet) - _gpus(plan.fleet)
         if other.evaluation.cost_per_hour_usd is not None and plan.evaluation.cost_per_hour_usd:
             extra_cost = other.evaluation.cost_per_hour_usd - plan.evaluation.cost_per_hour_usd
-    return ErrorMargin(
-        quantile,
-        problem.engine_text,
-        there.sla_capacity_rps,
-        there.demand_rps,
-        extra_gpus,
-        extra_cost,
-    )
+    return ErrorMargin(quantile, problem.engine_text, capacity, demand, extra_gpus, extra_cost)
 
 
 def _gpus(fleet: Fleet) -> int:
