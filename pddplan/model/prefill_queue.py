@@ -519,13 +519,14 @@ def prefill_wait_tail(
             s = np.maximum(t, 0.0) - mu
             z = s / sd
             base = (s < 0).astype(float)
-            if any_noisy:  # the normal part only where there is one and it is not 0
+            if any_noisy:  # the normal part only where there is one (and it is not 0)
                 zs = np.broadcast_to(z, base.shape).reshape(-1)
                 live = ~(zs >= NDTR_ZERO_FROM)
-                if not all_noisy:
-                    live &= np.broadcast_to(noisy, base.shape).reshape(-1)
-                at = np.flatnonzero(live)
-                base.reshape(-1)[at] = special.ndtr(-zs[at])
+                if all_noisy:
+                    base = _ndtr_where(-zs, live, 0.0).reshape(base.shape)
+                else:
+                    at = np.flatnonzero(live & np.broadcast_to(noisy, base.shape).reshape(-1))
+                    base.reshape(-1)[at] = special.ndtr(-zs[at])
             prepared[id(t)] = (t, s, z, base)
         return prepared[id(t)]
 
@@ -604,15 +605,30 @@ NDTR_ZERO_FROM = 37.7
 """``scipy.special.ndtr(-z)`` is 0.0 exactly from ``z = 37.677`` on (it underflows)."""
 
 
+NDTR_GATHER_BELOW = 0.75
+"""``_ndtr_where`` gathers the entries it evaluates when fewer than this share of them
+need it (measured on tail-sized arrays: gathering pays from a quarter skipped on)."""
+
+
 def _ndtr(x: np.ndarray) -> np.ndarray:
     """``scipy.special.ndtr(x)``, the same to the bit, evaluated only below
-    ``NDTR_ONE_FROM``: in a tail's terms most entries lie above it (59% of the README
-    solve's), and the CDF costs 15 ns an entry against a few for the gather."""
+    ``NDTR_ONE_FROM``: in a tail's terms most entries often lie above it (59% of the README
+    solve's, 25% of ``domestic-910c-h20``'s), and the CDF costs 15 ns an entry."""
     flat = np.asarray(x, dtype=float).reshape(-1)
-    out = np.ones(flat.size)
-    at = np.flatnonzero(~(flat >= NDTR_ONE_FROM))  # NaN stays NaN, as ndtr gives it
+    live = ~(flat >= NDTR_ONE_FROM)  # NaN is live: it stays NaN, as ndtr gives it
+    return _ndtr_where(flat, live, 1.0).reshape(np.shape(x))
+
+
+def _ndtr_where(flat: np.ndarray, live: np.ndarray, fill: float) -> np.ndarray:
+    """``scipy.special.ndtr(flat)`` where ``live``, ``fill`` elsewhere, for a ``fill`` that
+    ndtr returns exactly there: every entry evaluated where most are live (the same bits),
+    only the live ones gathered where many are not."""
+    if np.count_nonzero(live) >= NDTR_GATHER_BELOW * flat.size:
+        return np.asarray(special.ndtr(flat))
+    out = np.full(flat.size, fill)
+    at = np.flatnonzero(live)
     out[at] = special.ndtr(flat[at])
-    return out.reshape(np.shape(x))
+    return out
 
 
 def _smooth_excess(
