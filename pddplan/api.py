@@ -405,6 +405,7 @@ def solve(
     progress: Progress | None = None,
     top: int = 0,
     budget_usd_per_hour: float | None = None,
+    marginals: bool = True,
 ) -> PlanResult:
     """The plan for ``objective`` (default: the scenario's): chips, counts, link tier and
     router thresholds, evaluated, with marginal values, or why there is none.
@@ -434,6 +435,9 @@ def solve(
             ``budget_usd_per_hour``): what ``max-capacity`` spends, a ceiling for the other
             objectives. One below the cheapest plan raises ``ArgumentError`` with that
             plan's cost.
+        marginals: price the plan one step more or less of each pool and the link
+            (``PlanResult.marginals``, a capacity search each); False leaves them empty,
+            for a caller that does not show them.
     """
     _choice("objective", objective, OBJECTIVES)
     _choice("solver", solver, SOLVERS)
@@ -453,7 +457,7 @@ def solve(
     if method == "enumerate":
         from pddplan.plan.brute_force import enumerate_plan
 
-        return enumerate_plan(problem, objective=objective)
+        return enumerate_plan(problem, objective=objective, marginals=marginals)
     from pddplan.plan.search import solve_plan
 
     result = solve_plan(
@@ -465,6 +469,7 @@ def solve(
         clock=clock,
         progress=progress,
         top=top,
+        marginals=marginals,
     )
     if budget_usd_per_hour is not None:
         _budget_buys(result, budget_usd_per_hour)

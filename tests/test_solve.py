@@ -15,6 +15,7 @@ from conftest import (
     DOMESTIC,
     GOLDEN,
     H100_H200,
+    ONE_CLASS,
     PAPER_FLEETS,
     PLANNED,
     ROOT,
@@ -25,6 +26,7 @@ from conftest import (
     triple,
 )
 
+import pddplan
 from pddplan.evaluation.evaluator import meets_sla
 from pddplan.io.scenario import load_scenario
 from pddplan.plan import milp
@@ -874,3 +876,18 @@ def test_a_pool_idle_at_capacity_says_what_sizes_it():
     busy = {p.role: p.utilization_at_capacity for p in plan.evaluation.pools}
     assert busy["relay_decode"] < 0.10 and busy["main_decode"] >= 0.10
     assert not any("main decode" in x for x in plan.idle)
+
+
+@pytest.mark.slow
+def test_a_plan_without_marginals_is_the_same_plan_for_less_work():
+    """``marginals=False`` (what the compact view, compare and sweeps ask for) leaves out
+    only the one-step-more-or-less rows and their capacity searches."""
+    problem = load_scenario(ONE_CLASS)
+    with counted() as with_them:
+        full = pddplan.solve(problem)
+    with counted() as without:
+        lean = pddplan.solve(load_scenario(ONE_CLASS), marginals=False)
+    assert full.marginals and not lean.marginals
+    assert lean.fleet == full.fleet and lean.evaluation == full.evaluation
+    assert (lean.status, lean.verdict) == (full.status, full.verdict)
+    assert without["capacity_searches"] < with_them["capacity_searches"]

@@ -223,6 +223,10 @@ def solve(
             progress=tell,
             top=top,
             budget_usd_per_hour=budget,
+            # one step more or less of each pool, priced only where it is shown: the
+            # compact view leaves it out; --details marginals, the JSON, plan file and
+            # report have it
+            marginals="marginals" in sections or json_out or bool(out_file or report_file),
             **options,
         )
     checked = None

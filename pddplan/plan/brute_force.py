@@ -137,8 +137,10 @@ def enumerate_plan(
     *,
     objective: Objective | None = None,
     max_candidates: int = MAX_CANDIDATES,
+    marginals: bool = True,
 ) -> PlanResult:
-    """The optimum by brute force (see the module docstring)."""
+    """The optimum by brute force (see the module docstring); ``marginals`` as
+    ``solve_plan``'s."""
     scenario = problem.scenario
     objective = objective or scenario.objective
     start = time.perf_counter()
@@ -223,4 +225,4 @@ def enumerate_plan(
         bcr_bound=bound,
         bcr_best=bound,
     )
-    return finish_plan(space, stats, best, method="enumerate")
+    return finish_plan(space, stats, best, method="enumerate", marginals=marginals)

@@ -387,6 +387,7 @@ def compare(
                 solver=solver,
                 time_limit_s=time_limit_s,
                 explain=explain,
+                marginals=False,  # no row shows them
             )
             why = _why(plan, below_demand_ok=question == "budget")
             out.append(

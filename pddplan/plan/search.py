@@ -67,9 +67,9 @@ from pddplan.plan.explain import (
     budget_needed,
     explain_infeasible,
     idle_pools,
-    marginals,
     verdict,
 )
+from pddplan.plan.explain import marginals as price_steps
 from pddplan.plan.results import (
     BcrStep,
     PlanResult,
@@ -370,13 +370,16 @@ def solve_plan(
     clock: Callable[[], float] = wall_clock,
     progress: Progress | None = None,
     top: int = 0,
+    marginals: bool = True,
 ) -> PlanResult:
     """Plan ``problem`` for ``objective`` (default: the scenario's). ``clock`` is the time
     source the time limit is measured on (tests give a fake one); ``progress``
     (``pddplan.progress``) hears the rates priced each time the search prices one (the
     total unknown until it ends). ``top``: how many runner-ups to plan beside it
     (``pddplan.plan.alternatives``: the cheapest deployment of each other family at the
-    demand)."""
+    demand). ``marginals``: whether to price the plan one step more or less of each pool
+    and the link (``PlanResult.marginals``; a capacity search each), for callers that
+    show them."""
     scenario = problem.scenario
     objective = objective or scenario.objective
     solver = solver or scenario.solver.name
@@ -471,7 +474,7 @@ def solve_plan(
                 relaxations = [needed]  # the budget binds (or nothing serves any traffic)
             else:
                 relaxations = explain_infeasible(problem, solver, start + limit, clock)
-    result = finish_plan(space, stats, choice, relaxations=relaxations)
+    result = finish_plan(space, stats, choice, relaxations=relaxations, marginals=marginals)
     steps = _bcr_steps(search, choice) if objective == MAX_BCR else []
     others = None
     if choice is not None and top > 0 and demand > 0:
@@ -517,8 +520,10 @@ def finish_plan(
     *,
     method: str = "milp",
     relaxations: list[Relaxation] | None = None,
+    marginals: bool = True,
 ) -> PlanResult:
-    """The plan's deployment, its evaluation at the demand and its marginal values."""
+    """The plan's deployment, its evaluation at the demand and (with ``marginals``) its
+    marginal values."""
     s = space.scenario
     if choice is None:
         return PlanResult(
@@ -543,7 +548,7 @@ def finish_plan(
         stats,
         fleet,
         evaluation,
-        marginals(space, fleet, evaluation, measure),
+        price_steps(space, fleet, evaluation, measure) if marginals else [],
         idle=idle_pools(space, fleet, evaluation),
         left_out=space.left_out_lines(),
         method=method,

@@ -166,6 +166,7 @@ class PointRunner:
                     solver=s.solver,
                     time_limit_s=s.time_limit_s,
                     explain=True,
+                    marginals=False,  # a point keeps its cost, capacity and verdict only
                 )
             except PddplanError as e:
                 out.append(ArchResult(row.label, kind, RowStatus.NOT_APPLICABLE, reason=str(e),
