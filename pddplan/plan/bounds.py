@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,62 @@ def relaxed_optimum(
     evaluator found them short) are not returned: when every minimizer is, none is exact
     and the MILP, with a cut for each, finds the next."""
     sp = req.space
+    ncatch = len(sp.catch_up_cuts)
+    best, tables = _relaxed_tables(req)
+    if not math.isfinite(best):
+        return RelaxedOptimum(math.inf)
+    tol = 1e-9 * max(1.0, best)
+    enough = min(ties, MAX_TIES)
+    found: dict[tuple, Choice] = {}
+    cells = 0
+    for st, band, totals, relays, (senders, p_costs), (rld, r_costs), (main, m_costs) in (
+        (t[0], t[1], t[2], t[3], *t[4]) for t in tables
+    ):
+        # the most relaying first: of one deployment's cells, the first found is kept
+        for row, j in sorted(
+            np.argwhere(totals <= best + tol).tolist(), key=lambda c: (-c[1], -c[0])
+        ):
+            cells += 1
+            r = row // ncatch
+            relay_ties = [None]
+            if band.index >= 0 and relays[j]:
+                relay_ties = _ties(rld, r_costs[:, r, j], tol)
+            for p, rd, m in itertools.product(
+                _ties(senders, p_costs[:, r, j], tol),
+                relay_ties,
+                _ties(main, m_costs[:, row, j], tol),
+            ):
+                options = {"prefill": p, "relay_decode": rd, "main_decode": m}
+                choice = _as_choice(req, st, band, r, row % ncatch, j, options)
+                key = hardware_key(choice)
+                if key not in rejected:
+                    found.setdefault(key, choice)
+            if len(found) >= enough or cells >= MAX_TIED_CELLS:
+                break
+        if len(found) >= enough or cells >= MAX_TIED_CELLS:
+            break
+    exact = [
+        c
+        for c in found.values()
+        if _meets_dropped_rows(sp, c, budget_usd_per_hour)
+        and math.isclose(plan_cost(sp, c), best, rel_tol=1e-9, abs_tol=1e-9)
+    ]
+    return RelaxedOptimum(best, tuple(exact))
+
+
+_TABLES: weakref.WeakKeyDictionary[Requirements, tuple[float, list]] = weakref.WeakKeyDictionary()
+"""``_relaxed_tables`` per count tables: the search asks ``relaxed_optimum`` at one rate for
+its bound, for the plan, and for the plan's ties, with other ``ties``, ``rejected`` and
+budgets that change only which minimizers it returns."""
+
+
+def _relaxed_tables(req: Requirements) -> tuple[float, list]:
+    """The relaxation's least cost at ``req.rate`` and, per (transfer state, first step,
+    pairing, band), its cost table over the cuts with each role's option costs: what
+    ``relaxed_optimum`` minimizes, kept per ``req`` (it depends on nothing else)."""
+    if req in _TABLES:
+        return _TABLES[req]
+    sp = req.space
     ncut = len(sp.cuts)
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
     best = math.inf
@@ -136,45 +193,8 @@ def relaxed_optimum(
                     best = min(best, float(totals.min()))
                     roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
                     tables.append((st, band, totals, relays, roles))
-    if not math.isfinite(best):
-        return RelaxedOptimum(math.inf)
-    tol = 1e-9 * max(1.0, best)
-    enough = min(ties, MAX_TIES)
-    found: dict[tuple, Choice] = {}
-    cells = 0
-    for st, band, totals, relays, (senders, p_costs), (rld, r_costs), (main, m_costs) in (
-        (t[0], t[1], t[2], t[3], *t[4]) for t in tables
-    ):
-        # the most relaying first: of one deployment's cells, the first found is kept
-        for row, j in sorted(
-            np.argwhere(totals <= best + tol).tolist(), key=lambda c: (-c[1], -c[0])
-        ):
-            cells += 1
-            r = row // ncatch
-            relay_ties = [None]
-            if band.index >= 0 and relays[j]:
-                relay_ties = _ties(rld, r_costs[:, r, j], tol)
-            for p, rd, m in itertools.product(
-                _ties(senders, p_costs[:, r, j], tol),
-                relay_ties,
-                _ties(main, m_costs[:, row, j], tol),
-            ):
-                options = {"prefill": p, "relay_decode": rd, "main_decode": m}
-                choice = _as_choice(req, st, band, r, row % ncatch, j, options)
-                key = hardware_key(choice)
-                if key not in rejected:
-                    found.setdefault(key, choice)
-            if len(found) >= enough or cells >= MAX_TIED_CELLS:
-                break
-        if len(found) >= enough or cells >= MAX_TIED_CELLS:
-            break
-    exact = [
-        c
-        for c in found.values()
-        if _meets_dropped_rows(sp, c, budget_usd_per_hour)
-        and math.isclose(plan_cost(sp, c), best, rel_tol=1e-9, abs_tol=1e-9)
-    ]
-    return RelaxedOptimum(best, tuple(exact))
+    _TABLES[req] = (best, tables)
+    return best, tables
 
 
 def _pairings(req: Requirements, st, first_s: float) -> list[tuple[list, np.ndarray, list, bool]]:
