@@ -709,7 +709,13 @@ class Evaluator:
 
     def __init__(self, problem: Problem, fleet: Fleet) -> None:
         self.problem, self.fleet = problem, fleet
-        self.model = FleetModel(problem, fleet)
+
+    @cached_property
+    def model(self) -> FleetModel:
+        """The fleet's rate-independent figures, built on first use: a capacity or a served
+        rate the problem keeps already (``_capacity``, ``meets``) needs none (the router's
+        setting of a planned fleet is its own)."""
+        return FleetModel(self.problem, self.fleet)
 
     @cached_property
     def routing(self) -> Routing:
@@ -718,7 +724,7 @@ class Evaluator:
     @cached_property
     def capacity(self) -> float:
         """The SLA capacity: the largest arrival rate within every limit (req/s)."""
-        return _capacity(self.model, self.routing)
+        return _capacity(self.problem, self.fleet, self.routing, lambda: self.model)
 
     def state(self, rate_rps: float) -> _State:
         """Every limit at ``rate_rps`` with the fleet's router: whether all hold, those that
@@ -730,9 +736,9 @@ class Evaluator:
         beside the capacities (``_capacity``): it depends on no price either, and the
         planner asks it of the same deployments at the same rates at every price of a
         sweep."""
-        m, routing = self.model, self.routing
-        key = ("meets", _fleet_key(m.fleet), routing.model_dump_json(), rate_rps)
-        return m.problem.memo("capacities", key, lambda: _within(m, rate_rps, routing))
+        routing = self.routing
+        key = ("meets", _fleet_key(self.fleet), routing.model_dump_json(), rate_rps)
+        return self.problem.memo("capacities", key, lambda: _within(self.model, rate_rps, routing))
 
     def report(self, demand_rps: float | None = None) -> Evaluation:
         """Everything ``evaluate`` reports, at ``demand_rps`` (default: the scenario's)."""
@@ -792,8 +798,7 @@ def meets_sla(problem: Problem, fleet: Fleet, rate_rps: float) -> bool:
 
 def sla_capacity(problem: Problem, fleet: Fleet) -> float:
     """Only the SLA capacity of ``fleet`` (what ``evaluate`` reports as ``sla_capacity_rps``)."""
-    ev = Evaluator(problem, fleet)
-    return _capacity(ev.model, ev.routing)
+    return Evaluator(problem, fleet).capacity
 
 
 def capacity_if_serving(problem: Problem, fleet: Fleet, rate_rps: float) -> float | None:
@@ -813,12 +818,14 @@ def cost_and_capacity(problem: Problem, fleet: Fleet) -> tuple[float | None, flo
     return _priced(ev.model, fleet, _state(ev.model, demand, ev.routing)).total, ev.capacity
 
 
-def _capacity(m: FleetModel, routing: Routing) -> float:
+def _capacity(
+    problem: Problem, fleet: Fleet, routing: Routing, model: Callable[[], FleetModel]
+) -> float:
     """The largest arrival rate whose state is within every limit (0 if none), kept on the
     problem (``Problem.memo``): it depends on no price, so a sweep over prices bisects
-    each fleet's once."""
-    key = (_fleet_key(m.fleet), routing.model_dump_json())
-    return m.problem.memo("capacities", key, lambda: _bisect_capacity(m, routing))
+    each fleet's once (``model`` gives the fleet's figures where it is not kept)."""
+    key = (_fleet_key(fleet), routing.model_dump_json())
+    return problem.memo("capacities", key, lambda: _bisect_capacity(model(), routing))
 
 
 def _fleet_key(fleet: Fleet) -> str:
@@ -942,7 +949,7 @@ def _best_routing(m: FleetModel) -> Routing:
             floor = best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
             if not _within(m, floor, routing):
                 continue
-        capacity = _capacity(m, routing)
+        capacity = _capacity(m.problem, m.fleet, routing, lambda: m)
         if best_capacity < 0 or wider(capacity, best_capacity):
             best_capacity, best = capacity, routing
     return best
