@@ -603,8 +603,6 @@ NDTR_ONE_FROM = 8.3
 under half the spacing of doubles below 1); ``_ndtr`` does not call it there."""
 NDTR_ZERO_FROM = 37.7
 """``scipy.special.ndtr(-z)`` is 0.0 exactly from ``z = 37.677`` on (it underflows)."""
-
-
 NDTR_GATHER_BELOW = 0.75
 """``_ndtr_where`` gathers the entries it evaluates when fewer than this share of them
 need it (measured on tail-sized arrays: gathering pays from a quarter skipped on)."""
@@ -641,6 +639,7 @@ def _smooth_excess(
         power = -rate * s + 0.5 * (rate * sd) ** 2
         x = z - rate * sd
         out: np.ndarray = np.exp(power) * _ndtr(x)
+        # exp overflows past 709.8 and ndtr underflows below -37.68: a margin short of each
         far = (power >= 700.0) | (x <= -37.0)
         if far.any():
             power, x = np.broadcast_arrays(power, x)

@@ -756,8 +756,9 @@ class Space:
     def fleet(self, choice: Choice, name: str) -> Fleet:
         """The deployment a choice describes (pools with instances, the link, the router),
         built once per distinct deployment and name: the search asks for the same ones many
-        times (each router setting it scores, each capacity it looks up), and a validated
-        ``Fleet`` costs about a quarter of a millisecond."""
+        times (each router setting it scores, each capacity it looks up), and validating a
+        ``Fleet`` took 0.26 ms a call under a profiler (a price sweep's point asked for 155,
+        half of them repeats)."""
         st = choice.state
         key = (
             name,
