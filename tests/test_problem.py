@@ -59,6 +59,25 @@ def test_a_workload_change_keeps_the_instances_only():
     assert busier.table_builds["classes"] == 1 and busier.table_builds["prefill"] > 0
 
 
+@pytest.mark.slow
+def test_a_demand_change_keeps_every_table_but_the_rates():
+    """A demand sweep's points differ in ``workload.arrival_rps`` alone: the request classes
+    and the pass-time tables are the same, the counts (per rate, with the reuse grid anchored at
+    the demand) are not. The derived problem plans as one loaded
+    afresh would."""
+    problem = pddplan.load_scenario(SMALL)
+    pddplan.solve(problem, objective="min-cost", marginals=False)
+    busier = problem.derive({"workload.arrival_rps": 2 * problem.scenario.workload.arrival_rps})
+    plan = pddplan.solve(busier, objective="min-cost", marginals=False)
+    for table in ("classes", "instances", "prefill", "passes", "decode_points", "decode_steps"):
+        assert busier.table_builds[table] == 0, table
+    assert busier.table_builds["counts"] > 0
+    alone = pddplan.Problem(busier.scenario, busier.hardware, busier.model, engines=busier.engines)
+    again = pddplan.solve(alone, objective="min-cost", marginals=False)
+    assert again.fleet == plan.fleet
+    assert again.evaluation == plan.evaluation
+
+
 def test_each_table_declares_inputs_that_exist():
     problem = pddplan.load_scenario(SMALL)
     for inputs in TABLE_INPUTS.values():
@@ -117,10 +136,13 @@ def _scenario_paths(scenario) -> dict[int, str]:
 
 def _covered(read: str, declared: tuple[str, ...]) -> bool:
     """Whether ``declared`` inputs (``TABLE_INPUTS``' form) cover a read of ``read``."""
-    from pddplan.model.problem import NON_PHYSICAL
+    from pddplan.model.problem import NON_PHYSICAL, RATE_ONLY, SHAPE
 
     for d in declared:
-        if d.endswith(":physical"):
+        if d == SHAPE:
+            if read.startswith("workload.") and read.removeprefix("workload.") not in RATE_ONLY:
+                return True
+        elif d.endswith(":physical"):
             field = d.removesuffix(":physical")
             if (read == field or read.startswith(field + ".")) and read not in NON_PHYSICAL:
                 return True

@@ -4,8 +4,9 @@ every table derived from them, computed once and kept on the problem.
 Each table declares the inputs it is computed from (``TABLE_INPUTS``: scenario fields, by
 dotted path, and the catalogs). ``Problem.derive`` makes a new problem from changed
 scenario values and hands it every table whose inputs did not change, so that a sweep over
-prices re-uses every instance, prefill and decode table, and a sweep over the workload
-re-uses the instances. ``table_builds`` counts the entries each table computed.
+prices re-uses every instance, prefill and decode table, a sweep over the demand (the
+workload's ``arrival_rps`` alone) every table but the counts, the capacities and the reuse
+samples' grid, and a sweep over the workload's shape the instances. ``table_builds`` counts the entries each table computed.
 
 Everything here is a pure function of the inputs; a problem pickles (its tables with it).
 """
@@ -105,17 +106,23 @@ _PHYSICAL = (
 """What minimum counts and SLA capacities are computed from: every input not
 ``NON_PHYSICAL`` (the catalogs' entries, each other scenario field, the links without their
 tiers' prices, the search without max BCR's tolerances)."""
+RATE_ONLY = ("arrival_rps",)
+"""The workload's fields that set only how many requests come, not what they are: the
+input ``workload:shape`` is the workload without them, so that the problems of a demand
+sweep, of a horizon's periods and of rate-only variants share the request classes and the
+pass-time tables (10% of a demand-sweep point's time at 25 req/s)."""
+SHAPE = "workload:shape"
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
-    "classes": ("workload",),
-    "md_caches": ("workload", "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
-    "reuse": ("workload", "sla"),
+    "classes": (SHAPE,),
+    "md_caches": (SHAPE, "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
+    "reuse": (SHAPE, "sla"),
     "instances": _INSTANCE,
-    "prefill": (*_INSTANCE, "workload", "sla.tpot_ms"),
-    "passes": (*_INSTANCE, "workload", "sla.tpot_ms"),
-    "hosts": (*_INSTANCE, "workload", "sla.tpot_ms"),
-    "decode_points": (*_INSTANCE, "workload", "sla.tpot_ms"),
-    "decode_steps": (*_INSTANCE, "workload", "sla.tpot_ms"),
-    "extend_passes": (*_INSTANCE, "workload"),
+    "prefill": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
+    "passes": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
+    "hosts": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
+    "decode_points": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
+    "decode_steps": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
+    "extend_passes": (*_INSTANCE, SHAPE),
     "counts": _PHYSICAL,
     "capacities": _PHYSICAL,
 }
@@ -285,6 +292,11 @@ class Problem:
             return self.model
         if name == "engines":
             return self.engines
+        if name == SHAPE:
+            data = self.scenario.workload.model_dump(mode="json")
+            for key in RATE_ONLY:
+                data.pop(key, None)
+            return data
         if name.endswith(":physical"):
             field = name.removesuffix(":physical")
             data = self.scenario.model_dump(mode="json", include={field})[field]
