@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from pddplan import units
 from pddplan.errors import InputError
@@ -14,6 +15,7 @@ from pddplan.evaluation.evaluator import ttft_p99, wider
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
 from pddplan.plan import milp
+from pddplan.plan.bounds import relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
 from pddplan.plan.space import Choice, PoolOption, Space
@@ -481,12 +483,24 @@ def budget_needed(
     )
 
 
-@dataclass(frozen=True)
 class _Check:
-    """One solve of a relaxed scenario: its space and the plan (None: still infeasible)."""
+    """One relaxed scenario: its space, whether a plan serves it, and its minimum-cost plan
+    (``choice``; None: still infeasible), solved on first use where ``feasible`` is known
+    without it."""
 
-    space: Space | None
-    choice: Choice | None
+    def __init__(
+        self,
+        space: Space | None,
+        solve: Callable[[], Choice | None],
+        feasible: bool | None = None,
+        fallback: Choice | None = None,
+    ) -> None:
+        self.space, self._solve, self._fallback = space, solve, fallback
+        self.feasible = feasible if feasible is not None else self.choice is not None
+
+    @cached_property
+    def choice(self) -> Choice | None:
+        return self._solve() or self._fallback
 
 
 def explain_infeasible(
@@ -511,7 +525,7 @@ def explain_infeasible(
         return checks[key]
 
     def feasible(knob: Knob, values: tuple[float, ...]) -> bool:
-        return check(knob, values).choice is not None
+        return check(knob, values).feasible
 
     out: list[Relaxation] = []
     for knob in knobs(scenario):
@@ -550,7 +564,7 @@ def _relax(
             fgood, fbad = (mid, fbad) if feasible(knob, knob.at(mid)) else (fgood, mid)
         values = knob.at(fgood)
     final = check(knob, values)  # solved already: the value printed is the one solved
-    verified = final.choice is not None
+    verified = final.feasible
     if knob.family == "demand":
         text = f"can serve at most {knob.said(values)}"
         if scenario.headroom:
@@ -599,22 +613,33 @@ def _solve(
     deadline: float,
     clock: Callable[[], float],
 ) -> _Check:
-    """One minimum-cost solve of ``trial`` at its planned demand (a relaxation under which
-    no option exists, or that ends without a plan for lack of time, is infeasible)."""
+    """``trial`` at its planned demand: whether a plan serves it, and its minimum-cost plan (a
+    relaxation under which no option exists, or that ends without a plan for lack of time,
+    is infeasible). The MILP's relaxation without the datacenter limits
+    (``relaxed_optimum``) decides most checks alone: where it has no plan, neither has the
+    MILP; where its plan is exact, that plan serves (it is a minimum-cost one), and the
+    MILP runs only where the text names the plan (``_relax``: its own choice among equal
+    costs, the one ``solve`` of the relaxed scenario would print)."""
     try:
         space = Space(problem.with_scenario(trial))
     except InputError:
-        return _Check(None, None)
+        return _Check(None, lambda: None, feasible=False)
     rate = (trial.workload.arrival_rps or 0.0) * (1 + trial.headroom)
-    left = max(deadline - clock(), 1.0)
-    out = milp.min_cost(
-        Requirements(space, rate),
-        solver=solver,
-        time_limit_s=left,
-        node_limit=trial.solver.node_limit,
-        clock=clock,
-    )
-    return _Check(space, out.choice)
+    req = Requirements(space, rate)
+
+    def plan() -> Choice | None:
+        left = max(deadline - clock(), 1.0)
+        out = milp.min_cost(
+            req, solver=solver, time_limit_s=left, node_limit=trial.solver.node_limit, clock=clock
+        )
+        return out.choice
+
+    relaxed = relaxed_optimum(req)
+    if math.isinf(relaxed.cost):
+        return _Check(space, lambda: None, feasible=False)
+    if relaxed.exact:
+        return _Check(space, plan, feasible=True, fallback=relaxed.choices[0])
+    return _Check(space, plan)
 
 
 def _gpus_by_dc(space: Space, choice: Choice) -> dict[str, list[tuple[PoolOption, int]]]:
