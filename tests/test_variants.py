@@ -119,12 +119,20 @@ def test_a_scenario_without_variants_has_none():
 
 
 def test_problem_variants_share_the_workload_free_tables(tmp_path):
-    path = _write(tmp_path, "- {name: hi, must_meet: true, arrival_rps: 5}\n")
+    """A variant of another rate only shares the request classes too (the demand is not
+    their input); one of another mix does not."""
+    path = _write(
+        tmp_path,
+        "- {name: hi, must_meet: true, arrival_rps: 5}\n"
+        "- {name: mix, must_meet: true, classes: [{weight: 1, input_tokens: 500, "
+        "output_tokens: 50, p_hit: 0.2}]}\n",
+    )
     problem = load_scenario(path)
-    [(v, p)] = problem.variants()
+    [(v, p), (_, mix)] = problem.variants()
     assert v.name == "hi" and p.scenario.workload.arrival_rps == 5
-    assert p._tables.instances is problem._tables.instances
-    assert p._tables.classes is not problem._tables.classes
+    assert p._tables.instances is problem._tables.instances is mix._tables.instances
+    assert p._tables.classes is problem._tables.classes
+    assert mix._tables.classes is not problem._tables.classes
 
 
 def test_a_trace_variant_is_fitted_on_load(tmp_path):
