@@ -628,10 +628,11 @@ class Instance:
         t, p = np.array(new, dtype=float), np.array(before, dtype=float)
         h = np.array(cached, dtype=float)
         n = len(input_tokens)
+        owner_ = np.asarray(owner, dtype=int)  # converted once: per_request runs ~20 x 30 times
 
         def per_request(x: Value) -> Array:
             weights = np.broadcast_to(x, t.shape)
-            return np.bincount(owner, weights=weights, minlength=n).astype(float)
+            return np.bincount(owner_, weights=weights, minlength=n).astype(float)
 
         alone = self._seconds(self._pass_cost(t, p, 1.0, h, groups=1.0))
         latency = per_request(alone)
@@ -646,7 +647,6 @@ class Instance:
                 per_request(full.serial_s),
             )
         )
-        owner_ = np.asarray(owner, dtype=int)
         new_tokens = per_request(t)
         room = np.bincount(owner_, minlength=n) * float(chunk) - new_tokens
         # the same passes when they carry only ``x`` tokens of company on each chunk's
