@@ -19,7 +19,7 @@ import numpy as np
 
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.plan.counts import Requirements
-from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space, hardware_key
+from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space, State, hardware_key
 from pddplan.spec.scenario import ROLES, Role
 
 
@@ -143,77 +143,129 @@ budgets that change only which minimizers it returns."""
 def _relaxed_tables(req: Requirements) -> tuple[float, list]:
     """The relaxation's least cost at ``req.rate`` and, per (transfer state, first step,
     pairing, band), its cost table over the cuts with each role's option costs: what
-    ``relaxed_optimum`` minimizes, kept per ``req`` (it depends on nothing else)."""
+    ``relaxed_optimum`` minimizes, kept per ``req`` (it depends on nothing else).
+
+    A prefill option's counts (the count searches, most of the work) are searched only
+    where they could be part of a least-cost plan: an option whose cost at its
+    utilization floor (``Requirements.prefill_utilization_floor``, at most its count at
+    every cut) plus the state's own cost exceeds a plan's total already found cannot be,
+    and its row is left at inf. A first pass over the cheapest option at its floor per
+    state and first step finds that plan (``_least_tables`` with ``first``); the second
+    prunes against it and against each cheaper total as it finds one. The least cost and
+    every table cell within the tolerance of it are the same as with every count
+    searched."""
     if req in _TABLES:
         return _TABLES[req]
+    groups = [(st, f) for st in req.feasible_states for f in req.space.first_steps(st)]
+    found, _, least = _least_tables(req, groups, math.inf, first=True)
+    # the groups whose first pass found the least totals first (the tables in their order)
+    order = sorted(range(len(groups)), key=lambda g: least[g])
+    best, tables, _ = _least_tables(req, [groups[g] for g in order], found)
+    tables = [t for _, t in sorted(zip(order, tables, strict=True), key=lambda gt: gt[0])]
+    _TABLES[req] = best, [t for group in tables for t in group]
+    return _TABLES[req]
+
+
+def _least_tables(
+    req: Requirements, groups: list[tuple[State, float]], bound: float, *, first: bool = False
+) -> tuple[float, list[list], list[float]]:
+    """``_relaxed_tables``' loop over ``groups`` (transfer state, MD's first step): the least
+    total it finds, each group's tables and least total, with the prefill options whose
+    floor cost exceeds ``bound`` (or the running least, where lower) left out; with
+    ``first``, only the cheapest option at its floor per group, without the hosting
+    pairings (a plan's total: an upper bound on the least)."""
     sp = req.space
     ncut = len(sp.cuts)
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
     best = math.inf
-    tables = []
-    for st in req.feasible_states:
+    out: list[list] = []
+    least: list[float] = []
+    for st, first_s in groups:
         relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
-        # per first step of the MD options receiving in st: their prefill counts
-        for first_s, main in sp.first_steps(st).items():
-            for senders, p_costs, rld, hosted in _pairings(req, st, first_s):
-                prefill = p_costs.min(axis=0)  # singular cuts x relay cuts
-                if not np.isfinite(prefill).any():
-                    continue
-                # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
-                # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
-                # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
-                for band in req.bands():
-                    if band.index < 0:
-                        if hosted or sp.relay_required:
-                            continue  # without relay decode: the plain pairing's
-                        r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
-                    elif rld:
-                        r_costs = _costs(
-                            sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
-                        )
-                        if sp.relay_required:  # a cut that relays nothing uses no RLD
-                            r_costs = np.where(relays, r_costs, np.inf)
-                        if hosted:  # on the host's instances: at most one per instance
-                            counts = np.stack(
-                                [
-                                    req.prefill(senders[0], st, x, first_s=first_s)
-                                    for x in sp.singular_cuts
-                                ]
-                            )
-                            r_costs = np.where(
-                                req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
-                            )
-                    else:
-                        continue
-                    m_costs = _costs(
-                        sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+        main = sp.first_steps(st)[first_s]
+        tables: list = []
+        out.append(tables)
+        least.append(math.inf)
+        limit = min(bound, best) * (1 + 1e-9) + 1e-9 - st.usd_per_hour
+        for senders, p_costs, rld, hosted in _pairings(req, st, first_s, limit, first):
+            prefill = p_costs.min(axis=0)  # singular cuts x relay cuts
+            if not np.isfinite(prefill).any():
+                continue
+            # one row per singular cut (relay), per (singular, catch-up) cut (decode), as
+            # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
+            # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
+            for band in req.bands():
+                if band.index < 0:
+                    if hosted or sp.relay_required:
+                        continue  # without relay decode: the plain pairing's
+                    r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
+                elif rld:
+                    r_costs = _costs(
+                        sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
                     )
-                    relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
-                    totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
-                    best = min(best, float(totals.min()))
-                    roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
-                    tables.append((st, band, totals, relays, roles))
-    _TABLES[req] = (best, tables)
-    return best, tables
+                    if sp.relay_required:  # a cut that relays nothing uses no RLD
+                        r_costs = np.where(relays, r_costs, np.inf)
+                    if hosted:  # on the host's instances: at most one per instance
+                        counts = np.stack(
+                            [
+                                req.prefill(senders[0], st, x, first_s=first_s)
+                                for x in sp.singular_cuts
+                            ]
+                        )
+                        r_costs = np.where(
+                            req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
+                        )
+                else:
+                    continue
+                m_costs = _costs(
+                    sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
+                )
+                relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
+                totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
+                least[-1] = min(least[-1], float(totals.min()))
+                best = min(best, least[-1])
+                roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
+                tables.append((st, band, totals, relays, roles))
+    return best, out, least
 
 
-def _pairings(req: Requirements, st, first_s: float) -> list[tuple[list, np.ndarray, list, bool]]:
+def _pairings(
+    req: Requirements, st, first_s: float, limit: float = math.inf, first: bool = False
+) -> list[tuple[list, np.ndarray, list, bool]]:
     """The (prefill options, their costs per singular and relay cut, relay-decode options,
     hosted) the relaxation pairs in state ``st``: every sender with the relay-decode pools
     of their own, each sender's count without hosted tokens (a hosting option's least);
     and each hosting sender alone with the relay decode on its instances, its count with
-    them (``Requirements.prefill`` per singular cut)."""
+    them (``Requirements.prefill`` per singular cut). A sender whose cost at its
+    utilization floor exceeds ``limit`` is not counted (its costs inf: no total with it
+    is within ``limit`` plus the state's cost); with ``first``, only the cheapest at its
+    floor is, without the hosting pairings (``_least_tables``)."""
     sp = req.space
     nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
     senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
-    costs = _costs(sp, [(o, req.prefill(o, st, first_s=first_s)) for o in senders], ncut)
+    floors = [float(_costs(sp, [(o, np.array([req.prefill_utilization_floor(o)]))], 1)[0, 0])
+              for o in senders]  # fmt: skip
+    if first and senders:
+        least = min(floors)
+        counted = [f == least and f <= limit for f in floors]
+        counted = [c and not any(counted[:i]) for i, c in enumerate(counted)]
+    else:
+        counted = [f <= limit for f in floors]
+
+    def needs(o: PoolOption, on: bool) -> np.ndarray:
+        """``o``'s counts, or past its maximum (cost inf) where it is not counted."""
+        return req.prefill(o, st, first_s=first_s) if on else np.full(ncut, o.max_instances + 1)
+
+    costs = _costs(sp, [(o, needs(o, c)) for o, c in zip(senders, counted, strict=True)], ncut)
     apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
     out = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, False)]
-    for p in senders:
+    if first:
+        return out
+    for p, c in zip(senders, counted, strict=True):
         on = [o for o in sp.options["relay_decode"] if o.host == p.key]
-        if p.hosting and on:
-            needs = np.stack([req.prefill(p, st, x, first_s=first_s) for x in sp.singular_cuts])
-            out.append(([p], _costs(sp, [(p, needs)], (nsing, ncut)), on, True))
+        if p.hosting and on and c:
+            hosted = np.stack([req.prefill(p, st, x, first_s=first_s) for x in sp.singular_cuts])
+            out.append(([p], _costs(sp, [(p, hosted)], (nsing, ncut)), on, True))
     return out
 
 
