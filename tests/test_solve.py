@@ -562,6 +562,49 @@ def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("path", [PAPER_FLEETS, DOMESTIC])
+def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path, monkeypatch):
+    """``_relaxed_tables`` leaves out a prefill option whose cost at its utilization floor
+    cannot reach the least total. The floor is at most every count it stands for, and the
+    relaxation returns the same least cost and the same plans, in the same order, as with
+    every option counted, at the demand and past it (where the least plans change)."""
+    from pddplan.plan import bounds
+
+    problem = load_scenario(path)
+    rates = [problem.scenario.workload.arrival_rps * m for m in (1.0, 3.0)]
+    pruned = []
+    searches = []
+    for rate in rates:
+        req = Requirements(Space(problem), rate)
+        with counted() as work:
+            pruned.append(bounds.relaxed_optimum(req, ties=bounds.MAX_TIES))
+        searches.append(work["count_searches"])
+        for st in req.feasible_states:
+            for f in req.space.first_steps(st):
+                for o in req.space.options["prefill"]:
+                    if st.sent_by(o):
+                        need = req.prefill(o, st, first_s=f)
+                        assert req.prefill_utilization_floor(o) <= need.min(), (o.key, st.key)
+    everything = bounds._pairings
+
+    def unpruned(req, st, first_s, limit=np.inf, first=False):
+        return everything(req, st, first_s)
+
+    monkeypatch.setattr(bounds, "_pairings", unpruned)
+    every = []
+    problem = load_scenario(path)  # nothing counted yet (the problem keeps what it counts)
+    for rate, seen in zip(rates, pruned, strict=True):
+        req = Requirements(Space(problem), rate)
+        with counted() as work:
+            full = bounds.relaxed_optimum(req, ties=bounds.MAX_TIES)
+        assert full.cost == seen.cost and full.choices == seen.choices, rate
+        every.append(work["count_searches"])
+    assert all(n <= m for n, m in zip(searches, every, strict=True))
+    if path == PAPER_FLEETS:  # its H200 prefill options cost more at their floor than the plan
+        assert sum(searches) < sum(every), (searches, every)
+
+
+@pytest.mark.slow
 def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
     """``relaxed_optimum`` settles a rate without a MILP when one of its plans meets the
     datacenter rows it drops: then each plan it returns costs what the MILP's optimum costs
