@@ -14,7 +14,6 @@ from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import ttft_p99, wider
 from pddplan.evaluation.results import Evaluation
 from pddplan.model.problem import Problem
-from pddplan.plan import milp
 from pddplan.plan.bounds import relaxed_optimum
 from pddplan.plan.counts import Requirements
 from pddplan.plan.results import Marginal, PlanResult, Relaxation, Verdict
@@ -458,6 +457,8 @@ def budget_needed(
     if budget is None:
         raise ValueError("budget_needed asks about a scenario without a budget")
     left = max(deadline - clock(), 1.0)
+    from pddplan.plan import milp  # PuLP on first use (search.py says why)
+
     out = milp.min_cost(
         Requirements(space, rate),
         solver=solver,
@@ -628,6 +629,8 @@ def _solve(
     req = Requirements(space, rate)
 
     def plan() -> Choice | None:
+        from pddplan.plan import milp  # PuLP on first use (search.py says why)
+
         left = max(deadline - clock(), 1.0)
         out = milp.min_cost(
             req, solver=solver, time_limit_s=left, node_limit=trial.solver.node_limit, clock=clock

@@ -58,7 +58,6 @@ from pddplan.evaluation.evaluator import (
     wider,
 )
 from pddplan.model.problem import Problem
-from pddplan.plan import milp
 from pddplan.plan.alternatives import RunnerUps, runner_ups
 from pddplan.plan.bounds import MAX_TIES, cost_floor, plan_cost, relaxed_optimum
 from pddplan.plan.counts import Requirements
@@ -292,6 +291,9 @@ class _Search:
             return relaxed.choices[0], relaxed.cost, 0.0
         if math.isinf(relaxed.cost) or not self.milp:
             return None, None, None
+        from pddplan.plan import milp  # here: PuLP takes 0.04 s to import, and most
+        # rates are settled by the relaxation without it
+
         out = milp.min_cost(
             req,
             solver=self.solver,
