@@ -562,29 +562,41 @@ def test_the_relaxation_bounds_the_minimum_cost(path, hardware, models):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [PAPER_FLEETS, DOMESTIC])
+@pytest.mark.parametrize("path", [PAPER_FLEETS, H100_H200])
 def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path, monkeypatch):
     """``_relaxed_tables`` leaves out a prefill option whose cost at its utilization floor
-    cannot reach the least total. The floor is at most every count it stands for, and the
-    relaxation returns the same least cost and the same plans, in the same order, as with
-    every option counted, at the demand and past it (where the least plans change)."""
+    cannot reach the least total, and stops an option's count search at the most
+    instances that could (``Requirements.prefill_within``). The floor is at most every
+    count it stands for; the relaxation returns the same least cost and the same plans, in
+    the same order, as with every count searched to the end, at the demand and past it
+    (where the least plans change); and a stopped search, asked for every count, goes on
+    to the counts a search from the start finds."""
     from pddplan.plan import bounds
+
+    def every_count(req: Requirements) -> dict[tuple, np.ndarray]:
+        out = {}
+        for st in req.feasible_states:
+            for f in req.space.first_steps(st):
+                for o in req.space.options["prefill"]:
+                    if st.sent_by(o):
+                        for x in [None, *(req.space.singular_cuts if o.hosting else [])]:
+                            out[(st.key, f, o.key, x)] = req.prefill(o, st, x, first_s=f)
+        return out
 
     problem = load_scenario(path)
     rates = [problem.scenario.workload.arrival_rps * m for m in (1.0, 3.0)]
-    pruned = []
-    searches = []
+    pruned, searches, resumed = [], [], []
     for rate in rates:
         req = Requirements(Space(problem), rate)
         with counted() as work:
             pruned.append(bounds.relaxed_optimum(req, ties=bounds.MAX_TIES))
         searches.append(work["count_searches"])
-        for st in req.feasible_states:
-            for f in req.space.first_steps(st):
-                for o in req.space.options["prefill"]:
-                    if st.sent_by(o):
-                        need = req.prefill(o, st, first_s=f)
-                        assert req.prefill_utilization_floor(o) <= need.min(), (o.key, st.key)
+        stopped = len(req._scans)
+        resumed.append(every_count(req))
+        for (st_key, _, o_key, _), need in resumed[-1].items():
+            o = next(o for o in req.space.options["prefill"] if o.key == o_key)
+            assert req.prefill_utilization_floor(o) <= need.min(), (o_key, st_key)
+        assert not req._scans, stopped  # each stopped search went on to its end
     everything = bounds._pairings
 
     def unpruned(req, st, first_s, limit=np.inf, first=False):
@@ -593,12 +605,16 @@ def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path,
     monkeypatch.setattr(bounds, "_pairings", unpruned)
     every = []
     problem = load_scenario(path)  # nothing counted yet (the problem keeps what it counts)
-    for rate, seen in zip(rates, pruned, strict=True):
+    for rate, seen, counts in zip(rates, pruned, resumed, strict=True):
         req = Requirements(Space(problem), rate)
         with counted() as work:
             full = bounds.relaxed_optimum(req, ties=bounds.MAX_TIES)
         assert full.cost == seen.cost and full.choices == seen.choices, rate
         every.append(work["count_searches"])
+        fresh = every_count(req)
+        assert fresh.keys() == counts.keys()
+        for key, need in fresh.items():
+            assert np.array_equal(need, counts[key]), key
     assert all(n <= m for n, m in zip(searches, every, strict=True))
     if path == PAPER_FLEETS:  # its H200 prefill options cost more at their floor than the plan
         assert sum(searches) < sum(every), (searches, every)

@@ -196,7 +196,7 @@ def _least_tables(
             # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
             for band in req.bands():
                 if band.index < 0:
-                    if hosted or sp.relay_required:
+                    if hosted is not None or sp.relay_required:
                         continue  # without relay decode: the plain pairing's
                     r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
                 elif rld:
@@ -205,15 +205,9 @@ def _least_tables(
                     )
                     if sp.relay_required:  # a cut that relays nothing uses no RLD
                         r_costs = np.where(relays, r_costs, np.inf)
-                    if hosted:  # on the host's instances: at most one per instance
-                        counts = np.stack(
-                            [
-                                req.prefill(senders[0], st, x, first_s=first_s)
-                                for x in sp.singular_cuts
-                            ]
-                        )
+                    if hosted is not None:  # on the host's instances: at most one each
                         r_costs = np.where(
-                            req.relay_all(rld[0], st, band) <= counts, r_costs, np.inf
+                            req.relay_all(rld[0], st, band) <= hosted, r_costs, np.inf
                         )
                 else:
                     continue
@@ -231,15 +225,17 @@ def _least_tables(
 
 def _pairings(
     req: Requirements, st, first_s: float, limit: float = math.inf, first: bool = False
-) -> list[tuple[list, np.ndarray, list, bool]]:
+) -> list[tuple[list, np.ndarray, list, np.ndarray | None]]:
     """The (prefill options, their costs per singular and relay cut, relay-decode options,
-    hosted) the relaxation pairs in state ``st``: every sender with the relay-decode pools
-    of their own, each sender's count without hosted tokens (a hosting option's least);
-    and each hosting sender alone with the relay decode on its instances, its count with
-    them (``Requirements.prefill`` per singular cut). A sender whose cost at its
-    utilization floor exceeds ``limit`` is not counted (its costs inf: no total with it
-    is within ``limit`` plus the state's cost); with ``first``, only the cheapest at its
-    floor is, without the hosting pairings (``_least_tables``)."""
+    the hosting option's counts) the relaxation pairs in state ``st``: every sender with
+    the relay-decode pools of their own, each sender's count without hosted tokens (a
+    hosting option's least; no hosting counts, None); and each hosting sender alone with
+    the relay decode on its instances, its count with them (``Requirements.prefill`` per
+    singular cut). Only what a plan within ``limit`` plus the state's cost could use is
+    counted, the rest left at inf: a sender whose cost at its utilization floor exceeds
+    ``limit`` not at all, the others up to the most instances ``limit`` buys
+    (``Requirements.prefill_within``). With ``first``, only the cheapest sender at its
+    floor, without the hosting pairings (``_least_tables``)."""
     sp = req.space
     nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
     senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
@@ -252,21 +248,34 @@ def _pairings(
     else:
         counted = [f <= limit for f in floors]
 
-    def needs(o: PoolOption, on: bool) -> np.ndarray:
-        """``o``'s counts, or past its maximum (cost inf) where it is not counted."""
-        return req.prefill(o, st, first_s=first_s) if on else np.full(ncut, o.max_instances + 1)
+    def needs(o: PoolOption, on: bool, singular: int | None = None) -> np.ndarray:
+        """``o``'s counts where they cost at most ``limit`` (``_most``), or past its
+        maximum (cost inf) where they cost more or it is not counted."""
+        if not on:
+            return np.full(ncut, o.max_instances + 1)
+        return req.prefill_within(o, st, singular, first_s=first_s, most=_most(sp, o, limit))
 
     costs = _costs(sp, [(o, needs(o, c)) for o, c in zip(senders, counted, strict=True)], ncut)
     apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
-    out = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, False)]
+    Pairing = tuple[list, np.ndarray, list, np.ndarray | None]
+    out: list[Pairing] = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, None)]
     if first:
         return out
     for p, c in zip(senders, counted, strict=True):
         on = [o for o in sp.options["relay_decode"] if o.host == p.key]
         if p.hosting and on and c:
-            hosted = np.stack([req.prefill(p, st, x, first_s=first_s) for x in sp.singular_cuts])
-            out.append(([p], _costs(sp, [(p, hosted)], (nsing, ncut)), on, True))
+            hosted = np.stack([needs(p, True, x) for x in sp.singular_cuts])
+            out.append(([p], _costs(sp, [(p, hosted)], (nsing, ncut)), on, hosted))
     return out
+
+
+def _most(space: Space, o: PoolOption, limit: float) -> float:
+    """The most instances of ``o`` that cost at most ``limit`` per hour (``_low``; inf for
+    no limit): past it, no count of ``o`` is part of a plan within the limit."""
+    if not math.isfinite(limit):
+        return math.inf
+    costs = _low(space, o, np.arange(o.max_instances + 2))
+    return float(np.searchsorted(costs, limit, side="right") - 1)
 
 
 def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int, options):

@@ -13,7 +13,7 @@ plan with the evaluator (``pddplan.plan.search``, check and cut).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -94,6 +94,28 @@ class CountMemo:
     caches: dict[tuple[OptionKey, TwinKey], int] = field(default_factory=dict)
 
 
+class _PrefillScan:
+    """A prefill count search (``Requirements._prefill``, a generator) that can stop before
+    a count and go on from there: the counts it has found (``need``, raw, flattened over
+    first steps and cuts; ``max_instances + 1`` where none yet) and, once it has ended,
+    ``result``."""
+
+    def __init__(self, steps: Generator[tuple[int, np.ndarray], None, list[np.ndarray]]) -> None:
+        self.steps = steps
+        self.next_n: float = -math.inf
+        """The count it tries next."""
+        self.need = np.zeros(0, dtype=int)
+        self.result: list[np.ndarray] | None = None
+
+    def run(self, most: float) -> None:
+        """Search on while the next count to try is at most ``most``."""
+        while self.result is None and self.next_n <= most:
+            try:
+                self.next_n, self.need = next(self.steps)
+            except StopIteration as end:
+                self.result = end.value
+
+
 class Requirements:
     """Minimum instance counts at one arrival rate, per combination of choices, as arrays
     over the relay cuts (``space.cuts``). A count above the option's ``max_instances`` (it is
@@ -132,6 +154,8 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
+        self._scans: dict[tuple, _PrefillScan] = {}
+        """Prefill count searches stopped short (``prefill_within``), to go on from."""
         self._kept: dict[Role, list[PoolOption]] = {}  # ``undominated``, per role
         # the memos depend on no price: shared by every problem with the same physical
         # inputs and structure at this rate (``CountMemo``)
@@ -298,12 +322,39 @@ class Requirements:
         An option that may host relay decode is counted as hosting it at singular cut
         ``singular``: its passes stretch by the hosted batch its instances then carry
         (``host_stretch``); with None, not stretched (a lower bound on those counts)."""
+        return self.prefill_within(o, st, singular, first_s=first_s)
+
+    def prefill_within(
+        self,
+        o: PoolOption,
+        st: State,
+        singular: int | None = None,
+        *,
+        first_s: float,
+        most: float = math.inf,
+    ) -> np.ndarray:
+        """``prefill`` where it is at most ``most`` instances (before rounding to the
+        purchase step); ``max_instances + 1`` where it is more, without searching past
+        ``most``: what the relaxation asks of an option that costs more than the least
+        plan past that count (``pddplan.plan.bounds``). The search stops there and goes on
+        from there when asked for more (``_PrefillScan``)."""
         singular = singular if o.hosting else None
-        key = (o.key, self.twins[st.key], singular, first_s)
-        if key not in self._p:  # every first step of the state in one search
-            firsts = sorted({*self.space.first_steps(st), first_s})
-            for f, need in zip(firsts, self._prefill(o, st, singular, firsts), strict=True):
-                self._p[(o.key, self.twins[st.key], singular, f)] = need
+        twin = self.twins[st.key]
+        key = (o.key, twin, singular, first_s)
+        if key in self._p:
+            return self._p[key]
+        # every first step of the state in one search
+        firsts = tuple(sorted({*self.space.first_steps(st), first_s}))
+        at = (o.key, twin, singular, firsts)
+        scan = self._scans.get(at)
+        if scan is None:
+            scan = self._scans[at] = _PrefillScan(self._prefill(o, st, singular, list(firsts)))
+        scan.run(most)
+        if scan.result is None:  # stopped at ``most``: the counts found so far
+            return _round_up(scan.need.reshape(len(firsts), -1)[firsts.index(first_s)], o)
+        for f, need in zip(firsts, scan.result, strict=True):
+            self._p[(o.key, twin, singular, f)] = need
+        del self._scans[at]
         return self._p[key]
 
     def prefill_least(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
@@ -342,9 +393,12 @@ class Requirements:
 
     def _prefill(
         self, o: PoolOption, st: State, singular: int | None, firsts: list[float]
-    ) -> list[np.ndarray]:
+    ) -> Generator[tuple[int, np.ndarray], None, list[np.ndarray]]:
         """``prefill`` at each of ``firsts``: one search over the count, each count's tails
-        evaluated for every first step at once (rows per first step)."""
+        evaluated for every first step at once (rows per first step). A generator
+        (``_PrefillScan`` runs it): before each count it tries, it yields that count and
+        the counts found so far (``max_instances + 1`` where none yet); it returns them
+        found, rounded to the purchase step."""
         tally("count_searches")
         sp, lam = self.space, self.rate
         nf, ncut = len(firsts), len(sp.cuts)
@@ -422,6 +476,7 @@ class Requirements:
         if n > cold and meets(n - 1)[todo].any():
             n = cold  # the hint was wrong
         while len(todo) and n <= o.max_instances:
+            yield n, need
             ok = meets(n)[todo]
             need[todo[ok]] = n
             todo = todo[~ok]
