@@ -110,6 +110,24 @@ def test_problem_and_results_pickle():
     assert pddplan.solve(copy, objective="min-cost").fleet == plan.fleet
 
 
+@pytest.mark.slow
+def test_a_problem_with_count_searches_stopped_short_pickles():
+    """The README's solve leaves prefill count searches stopped short (generators, kept on
+    the problem: ``ScaledCounts.scans``); a pickled copy drops them and counts those from the
+    start, to the same plan."""
+    problem = pddplan.load_scenario(H100_H200)
+    plan = pddplan.solve(problem, marginals=False)
+    stopped = [
+        m.scale_one.scans for m in problem._tables.counts.values() if hasattr(m, "scale_one")
+    ]
+    assert any(stopped)
+    copy = pickle.loads(pickle.dumps(problem))
+    assert not any(
+        m.scale_one.scans for m in copy._tables.counts.values() if hasattr(m, "scale_one")
+    )
+    assert pddplan.solve(copy, marginals=False).fleet == plan.fleet
+
+
 # --- what each table reads ------------------------------------------------------------------
 def _scenario_paths(scenario) -> dict[int, str]:
     """Every model object in ``scenario``'s tree by id, as its dotted path without indexes

@@ -583,14 +583,24 @@ def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path,
                             out[(st.key, f, o.key, x)] = req.prefill(o, st, x, first_s=f)
         return out
 
+    from pddplan.plan.alternatives import families
+
+    def by_family(space: Space, rate: float) -> list[float]:
+        """Each runner-up family's least cost (a restricted space: without relay decode of
+        its own, or with it required)."""
+        return [
+            bounds.relaxed_optimum(Requirements(f.space(space), rate)).cost for f in families(space)
+        ]
+
     problem = load_scenario(path)
     rates = [problem.scenario.workload.arrival_rps * m for m in (1.0, 3.0)]
-    pruned, searches, resumed = [], [], []
+    pruned, searches, resumed, family_costs = [], [], [], []
     for rate in rates:
         req = Requirements(Space(problem), rate)
         with counted() as work:
             pruned.append(bounds.relaxed_optimum(req, ties=bounds.MAX_TIES))
         searches.append(work["count_searches"])
+        family_costs.append(by_family(req.space, rate))
         stopped = len(req._scans)
         resumed.append(every_count(req))
         for (st_key, _, o_key, _), need in resumed[-1].items():
@@ -605,11 +615,12 @@ def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path,
     monkeypatch.setattr(bounds, "_pairings", unpruned)
     every = []
     problem = load_scenario(path)  # nothing counted yet (the problem keeps what it counts)
-    for rate, seen, counts in zip(rates, pruned, resumed, strict=True):
+    for rate, seen, counts, costs in zip(rates, pruned, resumed, family_costs, strict=True):
         req = Requirements(Space(problem), rate)
         with counted() as work:
             full = bounds.relaxed_optimum(req, ties=bounds.MAX_TIES)
         assert full.cost == seen.cost and full.choices == seen.choices, rate
+        assert by_family(req.space, rate) == costs, rate
         every.append(work["count_searches"])
         fresh = every_count(req)
         assert fresh.keys() == counts.keys()

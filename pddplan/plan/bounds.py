@@ -248,15 +248,27 @@ def _pairings(
     else:
         counted = [f <= limit for f in floors]
 
-    def needs(o: PoolOption, on: bool, singular: int | None = None) -> np.ndarray:
-        """``o``'s counts where they cost at most ``limit`` (``_most``), or past its
-        maximum (cost inf) where they cost more or it is not counted."""
+    apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
+    # the cuts a pairing's plan can use: without relay decode of its own, those that relay
+    # nothing; where relay decode is required, those that relay something
+    relays = np.asarray(sp.relay_matrix[st.cache].any(axis=1))
+    usable = relays if sp.relay_required else np.ones(ncut, dtype=bool)
+
+    def needs(o: PoolOption, on: bool, singular: int | None = None, rld: bool = True) -> np.ndarray:
+        """``o``'s counts where they cost at most ``limit`` (``_most``) at a cut its
+        pairing (with relay decode or not, ``rld``) can use, or past its maximum (cost
+        inf) where they cost more, at the other cuts, or it is not counted."""
         if not on:
             return np.full(ncut, o.max_instances + 1)
-        return req.prefill_within(o, st, singular, first_s=first_s, most=_most(sp, o, limit))
+        can = usable & (rld | ~relays)
+        most = np.where(can, _most(sp, o, limit), -np.inf)
+        return req.prefill_within(o, st, singular, first_s=first_s, most=most)
 
-    costs = _costs(sp, [(o, needs(o, c)) for o, c in zip(senders, counted, strict=True)], ncut)
-    apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
+    costs = _costs(
+        sp,
+        [(o, needs(o, c, rld=bool(apart))) for o, c in zip(senders, counted, strict=True)],
+        ncut,
+    )
     Pairing = tuple[list, np.ndarray, list, np.ndarray | None]
     out: list[Pairing] = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, None)]
     if first:

@@ -67,6 +67,14 @@ class ScaledCounts:
     main: dict[tuple[OptionKey, TwinKey, BandKey], np.ndarray] = field(default_factory=dict)
     """(option, state twin, pace band) -> per cut combination, the smallest main-decode
     count (``Requirements.main_all``)."""
+    scans: dict[tuple, _PrefillScan] = field(default_factory=dict)
+    """(option, state twin, singular cut or None, MD's first steps) -> a prefill count
+    search stopped short (``Requirements.prefill_within``), to go on from: a runner-up's
+    restricted space asks for more of the counts the plan's search stopped. Not pickled
+    (a search in progress is a generator): a copy searches those counts from the start."""
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "scans": {}}
 
 
 @dataclass
@@ -97,21 +105,34 @@ class CountMemo:
 class _PrefillScan:
     """A prefill count search (``Requirements._prefill``, a generator) that can stop before
     a count and go on from there: the counts it has found (``need``, raw, flattened over
-    first steps and cuts; ``max_instances + 1`` where none yet) and, once it has ended,
-    ``result``."""
+    first steps and cuts, ``cuts`` per first step; ``max_instances + 1`` where none yet),
+    the entries still open (``todo``) and, once it has ended, ``result``."""
 
-    def __init__(self, steps: Generator[tuple[int, np.ndarray], None, list[np.ndarray]]) -> None:
-        self.steps = steps
+    def __init__(
+        self,
+        steps: Generator[tuple[int, np.ndarray, np.ndarray], None, list[np.ndarray]],
+        cuts: int,
+    ) -> None:
+        self.steps, self.cuts = steps, cuts
         self.next_n: float = -math.inf
         """The count it tries next."""
         self.need = np.zeros(0, dtype=int)
+        self.todo = np.zeros(0, dtype=int)
         self.result: list[np.ndarray] | None = None
 
-    def run(self, most: float) -> None:
-        """Search on while the next count to try is at most ``most``."""
-        while self.result is None and self.next_n <= most:
+    def run(self, most: float | np.ndarray, row: int) -> None:
+        """Search on while the next count to try is at most ``most`` (per cut, where an
+        array) for a cut of first step ``row`` still open."""
+        while self.result is None:
+            if self.next_n > -math.inf:  # started: is the next count worth trying?
+                open_ = self.todo[self.todo // self.cuts == row] % self.cuts
+                if not len(open_):
+                    return
+                limit = float(np.max(most[open_])) if isinstance(most, np.ndarray) else most
+                if self.next_n > limit:
+                    return
             try:
-                self.next_n, self.need = next(self.steps)
+                self.next_n, self.need, self.todo = next(self.steps)
             except StopIteration as end:
                 self.result = end.value
 
@@ -154,8 +175,6 @@ class Requirements:
             if u <= space.link_rho:
                 self.feasible_states.append(st)
         self._combos = [(x, h) for x in space.singular_cuts for h in space.catch_up_cuts]
-        self._scans: dict[tuple, _PrefillScan] = {}
-        """Prefill count searches stopped short (``prefill_within``), to go on from."""
         self._kept: dict[Role, list[PoolOption]] = {}  # ``undominated``, per role
         # the memos depend on no price: shared by every problem with the same physical
         # inputs and structure at this rate (``CountMemo``)
@@ -166,6 +185,7 @@ class Requirements:
             else space.problem.memo("counts", (space.structure, rate, tail_scale), ScaledCounts)
         )
         self._p = scaled.prefill
+        self._scans = scaled.scans
         self._m = scaled.main
         self._pools = memo.pools
         self._r = memo.relay
@@ -331,13 +351,14 @@ class Requirements:
         singular: int | None = None,
         *,
         first_s: float,
-        most: float = math.inf,
+        most: float | np.ndarray = math.inf,
     ) -> np.ndarray:
         """``prefill`` where it is at most ``most`` instances (before rounding to the
-        purchase step); ``max_instances + 1`` where it is more, without searching past
-        ``most``: what the relaxation asks of an option that costs more than the least
-        plan past that count (``pddplan.plan.bounds``). The search stops there and goes on
-        from there when asked for more (``_PrefillScan``)."""
+        purchase step; per relay cut, where an array); ``max_instances + 1`` where it is
+        more, without searching past ``most``: what the relaxation asks of an option that
+        costs more than the least plan past that count, or at a cut no plan of its pairing
+        can use (``pddplan.plan.bounds``). The search stops there and goes on from there
+        when asked for more (``_PrefillScan``)."""
         singular = singular if o.hosting else None
         twin = self.twins[st.key]
         key = (o.key, twin, singular, first_s)
@@ -348,10 +369,12 @@ class Requirements:
         at = (o.key, twin, singular, firsts)
         scan = self._scans.get(at)
         if scan is None:
-            scan = self._scans[at] = _PrefillScan(self._prefill(o, st, singular, list(firsts)))
-        scan.run(most)
+            scan = _PrefillScan(self._prefill(o, st, singular, list(firsts)), len(self.space.cuts))
+            self._scans[at] = scan
+        row = firsts.index(first_s)
+        scan.run(most, row)
         if scan.result is None:  # stopped at ``most``: the counts found so far
-            return _round_up(scan.need.reshape(len(firsts), -1)[firsts.index(first_s)], o)
+            return _round_up(scan.need.reshape(len(firsts), -1)[row], o)
         for f, need in zip(firsts, scan.result, strict=True):
             self._p[(o.key, twin, singular, f)] = need
         del self._scans[at]
@@ -393,12 +416,12 @@ class Requirements:
 
     def _prefill(
         self, o: PoolOption, st: State, singular: int | None, firsts: list[float]
-    ) -> Generator[tuple[int, np.ndarray], None, list[np.ndarray]]:
+    ) -> Generator[tuple[int, np.ndarray, np.ndarray], None, list[np.ndarray]]:
         """``prefill`` at each of ``firsts``: one search over the count, each count's tails
         evaluated for every first step at once (rows per first step). A generator
-        (``_PrefillScan`` runs it): before each count it tries, it yields that count and
-        the counts found so far (``max_instances + 1`` where none yet); it returns them
-        found, rounded to the purchase step."""
+        (``_PrefillScan`` runs it): before each count it tries, it yields that count, the
+        counts found so far (``max_instances + 1`` where none yet) and the entries still
+        open; it returns them found, rounded to the purchase step."""
         tally("count_searches")
         sp, lam = self.space, self.rate
         nf, ncut = len(firsts), len(sp.cuts)
@@ -476,7 +499,7 @@ class Requirements:
         if n > cold and meets(n - 1)[todo].any():
             n = cold  # the hint was wrong
         while len(todo) and n <= o.max_instances:
-            yield n, need
+            yield n, need, todo
             ok = meets(n)[todo]
             need[todo[ok]] = n
             todo = todo[~ok]
