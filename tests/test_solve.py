@@ -632,6 +632,33 @@ def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path,
 
 
 @pytest.mark.slow
+def test_a_price_change_prunes_on_the_cell_found_at_the_old_prices(monkeypatch):
+    """At a second price the relaxation bounds its least from above by the least cell found
+    at the first (``_remembered_total``) instead of a first pass, and finds what a problem
+    loaded afresh at that price finds."""
+    from pddplan.plan import bounds
+
+    passes = []
+    tables = bounds._least_tables
+
+    def counted_passes(req, groups, bound, *, first=False, kept=None):
+        passes.append(first)
+        return tables(req, groups, bound, first=first, kept=kept)
+
+    monkeypatch.setattr(bounds, "_least_tables", counted_passes)
+    problem = load_scenario(PAPER_FLEETS)
+    bounds.relaxed_optimum(Requirements(Space(problem), 4.0), ties=bounds.MAX_TIES)
+    assert passes == [True, False]
+    dearer = problem.derive({"prices_usd_per_gpu_hour.h100-sxm": 3.5})
+    passes.clear()
+    shared = bounds.relaxed_optimum(Requirements(Space(dearer), 4.0), ties=bounds.MAX_TIES)
+    assert passes == [False]  # no first pass: the old least cell, at the new prices
+    fresh = load_scenario(PAPER_FLEETS).derive({"prices_usd_per_gpu_hour.h100-sxm": 3.5})
+    alone = bounds.relaxed_optimum(Requirements(Space(fresh), 4.0), ties=bounds.MAX_TIES)
+    assert shared.cost == alone.cost and shared.choices == alone.choices
+
+
+@pytest.mark.slow
 def test_the_relaxations_plans_are_the_milps_optimum(hardware, models):
     """``relaxed_optimum`` settles a rate without a MILP when one of its plans meets the
     datacenter rows it drops: then each plan it returns costs what the MILP's optimum costs

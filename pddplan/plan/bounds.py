@@ -19,7 +19,7 @@ import numpy as np
 
 from pddplan.model.network import TcpPath, link_bytes_per_s, rdma_transfer_s, wan_times
 from pddplan.plan.counts import Requirements
-from pddplan.plan.space import NO_RLD, Choice, PoolOption, Space, State, hardware_key
+from pddplan.plan.space import NO_RLD, Band, Choice, PoolOption, Space, State, hardware_key
 from pddplan.spec.scenario import ROLES, Role
 
 
@@ -125,6 +125,8 @@ def relaxed_optimum(
                 break
         if len(found) >= enough or cells >= MAX_TIED_CELLS:
             break
+    if found:
+        _remember(req, next(iter(found.values())))
     exact = [
         c
         for c in found.values()
@@ -153,30 +155,53 @@ def _relaxed_tables(req: Requirements) -> tuple[float, list]:
     state and first step finds that plan (``_least_tables`` with ``first``); the second
     prunes against it and against each cheaper total as it finds one. The least cost and
     every table cell within the tolerance of it are the same as with every count
-    searched."""
+    searched. Where every count is searched already (a price sweep's later points), there
+    is nothing to prune: one pass, in order."""
     if req in _TABLES:
         return _TABLES[req]
     groups = [(st, f) for st in req.feasible_states for f in req.space.first_steps(st)]
-    found, _, least = _least_tables(req, groups, math.inf, first=True)
-    # the groups whose first pass found the least totals first (the tables in their order)
-    order = sorted(range(len(groups)), key=lambda g: least[g])
-    best, tables, _ = _least_tables(req, [groups[g] for g in order], found)
+    order = list(range(len(groups)))
+    found = math.inf
+    kept: dict[tuple, np.ndarray] = {}
+    if not all(_known(req, st, f) for st, f in groups):  # else nothing to search or prune
+        found = _remembered_total(req)
+        if not math.isfinite(found):
+            found, _, least = _least_tables(req, groups, math.inf, first=True, kept=kept)
+            # the groups whose first pass found the least totals first (tables in order)
+            order.sort(key=lambda g: least[g])
+    best, tables, _ = _least_tables(req, [groups[g] for g in order], found, kept=kept)
     tables = [t for _, t in sorted(zip(order, tables, strict=True), key=lambda gt: gt[0])]
     _TABLES[req] = best, [t for group in tables for t in group]
     return _TABLES[req]
 
 
 def _least_tables(
-    req: Requirements, groups: list[tuple[State, float]], bound: float, *, first: bool = False
+    req: Requirements,
+    groups: list[tuple[State, float]],
+    bound: float,
+    *,
+    first: bool = False,
+    kept: dict[tuple, np.ndarray] | None = None,
 ) -> tuple[float, list[list], list[float]]:
     """``_relaxed_tables``' loop over ``groups`` (transfer state, MD's first step): the least
     total it finds, each group's tables and least total, with the prefill options whose
     floor cost exceeds ``bound`` (or the running least, where lower) left out; with
     ``first``, only the cheapest option at its floor per group, without the hosting
-    pairings (a plan's total: an upper bound on the least)."""
+    pairings (a plan's total: an upper bound on the least). ``kept``: the relay-decode and
+    main-decode cost tables of an earlier pass, which this one adds to and reads."""
     sp = req.space
     ncut = len(sp.cuts)
     nsing, ncatch = len(sp.singular_cuts), len(sp.catch_up_cuts)
+    kept = {} if kept is None else kept
+
+    def costs(role: str, options: list[PoolOption], st: State, band: Band, shape) -> np.ndarray:
+        """The options' cost tables at their minimum counts (``_costs``), once per pass set."""
+        key = (role, st.key, band.key, tuple(o.key for o in options))
+        if key not in kept:
+            counts = req.relay_all if role == "relay_decode" else req.main_all
+            kept[key] = _costs(sp, [(o, counts(o, st, band)) for o in options], shape)
+        return kept[key]
+
     best = math.inf
     out: list[list] = []
     least: list[float] = []
@@ -200,9 +225,7 @@ def _least_tables(
                         continue  # without relay decode: the plain pairing's
                     r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
                 elif rld:
-                    r_costs = _costs(
-                        sp, [(o, req.relay_all(o, st, band)) for o in rld], (nsing, ncut)
-                    )
+                    r_costs = costs("relay_decode", rld, st, band, (nsing, ncut))
                     if sp.relay_required:  # a cut that relays nothing uses no RLD
                         r_costs = np.where(relays, r_costs, np.inf)
                     if hosted is not None:  # on the host's instances: at most one each
@@ -211,9 +234,7 @@ def _least_tables(
                         )
                 else:
                     continue
-                m_costs = _costs(
-                    sp, [(o, req.main_all(o, st, band)) for o in main], (nsing * ncatch, ncut)
-                )
+                m_costs = costs("main_decode", main, st, band, (nsing * ncatch, ncut))
                 relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
                 totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
                 least[-1] = min(least[-1], float(totals.min()))
@@ -239,14 +260,23 @@ def _pairings(
     sp = req.space
     nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
     senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
-    floors = [float(_costs(sp, [(o, np.array([req.prefill_utilization_floor(o)]))], 1)[0, 0])
-              for o in senders]  # fmt: skip
-    if first and senders:
-        least = min(floors)
-        counted = [f == least and f <= limit for f in floors]
-        counted = [c and not any(counted[:i]) for i, c in enumerate(counted)]
+    # counts searched to their end already are used as they are (a price sweep's later
+    # points); the others are searched only as far as a plan within ``limit`` can use
+    known = [req.prefill_known(o, st, first_s=first_s) for o in senders]
+
+    def floor(o: PoolOption) -> float:
+        """``o``'s cost at its utilization floor."""
+        n = np.array([req.prefill_utilization_floor(o)])
+        return float(_costs(sp, [(o, n)], 1)[0, 0])
+
+    if first:
+        unknown = [
+            (floor(o), i) for i, (o, k) in enumerate(zip(senders, known, strict=True)) if not k
+        ]
+        pick = min(unknown)[1] if unknown and min(unknown)[0] <= limit else -1
+        counted = [k or i == pick for i, k in enumerate(known)]
     else:
-        counted = [f <= limit for f in floors]
+        counted = [k or floor(o) <= limit for o, k in zip(senders, known, strict=True)]
 
     apart = [o for o in sp.options["relay_decode"] if o.host is None and o.datacenter == st.p_dc]
     # the cuts a pairing's plan can use: without relay decode of its own, those that relay
@@ -260,6 +290,8 @@ def _pairings(
         inf) where they cost more, at the other cuts, or it is not counted."""
         if not on:
             return np.full(ncut, o.max_instances + 1)
+        if req.prefill_known(o, st, singular, first_s=first_s):
+            return req.prefill(o, st, singular, first_s=first_s)
         can = usable & (rld | ~relays)
         most = np.where(can, _most(sp, o, limit), -np.inf)
         return req.prefill_within(o, st, singular, first_s=first_s, most=most)
@@ -279,6 +311,58 @@ def _pairings(
             hosted = np.stack([needs(p, True, x) for x in sp.singular_cuts])
             out.append(([p], _costs(sp, [(p, hosted)], (nsing, ncut)), on, hosted))
     return out
+
+
+def _shape(space: Space) -> tuple:
+    """What a relaxation's cells are, beyond the counts: the options, the transfer states and
+    whether relay decode is required (a runner-up family's space differs in these)."""
+    return (
+        tuple(o.key for r in ROLES for o in space.options[r]),
+        tuple(st.key for st in space.states),
+        space.relay_required,
+    )
+
+
+def _remember(req: Requirements, choice: Choice) -> None:
+    """Keep ``choice``, a least-cost cell of the relaxation at ``req``'s prices, for the
+    relaxations of other prices at this rate (``_remembered_total``)."""
+    cell = tuple(
+        (role, o.key, choice.instances[role]) for role, o in choice.options.items() if o is not None
+    )
+    req.least_cells.setdefault(_shape(req.space), (choice.state.key, cell))
+
+
+def _remembered_total(req: Requirements) -> float:
+    """The relaxation's total, at ``req``'s prices, of the least-cost cell found at other
+    prices in a space of this shape (``_remember``): an upper bound on the least here, since
+    the cell and its counts are the same; inf without one."""
+    sp = req.space
+    found = req.least_cells.get(_shape(sp))
+    if found is None:
+        return math.inf
+    state_key, cell = found
+    st = next((s for s in req.feasible_states if s.key == state_key), None)
+    if st is None:
+        return math.inf
+    total = st.usd_per_hour
+    for role, key, n in cell:
+        o = next(o for o in sp.options[role] if o.key == key)
+        total += float(_low(sp, o, np.array(n)))
+    return total
+
+
+def _known(req: Requirements, st: State, first_s: float) -> bool:
+    """Whether every prefill count ``_pairings`` asks for in ``st`` at MD first step
+    ``first_s`` is searched to its end already."""
+    sp = req.space
+    for o in sp.options["prefill"]:
+        if not st.sent_by(o):
+            continue
+        hosts = o.hosting and any(r.host == o.key for r in sp.options["relay_decode"])
+        for x in [None, *(sp.singular_cuts if hosts else [])]:
+            if not req.prefill_known(o, st, x, first_s=first_s):
+                return False
+    return True
 
 
 def _most(space: Space, o: PoolOption, limit: float) -> float:

@@ -73,6 +73,12 @@ class ScaledCounts:
     restricted space asks for more of the counts the plan's search stopped. Not pickled
     (a search in progress is a generator): a copy searches those counts from the start."""
 
+    least: dict[tuple, tuple] = field(default_factory=dict)
+    """Per space (its options, states and whether relay decode is required): a least-cost
+    cell of the relaxation found at this rate at some prices, as (state key, per role the
+    option key and count). Its total at other prices bounds the least there from above
+    (``pddplan.plan.bounds``): a price sweep's later points prune without a first pass."""
+
     def __getstate__(self) -> dict:
         return {**self.__dict__, "scans": {}}
 
@@ -186,6 +192,8 @@ class Requirements:
         )
         self._p = scaled.prefill
         self._scans = scaled.scans
+        self.least_cells = scaled.least
+        """``ScaledCounts.least``: read and written by ``pddplan.plan.bounds``."""
         self._m = scaled.main
         self._pools = memo.pools
         self._r = memo.relay
@@ -379,6 +387,14 @@ class Requirements:
             self._p[(o.key, twin, singular, f)] = need
         del self._scans[at]
         return self._p[key]
+
+    def prefill_known(
+        self, o: PoolOption, st: State, singular: int | None = None, *, first_s: float
+    ) -> bool:
+        """Whether ``prefill`` at these arguments is searched to its end already (kept: a
+        price sweep's later points, a second search at one rate)."""
+        singular = singular if o.hosting else None
+        return (o.key, self.twins[st.key], singular, first_s) in self._p
 
     def prefill_least(self, o: PoolOption, st: State, singular: int | None = None) -> np.ndarray:
         """``prefill`` with the fastest first step of the main-decode options receiving in
