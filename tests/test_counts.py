@@ -95,3 +95,27 @@ def test_the_prefill_tail_grows_with_the_stretch_and_falls_with_the_count(paper_
             if fewer.utilization < 1.0:
                 assert (more.tail(budgets) <= fewer.tail(budgets) + 1e-9).all(), (o.key, n)
     assert checked >= 20
+
+
+def test_a_count_search_cut_short_by_the_time_limit_starts_again():
+    """A prefill count search is a generator the relaxation may stop and go on with
+    (``Requirements.prefill_within``); one the time limit ends as it starts is dropped, not
+    kept dead, so the next ask searches from the start (a dead one would end at once, with
+    no counts) and finds the counts a search without a limit finds."""
+    from conftest import SMALL
+
+    from pddplan.plan.counts import Requirements
+    from pddplan.work import TimeLimitReached, deadline
+
+    problem = load_scenario(SMALL)
+    req = Requirements(Space(problem), 20.0)
+    st = req.feasible_states[0]
+    o = next(o for o in req.space.options["prefill"] if st.sent_by(o))
+    first = min(req.space.first_steps(st))
+    now = [0.0]
+    with pytest.raises(TimeLimitReached), deadline(0.5, lambda: now[0]):
+        now[0] = 1.0
+        req.prefill_within(o, st, first_s=first, most=3)
+    assert not req._scans
+    alone = Requirements(Space(load_scenario(SMALL)), 20.0)
+    assert np.array_equal(req.prefill(o, st, first_s=first), alone.prefill(o, st, first_s=first))

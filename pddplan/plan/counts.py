@@ -380,7 +380,11 @@ class Requirements:
             scan = _PrefillScan(self._prefill(o, st, singular, list(firsts)), len(self.space.cuts))
             self._scans[at] = scan
         row = firsts.index(first_s)
-        scan.run(most, row)
+        try:
+            scan.run(most, row)
+        except BaseException:  # the time limit, Ctrl-C: a search cut short starts again
+            del self._scans[at]
+            raise
         if scan.result is None:  # stopped at ``most``: the counts found so far
             return _round_up(scan.need.reshape(len(firsts), -1)[row], o)
         for f, need in zip(firsts, scan.result, strict=True):
