@@ -627,7 +627,7 @@ def test_the_relaxation_counts_only_what_could_be_least_and_finds_the_same(path,
         for key, need in fresh.items():
             assert np.array_equal(need, counts[key]), key
     assert all(n <= m for n, m in zip(searches, every, strict=True))
-    if path == PAPER_FLEETS:  # its H200 prefill options cost more at their floor than the plan
+    if path == PAPER_FLEETS:  # its 32-GPU prefill instances cost more at their floor
         assert sum(searches) < sum(every), (searches, every)
 
 

@@ -5,8 +5,9 @@ Each table declares the inputs it is computed from (``TABLE_INPUTS``: scenario f
 dotted path, and the catalogs). ``Problem.derive`` makes a new problem from changed
 scenario values and hands it every table whose inputs did not change, so that a sweep over
 prices re-uses every instance, prefill and decode table, a sweep over the demand (the
-workload's ``arrival_rps`` alone) every table but the counts, the capacities and the reuse
-samples' grid, and a sweep over the workload's shape the instances. ``table_builds`` counts the entries each table computed.
+workload's ``arrival_rps`` alone) every table but the counts and the capacities, and a
+sweep over the workload's shape the instances. ``table_builds`` counts the entries each
+table computed.
 
 Everything here is a pure function of the inputs; a problem pickles (its tables with it).
 """
@@ -110,7 +111,7 @@ RATE_ONLY = ("arrival_rps",)
 """The workload's fields that set only how many requests come, not what they are: the
 input ``workload:shape`` is the workload without them, so that the problems of a demand
 sweep, of a horizon's periods and of rate-only variants share the request classes and the
-pass-time tables (10% of a demand-sweep point's time at 25 req/s)."""
+pass-time tables (docs/sweeps.md: 0.88-1.00 of a demand-sweep point's CPU at 25 req/s)."""
 SHAPE = "workload:shape"
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": (SHAPE,),

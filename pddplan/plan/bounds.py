@@ -244,9 +244,14 @@ def _least_tables(
     return best, out, least
 
 
+Pairing = tuple[list, np.ndarray, list, np.ndarray | None]
+"""What ``_pairings`` returns per pairing: the prefill options, their costs per singular and
+relay cut, the relay-decode options, the hosting option's counts (None: none hosts)."""
+
+
 def _pairings(
     req: Requirements, st, first_s: float, limit: float = math.inf, first: bool = False
-) -> list[tuple[list, np.ndarray, list, np.ndarray | None]]:
+) -> list[Pairing]:
     """The (prefill options, their costs per singular and relay cut, relay-decode options,
     the hosting option's counts) the relaxation pairs in state ``st``: every sender with
     the relay-decode pools of their own, each sender's count without hosted tokens (a
@@ -301,7 +306,6 @@ def _pairings(
         [(o, needs(o, c, rld=bool(apart))) for o, c in zip(senders, counted, strict=True)],
         ncut,
     )
-    Pairing = tuple[list, np.ndarray, list, np.ndarray | None]
     out: list[Pairing] = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, None)]
     if first:
         return out

@@ -291,8 +291,8 @@ class _Search:
             return relaxed.choices[0], relaxed.cost, 0.0
         if math.isinf(relaxed.cost) or not self.milp:
             return None, None, None
-        from pddplan.plan import milp  # here: PuLP takes 0.04 s to import, and most
-        # rates are settled by the relaxation without it
+        # imported here: PuLP takes 0.04 s to import, and the relaxation settles most rates
+        from pddplan.plan import milp
 
         out = milp.min_cost(
             req,
