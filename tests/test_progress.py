@@ -192,7 +192,10 @@ def test_a_sweep_without_out_keeps_its_journal_in_the_cache_folder(tmp_path, mon
 @pytest.mark.slow
 def test_ctrl_c_on_a_two_worker_sweep_leaves_no_leaked_semaphore(tmp_path):
     """Twice, as an impatient user does: the second signal ends the process at once
-    (``cli.signals``), so nothing that needs cleaning up at exit may be left."""
+    (``cli.signals``), so nothing that needs cleaning up at exit may be left. Where the
+    first one's cleanup is done before the second comes (10 ms later: a race the test
+    cannot order), the second meets the handler the process started with (here the
+    default) and ends it by the signal: Ctrl-C's end either way, and the same checks."""
     out = tmp_path / "o.csv"
     journal = Path(f"{out}.journal.jsonl")
     proc = subprocess.Popen(
@@ -209,5 +212,5 @@ def test_ctrl_c_on_a_two_worker_sweep_leaves_no_leaked_semaphore(tmp_path):
     time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)  # the resource tracker's stderr included
-    assert proc.returncode == 128 + signal.SIGINT, err
+    assert proc.returncode in (128 + signal.SIGINT, -signal.SIGINT), err
     assert "leaked semaphore" not in err and "Traceback" not in err, err
