@@ -55,6 +55,8 @@ MAX_TTFT_S = 1e6
 BISECT_STEPS = 60
 """The most steps the capacity and percentile searches take; both stop at their tolerance
 first (``CAPACITY_TOLERANCE``, ``queueing.PERCENTILE_TOLERANCE``)."""
+FIRST_RATE_RPS = 1e-9
+"""The capacity search's first state: whether the fleet meets its limits at all."""
 INTERPOLATE_BELOW = 1.2
 """The capacity search interpolates once its high end's ``excess`` is at most this (20%
 over its limit), and bisects before (``_bisect_capacity``)."""
@@ -80,6 +82,54 @@ def wider(capacity_rps: float, other_rps: float) -> bool:
     ranked (router settings, the tie rule), so equal capacities tie rather than differ by
     the search's rounding."""
     return capacity_rps > other_rps * (1 + 2 * CAPACITY_TOLERANCE)
+
+
+def widest_router(
+    incumbent: float,
+    count: int,
+    slack: Callable[[int, float], float | None],
+    capacity: Callable[[int], float],
+    *,
+    least: float = 0.0,
+) -> tuple[int, float]:
+    """Of an incumbent of SLA capacity ``incumbent`` (index -1) and ``count`` candidates
+    (0, 1, ...), the one of the largest SLA capacity, counting only candidates within every
+    limit at ``least`` req/s; of equal capacities (none ``wider``), the first: the
+    incumbent, then the lowest index.
+    Returns its index and capacity. The one rule wherever router settings are ranked
+    (``_best_routing``, the planner's ``router_settings``).
+
+    ``slack(i, rate)`` is candidate ``i``'s ``_State.excess`` at ``rate`` if within every
+    limit there, else None (one state); ``capacity(i)`` its capacity search. A candidate
+    not within every limit just past the widest capacity so far cannot be wider (the
+    limits grow with the rate but for rare kinks, which this reads as its capacity being
+    below), so only those that are get a capacity search, the one with the most slack
+    there first: the likeliest widest, which usually leaves none past it. Of the
+    candidates still in play when none is, those before the widest that reach its
+    capacity take precedence, the first of them."""
+    best, best_capacity = -1, incumbent
+    left = list(range(count))
+    passed: list[int] = []
+    while left and math.isfinite(best_capacity):
+        floor = max(least, best_capacity * (1 + 2 * CAPACITY_TOLERANCE), FIRST_RATE_RPS)
+        scored = [(x, i) for i in left if (x := slack(i, floor)) is not None]
+        if not scored:
+            break
+        passed = [i for _, i in scored]
+        i = min(scored)[1]  # the most slack; of equal slack, the first
+        left = [j for j in passed if j != i]
+        c = capacity(i)
+        if wider(c, best_capacity):
+            best, best_capacity = i, c
+    # equal capacities: the first in order (a candidate before the widest that was still
+    # in play at the last step may reach its capacity to the search's resolution)
+    floor = max(least, best_capacity / (1 + 2 * CAPACITY_TOLERANCE))
+    for i in sorted(j for j in passed if j < best):
+        if slack(i, floor) is not None:
+            c = capacity(i)
+            if not wider(best_capacity, c):
+                return i, c
+    return best, best_capacity
 
 
 # --- the state at one arrival rate ------------------------------------------------------------
@@ -230,14 +280,16 @@ def _state(m: FleetModel, lam: float, routing: Routing, at: _Loads | None = None
     )
 
 
-def _within(m: FleetModel, lam: float, routing: Routing) -> bool:
-    """Whether ``_state`` would be ``ok``, without the TTFT tail (most of a state's work)
-    where another limit already fails: for the callers that need only that."""
+def _slack(m: FleetModel, lam: float, routing: Routing) -> float | None:
+    """The state's ``excess`` (how near its limits the fleet runs: at most 1) if ``_state``
+    would be ``ok``, else None; without the TTFT tail (most of a state's work) where another
+    limit already fails: for the callers that need only that."""
     at = _loads(m, lam, routing)
     if at.limits.failures:
         tally("states")
-        return False
-    return _state(m, lam, routing, at).ok
+        return None
+    st = _state(m, lam, routing, at)
+    return st.excess if st.ok else None
 
 
 def _loads(m: FleetModel, lam: float, routing: Routing) -> _Loads:
@@ -732,13 +784,17 @@ class Evaluator:
         return _state(self.model, rate_rps, self.routing)
 
     def meets(self, rate_rps: float) -> bool:
-        """Whether the fleet serves ``rate_rps`` within every limit; kept on the problem
-        beside the capacities (``_capacity``): it depends on no price either, and the
-        planner asks it of the same deployments at the same rates at every price of a
-        sweep."""
+        """Whether the fleet serves ``rate_rps`` within every limit (``slack``)."""
+        return self.slack(rate_rps) is not None
+
+    def slack(self, rate_rps: float) -> float | None:
+        """How near its limits the fleet runs at ``rate_rps`` (``_State.excess``, at most 1)
+        if within every limit there, else None; kept on the problem beside the capacities
+        (``_capacity``): it depends on no price either, and the planner asks it of the same
+        deployments at the same rates at every price of a sweep."""
         routing = self.routing
-        key = ("meets", _fleet_key(self.fleet), routing.model_dump_json(), rate_rps)
-        return self.problem.memo("capacities", key, lambda: _within(self.model, rate_rps, routing))
+        key = ("slack", _fleet_key(self.fleet), routing.model_dump_json(), rate_rps)
+        return self.problem.memo("capacities", key, lambda: _slack(self.model, rate_rps, routing))
 
     def report(self, demand_rps: float | None = None) -> Evaluation:
         """Everything ``evaluate`` reports, at ``demand_rps`` (default: the scenario's)."""
@@ -750,7 +806,7 @@ class Evaluator:
         notes: list[str] = []
         if capacity == 0.0:
             status = EvalStatus.SLA_INFEASIBLE
-            notes += _state(m, 1e-9, routing).failures
+            notes += _state(m, FIRST_RATE_RPS, routing).failures
         elif not serves(capacity, demand):
             status = EvalStatus.BELOW_DEMAND
         else:
@@ -853,7 +909,7 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     for one fleet)."""
     tally("capacity_searches")
     lo, hi = 0.0, 1.0
-    first = _state(m, 1e-9, routing)
+    first = _state(m, FIRST_RATE_RPS, routing)
     if not first.ok:
         return 0.0
     at_lo = first
@@ -932,27 +988,24 @@ def _log_excess(st: _State) -> float:
 
 def _best_routing(m: FleetModel) -> Routing:
     """The relay threshold (on WAN payload) that gives the largest SLA capacity; ties (none
-    ``wider``) go to the threshold that relays the fewest requests. Candidates: relay
-    nothing, then each class's payload as the cut (classes above it relay), down to 0
-    (relay everything). A candidate not within every limit just above the best capacity so
-    far cannot be wider, and costs that one state instead of a capacity search (the limits
-    grow with the rate but for rare kinks, which this reads as its capacity being below)."""
+    ``wider``) go to the threshold that relays the fewest requests (``widest_router``).
+    Candidates: relay nothing, then each class's payload as the cut (classes above it
+    relay), down to 0 (relay everything)."""
     if not m.roles["relay_decode"]:
         return Routing()
     payloads_mb = sorted({float(x) for x in m.payload / 1e6}, reverse=True)
-    best_capacity, best = -1.0, Routing()
-    for cut in [None, *payloads_mb, 0.0]:
-        routing = Routing(relay_above_mb=cut)
-        if math.isinf(best_capacity):
-            break
-        if best_capacity > 0:
-            floor = best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
-            if not _within(m, floor, routing):
-                continue
-        capacity = _capacity(m.problem, m.fleet, routing, lambda: m)
-        if best_capacity < 0 or wider(capacity, best_capacity):
-            best_capacity, best = capacity, routing
-    return best
+    routings = [Routing(relay_above_mb=cut) for cut in [None, *payloads_mb, 0.0]]
+
+    def capacity(i: int) -> float:
+        return _capacity(m.problem, m.fleet, routings[i], lambda: m)
+
+    def slack(i: int, rate: float) -> float | None:
+        return _slack(m, rate, routings[i])
+
+    i, _ = widest_router(
+        capacity(0), len(routings) - 1, lambda i, r: slack(i + 1, r), lambda i: capacity(i + 1)
+    )
+    return routings[i + 1]
 
 
 def _priced(m: FleetModel, fleet: Fleet, st: _State):

@@ -49,6 +49,7 @@ from pddplan.errors import InputError
 from pddplan.evaluation.evaluator import (
     CAPACITY_TOLERANCE,
     MAX_RATE_RPS,
+    Evaluator,
     capacity_if_serving,
     cost_and_capacity,
     evaluate,
@@ -56,6 +57,7 @@ from pddplan.evaluation.evaluator import (
     sla_capacity,
     ttft_p99,
     wider,
+    widest_router,
 )
 from pddplan.model.problem import Problem
 from pddplan.plan.alternatives import RunnerUps, runner_ups
@@ -247,20 +249,13 @@ class _Search:
         """``choice`` as it is if it serves ``rate``, else with the router setting
         (``router_settings``) that gives it the largest SLA capacity, if that serves
         ``rate``; with the capacity. (None, the largest capacity) when no setting does."""
-        req = self.solved[rate]
-        best, best_capacity = choice, self._capacity(choice)
-        if serves(best_capacity, rate):
-            return best, best_capacity
-        for c in router_settings(req, choice):
-            floor = max(
-                rate * (1 - CAPACITY_TOLERANCE), best_capacity * (1 + 2 * CAPACITY_TOLERANCE)
-            )
-            capacity = self._capacity_above(c, floor)
-            if capacity is not None and wider(capacity, best_capacity):
-                best, best_capacity = c, capacity
-        if serves(best_capacity, rate):
-            return best, best_capacity
-        return None, best_capacity
+        capacity = self._capacity(choice)
+        if serves(capacity, rate):
+            return choice, capacity
+        best, capacity = self._widest_router(
+            choice, capacity, self.solved[rate], least=rate * (1 - CAPACITY_TOLERANCE)
+        )
+        return (best, capacity) if serves(capacity, rate) else (None, capacity)
 
     def _capacity(self, choice: Choice) -> float:
         return sla_capacity(self.space.problem, self.space.fleet(choice, "plan"))
@@ -270,6 +265,24 @@ class _Search:
         None (``capacity_if_serving``: the limits grow with the rate but for rare kinks,
         which this reads as the capacity being below ``floor``)."""
         return capacity_if_serving(self.space.problem, self.space.fleet(choice, "plan"), floor)
+
+    def _widest_router(
+        self, choice: Choice, capacity: float, req: Requirements, least: float = 0.0
+    ) -> tuple[Choice, float]:
+        """``choice`` (of SLA capacity ``capacity``) under the router setting of
+        ``router_settings`` that gives it the largest SLA capacity, counting only settings
+        within every limit at ``least`` req/s; of equal capacities, ``choice``'s own, then
+        the first (``widest_router``). With its capacity."""
+        problem, others = self.space.problem, router_settings(req, choice)
+        fleets = [self.space.fleet(c, "plan") for c in others]
+        i, best = widest_router(
+            capacity,
+            len(others),
+            lambda i, rate: Evaluator(problem, fleets[i]).slack(rate),
+            lambda i: sla_capacity(problem, fleets[i]),
+            least=least,
+        )
+        return (choice if i < 0 else others[i]), best
 
     def _cheapest(
         self, rate: float, rejected: tuple[Choice, ...] = (), *, at_rate: float | None = None
@@ -340,11 +353,7 @@ class _Search:
             if b is not None and serves(b, rate):
                 scored.append((c, b))
         best, capacity = widest(self.space, scored, rate)
-        for other in router_settings(req, best):
-            b = self._capacity_above(other, capacity * (1 + 2 * CAPACITY_TOLERANCE))
-            if b is not None and wider(b, capacity):
-                best, capacity = other, b
-        return best, capacity
+        return self._widest_router(best, capacity, req)
 
     def relaxed(self, rate: float) -> float:
         """A lower bound on the minimum cost at ``rate`` (``relaxed_optimum``); its tables
