@@ -60,9 +60,11 @@ FIRST_RATE_RPS = 1e-9
 INTERPOLATE_BELOW = 1.2
 """The capacity search interpolates once its high end's ``excess`` is at most this (20%
 over its limit), and bisects before (``_bisect_capacity``)."""
-SLOW_STEPS = 3
+SLOW_STEPS = 4
 """The capacity search stops interpolating after this many steps in a row that did not
-halve its bracket (``_bisect_capacity``)."""
+halve its bracket (``_bisect_capacity``): 3 before stop 67; 4 lets Anderson-Bjorck's
+scaling close in on one end where a far other end holds the bracket open (the states of
+`pdd-paper-fleets`' solve 453 -> 421, the monthly robust solve's 941 -> 886)."""
 CAPACITY_TOLERANCE = 1e-6
 """The SLA capacity's bisection stops when its bracket is this narrow (relative) and reports
 the bracket's low end; a capacity within it of a rate serves that rate (``serves``)."""
@@ -899,11 +901,15 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
     capacity is where the excess jumps: a limit that changes form, such as relay decode's
     longest gap on the prefill passes it shares). The Anderson-Bjorck rule scales the
     value of an end kept twice, so both ends close in; each step stays half a tolerance
-    inside the bracket, and an interpolated one aims half a tolerance below its estimate
-    (an estimate that is right then closes the bracket). The low end is always a rate within every limit and the high end
-    one that is not, so the answer is a bisection's: in about half its states where the
-    excess is smooth (11-13 against 26 on half of the README solve's searches), in at most
-    ``SLOW_STEPS`` more where it jumps (27-29 on the other half) (``tests/test_evaluate.py`` counts them). The steps depend on nothing
+    inside the bracket, and an interpolated one aims half a tolerance past its estimate,
+    away from the end that moved last (below it after a failing rate, above it after one
+    within every limit): an estimate that is right then closes the bracket, where aiming
+    below after the low end moved crept up on the capacity until ``SLOW_STEPS`` sent the
+    search to bisection (27-28 states on three of `pdd-paper-fleets`' searches, 12-13 now).
+    The low end is always a rate within every limit and the high end one that is not, so
+    the answer is a bisection's: in about half its states where the excess is smooth (11-13
+    against 26 on half of the README solve's searches), in at most ``SLOW_STEPS`` more
+    where it jumps (``tests/test_evaluate.py`` counts them). The steps depend on nothing
     but the fleet, so one deployment has one capacity wherever it is asked for (a search's
     hint would move the result within the tolerance, and a table would print two figures
     for one fleet)."""
@@ -927,11 +933,12 @@ def _bisect_capacity(m: FleetModel, routing: Routing) -> float:
         interpolate = (
             slow < SLOW_STEPS and over <= INTERPOLATE_BELOW and math.isfinite(f_lo) and f_hi > f_lo
         )
-        # interpolated: aimed half a tolerance below the estimated capacity, so that an
-        # estimate that is right ends the search on this state (a low end within the
-        # tolerance of the high one) instead of creeping down onto it from above
+        # interpolated: aimed half a tolerance past the estimated capacity, away from the
+        # end that moved last, so that an estimate that is right ends the search on this
+        # state (the ends within the tolerance) instead of creeping onto it from one side
         inset = min(0.5 * CAPACITY_TOLERANCE * hi, width / 4)
-        x = lo - f_lo * width / (f_hi - f_lo) - inset if interpolate else lo + width / 2
+        aim = inset if kept == 1 else -inset
+        x = lo - f_lo * width / (f_hi - f_lo) + aim if interpolate else lo + width / 2
         x = min(max(x, lo + inset), hi - inset)
         st = _state(m, x, routing)
         f = _log_excess(st)
