@@ -270,9 +270,8 @@ def _pairings(
     known = [req.prefill_known(o, st, first_s=first_s) for o in senders]
 
     def floor(o: PoolOption) -> float:
-        """``o``'s cost at its utilization floor."""
-        n = np.array([req.prefill_utilization_floor(o)])
-        return float(_costs(sp, [(o, n)], 1)[0, 0])
+        """``o``'s cost at its utilization floor (at most its maximum count)."""
+        return float(_low(sp, o, req.prefill_utilization_floor(o)))
 
     if first:
         unknown = [

@@ -106,6 +106,9 @@ class CountMemo:
     """(state twin, singular cut) -> relay decode's load per relay cut (``_load``)."""
     eager: dict[tuple[TwinKey, BandKey], np.ndarray] = field(default_factory=dict)
     caches: dict[tuple[OptionKey, TwinKey], int] = field(default_factory=dict)
+    floors: dict[OptionKey, int] = field(default_factory=dict)
+    """Per prefill option: its smallest count within the utilization cap
+    (``Requirements.prefill_utilization_floor``)."""
 
 
 class _PrefillScan:
@@ -202,6 +205,7 @@ class Requirements:
         self._loads = memo.loads
         self._eager = memo.eager
         self._caches = memo.caches
+        self._floors = memo.floors
 
     def _sent(self, st: State) -> tuple[np.ndarray, np.ndarray, float]:
         """Per class: the P->MD transfer time and the part of it other flows add; the
@@ -332,14 +336,17 @@ class Requirements:
 
     # prefill ------------------------------------------------------------------------------
     def prefill_utilization_floor(self, o: PoolOption) -> int:
-        """Smallest P count within the utilization cap (a lower bound on ``prefill``)."""
-        sp = self.space
-        svc_sum = float(sp.w @ sp.prefill_times(o)[1])
-        need = _smallest(
-            lambda n: self.rate * 1.0 * svc_sum / n <= sp.rho,
-            np.array([self.rate * svc_sum / sp.rho]),
-        )
-        return int(min(_round_up(need, o)[0], o.max_instances))
+        """Smallest P count within the utilization cap (a lower bound on ``prefill``);
+        kept: the relaxation asks it of each option in every transfer state."""
+        if o.key not in self._floors:
+            sp = self.space
+            svc_sum = float(sp.w @ sp.prefill_times(o)[1])
+            need = _smallest(
+                lambda n: self.rate * 1.0 * svc_sum / n <= sp.rho,
+                np.array([self.rate * svc_sum / sp.rho]),
+            )
+            self._floors[o.key] = int(min(_round_up(need, o)[0], o.max_instances))
+        return self._floors[o.key]
 
     def prefill(
         self, o: PoolOption, st: State, singular: int | None = None, *, first_s: float
