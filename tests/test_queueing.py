@@ -432,3 +432,27 @@ def test_the_normal_cdf_is_scipys_to_the_bit_where_it_is_skipped():
         assert got.shape == each.shape
         assert np.array_equal(got, special.ndtr(each), equal_nan=True)
     assert (special.ndtr(-np.linspace(NDTR_ZERO_FROM, 60.0, 1001)) == 0.0).all()
+
+
+def test_a_tail_with_company_is_the_same_entry_by_entry():
+    """Entries where an atom of the company spends the whole budget are not computed (their
+    tail is 1): every entry of a vector of budgets, some noisy and some not, with the link's
+    queueing on some, is the tail of that budget alone, to the bit."""
+    rank = rank_company(
+        _one_class(700.0), np.array([1.0]), utilization=0.8, instances=2, service_cv2=0.0
+    )
+    assert rank is not None and rank.delays[:, 0].max() > 2.0  # budgets below some delays
+    t = np.array([0.5, 1.0, 2.0, 3.5, 6.0, 9.0])
+    var = np.array([0.0, 0.04, 0.0, 0.3, 1.0, 0.0])
+    extra = np.array([0.0, 0.2, 0.5, 0.0, 1.5, 0.1])
+    kw = dict(instances=2, groups=1, utilization=0.8, mean_service_s=1.0, service_cv2=0.0)
+
+    def tail(i: slice) -> np.ndarray:
+        return prefill_wait_tail(
+            t[i], company_mean_s=0.3, company_var_s2=var[i], extra_mean_s=extra[i], rank=rank, **kw
+        )
+
+    whole = tail(slice(None))
+    alone = np.concatenate([tail(slice(i, i + 1)) for i in range(len(t))])
+    assert np.array_equal(whole, alone)
+    assert np.all(np.diff(whole) <= 0) and 0 < whole[-1] < whole[0] <= 1

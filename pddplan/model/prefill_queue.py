@@ -9,6 +9,7 @@ evaluator and the simulator's analytic column all use."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -512,17 +513,21 @@ def prefill_wait_tail(
     # computed once (by the budget array's identity, kept alive here, and the rate's values)
     prepared: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     excesses: dict[tuple[int, bytes], np.ndarray] = {}
+    figures: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def prepare(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(t, s, z, P(D > t)) for budgets ``t``."""
+    def prepare(
+        t: np.ndarray, mu: np.ndarray, sd: np.ndarray, noisy: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(t, s, z, P(D > t)) for budgets ``t`` (``D``'s mean ``mu``, its spread ``sd``
+        where ``noisy``, each given per entry of ``t`` or broadcast to it)."""
         if id(t) not in prepared:
             s = np.maximum(t, 0.0) - mu
             z = s / sd
             base = (s < 0).astype(float)
-            if any_noisy:  # the normal part only where there is one (and it is not 0)
+            if noisy.any():  # the normal part only where there is one (and it is not 0)
                 zs = np.broadcast_to(z, base.shape).reshape(-1)
                 live = ~(zs >= NDTR_ZERO_FROM)
-                if all_noisy:
+                if noisy.all():
                     base = _ndtr_where(-zs, live, 0.0).reshape(base.shape)
                 else:
                     at = np.flatnonzero(live & np.broadcast_to(noisy, base.shape).reshape(-1))
@@ -530,14 +535,24 @@ def prefill_wait_tail(
             prepared[id(t)] = (t, s, z, base)
         return prepared[id(t)]
 
-    def tail(t: np.ndarray, exps: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """P(D + the exponentials ``exps`` > t)."""
-        _, s, z, out = prepare(t)
+    def tail(
+        t: np.ndarray,
+        exps: list[tuple[np.ndarray, np.ndarray]],
+        at: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """P(D + the exponentials ``exps`` > t), the exponentials' rates and coefficients
+        (and ``D``'s figures) given on ``t_s``'s entries: ``at`` takes an array of that
+        shape to ``t``'s entries (None: ``t`` is ``t_s``)."""
+        take = (lambda a: a) if at is None else at
+        if id(t) not in figures:
+            figures[id(t)] = (take(mu), take(sd), take(noisy))
+        d_mu, d_sd, d_noisy = figures[id(t)]
+        _, s, z, out = prepare(t, d_mu, d_sd, d_noisy)
         for r, coef in exps:
             key = (id(t), r.tobytes())
             if key not in excesses:
-                excesses[key] = _exponential_excess(r, s, sd, z, noisy)
-            out = out + coef * excesses[key]
+                excesses[key] = _exponential_excess(take(r), s, d_sd, z, d_noisy)
+            out = out + take(coef) * excesses[key]
         return np.where(t < 0, 1.0, out)
 
     # the pass in progress, where a group is free but the instance is in a pass
@@ -546,16 +561,23 @@ def prefill_wait_tail(
     pass_rates = rates
     if in_pass is not None and p_pass > 0:
         pass_rates = apart([np.full(t_s.shape, 1.0 / in_pass.rest_s), *rates[1:]])
-    any_noisy = bool(noisy.any())
-    all_noisy = bool(noisy.all())
     if rank is not None:  # the company's atoms on a leading axis
         shape = (len(rank.probs),) + (1,) * (t_s.ndim - 1) + rank.delays.shape[1:]
-        behind = t_s[None] - rank.delays.reshape(shape)
+        behind_all = t_s[None] - rank.delays.reshape(shape)
+        # where an atom's delay alone spends the budget the tail is 1: only the other
+        # entries are computed (a third of them at max BCR's rates), each as it was
+        kept = np.flatnonzero(~(behind_all < 0))
+        behind = behind_all.reshape(-1)[kept]
+
+        def at_kept(a: np.ndarray) -> np.ndarray:
+            return np.broadcast_to(a, behind_all.shape).reshape(-1)[kept]
 
     def waited(exps: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         if rank is None:
             return tail(t_s, exps)
-        return np.tensordot(rank.probs, tail(behind, exps), axes=1)
+        out = np.ones(behind_all.size)
+        out[kept] = tail(behind, exps, at_kept)
+        return np.tensordot(rank.probs, out.reshape(behind_all.shape), axes=1)
 
     def given(admits: np.ndarray) -> np.ndarray:
         """The tail given which entries wait for MD's admission."""
