@@ -107,11 +107,11 @@ def widest_router(
     limits grow with the rate but for rare kinks, which this reads as its capacity being
     below), so only those that are get a capacity search, the one with the most slack
     there first: the likeliest widest, which usually leaves none past it. Of the
-    candidates still in play when none is, those before the widest that reach its
-    capacity take precedence, the first of them."""
+    candidates in play when the widest was found, those before it that reach its capacity
+    take precedence, the first of them."""
     best, best_capacity = -1, incumbent
     left = list(range(count))
-    passed: list[int] = []
+    tied: list[int] = []  # in play at the step that found the widest
     while left and math.isfinite(best_capacity):
         floor = max(least, best_capacity * (1 + 2 * CAPACITY_TOLERANCE), FIRST_RATE_RPS)
         scored = [(x, i) for i in left if (x := slack(i, floor)) is not None]
@@ -122,12 +122,13 @@ def widest_router(
         left = [j for j in passed if j != i]
         c = capacity(i)
         if wider(c, best_capacity):
-            best, best_capacity = i, c
-    # equal capacities: the first in order (a candidate before the widest that was still
-    # in play at the last step may reach its capacity to the search's resolution)
+            best, best_capacity, tied = i, c, passed
+    # equal capacities: the first in order (a candidate before the widest that was in play
+    # when it was found may reach its capacity to the search's resolution; an unbounded
+    # one is not checked at an infinite rate, its capacity is searched)
     floor = max(least, best_capacity / (1 + 2 * CAPACITY_TOLERANCE))
-    for i in sorted(j for j in passed if j < best):
-        if slack(i, floor) is not None:
+    for i in sorted(j for j in tied if j < best):
+        if math.isinf(floor) or slack(i, floor) is not None:
             c = capacity(i)
             if not wider(best_capacity, c):
                 return i, c
