@@ -350,7 +350,7 @@ def _remembered_total(req: Requirements) -> float:
     total = st.usd_per_hour
     for role, key, n in cell:
         o = next(o for o in sp.options[role] if o.key == key)
-        total += float(_low(sp, o, np.array(n)))
+        total += float(_low(sp, o, n))
     return total
 
 
