@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import DATA, H100_H200
 
+from pddplan.model.problem import REUSE_GRID_FLOOR_RPS
 from pddplan.workload.hit_curve import ReuseCurve, che_hit_rate, lru_hit_curve, stack_distances
 
 TRACE = DATA / "traces" / "conversation-2000.jsonl"
@@ -236,8 +237,8 @@ def test_turns_without_ids_are_the_same_requests_sessions_and_reuse():
 def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
     """Ages shorten as the rate grows (a larger pool of ready contexts), so one curve
     sampled at the scenario's 4 req/s keeps too few reuses at 30 req/s; the problem samples
-    a grid (4 x 2^k), the planner takes the sample below and the evaluator blends the two
-    around the rate."""
+    a grid (2^k req/s, whatever the scenario's rate), the planner takes the sample below and
+    the evaluator blends the two around the rate."""
     from pddplan.io.scenario import load_scenario
 
     problem = load_scenario(H100_H200)
@@ -255,5 +256,11 @@ def test_the_curve_is_sampled_near_the_rate_it_is_used_at():
         (1 - blend.weight) * lo + blend.weight * hi
     )
     assert problem.table_builds["reuse"] == 3  # 4, 16 and 32 req/s, each sampled once
-    # below the scenario's rate the scenario's sample, with nothing to blend
-    assert problem.reuse_at(1.0) is problem.reuse and problem.reuse_between(1.0).weight == 0
+    # the grid does not depend on the scenario's rate: one at 5 req/s samples the same rates
+    other = problem.derive({"workload.arrival_rps": 5.0})
+    assert other.reuse_between(rate).low is below and other.reuse is problem.reuse
+    assert problem.table_builds["reuse"] == 3
+    # on the grid, nothing to blend; below its floor, the floor's sample
+    assert problem.reuse_between(2.0).weight == 0 and problem.reuse_between(2.0).low is not below
+    floor = problem.reuse_at(REUSE_GRID_FLOOR_RPS)
+    assert problem.reuse_at(1e-9) is floor and problem.reuse_between(1e-9).weight == 0

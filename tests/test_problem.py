@@ -61,12 +61,12 @@ def test_a_workload_change_keeps_the_instances_only():
 
 @pytest.mark.slow
 def test_a_demand_change_keeps_every_table_but_the_rates():
-    """A demand sweep's points differ in ``workload.arrival_rps`` alone: the request classes
-    and the pass-time tables are the same, the counts (per rate, with the reuse grid anchored at
-    the demand) are not. The derived problem plans as one loaded
-    afresh would."""
+    """A demand sweep's points differ in ``workload.arrival_rps`` alone: the request classes,
+    the pass-time tables and the reuse samples are the same, and so is a fleet's capacity
+    (the reuse grid is 2^k req/s whatever the demand); the counts at the new rate are new.
+    The derived problem plans as one loaded afresh would."""
     problem = pddplan.load_scenario(SMALL)
-    pddplan.solve(problem, objective="min-cost", marginals=False)
+    first = pddplan.solve(problem, objective="min-cost", marginals=False)
     busier = problem.derive({"workload.arrival_rps": 2 * problem.scenario.workload.arrival_rps})
     plan = pddplan.solve(busier, objective="min-cost", marginals=False)
     for table in ("classes", "instances", "prefill", "passes", "decode_points", "decode_steps"):
@@ -76,6 +76,14 @@ def test_a_demand_change_keeps_every_table_but_the_rates():
     again = pddplan.solve(alone, objective="min-cost", marginals=False)
     assert again.fleet == plan.fleet
     assert again.evaluation == plan.evaluation
+    # the first plan's capacity, kept from the first problem, is the one a fresh problem at
+    # the other demand finds
+    from pddplan.evaluation.evaluator import sla_capacity
+
+    searched = busier.table_builds["capacities"]
+    kept = sla_capacity(busier, first.fleet)
+    assert busier.table_builds["capacities"] == searched
+    assert kept == first.evaluation.sla_capacity_rps == sla_capacity(alone, first.fleet)
 
 
 def test_each_table_declares_inputs_that_exist():

@@ -6,6 +6,7 @@ are the problem's (``pddplan.model.problem``), computed once per problem."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class FleetModel:
         gb = fleet.md_cache_gb_per_gpu
         options = scenario.md_cache
         self.tiered = options is not None and not options[0].measured
-        self.md_hit = np.zeros_like(self.w) if self.tiered else problem.md_hits(gb)
+        self._gb = gb
         self.roles: dict[str, list[tuple[Pool, Instance]]] = {
             r: [] for r in ("prefill", "relay_decode", "main_decode")
         }
@@ -147,10 +148,6 @@ class FleetModel:
         self.md_dcs = sorted({p.datacenter for p, _ in self.roles["main_decode"]})
         self.tiers = self._tiers() if self.tiered else {}
         """A tiered cache's capacity per MD datacenter (``pddplan.model.md_cache``)."""
-        if self.tiered:  # at the demand: the relay thresholds the router may try
-            rate = scenario.workload.arrival_rps or 1.0
-            self.md_hit = self.cache_at(rate, self.md_dc_shares).mean_hit
-        self.payload = np.asarray(kv.transfer_bytes(self.inp, self.md_hit))
         # RLD's largest batch at the same context (its step then meets TPOT; it runs at its
         # own batch's step, ``relay_pace``); RLD keeps no cache
         self.rld_points = [
@@ -167,6 +164,22 @@ class FleetModel:
         )  # fmt: skip
         self.rld_share = slots / slots.sum() if slots.sum() > 0 else np.zeros(len(slots))
         """Each RLD pool's share of the relayed traffic: by its batch slots."""
+
+    @cached_property
+    def md_hit(self) -> np.ndarray:
+        """Each class's MD hit: the scenario's for a measured cache; a tiered cache's at the
+        scenario's demand, which only sets the relay thresholds ``_best_routing`` tries
+        (and the report's pipelines at the demand): a state takes its hits at its own rate
+        (``cache_at``), so a fleet's capacity under a router does not depend on the demand."""
+        if not self.tiered:
+            return self.problem.md_hits(self._gb)
+        rate = self.s.workload.arrival_rps or 1.0
+        return self.cache_at(rate, self.md_dc_shares).mean_hit
+
+    @cached_property
+    def payload(self) -> np.ndarray:
+        """Each class's WAN payload at ``md_hit`` (bytes)."""
+        return np.asarray(self.problem.kv.transfer_bytes(self.inp, self.md_hit))
 
     @property
     def md_dc_shares(self) -> dict[str, float]:

@@ -4,9 +4,9 @@ every table derived from them, computed once and kept on the problem.
 Each table declares the inputs it is computed from (``TABLE_INPUTS``: scenario fields, by
 dotted path, and the catalogs). ``Problem.derive`` makes a new problem from changed
 scenario values and hands it every table whose inputs did not change, so that a sweep over
-prices re-uses every instance, prefill and decode table, a sweep over the demand (the
-workload's ``arrival_rps`` alone) every table but the counts and the capacities, and a
-sweep over the workload's shape the instances. ``table_builds`` counts the entries each
+prices re-uses every table, a sweep over the demand (the workload's ``arrival_rps``
+alone) every table too (the counts are per rate; a fleet's capacity does not depend on
+the demand), and a sweep over the workload's shape the instances. ``table_builds`` counts the entries each
 table computed.
 
 Everything here is a pure function of the inputs; a problem pickles (its tables with it).
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+REUSE_GRID_FLOOR_RPS = 0.125
+"""The lowest rate of the reuse grid (``Problem._reuse_grid``): a rate below it takes its
+sample (at 0.125 req/s, about 120 requests over the sample's 16 turn gaps of a minute)."""
 STEP_TABLE_EXACT = 64
 """``Problem.decode_steps`` holds every batch up to this one..."""
 STEP_TABLE_POINTS = 400
@@ -98,21 +101,26 @@ _INSTANCE = (
 _PARTLY = tuple(sorted({f.split(".")[0] for f in NON_PHYSICAL if "." in f}))
 """The fields ``NON_PHYSICAL`` leaves out a part of (its dotted entries): an input as
 ``FIELD:physical``, the field without those parts."""
-_PHYSICAL = (
-    "hardware",
-    "engines",
-    *(f for f in Scenario.model_fields if f not in NON_PHYSICAL and f not in _PARTLY),
-    *(f"{f}:physical" for f in _PARTLY),
-)
-"""What minimum counts and SLA capacities are computed from: every input not
-``NON_PHYSICAL`` (the catalogs' entries, each other scenario field, the links without their
-tiers' prices, the search without max BCR's tolerances)."""
 RATE_ONLY = ("arrival_rps",)
 """The workload's fields that set only how many requests come, not what they are: the
 input ``workload:shape`` is the workload without them, so that the problems of a demand
-sweep, of a horizon's periods and of rate-only variants share the request classes and the
-pass-time tables (docs/sweeps.md: 0.88-1.00 of a demand-sweep point's CPU at 25 req/s)."""
+sweep, of a horizon's periods and of rate-only variants share the request classes, the
+pass-time tables, the reuse samples, the counts and the capacities (docs/sweeps.md)."""
 SHAPE = "workload:shape"
+_PHYSICAL = (
+    "hardware",
+    "engines",
+    *(
+        SHAPE if f == "workload" else f
+        for f in Scenario.model_fields
+        if f not in NON_PHYSICAL and f not in _PARTLY
+    ),
+    *(f"{f}:physical" for f in _PARTLY),
+)
+"""What minimum counts and SLA capacities are computed from: every input not
+``NON_PHYSICAL`` (the catalogs' entries, each other scenario field, the workload without
+its rate, the links without their tiers' prices, the search without max BCR's
+tolerances)."""
 TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "classes": (SHAPE,),
     "md_caches": (SHAPE, "md_cache", "hardware", "cache_tier_prices_usd_per_gb_month"),
@@ -387,22 +395,26 @@ class Problem:
         return self.reuse_at(self.scenario.workload.arrival_rps or 1.0)
 
     @cached_property
-    def _reuse_rates(self) -> tuple[float, float]:
-        """The scenario's rate and the highest ``sampled_reuse`` samples at."""
+    def _reuse_top(self) -> float:
+        """The highest rate ``sampled_reuse`` samples at (it depends on the workload's
+        shape, not its rate)."""
         s = self.scenario
         options = SessionOptions(
             rate_rps=1.0, ready_after_s=s.sla.ttft_p90_s, tpot_s=s.sla.tpot_ms * units.MS
         )
-        return s.workload.arrival_rps or 1.0, reuse_top_rate(s.workload, options)
+        return reuse_top_rate(s.workload, options)
 
     def _reuse_grid(self, rate_rps: float) -> tuple[float, float, float]:
-        """The grid rates around ``rate_rps`` (the scenario's rate x 2^k, k >= 0, within
-        what ``sampled_reuse`` samples) and its place between them in log rate: (below,
-        above, 0 to 1). Below the scenario's rate: the scenario's, weight 0."""
-        base, top = self._reuse_rates
-        octaves = math.log2(rate_rps / base) if rate_rps > base else 0.0
+        """The grid rates around ``rate_rps`` (2^k req/s, from ``REUSE_GRID_FLOOR_RPS`` up to
+        the highest ``sampled_reuse`` samples at) and its place between them in log rate:
+        (below, above, 0 to 1). The grid is the same whatever the scenario's rate, so a
+        fleet's figures at a rate do not depend on the demand it is planned for: the
+        problems of a demand sweep, of a horizon's periods and of rate-only variants share
+        the samples, the counts and the capacities."""
+        top = self._reuse_top
+        octaves = math.log2(max(rate_rps, REUSE_GRID_FLOOR_RPS))
         k = math.floor(octaves + 1e-9)
-        low, high = (min(base * 2.0**j, top) for j in (k, k + 1))
+        low, high = (min(2.0**j, top) for j in (k, k + 1))
         return low, high, 0.0 if low == high else min(1.0, octaves - k)
 
     def _reuse_sample(self, rate_rps: float) -> ReuseCurve:
@@ -420,8 +432,8 @@ class Problem:
         return table[rate_rps]
 
     def reuse_at(self, rate_rps: float) -> ReuseCurve:
-        """The reuse curve sampled at the grid rate at or below ``rate_rps`` (the
-        scenario's rate x 2^k): its reuse ages are at least those at ``rate_rps``, since
+        """The reuse curve sampled at the grid rate at or below ``rate_rps`` (2^k req/s,
+        ``_reuse_grid``): its reuse ages are at least those at ``rate_rps``, since
         ages shorten as the rate grows (``sampled_reuse``), so a cache sized on it keeps at
         least its share. What the planner sizes caches with."""
         return self._reuse_sample(self._reuse_grid(rate_rps)[0])
