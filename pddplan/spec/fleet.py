@@ -156,3 +156,84 @@ def md_cache_problem(scenario: Scenario, fleet: Fleet) -> tuple[str, str] | None
         "md_cache_gb_per_gpu",
         f"must be one of scenario {scenario.name}'s md_cache sizes ({allowed} GB/GPU), got {got}",
     )
+
+
+_ROLE_SHORT = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+
+
+def deployment_parts(fleet: Fleet) -> dict[str, str]:
+    """A deployment in words, part by part, so that two deployments that differ in anything
+    but their names differ in some part:
+
+    - ``pools``: each pool as ``ROLE instances x GPUs chip@datacenter``, with its layout
+      where it is not the model's own (``CP``, ``attention TP4``) and ``hosting RLD`` where
+      relay decode runs on its instances;
+    - ``links``: each link's bandwidth (``10 Gbit/s``; empty without a link);
+    - ``router``: the relay threshold (``relay above 63.6 MB``, ``relay nothing``, ``relay
+      all``) and the singular path (``singular <= 128 tokens``); ``router: best`` for a
+      fleet without one (the evaluator picks the threshold);
+    - ``handoff``: ``catch-up above N tokens`` and the chunk, where not the default
+      one-shot handoff in 64-token chunks (empty there);
+    - ``cache``: the decode-side cache reserved or its tiers (empty without one).
+
+    Thresholds and sizes are written to six significant digits."""
+    pools = []
+    for p in fleet.pools:
+        text = f"{_ROLE_SHORT[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
+        if p.context_parallel:
+            text += " CP"
+        if p.attention_tp is not None:
+            text += f" attention TP{p.attention_tp}"
+        if p.hosts_relay_decode:
+            text += " hosting RLD"
+        pools.append(text)
+    links = ", ".join(f"{x.gbps:.6g} Gbit/s" for x in fleet.links)
+    r = fleet.routing
+    if r is None:
+        router = "router: best"
+    else:
+        relay = r.relay_above_mb
+        router = (
+            "relay nothing"
+            if relay is None
+            else "relay all"
+            if relay == 0
+            else f"relay above {relay:.6g} MB"
+        )
+        if r.singular_max_output_tokens:
+            router += f", singular <= {r.singular_max_output_tokens} tokens"
+    h = fleet.handoff
+    handoff = ""
+    if h.catch_up_above_tokens is not None:
+        handoff = (
+            f"catch-up above {h.catch_up_above_tokens} tokens in {h.chunk_tokens}-token chunks"
+        )
+    elif h != Handoff():
+        handoff = f"one-shot handoff ({h.chunk_tokens}-token chunks)"
+    cache = ""
+    if fleet.md_cache_gb_per_gpu is not None:
+        cache = f"MD cache {fleet.md_cache_gb_per_gpu:.6g} GB/GPU"
+    elif fleet.md_cache_tiers is not None:
+        t = fleet.md_cache_tiers
+        cache = f"MD cache DRAM {t.dram_gb_per_gpu:.6g} + SSD {t.ssd_gb_per_gpu:.6g} GB/GPU"
+    return {
+        "pools": " + ".join(pools),
+        "links": links,
+        "router": router,
+        "handoff": handoff,
+        "cache": cache,
+    }
+
+
+def deployment_line(fleet: Fleet) -> str:
+    """``deployment_parts`` in one line, its non-empty parts joined by ``; ``:
+    ``P 1x16 h100-sxm@a + RLD 1x16 h100-sxm@a + MD 1x8 h200-sxm@b; 10 Gbit/s; relay above
+    63.6 MB``."""
+    return "; ".join(x for x in deployment_parts(fleet).values() if x)
+
+
+def hardware_line(fleet: Fleet) -> str:
+    """What a deployment buys, in one line: its pools, links and decode-side cache
+    (``deployment_parts``), not the router or the handoff, which cost nothing."""
+    parts = deployment_parts(fleet)
+    return "; ".join(x for x in (parts["pools"], parts["links"], parts["cache"]) if x)

@@ -19,6 +19,7 @@ from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
 from pddplan.spec.choices import Objective
+from pddplan.spec.fleet import deployment_line, hardware_line
 from pddplan.spec.scenario import Scenario
 from pddplan.spec.source import SourceMap
 from pddplan.spec.status import EvalStatus, PlanStatus, PointStatus, RowStatus
@@ -61,8 +62,12 @@ class ArchResult:
     """At the demand."""
     gpus: int | None = None
     fleet: str | None = None
-    """The pools and link, e.g. ``P 2x8 h100-sxm@cluster-a + MD 4x8 h200-sxm@cluster-b;
-    100 Gbit/s``."""
+    """The deployment, every part of it (``pddplan.spec.fleet.deployment_line``), e.g.
+    ``P 2x8 h100-sxm@cluster-a + MD 4x8 h200-sxm@cluster-b; 100 Gbit/s; relay nothing``:
+    two rows with the same text deploy the same thing."""
+    hardware: str | None = None
+    """What it buys: its pools, link and decode-side cache, without the router
+    (``pddplan.spec.fleet.hardware_line``): what a demand study's steps compare."""
     binding: str | None = None
     solver_status: str | None = None
     time_limited: bool = False
@@ -196,11 +201,6 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
         return ArchResult(
             status=RowStatus.INFEASIBLE, reason=why or f"no plan ({stats.status})", **base
         )
-    pools = " + ".join(
-        f"{_ROLE[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
-        for p in e.pools
-    )
-    links = ", ".join(f"{link.gbps:g} Gbit/s" for link in e.links)
     return ArchResult(
         status=e.status,
         cost_per_hour_usd=_float(e.cost_per_hour_usd),
@@ -209,11 +209,9 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
         ttft_p90_s=_float(e.ttft_s.get("p90")),
         ttft_p99_s=_float(e.ttft_s.get("p99")),
         gpus=sum(p.gpus for p in e.pools),
-        fleet=pools + (f"; {links}" if links else ""),
+        fleet=deployment_line(plan.fleet),
+        hardware=hardware_line(plan.fleet),
         binding="; ".join(e.binding) or None,
         reason=why if e.status != EvalStatus.OK else None,
         **base,
     )
-
-
-_ROLE = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}

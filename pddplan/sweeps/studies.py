@@ -154,9 +154,10 @@ def demand_study(
         return seen[rate]
 
     def fleet(rate: float) -> str | None:
-        p = at(rate)
-        r = _served(p)
-        return r.fleet if r is not None else None
+        """What the plan at ``rate`` buys (a step of cost is a change of it; the router
+        may differ at equal cost)."""
+        r = _served(at(rate))
+        return None if r is None else r.hardware or r.fleet
 
     todo += itertools.pairwise(rates)
     steps: list[tuple[float, float]] = []
@@ -209,20 +210,21 @@ def _step_note(a: PointResult, b: PointResult, lo: float, hi: float) -> str:
         )
     if ra is None:
         return f"{where}: first plan {rb.fleet}"
-    added = _added(ra.fleet or "", rb.fleet or "")
+    added = _added(ra.hardware or ra.fleet or "", rb.hardware or rb.fleet or "")
     month = units.HOURS_PER_MONTH
     return (f"{where}: ${ra.cost_per_hour_usd * month:,.0f} -> ${rb.cost_per_hour_usd * month:,.0f}"
             f"/month; {added}")  # fmt: skip
 
 
 def _added(before: str, after: str) -> str:
-    """What ``after``'s pools and link have that ``before``'s do not, in words."""
+    """What ``after``'s pools, link and cache have that ``before``'s do not, in words
+    (``hardware_line``s: the pools, then the link, then the cache, joined by ``; ``)."""
 
     def parts(text: str) -> set[str]:
-        pools, _, link = text.partition("; ")
-        return {p.strip() for p in pools.split(" + ") if p.strip()} | (
-            {f"link {link}"} if link else set()
-        )
+        pools, *rest = text.split("; ")
+        return {p.strip() for p in pools.split(" + ") if p.strip()} | {
+            x if x.startswith("MD cache") else f"link {x}" for x in rest if x
+        }
 
     old, new = parts(before), parts(after)
     gone, came = sorted(old - new), sorted(new - old)
