@@ -72,6 +72,8 @@ def test_a_demand_change_keeps_every_table_but_the_rates():
     for table in ("classes", "instances", "prefill", "passes", "decode_points", "decode_steps"):
         assert busier.table_builds[table] == 0, table
     assert busier.table_builds["counts"] > 0
+    # the counts are per rate: kept from point to point they would only grow
+    assert busier._tables.counts is not problem._tables.counts
     alone = pddplan.Problem(busier.scenario, busier.hardware, busier.model, engines=busier.engines)
     again = pddplan.solve(alone, objective="min-cost", marginals=False)
     assert again.fleet == plan.fleet
@@ -295,4 +297,5 @@ def test_every_scenario_field_is_physical_or_not():
     physical = {f.split(":")[0] for f in _PHYSICAL} - {"hardware", "engines"}
     assert physical | top == set(Scenario.model_fields)
     assert physical & top == {"links", "search"}  # the links' prices, max BCR's tolerances
-    assert TABLE_INPUTS["counts"] == TABLE_INPUTS["capacities"] == _PHYSICAL
+    assert TABLE_INPUTS["capacities"] == _PHYSICAL
+    assert TABLE_INPUTS["counts"] == (*_PHYSICAL, "workload.arrival_rps")  # per rate

@@ -5,8 +5,9 @@ Each table declares the inputs it is computed from (``TABLE_INPUTS``: scenario f
 dotted path, and the catalogs). ``Problem.derive`` makes a new problem from changed
 scenario values and hands it every table whose inputs did not change, so that a sweep over
 prices re-uses every table, a sweep over the demand (the workload's ``arrival_rps``
-alone) every table too (the counts are per rate; a fleet's capacity does not depend on
-the demand), and a sweep over the workload's shape the instances. ``table_builds`` counts the entries each
+alone) every table but the counts (per rate: a point's rates are its own; a fleet's
+capacity does not depend on the demand), and a sweep over the workload's shape the
+instances. ``table_builds`` counts the entries each
 table computed.
 
 Everything here is a pure function of the inputs; a problem pickles (its tables with it).
@@ -105,7 +106,7 @@ RATE_ONLY = ("arrival_rps",)
 """The workload's fields that set only how many requests come, not what they are: the
 input ``workload:shape`` is the workload without them, so that the problems of a demand
 sweep, of a horizon's periods and of rate-only variants share the request classes, the
-pass-time tables, the reuse samples, the counts and the capacities (docs/sweeps.md)."""
+pass-time tables, the reuse samples and the capacities (docs/sweeps.md)."""
 SHAPE = "workload:shape"
 _PHYSICAL = (
     "hardware",
@@ -132,7 +133,10 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "decode_points": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
     "decode_steps": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
     "extend_passes": (*_INSTANCE, SHAPE),
-    "counts": _PHYSICAL,
+    # the demand too: a count table's entries are per rate, and a demand sweep's points plan
+    # at rates of their own, so shared tables would only grow (about 13 MB a rate on the
+    # README's scenario) where fresh ones are dropped with their point
+    "counts": (*_PHYSICAL, "workload.arrival_rps"),
     "capacities": _PHYSICAL,
 }
 """Each table and what it is computed from: ``hardware`` and ``model`` are the catalogs'
@@ -410,7 +414,7 @@ class Problem:
         (below, above, 0 to 1). The grid is the same whatever the scenario's rate, so a
         fleet's figures at a rate do not depend on the demand it is planned for: the
         problems of a demand sweep, of a horizon's periods and of rate-only variants share
-        the samples, the counts and the capacities."""
+        the samples and the capacities."""
         top = self._reuse_top
         octaves = math.log2(max(rate_rps, REUSE_GRID_FLOOR_RPS))
         k = math.floor(octaves + 1e-9)
