@@ -37,11 +37,11 @@ def _pools(i: int, **changes: Any) -> list[dict[str, Any]]:
 
 def test_the_line_reads_as_the_docs_say():
     assert deployment_line(_fleet()) == (
-        "P 2x8 h100-sxm@east + RLD 1x8 h100-sxm@east + MD 3x8 h200-sxm@west; 10 Gbit/s; "
-        "relay above 63.6 MB"
+        "P 2x8 h100-sxm@east + RLD 1x8 h100-sxm@east + MD 3x8 h200-sxm@west; "
+        "10 Gbit/s east-west; relay above 63.6 MB"
     )
     assert hardware_line(_fleet()) == (
-        "P 2x8 h100-sxm@east + RLD 1x8 h100-sxm@east + MD 3x8 h200-sxm@west; 10 Gbit/s"
+        "P 2x8 h100-sxm@east + RLD 1x8 h100-sxm@east + MD 3x8 h200-sxm@west; 10 Gbit/s east-west"
     )
 
 
@@ -94,3 +94,14 @@ def test_every_pair_of_the_changes_reads_differently():
 )
 def test_the_hardware_line_leaves_out_only_what_costs_nothing(what: str, same: bool):
     assert (hardware_line(_fleet(**CHANGES[what])) == hardware_line(_fleet())) is same
+
+
+def test_links_to_other_datacenters_read_differently():
+    pools = [
+        BASE["pools"][0],
+        {**BASE["pools"][2], "datacenter": "west"},
+        {**BASE["pools"][2], "datacenter": "north"},
+    ]
+    west = _fleet(pools=pools, links=[{"between": ["east", "west"], "gbps": 10}])
+    north = _fleet(pools=pools, links=[{"between": ["east", "north"], "gbps": 10}])
+    assert deployment_line(west) != deployment_line(north)

@@ -8,7 +8,7 @@ import pickle
 from functools import cached_property
 
 import pytest
-from conftest import DATA, H100_H200, SMALL
+from conftest import DATA, H100_H200, ROOT, SMALL
 
 import pddplan
 from pddplan.model.problem import TABLE_INPUTS, set_path
@@ -299,3 +299,21 @@ def test_every_scenario_field_is_physical_or_not():
     assert physical & top == {"links", "search"}  # the links' prices, max BCR's tolerances
     assert TABLE_INPUTS["capacities"] == _PHYSICAL
     assert TABLE_INPUTS["counts"] == (*_PHYSICAL, "workload.arrival_rps")  # per rate
+
+
+@pytest.mark.slow
+def test_a_routed_fleets_capacity_does_not_depend_on_the_demand():
+    """With a tiered decode-side cache too (the README's scenario): the reuse grid does not
+    move with the demand, and a fleet with a router reads the demand nowhere, so problems
+    at other demands may share its capacity."""
+    from pddplan.evaluation.evaluator import Evaluator, sla_capacity
+
+    problem = pddplan.load_scenario(H100_H200)
+    fleet = pddplan.load_fleet(ROOT / "fleets" / "pdd-h100-h200-example.yaml", problem)
+    routed = fleet.model_copy(update={"routing": Evaluator(problem, fleet).routing})
+    capacities = set()
+    for rate in (0.5, 4.0, 40.0):
+        fresh = problem.derive({"workload.arrival_rps": rate})
+        alone = pddplan.Problem(fresh.scenario, fresh.hardware, fresh.model, engines=fresh.engines)
+        capacities.add(sla_capacity(alone, routed))
+    assert len(capacities) == 1

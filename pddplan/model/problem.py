@@ -416,10 +416,14 @@ class Problem:
         problems of a demand sweep, of a horizon's periods and of rate-only variants share
         the samples and the capacities."""
         top = self._reuse_top
-        octaves = math.log2(max(rate_rps, REUSE_GRID_FLOOR_RPS))
-        k = math.floor(octaves + 1e-9)
+        if rate_rps >= top:  # the highest sample stands for every rate above it
+            return top, top, 0.0
+        rate = max(rate_rps, REUSE_GRID_FLOOR_RPS)
+        k = math.floor(math.log2(rate) + 1e-9)  # a rate a rounding below 2^k is on it
         low, high = (min(2.0**j, top) for j in (k, k + 1))
-        return low, high, 0.0 if low == high else min(1.0, octaves - k)
+        weight = math.log(rate / low) / math.log(high / low) if high > low else 0.0
+        # on a grid rate (to a rounding): its sample alone, no neighbour sampled for nothing
+        return low, high, 0.0 if weight < 1e-9 else min(1.0, weight)
 
     def _reuse_sample(self, rate_rps: float) -> ReuseCurve:
         table = self._tables.reuse
@@ -437,7 +441,8 @@ class Problem:
 
     def reuse_at(self, rate_rps: float) -> ReuseCurve:
         """The reuse curve sampled at the grid rate at or below ``rate_rps`` (2^k req/s,
-        ``_reuse_grid``): its reuse ages are at least those at ``rate_rps``, since
+        ``_reuse_grid``; below the grid's floor the floor's, above its top the top's): its
+        reuse ages are at least those at ``rate_rps`` (but below the floor), since
         ages shorten as the rate grows (``sampled_reuse``), so a cache sized on it keeps at
         least its share. What the planner sizes caches with."""
         return self._reuse_sample(self._reuse_grid(rate_rps)[0])

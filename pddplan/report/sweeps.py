@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from typing import Any
 
 from rich.console import Group
@@ -51,12 +52,13 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     paths = [a.path for a in run.job.axes]
     rows = analysis.rows(run)
     shown = rows[:MAX_TABLE_ROWS]
-    fleets: dict[str, str] = {}  # text -> id, in order of first use
+    fleets: dict[str, tuple[str, str]] = {}  # identity -> (id, text), in order of first use
     notes: dict[str, str] = {}
 
     def ref(r: dict[str, Any]) -> str:
         if r["status"] == RowStatus.OK and r["fleet"]:
-            return fleets.setdefault(r["fleet"], f"F{len(fleets) + 1}")
+            key = r.get("deployment_id") or r["fleet"]
+            return fleets.setdefault(key, (f"F{len(fleets) + 1}", r["fleet"]))[0]
         text = r["reason"] or r["fleet"] or "-"
         return notes.setdefault(text, f"N{len(notes) + 1}")
 
@@ -104,7 +106,11 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
     for c in cells:
         t.add_row(*c)
     lines: list[Any] = [t]
-    for text, key in (*fleets.items(), *notes.items()):
+    texts = Counter(text for _, text in fleets.values())
+    for identity, (key, text) in fleets.items():  # two deployments apart past the text's digits
+        label = f"{text} ({identity})" if texts[text] > 1 else text
+        lines.append(Text(f"{key:>4}  {label}"))
+    for text, key in notes.items():
         lines.append(Text(f"{key:>4}  {text}"))
     lines.append(Text("F: the deployment planned (pools as role instances x GPUs chip@datacenter; "
                       "the link; the router; the handoff and decode-side cache where set: one id "

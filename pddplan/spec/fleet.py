@@ -176,7 +176,9 @@ def deployment_parts(fleet: Fleet) -> dict[str, str]:
       one-shot handoff in 64-token chunks (empty there);
     - ``cache``: the decode-side cache reserved or its tiers (empty without one).
 
-    Thresholds and sizes are written to six significant digits."""
+    Thresholds and sizes are written to six significant digits, so two deployments apart
+    by less read the same: a table that names deployments by their text keys them by
+    their identity too (``pddplan.io.plan_file.deployment_fingerprint``)."""
     pools = []
     for p in fleet.pools:
         text = f"{_ROLE_SHORT[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
@@ -187,7 +189,7 @@ def deployment_parts(fleet: Fleet) -> dict[str, str]:
         if p.hosts_relay_decode:
             text += " hosting RLD"
         pools.append(text)
-    links = ", ".join(f"{x.gbps:.6g} Gbit/s" for x in fleet.links)
+    links = ", ".join(f"{x.gbps:.6g} Gbit/s {'-'.join(x.between)}" for x in fleet.links)
     r = fleet.routing
     if r is None:
         router = "router: best"

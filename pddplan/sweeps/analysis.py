@@ -27,7 +27,8 @@ METRICS = {
 """Name -> (result field, axis label with its unit, which way is better)."""
 OBJECTIVE_METRIC: dict[str, str] = {MIN_COST: "cost", MAX_BCR: "bcr", MAX_CAPACITY: "capacity"}
 COLUMNS = ("architecture", "status", "cost_per_hour_usd", "cost_per_month_usd",
-           "sla_capacity_rps", "bcr", "ttft_p90_s", "ttft_p99_s", "gpus", "fleet", "binding",
+           "sla_capacity_rps", "bcr", "ttft_p90_s", "ttft_p99_s", "gpus", "fleet",
+           "deployment_id", "binding",
            "solver_status", "time_limited", "gap", "reason")  # fmt: skip
 """The columns of a row after the varied values (no clock readings: rows are the same
 bytes whatever ran them)."""
@@ -56,6 +57,7 @@ def rows(run: SweepRun) -> list[dict[str, Any]]:
                 "ttft_p99_s": r.ttft_p99_s,
                 "gpus": r.gpus,
                 "fleet": r.fleet,
+                "deployment_id": r.deployment_id,
                 "binding": r.binding,
                 "solver_status": r.solver_status,
                 "time_limited": r.time_limited,

@@ -43,8 +43,9 @@ from pddplan.errors import InputError
 from pddplan.spec.status import PointStatus
 from pddplan.sweeps.points import ArchResult, PointResult
 
-VERSION = 2
-"""The journal format this module writes and reads (1: before checksums, not read)."""
+VERSION = 3
+"""The journal format this module writes and reads (1: before checksums; 2: before a row
+named its whole deployment and carried its id; neither read)."""
 CHECK_HEX = 16
 """Hex digits of a line's checksum and of the grid's fingerprint (64 bits each)."""
 MAX_LINE = 1 << 20

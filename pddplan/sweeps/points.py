@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError, PddplanError
+from pddplan.io.plan_file import deployment_fingerprint
 from pddplan.io.validation import validate
 from pddplan.model.checks import scenario_problems
 from pddplan.model.problem import Problem
@@ -65,6 +66,9 @@ class ArchResult:
     """The deployment, every part of it (``pddplan.spec.fleet.deployment_line``), e.g.
     ``P 2x8 h100-sxm@cluster-a + MD 4x8 h200-sxm@cluster-b; 100 Gbit/s; relay nothing``:
     two rows with the same text deploy the same thing."""
+    deployment_id: str | None = None
+    """Its identity (``pddplan.io.plan_file.deployment_fingerprint``, as a plan file's
+    ``deployment_id``): the same for two rows exactly when they deploy the same thing."""
     hardware: str | None = None
     """What it buys: its pools, link and decode-side cache, without the router
     (``pddplan.spec.fleet.hardware_line``): what a demand study's steps compare."""
@@ -210,6 +214,7 @@ def _result(label: str, kind: str, plan: Any, why: str | None, seconds: float) -
         ttft_p99_s=_float(e.ttft_s.get("p99")),
         gpus=sum(p.gpus for p in e.pools),
         fleet=deployment_line(plan.fleet),
+        deployment_id=deployment_fingerprint(plan.fleet),
         hardware=hardware_line(plan.fleet),
         binding="; ".join(e.binding) or None,
         reason=why if e.status != EvalStatus.OK else None,
