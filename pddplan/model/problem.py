@@ -7,8 +7,7 @@ scenario values and hands it every table whose inputs did not change, so that a 
 prices re-uses every table, a sweep over the demand (the workload's ``arrival_rps``
 alone) every table but the counts (per rate: a point's rates are its own; a fleet's
 capacity does not depend on the demand), and a sweep over the workload's shape the
-instances. ``table_builds`` counts the entries each
-table computed.
+instances. ``table_builds`` counts the entries each table computed.
 
 Everything here is a pure function of the inputs; a problem pickles (its tables with it).
 """
