@@ -43,7 +43,7 @@ from pddplan.model.problem import Problem
 from pddplan.model.routing import relay_shares
 from pddplan.spec.engine import DP_OVER_TP, RELAY_ON_OTHER_ENGINE, RELAY_ON_PREFILL
 from pddplan.spec.fleet import CacheSizes, Fleet, Handoff, LinkChoice, Pool, Routing
-from pddplan.spec.scenario import ROLES, Link, LinkTier, Role
+from pddplan.spec.scenario import ROLE_SHORT, ROLES, Link, LinkTier, Role
 from pddplan.workload.classes import output_class_edges
 
 
@@ -222,9 +222,8 @@ def hardware_key(choice: Choice) -> tuple:
 def describe(choice: Choice) -> str:
     """A deployment in one line: each pool's role, count, layout and chip, the link, the
     router's relay cut."""
-    names = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
     pools = [
-        f"{names[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
+        f"{ROLE_SHORT[role]} {choice.instances[role]} x {o.gpus} {o.chip}"
         + (" (on P)" if o.host is not None else "")
         + (" CP" if o.context_parallel else "")
         + (f" TP{o.attention_tp} attention" if o.attention_tp is not None else "")

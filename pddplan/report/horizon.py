@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.report.format import money
+from pddplan.spec.scenario import ROLE_SHORT
 from pddplan.spec.status import PlanStatus
 
 if TYPE_CHECKING:
@@ -63,9 +64,6 @@ def purchases_table(r: HorizonResult) -> Table:
     if not r.purchases and not r.reservations:
         t.add_row("nothing: every GPU is rented", "", "", "", "", "", "")
     return t
-
-
-ROLE_SHORT = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
 
 
 def _runs(pp: PeriodPlan) -> str:

@@ -18,6 +18,7 @@ from pddplan import units
 from pddplan.report.format import MISSING, money, num
 from pddplan.report.tables import SEGMENT_LABELS
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
+from pddplan.spec.scenario import ROLE_SHORT
 
 if TYPE_CHECKING:
     from pddplan.spec.scenario import Scenario
@@ -102,7 +103,6 @@ PLAN_SECTIONS = (
 sweep's results are given)."""
 SWEEP_SECTIONS = ("sweep", "about")
 """The sections of a sweep's report alone."""
-ROLES = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
 ROLE_WORDS = "P prefill, RLD relay decode, MD main decode"
 
 
@@ -255,7 +255,7 @@ def _engine_note(plan: dict[str, Any]) -> str:
 def _fleet(plan: dict[str, Any], scenario: Scenario) -> Section:
     rows = []
     for p in plan.get("pools", []):
-        rows.append((p["datacenter"], ROLES.get(p["role"], p["role"]), p["chip"],
+        rows.append((p["datacenter"], ROLE_SHORT.get(p["role"], p["role"]), p["chip"],
                      p["layout"].replace("+", " + "), f"{p['instances']} × {p['gpus_per_instance']}",
                      num(p.get("cost_per_hour_usd"), ",.2f"), _pct(p.get("utilization")),
                      _pct(p.get("utilization_at_capacity"))))  # fmt: skip
@@ -307,7 +307,7 @@ def fleet_text(deployment: dict[str, Any]) -> str:
     """A deployment in a line: ``P 1 x 8 h100-sxm (east) + MD 1 x 8 a100-80g-sxm (west); 40
     Gbit/s east-west``."""
     pools = " + ".join(
-        f"{ROLES.get(p['role'], p['role'])} {p['instances']} x {p['gpus_per_instance']} "
+        f"{ROLE_SHORT.get(p['role'], p['role'])} {p['instances']} x {p['gpus_per_instance']} "
         f"{p['chip']} ({p['datacenter']})"
         for p in deployment.get("pools", [])
     )
@@ -454,7 +454,7 @@ def _latency(
 def _utilization(plan: dict[str, Any], scenario: Scenario) -> Section:
     rows: list[tuple[str, float | None, float | None]] = []
     for p in plan.get("pools", []):
-        rows.append((f"{ROLES.get(p['role'], p['role'])} {p['chip']} ({p['datacenter']})",
+        rows.append((f"{ROLE_SHORT.get(p['role'], p['role'])} {p['chip']} ({p['datacenter']})",
                      p.get("utilization"), p.get("utilization_at_capacity")))  # fmt: skip
     for x in plan.get("links", []):
         rows.append((f"WAN {'-'.join(x['between'])} {x['gbps']:g} Gbit/s", x.get("utilization"),
@@ -1069,7 +1069,7 @@ def _runs_text(deployment: dict[str, Any] | None) -> str:
     if not deployment:
         return "no demand"
     return " · ".join(
-        f"{ROLES.get(p['role'], p['role'])} {p['instances'] * p['gpus_per_instance']:,} {p['chip']}"
+        f"{ROLE_SHORT.get(p['role'], p['role'])} {p['instances'] * p['gpus_per_instance']:,} {p['chip']}"
         for p in deployment.get("pools", [])
     )
 

@@ -15,9 +15,9 @@ from rich.text import Text
 
 from pddplan import units
 from pddplan.report.format import money, num
-from pddplan.report.tables import ROLE_LABELS, breakdown_table, grid
+from pddplan.report.tables import breakdown_table, grid
 from pddplan.spec.choices import MAX_BCR, MAX_CAPACITY
-from pddplan.spec.scenario import TAIL_BUDGETS
+from pddplan.spec.scenario import ROLE_SHORT, TAIL_BUDGETS
 from pddplan.spec.status import EvalStatus, PlanStatus
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def fleet_table(e: Evaluation, s: Scenario, *, links: bool = False) -> Table:
     for p in e.pools:
         fleet.add_row(
             p.datacenter,
-            ROLE_LABELS[p.role],
+            ROLE_SHORT[p.role],
             p.chip,
             p.layout.replace("+", " + "),
             f"{p.instances} × {p.gpus_per_instance}",
@@ -642,7 +642,7 @@ def cost_report(fleet: Fleet, cost: FleetCost) -> Table:
         t.add_column(col, justify="left" if col in ("DC", "role", "chip") else "right")
     for p, c, owned in zip(fleet.pools, cost.pools, cost.owned_gpus, strict=True):
         gpus = p.gpus_per_instance * p.instances
-        t.add_row(p.datacenter, ROLE_LABELS[p.role], p.chip, str(gpus), str(owned), num(c, ",.2f"))
+        t.add_row(p.datacenter, ROLE_SHORT[p.role], p.chip, str(gpus), str(owned), num(c, ",.2f"))
     for x, c in zip(fleet.links, cost.links, strict=True):
         t.add_row("-".join(x.between), "link", f"{x.gbps:g} Gbps", "", "", num(c, ",.2f"))
     total = cost.total

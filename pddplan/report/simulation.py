@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.report.format import num
-from pddplan.report.tables import ROLE_LABELS, breakdown_table, grid
+from pddplan.report.tables import breakdown_table, grid
+from pddplan.spec.scenario import ROLE_SHORT
 
 LABELS = {"p_hit": "prefill-side hit (mean)", "md_hit": "decode-side hit (mean)"}
 
@@ -30,7 +31,7 @@ def _short(pool: str) -> str:
     """``main_decode h200-sxm in cluster-b`` as ``MD h200-sxm in cluster-b`` (the fleet
     table's role labels), so that a row fits 80 columns."""
     role, _, rest = pool.partition(" ")
-    return f"{ROLE_LABELS.get(role, role)} {rest}"
+    return f"{ROLE_SHORT.get(role, role)} {rest}"
 
 
 def _err(x: float | None) -> str:

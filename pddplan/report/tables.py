@@ -1,5 +1,4 @@
-"""Rich renderables for the terminal: the helpers every report's tables share (``grid``,
-``ROLE_LABELS``); the tables of each subject are in ``catalog``, ``plan``, ``workload``,
+"""Rich renderables for the terminal: the helpers every report's tables share (``grid``); the tables of each subject are in ``catalog``, ``plan``, ``workload``,
 ``compare``, ``calibration``, ``simulation`` and ``sweeps``. Only this package and the CLI
 know rich; every function returns a renderable and prints nothing."""
 
@@ -128,9 +127,6 @@ def grid(
         t.add_column(col, justify="left" if i <= left or i == text else "right", no_wrap=i != text,
                      overflow="fold")  # fmt: skip
     return t
-
-
-ROLE_LABELS = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
 
 
 SEGMENT_LABELS = {

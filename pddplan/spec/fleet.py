@@ -9,7 +9,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 
 from pddplan.spec.base import Frozen
 from pddplan.spec.limits import MAX_GPUS, MAX_LINK_GBPS
-from pddplan.spec.scenario import Role, Scenario
+from pddplan.spec.scenario import ROLE_SHORT, Role, Scenario
 
 PosInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
@@ -158,9 +158,6 @@ def md_cache_problem(scenario: Scenario, fleet: Fleet) -> tuple[str, str] | None
     )
 
 
-_ROLE_SHORT = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
-
-
 def deployment_parts(fleet: Fleet) -> dict[str, str]:
     """A deployment in words, part by part, so that two deployments that differ in anything
     but their names differ in some part:
@@ -181,7 +178,7 @@ def deployment_parts(fleet: Fleet) -> dict[str, str]:
     their identity too (``pddplan.io.plan_file.deployment_fingerprint``)."""
     pools = []
     for p in fleet.pools:
-        text = f"{_ROLE_SHORT[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
+        text = f"{ROLE_SHORT[p.role]} {p.instances}x{p.gpus_per_instance} {p.chip}@{p.datacenter}"
         if p.context_parallel:
             text += " CP"
         if p.attention_tp is not None:

@@ -48,6 +48,8 @@ from pddplan.spec.workloads import _WorkloadKeys
 Role = Literal["prefill", "relay_decode", "main_decode"]
 
 ROLES: tuple[Role, ...] = ("prefill", "relay_decode", "main_decode")
+ROLE_SHORT: dict[str, str] = {"prefill": "P", "relay_decode": "RLD", "main_decode": "MD"}
+"""Each role as tables and one-line deployments write it."""
 Positive = Annotated[float, Field(gt=0)]
 GpuCount = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 Tokens = Annotated[float, Field(ge=0, le=MAX_TOKENS)]
