@@ -133,7 +133,7 @@ TABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "decode_steps": (*_INSTANCE, SHAPE, "sla.tpot_ms"),
     "extend_passes": (*_INSTANCE, SHAPE),
     # the demand too: a count table's entries are per rate, and a demand sweep's points plan
-    # at rates of their own, so shared tables would only grow (about 13 MB a rate on the
+    # at rates of their own, so shared tables would only grow (about 12 MB a rate on the
     # README's scenario) where fresh ones are dropped with their point
     "counts": (*_PHYSICAL, "workload.arrival_rps"),
     "capacities": _PHYSICAL,
