@@ -141,3 +141,17 @@ def test_the_planners_first_answer_is_confirmed_and_reports_the_evaluators_capac
     capacity = r.evaluation.sla_capacity_rps
     assert sla_capacity(problem, r.fleet) == pytest.approx(capacity, rel=1e-9)
     assert capacity >= s.workload.arrival_rps * (1 - 1e-6)
+
+
+@pytest.mark.slow  # 1-2 s
+def test_paper_fleets_at_33_rps_buys_a_host_only_as_a_host():
+    """``benchmarks/check_rounds.py`` found 3 rounds on ``pdd-paper-fleets``' demand sweep:
+    at 33.5, 37.0 and 45.2 req/s the relaxation bought the prefill option that may host
+    relay decode (counted at a host's chunk) without relay decode on it, so the fleet was
+    the plain option's: 4 x 16 H100 serve 21.0 req/s, not 33.5. A host is now bought only
+    as a host, and the first answer is the plan the rounds ended on ($258.24/h)."""
+    problem = pddplan.load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml")
+    r = pddplan.solve(problem.derive({"workload.arrival_rps": 33.4747}), explain=False)
+    assert r.status == "optimal" and r.stats.check_rounds == 0, r.stats.rejected
+    assert r.evaluation.cost_per_hour_usd == pytest.approx(258.24, abs=0.005)
+    assert r.evaluation.sla_capacity_rps >= 33.4747

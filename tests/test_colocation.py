@@ -11,6 +11,7 @@ from pddplan.api import evaluate, load_fleet, load_scenario
 from pddplan.errors import InputError
 from pddplan.model.colocation import MIN_CHUNK, HostPoint, host_point, mixed_pass_s
 from pddplan.plan.search import solve_plan
+from pddplan.plan.space import describe
 from pddplan.spec.fleet import Pool
 
 COLOCATED = ROOT / "fleets" / "paper-pdd-colocated-48xh100-32xh200.yaml"
@@ -171,3 +172,44 @@ def test_the_simulator_hosts_relay_decode_on_the_prefill_passes(paper):
         assert f.simulated == pytest.approx(f.predicted, rel=0.2), q
     assert r.goodput_rps.simulated == pytest.approx(r.goodput_rps.predicted, rel=0.06)
     assert r.rld_token_share.simulated == pytest.approx(r.rld_token_share.predicted, rel=0.2)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 8])
+def test_a_hosting_prefill_option_is_only_bought_as_a_host(seed, hardware, models, monkeypatch):
+    """A prefill option that may host relay decode is counted at the chunk a host runs; the
+    fleet of a plan that buys it without relay decode on its instances is the plain
+    option's (``Space.fleet``), whose counts differ. With the hosting options' counts made
+    far the cheapest (1 instance everywhere), neither the relaxation nor the MILP may buy
+    one but as a host: relay decode on its instances, at a cut that relays. (On
+    ``pdd-paper-fleets`` at 33.5 req/s the relaxation bought 4 x 16 H100 at the hosting
+    chunk with no relay decode; the plain fleet serves 21.0 req/s: a check-and-cut round.)"""
+    from test_enumerate import random_scenario
+
+    from pddplan.plan import milp
+    from pddplan.plan.bounds import relaxed_optimum
+    from pddplan.plan.counts import Requirements
+    from pddplan.plan.space import Space
+
+    real = Requirements.prefill_within
+
+    def hosts_cheaply(self, o, st, singular=None, *, first_s, most=np.inf):
+        if o.hosting:
+            return np.full(len(self.space.cuts), o.unit_step)
+        return real(self, o, st, singular, first_s=first_s, most=most)
+
+    monkeypatch.setattr(Requirements, "prefill_within", hosts_cheaply)
+    s = random_scenario(seed)
+    space = Space(problem_of(s, hardware, models))
+    assert any(o.hosting for o in space.options["prefill"])
+    req = Requirements(space, s.workload.arrival_rps)
+    choices = list(relaxed_optimum(req, None).choices)
+    choices.append(milp.min_cost(req).choice)
+    for c in choices:
+        assert c is not None
+        p, rld = c.options["prefill"], c.options["relay_decode"]
+        fleet = space.fleet(c, "plan")
+        hosts = any(pool.hosts_relay_decode for pool in fleet.pools)
+        assert hosts == p.hosting, describe(c)
+        if p.hosting:
+            assert rld is not None and rld.host == p.key and c.instances["relay_decode"] > 0
+            assert c.cut is not None

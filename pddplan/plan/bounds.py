@@ -226,7 +226,9 @@ def _least_tables(
                     r_costs = np.tile(np.where(relays, np.inf, 0.0), (1, nsing, 1))
                 elif rld:
                     r_costs = costs("relay_decode", rld, st, band, (nsing, ncut))
-                    if sp.relay_required:  # a cut that relays nothing uses no RLD
+                    # a cut that relays nothing uses no RLD: not where RLD is required, and
+                    # not for a host (a host of nothing is the plain pairing's option)
+                    if sp.relay_required or hosted is not None:
                         r_costs = np.where(relays, r_costs, np.inf)
                     if hosted is not None:  # on the host's instances: at most one each
                         r_costs = np.where(
@@ -275,7 +277,9 @@ def _pairings(
 
     if first:
         unknown = [
-            (floor(o), i) for i, (o, k) in enumerate(zip(senders, known, strict=True)) if not k
+            (floor(o), i)
+            for i, (o, k) in enumerate(zip(senders, known, strict=True))
+            if not k and not o.hosting
         ]
         pick = min(unknown)[1] if unknown and min(unknown)[0] <= limit else -1
         counted = [k or i == pick for i, k in enumerate(known)]
@@ -300,12 +304,13 @@ def _pairings(
         most = np.where(can, _most(sp, o, limit), -np.inf)
         return req.prefill_within(o, st, singular, first_s=first_s, most=most)
 
-    costs = _costs(
-        sp,
-        [(o, needs(o, c, rld=bool(apart))) for o, c in zip(senders, counted, strict=True)],
-        ncut,
-    )
-    out: list[Pairing] = [(senders, np.repeat(costs[:, None, :], nsing, axis=1), apart, None)]
+    # a hosting option without relay decode on its instances is not a host: its fleet is
+    # the plain option's (``Space.fleet``), which the plain pairing has already
+    plain = [(o, c) for o, c in zip(senders, counted, strict=True) if not o.hosting]
+    costs = _costs(sp, [(o, needs(o, c, rld=bool(apart))) for o, c in plain], ncut)
+    out: list[Pairing] = [
+        ([o for o, _ in plain], np.repeat(costs[:, None, :], nsing, axis=1), apart, None)
+    ]
     if first:
         return out
     for p, c in zip(senders, counted, strict=True):
@@ -361,8 +366,13 @@ def _known(req: Requirements, st: State, first_s: float) -> bool:
     for o in sp.options["prefill"]:
         if not st.sent_by(o):
             continue
-        hosts = o.hosting and any(r.host == o.key for r in sp.options["relay_decode"])
-        for x in [None, *(sp.singular_cuts if hosts else [])]:
+        if not o.hosting:
+            cuts: list[int | None] = [None]
+        elif any(r.host == o.key for r in sp.options["relay_decode"]):
+            cuts = list(sp.singular_cuts)  # a host's counts, per singular cut
+        else:
+            cuts = []  # hosting nothing: never paired (``_pairings``)
+        for x in cuts:
             if not req.prefill_known(o, st, x, first_s=first_s):
                 return False
     return True

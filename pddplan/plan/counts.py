@@ -262,8 +262,9 @@ class Requirements:
         infinite), and B's chip has no GPUs owned there, or is A's chip (owned GPUs cost
         less than the full price compared here, and a chip's cost only grows with its
         GPUs), and A can stand where B does: relay decode on prefill instances only on the
-        same host (a separate pool never stands for it, nor it for one), a prefill option
-        that may not host relay decode never for one that may. Swapping B for A in any plan
+        same host (a separate pool never stands for it, nor it for one), and a prefill
+        option that hosts relay decode (used only with relay decode on its instances, at a
+        cut that relays) and one that does not never for each other. Swapping B for A in any plan
         then keeps it feasible and no dearer, so the MILP needs only the undominated
         options. Of options equal in all three (and, for main decode, in the prefill counts
         its first step sets), the fastest first step, then the first by key, stays."""
@@ -841,7 +842,7 @@ def undominated(
             a.datacenter == b.datacenter
             and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
             and a.host == b.host
-            and (a.hosting or not b.hosting)
+            and a.hosting == b.hosting
         ):
             return False
         strictly = False
