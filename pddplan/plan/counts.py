@@ -320,9 +320,19 @@ class Requirements:
         above the maximum where ``o`` cannot serve that state."""
         sp = self.space
         if o.role == "prefill":  # per first step of the MD options receiving in st
+            # a host's per singular cut: it is bought only as a host, its passes stretched
+            singulars = sp.singular_cuts if o.hosting else [None]
             if st.sent_by(o):
-                return np.concatenate([self.prefill(o, st, first_s=f) for f in sp.first_steps(st)])
-            return np.full(len(sp.cuts) * len(sp.first_steps(st)), o.max_instances + 1)
+                return np.concatenate(
+                    [
+                        self.prefill(o, st, x, first_s=f)
+                        for f in sp.first_steps(st)
+                        for x in singulars
+                    ]
+                )
+            return np.full(
+                len(sp.cuts) * len(sp.first_steps(st)) * len(singulars), o.max_instances + 1
+            )
         if o.role == "relay_decode":
             if o.datacenter == st.p_dc:
                 return np.concatenate([self.relay_all(o, st, b).ravel() for b in sp.bands])
