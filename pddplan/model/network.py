@@ -240,12 +240,21 @@ def wan_queueing_mean_s(
 
 
 def wan_times(
-    nbytes: np.ndarray, *, path: TcpPath, goodput_bytes_per_s: float, utilization: float
+    nbytes: np.ndarray,
+    *,
+    path: TcpPath,
+    goodput_bytes_per_s: float,
+    utilization: float,
+    alone_s: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per size: the mean time from the first byte sent to the first token back at the
     user's side (the transfer alone, what other flows add, and the half RTT back), and the
-    part of it other flows add (``wan_queueing_mean_s``)."""
+    part of it other flows add (``wan_queueing_mean_s``). ``alone_s``: the transfer alone
+    (``path.alone_s(nbytes, goodput_bytes_per_s)``, which does not depend on the
+    utilization) where the caller has it already."""
     queueing = wan_queueing_mean_s(
         nbytes, path=path, goodput_bytes_per_s=goodput_bytes_per_s, utilization=utilization
     )
-    return path.alone_s(nbytes, goodput_bytes_per_s) + queueing + path.rtt_s / 2, queueing
+    if alone_s is None:
+        alone_s = path.alone_s(nbytes, goodput_bytes_per_s)
+    return alone_s + queueing + path.rtt_s / 2, queueing

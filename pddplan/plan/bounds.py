@@ -513,12 +513,16 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
             feasible = lo * total_payload / goodput <= space.link_rho * (1 + 1e-9)
             states = np.minimum(states, np.where(feasible, st.usd_per_hour, np.inf))
             path = TcpPath.of(st.wan)
+            alone = None  # the transfer alone: the same in every cell
             for cell in np.nonzero(feasible)[0]:
                 if (st.twin, cell) not in by_twin:  # twins: the same transfer and payloads
                     u = min(hi[cell] * total_payload / goodput, space.link_rho)
+                    if alone is None:
+                        alone = path.alone_s(payload, goodput)
                     by_twin[(st.twin, cell)] = wan_times(
-                        payload, path=path, goodput_bytes_per_s=goodput, utilization=u
-                    )[0]
+                        payload, path=path, goodput_bytes_per_s=goodput, utilization=u,
+                        alone_s=alone,
+                    )[0]  # fmt: skip
                 wan = np.maximum(by_twin[(st.twin, cell)], space.fetch_s[k])
                 longest[cell] = np.maximum(longest[cell], wan)
         if not here:
