@@ -149,7 +149,9 @@ def test_paper_fleets_at_33_rps_buys_a_host_only_as_a_host():
     at 33.5, 37.0 and 45.2 req/s the relaxation bought the prefill option that may host
     relay decode (counted at a host's chunk) without relay decode on it, so the fleet was
     the plain option's: 4 x 16 H100 serve 21.0 req/s, not 33.5. A host is now bought only
-    as a host, and the first answer is the plan the rounds ended on ($258.24/h)."""
+    as a host, and the first answer is the plan the rounds ended on ($258.24/h: 4 x 16
+    H100 context-parallel prefill, no host). This guards the round, not the hosting
+    rule itself (``test_colocation.py`` does that)."""
     problem = pddplan.load_scenario(ROOT / "scenarios" / "pdd-paper-fleets.yaml")
     r = pddplan.solve(problem.derive({"workload.arrival_rps": 33.4747}), explain=False)
     assert r.status == "optimal" and r.stats.check_rounds == 0, r.stats.rejected

@@ -255,11 +255,12 @@ def _pairings(
     req: Requirements, st, first_s: float, limit: float = math.inf, first: bool = False
 ) -> list[Pairing]:
     """The (prefill options, their costs per singular and relay cut, relay-decode options,
-    the hosting option's counts) the relaxation pairs in state ``st``: every sender with
-    the relay-decode pools of their own, each sender's count without hosted tokens (a
-    hosting option's least; no hosting counts, None); and each hosting sender alone with
-    the relay decode on its instances, its count with them (``Requirements.prefill`` per
-    singular cut). Only what a plan within ``limit`` plus the state's cost could use is
+    the hosting option's counts) the relaxation pairs in state ``st``: every plain sender
+    with the relay-decode pools of their own (no hosting counts, None); and each hosting
+    sender (a host) alone with the relay decode on its instances, its count with them
+    (``Requirements.prefill`` per singular cut), at the cuts that relay in ``st``'s cache:
+    bought without relay decode on it, a host's fleet is the plain option's
+    (``Space.fleet``), priced at the plain option's counts. Only what a plan within ``limit`` plus the state's cost could use is
     counted, the rest left at inf: a sender whose cost at its utilization floor exceeds
     ``limit`` not at all, the others up to the most instances ``limit`` buys
     (``Requirements.prefill_within``). With ``first``, only the cheapest sender at its
@@ -294,18 +295,18 @@ def _pairings(
 
     def needs(o: PoolOption, on: bool, singular: int | None = None, rld: bool = True) -> np.ndarray:
         """``o``'s counts where they cost at most ``limit`` (``_most``) at a cut its
-        pairing (with relay decode or not, ``rld``) can use, or past its maximum (cost
-        inf) where they cost more, at the other cuts, or it is not counted."""
+        pairing (with relay decode or not, ``rld``; a host's, only where it relays) can
+        use, or past its maximum (cost inf) where they cost more, at the other cuts, or it
+        is not counted."""
         if not on:
             return np.full(ncut, o.max_instances + 1)
         if req.prefill_known(o, st, singular, first_s=first_s):
             return req.prefill(o, st, singular, first_s=first_s)
-        can = usable & (rld | ~relays)
+        can = usable & relays if o.hosting else usable & (rld | ~relays)
         most = np.where(can, _most(sp, o, limit), -np.inf)
         return req.prefill_within(o, st, singular, first_s=first_s, most=most)
 
-    # a hosting option without relay decode on its instances is not a host: its fleet is
-    # the plain option's (``Space.fleet``), which the plain pairing has already
+    # a host without relay decode on its instances: the plain option, paired already
     plain = [(o, c) for o, c in zip(senders, counted, strict=True) if not o.hosting]
     costs = _costs(sp, [(o, needs(o, c, rld=bool(apart))) for o, c in plain], ncut)
     out: list[Pairing] = [

@@ -28,6 +28,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 
+import numpy as np
+
 from pddplan.errors import ArgumentError
 from pddplan.evaluation.evaluator import (
     CAPACITY_TOLERANCE,
@@ -69,9 +71,12 @@ def _skeletons(space: Space) -> Iterator[tuple]:
             continue  # relay decode on prefill instances: on this prefill option's only
         if p.hosting and (r is None or r.host is None):
             continue  # hosting nothing, its fleet is the plain prefill option's
-        for cut in space.cuts:
+        relays = np.asarray(space.relay_matrix[st.cache].any(axis=1))
+        for cut, relaying in zip(space.cuts, relays, strict=True):
             if (cut is None) != (r is None):
                 continue  # relaying needs RLD; an RLD pool with nothing to do is dominated
+            if p.hosting and not relaying:
+                continue  # a host relays: else its fleet is the plain prefill option's
             routers = (
                 [(space.singular_cuts[0], space.catch_up_cuts[0])]
                 if cut is None

@@ -264,7 +264,8 @@ class Requirements:
         GPUs), and A can stand where B does: relay decode on prefill instances only on the
         same host (a separate pool never stands for it, nor it for one), and a prefill
         option that hosts relay decode (used only with relay decode on its instances, at a
-        cut that relays) and one that does not never for each other. Swapping B for A in any plan
+        cut that relays) neither stands for another option nor another for it (its relay
+        decode, which its figures leave out, goes with it). Swapping B for A in any plan
         then keeps it feasible and no dearer, so the MILP needs only the undominated
         options. Of options equal in all three (and, for main decode, in the prefill counts
         its first step sets), the fastest first step, then the first by key, stays."""
@@ -284,6 +285,8 @@ class Requirements:
         states = states or self.feasible_states
         out = {}
         for o in sp.options[role]:
+            if o.hosting:
+                continue  # a host is never compared (``undominated``)
             n = np.concatenate([self._counts(o, st) for st in states]).astype(float)
             n[n > o.max_instances] = np.inf
             kw = sp.hw.chips[o.chip].tdp_w * o.bought_gpus
@@ -320,19 +323,9 @@ class Requirements:
         above the maximum where ``o`` cannot serve that state."""
         sp = self.space
         if o.role == "prefill":  # per first step of the MD options receiving in st
-            # a host's per singular cut: it is bought only as a host, its passes stretched
-            singulars = sp.singular_cuts if o.hosting else [None]
             if st.sent_by(o):
-                return np.concatenate(
-                    [
-                        self.prefill(o, st, x, first_s=f)
-                        for f in sp.first_steps(st)
-                        for x in singulars
-                    ]
-                )
-            return np.full(
-                len(sp.cuts) * len(sp.first_steps(st)) * len(singulars), o.max_instances + 1
-            )
+                return np.concatenate([self.prefill(o, st, first_s=f) for f in sp.first_steps(st)])
+            return np.full(len(sp.cuts) * len(sp.first_steps(st)), o.max_instances + 1)
         if o.role == "relay_decode":
             if o.datacenter == st.p_dc:
                 return np.concatenate([self.relay_all(o, st, b).ravel() for b in sp.bands])
@@ -852,7 +845,7 @@ def undominated(
             a.datacenter == b.datacenter
             and (a.chip == b.chip or b.chip not in inventory[b.datacenter])
             and a.host == b.host
-            and a.hosting == b.hosting
+            and not (a.hosting or b.hosting)
         ):
             return False
         strictly = False

@@ -279,7 +279,8 @@ class Formulation:
                 _name("relay_beside_prefill", o.key),
             )
         # a hosting prefill option is a host: relay decode on its instances, at a cut that
-        # relays (without, its fleet is the plain option's, whose counts are its own)
+        # relays in the transfer state's cache (without, its fleet is the plain option's,
+        # whose counts are its own)
         hosting = [p for p in by_role["prefill"] if p.hosting]
         for p in hosting:
             hosted = [o for o in by_role["relay_decode"] if o.host == p.key]
@@ -290,9 +291,16 @@ class Formulation:
         rld_used = pulp.lpSum(self.use[o.key] for o in by_role["relay_decode"])
         for r in self.routes:
             self._routing_structure(r, rld_used)
-            relaying = pulp.lpSum(r.cut[j] for j, relays in enumerate(r.sp.relays_any) if relays)
-            for p in hosting:
-                prob += self.use[p.key] <= relaying, r.name("host_relays", p.key)
+            for shared in self.states if hosting else []:
+                st = self._state(r, shared)
+                relays = np.asarray(r.sp.relay_matrix[st.cache].any(axis=1))
+                relaying = pulp.lpSum(r.cut[j] for j, x in enumerate(relays) if x)
+                for p in hosting:
+                    if st.sent_by(p):
+                        prob += (
+                            self.use[p.key] + self.transfer[shared.key] <= 1 + relaying,
+                            r.name("host_relays", p.key, st.key),
+                        )
         weighted = [r for r in self.routes if r.variant.weight is not None]
         if weighted:  # the weighted variants' tail masses, mixed, within the budgets
             total = sum(r.variant.weight or 0.0 for r in weighted)  # 1, to validation's 1e-6

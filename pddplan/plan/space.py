@@ -77,9 +77,11 @@ class PoolOption:
     """Main decode with a tiered cache: its ``md_cache`` option (whose tiers the price
     includes)."""
     hosting: bool = False
-    """Prefill: its instances may host relay decode, so their passes run at the chunk that
-    keeps them within the TPOT bound, each carrying the hosted tokens
-    (``pddplan.model.colocation``)."""
+    """Prefill: a host, whose instances carry relay decode (the option of ``host`` its
+    key), so their passes run at the chunk that keeps them within the TPOT bound, each
+    carrying the hosted tokens (``pddplan.model.colocation``). The planner buys it only
+    with that relay decode, at a cut that relays: without, the fleet is the plain
+    option's."""
     host: str | None = None
     """Relay decode on prefill instances: the key of the hosting prefill option. Its
     instances are the host's (at most one per host instance) and cost nothing."""
