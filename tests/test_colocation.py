@@ -50,6 +50,26 @@ def test_chunk_and_batch_are_the_largest_within_the_tpot_bound(paper):
     assert point.stretch(b) == pytest.approx(exact, rel=2e-3)
 
 
+def test_no_pass_of_the_table_exceeds_the_bound_with_long_chunks(hardware, models):
+    """Where the chunk is long beside the prompts, the decode context (input plus half the
+    output) is longer than any chunk's prefix can be (the longest prompt less a chunk); a
+    table priced with chunks there ran past the TPOT bound the chunk was sized for (45.8
+    ms against 44.3 on this scenario's 8 x H100), which the planner's pace bands accepted
+    and the evaluator's P99 gap did not (6 check-and-cut rounds at twice its demand).
+    Every row is now within the bound."""
+    from test_enumerate import random_scenario
+
+    problem = problem_of(random_scenario(20), hardware, models)
+    ctx, longest = problem.decode_context_tokens, float(problem.arrays.inp.max())
+    tpot = problem.scenario.sla.tpot_ms / 1000
+    for gpus in (4, 8):
+        inst = problem.instance("h100-sxm", gpus, role="prefill")
+        point = host_point(inst, ctx, longest, tpot)
+        assert point is not None
+        assert ctx > longest - point.chunk_tokens  # the case: the context past any prefix
+        assert point.mixed_s.max() <= tpot
+
+
 def test_a_bound_no_pass_can_meet_hosts_nothing(paper):
     inst = paper.instance("h100-sxm", 16)
     ctx = paper.decode_context_tokens

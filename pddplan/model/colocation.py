@@ -123,7 +123,9 @@ def host_point(
     """How ``inst`` hosts relay decode at the decode context ``context_tokens`` under the
     TPOT bound, which every pass must meet: the chunk is sized for a pass whose chunks all
     end the ``longest_prompt`` (the dearest attention), its table priced with chunks at the
-    decode context (a mean pass). None when it cannot host (no sequence fits beside the
+    decode context (a mean pass), or where that is longer, at the longest prefix a chunk
+    can have (``longest_prompt`` less a chunk: a chunk long beside the prompts), so that no pass of the table
+    is longer than the one sized. None when it cannot host (no sequence fits beside the
     prompts, or one decode token beside a ``MIN_CHUNK`` chunk already takes longer than
     the bound)."""
     per_seq = inst.kv.resident_bytes(context_tokens)
@@ -143,8 +145,9 @@ def host_point(
     # rows, interpolated between (``stretch``, ``steps``)
     grid = np.rint(np.linspace(0, batch, min(batch, TABLE_POINTS - 1) + 1))
     batches = np.unique(np.concatenate([[0.0, 1.0], grid]))
+    mean_prefix = min(context_tokens, max(longest_prompt - chunk, 0.0))
     mixed = np.array(
-        [mixed_pass_s(inst, chunk, int(b), context_tokens, context_tokens) for b in batches]
+        [mixed_pass_s(inst, chunk, int(b), context_tokens, mean_prefix) for b in batches]
     )
     decode = np.array([inst.decode_step_s(int(b), context_tokens) if b else 0.0 for b in batches])
     return HostPoint(chunk, batch, batches, mixed, decode, per_seq)
