@@ -236,3 +236,43 @@ def test_a_hosting_prefill_option_is_only_bought_as_a_host(seed, hardware, model
             assert space.relay_matrix[c.state.cache][j].any(), describe(c)  # it relays
     # with hosts this cheap, a host is bought (the rule above is not met by buying none)
     assert any(c.options["prefill"].hosting for c in choices)
+
+
+def test_a_host_buys_the_instances_its_relay_decode_needs(hardware, models, monkeypatch):
+    """Relay decode on a host's instances is one per instance: where it needs more than
+    the host's own count, the host buys that many (the MILP's ``relay_within_host``, brute
+    force's one per instance). The relaxation left such cells out and, with counts where
+    the hosted relay decode always needs one more, found no plan (cost inf) where the MILP
+    has one at $18.96/h; now both find it."""
+    from test_enumerate import random_scenario
+
+    from pddplan.plan import milp
+    from pddplan.plan.bounds import relaxed_optimum
+    from pddplan.plan.counts import Requirements
+    from pddplan.plan.space import Space
+
+    real_relay = Requirements.relay_all
+
+    def only_hosts(self, o, st, singular=None, *, first_s, most=np.inf):
+        n = o.unit_step if o.hosting else o.max_instances + 1  # plain options serve nothing
+        return np.full(len(self.space.cuts), n)
+
+    def one_more(self, o, st, band):
+        rows = real_relay(self, o, st, band)
+        if o.host is None:
+            return rows
+        host = next(p for p in self.space.options["prefill"] if p.key == o.host)
+        return np.where(rows > 0, host.unit_step + 1, 0)
+
+    monkeypatch.setattr(Requirements, "prefill_within", only_hosts)
+    monkeypatch.setattr(Requirements, "relay_all", one_more)
+    s = random_scenario(8)
+    space = Space(problem_of(s, hardware, models))
+    req = Requirements(space, s.workload.arrival_rps)
+    relaxed, out = relaxed_optimum(req), milp.min_cost(req)
+    assert out.cost_per_hour == pytest.approx(18.96, abs=0.005)
+    assert relaxed.cost == pytest.approx(out.cost_per_hour, rel=1e-9)
+    assert relaxed.exact  # its plan: no datacenter limit binds here
+    for c in relaxed.choices:
+        assert c.options["relay_decode"].host == c.options["prefill"].key
+        assert c.instances["prefill"] >= c.instances["relay_decode"] > 0

@@ -220,6 +220,7 @@ def _least_tables(
             # ``Requirements.relay_all`` and ``main_all`` give them; elementwise, as one by
             # one, per RLD pace band (the band sets RLD's pace, and so MD's counts)
             for band in req.bands():
+                band_p_costs, band_prefill = p_costs, prefill
                 if band.index < 0:
                     if hosted is not None or sp.relay_required:
                         continue  # without relay decode: the plain pairing's
@@ -230,20 +231,32 @@ def _least_tables(
                     # not for a host (a host of nothing is the plain pairing's option)
                     if sp.relay_required or hosted is not None:
                         r_costs = np.where(relays, r_costs, np.inf)
-                    if hosted is not None:  # on the host's instances: at most one each
-                        r_costs = np.where(
-                            req.relay_all(rld[0], st, band) <= hosted, r_costs, np.inf
-                        )
+                    if hosted is not None:  # on the host's instances, at most one each:
+                        # the host buys as many as its relay decode needs (``_host_count``)
+                        host = senders[0]
+                        n = _host_count(host, hosted, req.relay_all(rld[0], st, band))
+                        band_p_costs = _costs(sp, [(host, n)], (nsing, ncut))
+                        band_prefill = band_p_costs.min(axis=0)
                 else:
                     continue
                 m_costs = costs("main_decode", main, st, band, (nsing * ncatch, ncut))
                 relay, decode = r_costs.min(axis=0), m_costs.min(axis=0)
-                totals = np.repeat(prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
+                totals = np.repeat(band_prefill + relay, ncatch, axis=0) + decode + st.usd_per_hour
                 least[-1] = min(least[-1], float(totals.min()))
                 best = min(best, least[-1])
-                roles = ((senders, p_costs), (rld, r_costs), (main, m_costs))
+                roles = ((senders, band_p_costs), (rld, r_costs), (main, m_costs))
                 tables.append((st, band, totals, relays, roles))
     return best, out, least
+
+
+def _host_count(host: PoolOption, prefill: np.ndarray, relay: np.ndarray) -> np.ndarray:
+    """A host's count with relay decode on its instances: at least its own prefill count
+    (``prefill``) and one instance per hosted relay-decode instance (``relay``), rounded up
+    to its purchase step (past its maximum: maximum + 1). The MILP's ``relay_within_host``
+    and brute force buy the same."""
+    n = np.maximum(prefill, relay)
+    n = -(-n // host.unit_step) * host.unit_step
+    return np.where(n > host.max_instances, host.max_instances + 1, n)
 
 
 Pairing = tuple[list, np.ndarray, list, np.ndarray | None]
@@ -403,6 +416,13 @@ def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int
     instances["prefill"] = int(req.prefill(options["prefill"], st, s, first_s=first_s)[j])
     if options["relay_decode"] is not None:
         instances["relay_decode"] = int(req.relay(options["relay_decode"], st, s, band)[j])
+        if options["relay_decode"].host is not None:  # one per host instance
+            host = _host_count(
+                options["prefill"],
+                np.array([instances["prefill"]]),
+                np.array([instances["relay_decode"]]),
+            )
+            instances["prefill"] = int(host[0])
     instances["main_decode"] = int(req.main(options["main_decode"], st, s, h, band)[j])
     return Choice(options, instances, st, cut, s, h, band)
 
