@@ -124,10 +124,10 @@ def host_point(
     TPOT bound, which every pass must meet: the chunk is sized for a pass whose chunks all
     end the ``longest_prompt`` (the dearest attention), its table priced with chunks at the
     decode context (a mean pass), or where that is longer, at the longest prefix a chunk
-    can have (``longest_prompt`` less a chunk: a chunk long beside the prompts), so that no pass of the table
-    is longer than the one sized. None when it cannot host (no sequence fits beside the
-    prompts, or one decode token beside a ``MIN_CHUNK`` chunk already takes longer than
-    the bound)."""
+    can have (``longest_prompt`` less a chunk: a chunk long beside the prompts), so that
+    no pass of the table is longer than the one sized. None when it cannot host (no
+    sequence fits beside the prompts, or one decode token beside a ``MIN_CHUNK`` chunk
+    already takes longer than the bound)."""
     per_seq = inst.kv.resident_bytes(context_tokens)
     prompts = inst.attention_groups * per_seq  # one prompt in flight per attention group
     by_memory = int(max(inst.kv_capacity_bytes() - prompts, 0.0) // per_seq)

@@ -249,7 +249,7 @@ def _least_tables(
     return best, out, least
 
 
-def _host_count(host: PoolOption, prefill: np.ndarray, relay: np.ndarray) -> np.ndarray:
+def _host_count(host: PoolOption, prefill: np.ndarray | int, relay: np.ndarray | int) -> np.ndarray:
     """A host's count with relay decode on its instances: at least its own prefill count
     (``prefill``) and one instance per hosted relay-decode instance (``relay``), rounded up
     to its purchase step (past its maximum: maximum + 1). The MILP's ``relay_within_host``
@@ -273,11 +273,12 @@ def _pairings(
     sender (a host) alone with the relay decode on its instances, its count with them
     (``Requirements.prefill`` per singular cut), at the cuts that relay in ``st``'s cache:
     bought without relay decode on it, a host's fleet is the plain option's
-    (``Space.fleet``), priced at the plain option's counts. Only what a plan within ``limit`` plus the state's cost could use is
-    counted, the rest left at inf: a sender whose cost at its utilization floor exceeds
-    ``limit`` not at all, the others up to the most instances ``limit`` buys
-    (``Requirements.prefill_within``). With ``first``, only the cheapest sender at its
-    floor, without the hosting pairings (``_least_tables``)."""
+    (``Space.fleet``), priced at the plain option's counts. Only what a plan within
+    ``limit`` plus the state's cost could use is counted, the rest left at inf: a sender
+    whose cost at its utilization floor exceeds ``limit`` not at all, the others up to the
+    most instances ``limit`` buys (``Requirements.prefill_within``). With ``first``, only
+    the cheapest plain sender at its floor, without the hosting pairings
+    (``_least_tables``)."""
     sp = req.space
     nsing, ncut = len(sp.singular_cuts), len(sp.cuts)
     senders = [o for o in sp.options["prefill"] if st.sent_by(o)]
@@ -417,12 +418,8 @@ def _as_choice(req: Requirements, st, band, singular: int, catch_up: int, j: int
     if options["relay_decode"] is not None:
         instances["relay_decode"] = int(req.relay(options["relay_decode"], st, s, band)[j])
         if options["relay_decode"].host is not None:  # one per host instance
-            host = _host_count(
-                options["prefill"],
-                np.array([instances["prefill"]]),
-                np.array([instances["relay_decode"]]),
-            )
-            instances["prefill"] = int(host[0])
+            n = _host_count(options["prefill"], instances["prefill"], instances["relay_decode"])
+            instances["prefill"] = int(n)
     instances["main_decode"] = int(req.main(options["main_decode"], st, s, h, band)[j])
     return Choice(options, instances, st, cut, s, h, band)
 
@@ -541,9 +538,12 @@ def cost_floor(space: Space, grid: np.ndarray) -> np.ndarray:
                     if alone is None:
                         alone = path.alone_s(payload, goodput)
                     by_twin[(st.twin, cell)] = wan_times(
-                        payload, path=path, goodput_bytes_per_s=goodput, utilization=u,
+                        payload,
+                        path=path,
+                        goodput_bytes_per_s=goodput,
+                        utilization=u,
                         alone_s=alone,
-                    )[0]  # fmt: skip
+                    )[0]
                 wan = np.maximum(by_twin[(st.twin, cell)], space.fetch_s[k])
                 longest[cell] = np.maximum(longest[cell], wan)
         if not here:

@@ -1069,7 +1069,8 @@ def _runs_text(deployment: dict[str, Any] | None) -> str:
     if not deployment:
         return "no demand"
     return " · ".join(
-        f"{ROLE_SHORT.get(p['role'], p['role'])} {p['instances'] * p['gpus_per_instance']:,} {p['chip']}"
+        f"{ROLE_SHORT.get(p['role'], p['role'])} "
+        f"{p['instances'] * p['gpus_per_instance']:,} {p['chip']}"
         for p in deployment.get("pools", [])
     )
 

@@ -114,8 +114,9 @@ def sweep_table(run: SweepRun, metric: str) -> Group:
         lines.append(Text(f"{key:>4}  {text}"))
     lines.append(Text("F: the deployment planned (pools as role instances x GPUs chip@datacenter; "
                       "the link; the router; the handoff and decode-side cache where set: one id "
-                      "per deployment); N: why there is no plan. req/s: SLA capacity; BCR: req/s per "
-                      "USD/hour; P99 s: TTFT P99 at the demand. Varied: " + "; ".join(
+                      "per deployment); N: why there is no plan. req/s: SLA capacity; "
+                      "BCR: req/s per USD/hour; P99 s: TTFT P99 at the demand. Varied: "
+                      + "; ".join(
                           f"{p} ({analysis.axis_label(p)})" for p in paths), style="dim"))  # fmt: skip
     if relaxed:
         lines.append(Text("* relaxes the scenario: " + "; ".join(relaxed), style="dim"))

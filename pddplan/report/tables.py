@@ -1,6 +1,7 @@
-"""Rich renderables for the terminal: the helpers every report's tables share (``grid``); the tables of each subject are in ``catalog``, ``plan``, ``workload``,
-``compare``, ``calibration``, ``simulation`` and ``sweeps``. Only this package and the CLI
-know rich; every function returns a renderable and prints nothing."""
+"""Rich renderables for the terminal: the helpers every report's tables share (``grid``);
+the tables of each subject are in ``catalog``, ``plan``, ``workload``, ``compare``,
+``calibration``, ``simulation`` and ``sweeps``. Only this package and the CLI know rich;
+every function returns a renderable and prints nothing."""
 
 from __future__ import annotations
 
